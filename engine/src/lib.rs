@@ -1,0 +1,10 @@
+//! Tumble's engine: everything below the game that is not networking.
+//!
+//! - [`physics`]: the rigid-body engine (boxes, ground plane, contacts, solver, rest detection). Headless: it
+//!   depends on no window, GPU or audio library, so servers, tests and benches run it anywhere.
+//! - [`scene`]: scene files (TOML under `assets/scenes/`) turned into bodies for a [`physics::World`].
+//!
+//! Later issues add `render` (Vulkan on ash), `xr` (OpenXR) and `input` (winit/gilrs glue) beside these.
+
+pub mod physics;
+pub mod scene;

@@ -1,0 +1,397 @@
+//! Box against box: the separating axis test over 15 axes, then either face clipping (a face of one box clipped
+//! against the side planes of the other's face, Sutherland–Hodgman) or a single edge–edge point. Every point
+//! carries a feature id built from the faces, edges and clip planes that made it, so the same touching features
+//! give the same id on the next step and the solver can warm start from last step's impulse.
+
+use glam::Vec3;
+
+use super::box_plane::OrientedBox;
+use super::manifold::{reduce_to_four, CandidatePoint, MAX_MANIFOLD_POINTS};
+
+/// An edge axis must beat the best face axis by this much to be chosen (relative part, for deep overlaps)…
+const EDGE_RELATIVE_TOLERANCE: f32 = 0.95;
+/// …and by this much in metres; faces give four stable points, edges only one, so ties go to faces.
+const AXIS_ABSOLUTE_TOLERANCE_M: f32 = 0.005;
+/// Face B must beat face A by this relative margin, so that resting stacks keep the same reference face.
+const FACE_RELATIVE_TOLERANCE: f32 = 0.98;
+/// Edge pairs closer to parallel than this (squared sine) are skipped: face axes already cover them.
+const PARALLEL_EPSILON: f32 = 1.0e-6;
+
+/// Feature-id tags that keep face points and edge points apart.
+const EDGE_FEATURE_TAG: u32 = 1 << 16;
+const REFERENCE_IS_B_TAG: u32 = 1 << 15;
+
+/// A vertex of the polygon being clipped, in the reference box's local frame.
+#[derive(Clone, Copy, Default)]
+struct ClipVertex {
+    local: Vec3,
+    /// 0..4: an incident corner; 8..40: where polygon edge `(id - 8) / 4` crossed side plane `(id - 8) % 4`.
+    id: u32,
+    /// Label of the polygon edge that leaves this vertex: 0..4 incident edges, 4..8 reference side planes.
+    out_edge: u32,
+}
+
+fn axes(b: &OrientedBox) -> [Vec3; 3] {
+    [b.axes.x_axis, b.axes.y_axis, b.axes.z_axis]
+}
+
+fn sign(x: f32) -> f32 {
+    if x >= 0.0 {
+        1.0
+    } else {
+        -1.0
+    }
+}
+
+/// Contacts between boxes `a` and `b` within `margin`. Writes up to four points and returns the normal (from A to
+/// B) and the count; a count of 0 means the boxes are farther apart than `margin`.
+pub fn collide_box_box(
+    a: &OrientedBox,
+    b: &OrientedBox,
+    margin: f32,
+    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
+) -> (Vec3, usize) {
+    let t = b.center - a.center;
+    let reach = a.half.length() + b.half.length() + margin;
+    if t.length_squared() > reach * reach {
+        return (Vec3::ZERO, 0);
+    }
+    let (aa, ba) = (axes(a), axes(b));
+    let (ha, hb) = (a.half.to_array(), b.half.to_array());
+    let mut abs_r = [[0.0f32; 3]; 3];
+    for i in 0..3 {
+        for j in 0..3 {
+            abs_r[i][j] = aa[i].dot(ba[j]).abs();
+        }
+    }
+
+    let (mut face_a, mut face_a_axis) = (f32::NEG_INFINITY, 0);
+    for i in 0..3 {
+        let rb = hb[0] * abs_r[i][0] + hb[1] * abs_r[i][1] + hb[2] * abs_r[i][2];
+        let s = t.dot(aa[i]).abs() - ha[i] - rb;
+        if s > margin {
+            return (Vec3::ZERO, 0);
+        }
+        if s > face_a {
+            (face_a, face_a_axis) = (s, i);
+        }
+    }
+    let (mut face_b, mut face_b_axis) = (f32::NEG_INFINITY, 0);
+    for j in 0..3 {
+        let ra = ha[0] * abs_r[0][j] + ha[1] * abs_r[1][j] + ha[2] * abs_r[2][j];
+        let s = t.dot(ba[j]).abs() - hb[j] - ra;
+        if s > margin {
+            return (Vec3::ZERO, 0);
+        }
+        if s > face_b {
+            (face_b, face_b_axis) = (s, j);
+        }
+    }
+    let (mut edge, mut edge_axes, mut edge_normal) = (f32::NEG_INFINITY, (0, 0), Vec3::ZERO);
+    for i in 0..3 {
+        for j in 0..3 {
+            let l = aa[i].cross(ba[j]);
+            let len2 = l.length_squared();
+            if len2 < PARALLEL_EPSILON {
+                continue;
+            }
+            let l = l / len2.sqrt();
+            let ra = ha[0] * aa[0].dot(l).abs() + ha[1] * aa[1].dot(l).abs() + ha[2] * aa[2].dot(l).abs();
+            let rb = hb[0] * ba[0].dot(l).abs() + hb[1] * ba[1].dot(l).abs() + hb[2] * ba[2].dot(l).abs();
+            let d = t.dot(l);
+            let s = d.abs() - ra - rb;
+            if s > margin {
+                return (Vec3::ZERO, 0);
+            }
+            if s > edge {
+                (edge, edge_axes, edge_normal) = (s, (i, j), l * sign(d));
+            }
+        }
+    }
+
+    let use_b = face_b > FACE_RELATIVE_TOLERANCE * face_a + AXIS_ABSOLUTE_TOLERANCE_M;
+    let face = if use_b { face_b } else { face_a };
+    if edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
+        let n = edge_contact(a, b, edge_axes, edge_normal, out);
+        return (edge_normal, n);
+    }
+    if use_b {
+        let (n_ref, count) = face_contact(b, a, face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
+        (-n_ref, count)
+    } else {
+        face_contact(a, b, face_a_axis, t, margin, 0, out)
+    }
+}
+
+/// Clips the incident box's most anti-parallel face against the reference face `axis` of `r`. `t` points from the
+/// reference centre to the incident centre. Returns the reference normal (towards the incident box) and the count.
+fn face_contact(
+    r: &OrientedBox,
+    inc: &OrientedBox,
+    axis: usize,
+    t: Vec3,
+    margin: f32,
+    tag: u32,
+    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
+) -> (Vec3, usize) {
+    let (ra, ia) = (axes(r), axes(inc));
+    let (hr, hi) = (r.half.to_array(), inc.half.to_array());
+    let ref_sign = sign(t.dot(ra[axis]));
+    let normal = ra[axis] * ref_sign;
+    let ref_face = axis as u32 * 2 + u32::from(ref_sign < 0.0);
+
+    // Incident face: the face of `inc` whose normal is most opposed to the reference normal.
+    let mut j = 0;
+    let mut best = -1.0;
+    for (k, ax) in ia.iter().enumerate() {
+        let d = ax.dot(normal).abs();
+        if d > best {
+            (best, j) = (d, k);
+        }
+    }
+    let inc_sign = -sign(ia[j].dot(normal));
+    let inc_face = j as u32 * 2 + u32::from(inc_sign < 0.0);
+    let face_center = inc.center + ia[j] * (inc_sign * hi[j]);
+    let (a1, a2) = ((j + 1) % 3, (j + 2) % 3);
+    let (e1, e2) = (ia[a1] * hi[a1], ia[a2] * hi[a2]);
+
+    let to_local = |p: Vec3| {
+        let d = p - r.center;
+        Vec3::new(d.dot(ra[0]), d.dot(ra[1]), d.dot(ra[2]))
+    };
+    let mut poly = [ClipVertex::default(); 8];
+    let mut scratch = [ClipVertex::default(); 8];
+    for (k, (s1, s2)) in [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)].into_iter().enumerate() {
+        poly[k] = ClipVertex { local: to_local(face_center + e1 * s1 + e2 * s2), id: k as u32, out_edge: k as u32 };
+    }
+    let mut n = 4;
+    let (u, w) = ((axis + 1) % 3, (axis + 2) % 3);
+    let planes = [(u, 1.0, hr[u]), (u, -1.0, hr[u]), (w, 1.0, hr[w]), (w, -1.0, hr[w])];
+    for (side, &(ax, s, h)) in planes.iter().enumerate() {
+        n = clip(&poly[..n], ax, s, h, side as u32, &mut scratch);
+        poly[..n].copy_from_slice(&scratch[..n]);
+        if n == 0 {
+            return (normal, 0);
+        }
+    }
+
+    let mut candidates = [CandidatePoint::default(); 8];
+    let mut count = 0;
+    for v in &poly[..n] {
+        let separation = ref_sign * v.local[axis] - hr[axis];
+        if separation <= margin {
+            let world = r.center + ra[0] * v.local.x + ra[1] * v.local.y + ra[2] * v.local.z;
+            candidates[count] = CandidatePoint {
+                position: world - normal * (0.5 * separation),
+                separation,
+                id: tag | (ref_face << 12) | (inc_face << 8) | v.id,
+            };
+            count += 1;
+        }
+    }
+    (normal, reduce_to_four(&candidates[..count], normal, out))
+}
+
+/// One Sutherland–Hodgman pass: keeps the part of `poly` where `s * local[axis] <= h`.
+fn clip(poly: &[ClipVertex], axis: usize, s: f32, h: f32, side: u32, out: &mut [ClipVertex; 8]) -> usize {
+    let mut n = 0;
+    for (i, cur) in poly.iter().enumerate() {
+        let next = &poly[(i + 1) % poly.len()];
+        let dc = s * cur.local[axis] - h;
+        let dn = s * next.local[axis] - h;
+        if dc <= 0.0 && n < 8 {
+            out[n] = *cur;
+            n += 1;
+        }
+        if (dc <= 0.0) != (dn <= 0.0) && n < 8 {
+            let f = dc / (dc - dn);
+            let leaving = dc <= 0.0;
+            out[n] = ClipVertex {
+                local: cur.local + (next.local - cur.local) * f,
+                id: 8 + cur.out_edge * 4 + side,
+                out_edge: if leaving { 4 + side } else { cur.out_edge },
+            };
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The closest points of the two support edges along `normal`; one point halfway between them.
+fn edge_contact(
+    a: &OrientedBox,
+    b: &OrientedBox,
+    (i, j): (usize, usize),
+    normal: Vec3,
+    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
+) -> usize {
+    let (aa, ba) = (axes(a), axes(b));
+    let (ha, hb) = (a.half.to_array(), b.half.to_array());
+    // The edge of A farthest along the normal and the edge of B farthest against it.
+    let (mut pa, mut pb) = (a.center, b.center);
+    let (mut id_a, mut id_b) = (i as u32 * 4, j as u32 * 4);
+    let mut bit = 1;
+    for k in (0..3).filter(|&k| k != i) {
+        let s = sign(normal.dot(aa[k]));
+        pa += aa[k] * (s * ha[k]);
+        id_a |= if s > 0.0 { bit } else { 0 };
+        bit <<= 1;
+    }
+    bit = 1;
+    for k in (0..3).filter(|&k| k != j) {
+        let s = -sign(normal.dot(ba[k]));
+        pb += ba[k] * (s * hb[k]);
+        id_b |= if s > 0.0 { bit } else { 0 };
+        bit <<= 1;
+    }
+    let (da, db) = (aa[i], ba[j]);
+    let r = pb - pa;
+    let d = da.dot(db);
+    let (e, f) = (da.dot(r), db.dot(r));
+    let denom = 1.0 - d * d;
+    let mut s = if denom > PARALLEL_EPSILON { ((e - d * f) / denom).clamp(-ha[i], ha[i]) } else { 0.0 };
+    let tt = (d * s - f).clamp(-hb[j], hb[j]);
+    s = (d * tt + e).clamp(-ha[i], ha[i]);
+    let qa = pa + da * s;
+    let qb = pb + db * tt;
+    out[0] = CandidatePoint {
+        position: (qa + qb) * 0.5,
+        separation: (qb - qa).dot(normal),
+        id: EDGE_FEATURE_TAG | (id_a << 8) | id_b,
+    };
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::{Mat3, Quat};
+    use std::f32::consts::FRAC_PI_4;
+
+    fn cube(center: Vec3, rot: Quat) -> OrientedBox {
+        OrientedBox { center, axes: Mat3::from_quat(rot), half: Vec3::splat(0.5) }
+    }
+
+    fn collide(a: &OrientedBox, b: &OrientedBox, margin: f32) -> (Vec3, Vec<CandidatePoint>) {
+        let mut out = [CandidatePoint::default(); 4];
+        let (n, c) = collide_box_box(a, b, margin, &mut out);
+        (n, out[..c].to_vec())
+    }
+
+    #[test]
+    fn face_face_stacked_cubes_give_four_corner_points() {
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let b = cube(Vec3::new(0.0, 1.5, 0.0), Quat::IDENTITY);
+        let (n, pts) = collide(&a, &b, 0.02);
+        assert_eq!(pts.len(), 4);
+        assert!((n - Vec3::Y).length() < 1e-6, "normal from A up to B: {n}");
+        for p in &pts {
+            assert!(p.separation.abs() < 1e-6);
+            assert!((p.position.y - 1.0).abs() < 1e-6);
+            assert!((p.position.x.abs() - 0.5).abs() < 1e-6 && (p.position.z.abs() - 0.5).abs() < 1e-6);
+        }
+        let mut ids: Vec<u32> = pts.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 4, "feature ids are distinct");
+    }
+
+    #[test]
+    fn face_face_offset_cubes_clip_to_the_overlap() {
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let b = cube(Vec3::new(0.5, 1.49, 0.0), Quat::IDENTITY);
+        let (_, pts) = collide(&a, &b, 0.02);
+        assert_eq!(pts.len(), 4);
+        for p in &pts {
+            assert!((p.separation + 0.01).abs() < 1e-5, "overlap 1 cm: {}", p.separation);
+            assert!(p.position.x >= -1e-6 && p.position.x <= 0.5 + 1e-6, "clipped to x in [0, 0.5]: {}", p.position.x);
+        }
+    }
+
+    #[test]
+    fn feature_ids_are_stable_under_a_small_motion() {
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let b1 = cube(Vec3::new(0.3, 1.5, 0.1), Quat::from_rotation_y(0.2));
+        let b2 = cube(Vec3::new(0.301, 1.499, 0.1), Quat::from_rotation_y(0.201));
+        let ids = |b: &OrientedBox| {
+            let mut v: Vec<u32> = collide(&a, b, 0.02).1.iter().map(|p| p.id).collect();
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(ids(&b1), ids(&b2));
+    }
+
+    #[test]
+    fn vertex_face_corner_down_gives_one_point() {
+        // B balanced on a corner above A's top face.
+        let rot = Quat::from_rotation_z(0.6154797) * Quat::from_rotation_x(FRAC_PI_4);
+        let probe = cube(Vec3::ZERO, rot);
+        let lowest = (0..8).map(|i| probe.corner(i).y).fold(f32::INFINITY, f32::min);
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let b = cube(Vec3::new(0.0, 1.0 - lowest - 0.005, 0.0), rot);
+        let (n, pts) = collide(&a, &b, 0.02);
+        assert_eq!(pts.len(), 1, "{pts:?}");
+        assert!(n.dot(Vec3::Y) > 0.99);
+        assert!((pts[0].separation + 0.005).abs() < 1e-4, "{}", pts[0].separation);
+        assert!(pts[0].position.x.abs() < 1e-4 && pts[0].position.z.abs() < 1e-4);
+    }
+
+    #[test]
+    fn edge_edge_crossed_edges_give_one_point_between_them() {
+        // A turned 45° about z (edge along z on top), B turned 45° about x (edge along x at the bottom).
+        let h = 0.5 * std::f32::consts::SQRT_2;
+        let a = cube(Vec3::new(0.0, 0.0, 0.0), Quat::from_rotation_z(FRAC_PI_4));
+        let b = cube(Vec3::new(0.0, 2.0 * h - 0.01, 0.0), Quat::from_rotation_x(FRAC_PI_4));
+        let (n, pts) = collide(&a, &b, 0.02);
+        assert_eq!(pts.len(), 1, "{pts:?}");
+        assert!((n - Vec3::Y).length() < 1e-4, "{n}");
+        assert!((pts[0].separation + 0.01).abs() < 1e-4, "{}", pts[0].separation);
+        assert!((pts[0].position - Vec3::new(0.0, h - 0.005, 0.0)).length() < 1e-4, "{}", pts[0].position);
+        assert!(pts[0].id & EDGE_FEATURE_TAG != 0);
+    }
+
+    #[test]
+    fn tilted_cube_resting_on_an_edge_gives_two_points() {
+        let h = 0.5 * std::f32::consts::SQRT_2;
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let b = cube(Vec3::new(0.0, 1.0 + h - 0.002, 0.0), Quat::from_rotation_z(FRAC_PI_4));
+        let (n, pts) = collide(&a, &b, 0.02);
+        assert_eq!(pts.len(), 2, "{pts:?}");
+        assert!(n.dot(Vec3::Y) > 0.999);
+        for p in &pts {
+            assert!((p.separation + 0.002).abs() < 1e-4);
+        }
+    }
+
+    #[test]
+    fn separated_beyond_margin_gives_nothing_and_within_margin_speculative_points() {
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        assert!(collide(&a, &cube(Vec3::new(0.0, 1.53, 0.0), Quat::IDENTITY), 0.02).1.is_empty());
+        let (_, pts) = collide(&a, &cube(Vec3::new(0.0, 1.51, 0.0), Quat::IDENTITY), 0.02);
+        assert_eq!(pts.len(), 4);
+        assert!(pts.iter().all(|p| (p.separation - 0.01).abs() < 1e-5));
+    }
+
+    #[test]
+    fn side_by_side_normal_points_from_a_to_b() {
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let b = cube(Vec3::new(-0.99, 0.5, 0.0), Quat::IDENTITY);
+        let (n, pts) = collide(&a, &b, 0.02);
+        assert_eq!(pts.len(), 4);
+        assert!((n + Vec3::X).length() < 1e-6, "{n}");
+    }
+
+    #[test]
+    fn small_box_on_big_box_uses_the_big_face() {
+        let big = OrientedBox { center: Vec3::new(0.0, 1.0, 0.0), axes: Mat3::IDENTITY, half: Vec3::new(2.0, 1.0, 2.0) };
+        let small = OrientedBox {
+            center: Vec3::new(1.0, 2.2, -0.5),
+            axes: Mat3::from_quat(Quat::from_rotation_y(0.3)),
+            half: Vec3::splat(0.2),
+        };
+        let (n, pts) = collide(&small, &big, 0.02);
+        assert_eq!(pts.len(), 4);
+        assert!((n + Vec3::Y).length() < 1e-5, "from the small box down to the big one: {n}");
+        assert!(pts.iter().all(|p| p.separation.abs() < 1e-5 && (p.position.y - 2.0).abs() < 1e-5));
+    }
+}

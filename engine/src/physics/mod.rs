@@ -1,0 +1,46 @@
+//! Tumble's rigid-body engine: oriented boxes on a ground plane, at a fixed step.
+//!
+//! One file per idea, in the order a step runs them:
+//! - [`body`]: bodies as plain data and the limits their values are checked against.
+//! - [`broadphase`]: which bodies are near each other (sort and sweep over enlarged boxes, rebuilt only when a body
+//!   leaves its enlarged box).
+//! - [`box_plane`], [`box_box`]: contact manifolds (≤ 4 points with feature ids) for one pair; [`manifold`] holds the
+//!   shared types and the 4-point reduction.
+//! - [`contact`]: the persistent contact list, warm-start matching by feature id, and the per-step contact report.
+//! - [`island`]: bodies joined by touching contacts; whole islands wake and go to rest together.
+//! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
+//! - [`rest`]: our rest detection, a ring buffer of the last 16 poses per body.
+//! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
+//!
+//! Everything is deterministic: no hash maps, no threads, sorts on unique keys only. The same scene and inputs on
+//! the same build give bit-identical state.
+
+pub mod body;
+pub mod box_box;
+pub mod box_plane;
+pub mod broadphase;
+pub mod contact;
+pub mod contact_solver;
+pub mod island;
+pub mod manifold;
+pub mod rest;
+pub mod world;
+
+pub use body::{BodyDesc, BodyId, BodyKind, BodyState, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
+pub use contact::ContactReport;
+pub use world::{StepReport, World, WorldConfig, WorldSnapshot};
+
+/// What the engine refuses, and why. Nothing refused ever reaches the solver.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PhysicsError {
+    #[error("{field} is not finite (NaN or infinity)")]
+    NotFinite { field: &'static str },
+    #[error("{field} = {value} is outside {min}..={max}")]
+    OutOfRange { field: &'static str, value: f32, min: f32, max: f32 },
+    #[error("no body with id {0}")]
+    UnknownBody(u32),
+    #[error("body {0} is not kinematic")]
+    NotKinematic(u32),
+    #[error("invalid world configuration: {0}")]
+    InvalidConfig(&'static str),
+}
