@@ -1,1 +1,194 @@
-fn main() {}
+//! The `tumble` binary. With no subcommand it will open the desktop debug view; `simulate` runs a scene headless
+//! and reports how it ended; `vr` will start the VR client. Machine-readable output is JSON on stdout; human text
+//! and logs (tracing, filtered by `RUST_LOG`) go to stderr.
+//!
+//! Exit codes: 0 success, 1 an error (bad scene file, engine refusal), 2 a mode that is unavailable here (no
+//! display, not built yet) or bad arguments (clap's own code for usage errors).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+use serde_json::json;
+use tumble::sync::quantize::quantize_body_state;
+use tumble_engine::physics::{BodyId, World, WorldConfig};
+use tumble_engine::scene::load_scene;
+
+/// Steps `simulate` runs unless told otherwise: 10 s at the fixed 90 Hz step.
+const DEFAULT_STEPS: u64 = 900;
+
+/// Exit code for a mode that cannot run here (no display, or not built yet), as distinct from an error.
+const EXIT_UNAVAILABLE: u8 = 2;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tumble",
+    version,
+    about = "Tumble: a networked physics sandbox for VR",
+    long_about = "Tumble: a networked physics sandbox for VR.\n\n\
+        With no subcommand, opens the desktop debug view (not built yet; needs a display).\n\
+        Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended.\n\
+        Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run a scene headless for a number of fixed steps and report how it ended
+    Simulate(SimulateArgs),
+    /// Start the VR client (not built yet)
+    Vr,
+}
+
+#[derive(Args, Debug)]
+struct SimulateArgs {
+    /// Scene file (TOML; the format is in assets/scenes/README.md)
+    #[arg(long, value_name = "FILE")]
+    scene: PathBuf,
+    /// Fixed steps to run (90 per simulated second)
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_STEPS)]
+    steps: u64,
+    /// Turn off rest detection and island sleeping
+    #[arg(long)]
+    no_sleep: bool,
+    /// Quantize every body's state before every step, as networked peers do
+    #[arg(long)]
+    quantize: bool,
+    /// Print one JSON object on stdout instead of a summary on stderr
+    #[arg(long)]
+    json: bool,
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match cli.command {
+        None => desktop_view(),
+        Some(Command::Vr) => {
+            eprintln!("tumble: the VR client is not built yet (a later issue); try `tumble simulate --scene FILE`");
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+        Some(Command::Simulate(args)) => match simulate(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+/// The whole cause chain on one line, no backtrace: errors here are the user's file, not our bug. Causes that
+/// the message before already quotes (scene errors include their io error) are not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for text in e.chain().map(|cause| cause.to_string()) {
+        if !line.contains(&text) {
+            line += if line.is_empty() { "" } else { ": " };
+            line += &text;
+        }
+    }
+    line
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .init();
+}
+
+/// The desktop debug view is a later issue; until then say so, and say where the headless modes are.
+fn desktop_view() -> ExitCode {
+    let has_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
+    if has_display {
+        eprintln!("tumble: the desktop debug view is not built yet (a later issue).");
+    } else {
+        eprintln!(
+            "tumble: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set), \
+             so the desktop view cannot open."
+        );
+    }
+    eprintln!("Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended");
+    eprintln!("(later: `tumble screenshot`). See `tumble --help`.");
+    ExitCode::from(EXIT_UNAVAILABLE)
+}
+
+fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
+    // Scene errors already name the file, the line and the key.
+    let scene = load_scene(&args.scene)?;
+    let mut world = scene.build_world(WorldConfig {
+        sleep: !args.no_sleep,
+        ..WorldConfig::default()
+    })?;
+    let ids: Vec<BodyId> = (0..world.body_count() as u32).map(BodyId).collect();
+    tracing::info!(scene = %scene.name, bodies = ids.len(), steps = args.steps, quantize = args.quantize, "simulating");
+
+    // Fallen bodies are out of the simulation; setting their state would put them back in.
+    let mut fallen = vec![false; ids.len()];
+    let mut max_penetration_m = 0.0f32;
+    for step in 0..args.steps {
+        if args.quantize {
+            quantize_world(&mut world, &ids, &fallen)
+                .with_context(|| format!("quantizing before step {step}"))?;
+        }
+        let report = world.step();
+        max_penetration_m = max_penetration_m.max(report.max_penetration);
+        for id in &report.fell_below_floor {
+            fallen[id.index()] = true;
+        }
+    }
+
+    let mut resting = 0;
+    for (&id, &gone) in ids.iter().zip(&fallen) {
+        resting += usize::from(!gone && world.state(id)?.at_rest);
+    }
+    let fell_below_floor = fallen.iter().filter(|&&f| f).count();
+    let checksum = format!("{:016x}", world.checksum());
+    let all_at_rest = world.all_at_rest();
+    if args.json {
+        let out = json!({
+            "scene": scene.name,
+            "steps": args.steps,
+            "bodies": ids.len(),
+            "resting": resting,
+            "all_at_rest": all_at_rest,
+            "checksum": checksum,
+            "fell_below_floor": fell_below_floor,
+            "max_penetration_m": max_penetration_m,
+        });
+        println!("{out}");
+    } else {
+        eprintln!(
+            "{}: {} steps{}{}, {} bodies: {resting} at rest{}, {fell_below_floor} fell below the floor, \
+             max penetration {max_penetration_m:.4} m, checksum {checksum}",
+            scene.name,
+            args.steps,
+            if args.quantize { ", quantized" } else { "" },
+            if args.no_sleep { ", no sleep" } else { "" },
+            ids.len(),
+            if all_at_rest { " (all)" } else { "" },
+        );
+    }
+    Ok(())
+}
+
+/// What every peer does before a step: each body snapped to exactly what the wire would carry.
+fn quantize_world(world: &mut World, ids: &[BodyId], fallen: &[bool]) -> anyhow::Result<()> {
+    for (&id, _) in ids.iter().zip(fallen).filter(|(_, &gone)| !gone) {
+        let state = quantize_body_state(&world.state(id)?);
+        world.set_state(id, &state)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! The `tumble` binary's command line: parsing, help, and the modes that must fail politely. Scene simulation
+//! is exercised once the engine can step (see the integrator's notes in the sync issue).
+
+use std::process::{Command, Output};
+
+fn tumble(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(args)
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run tumble")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn no_display_says_so_and_points_at_headless_modes() {
+    let o = tumble(&[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("no display"), "{err}");
+    assert!(err.contains("tumble simulate"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn with_a_display_says_the_view_is_not_built_yet() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .env("DISPLAY", ":99")
+        .output()
+        .expect("run tumble");
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("not built yet") && err.contains("tumble simulate"),
+        "{err}"
+    );
+}
+
+#[test]
+fn vr_is_not_built_yet() {
+    let o = tumble(&["vr"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not built yet"), "{}", stderr(&o));
+}
+
+#[test]
+fn help_lists_every_mode_and_flag() {
+    let o = tumble(&["--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    for word in ["simulate", "vr", "RUST_LOG"] {
+        assert!(help.contains(word), "{word} missing from:\n{help}");
+    }
+    let o = tumble(&["simulate", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout);
+    for flag in ["--scene", "--steps", "--no-sleep", "--quantize", "--json"] {
+        assert!(help.contains(flag), "{flag} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_usage_errors() {
+    for args in [
+        &["simulate"][..],
+        &["simulate", "--scene", "x.toml", "--steps", "many"],
+        &["fly"],
+    ] {
+        let o = tumble(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"));
+    }
+}
+
+#[test]
+fn a_missing_scene_is_one_clear_line() {
+    let o = tumble(&["simulate", "--scene", "no/such/scene.toml", "--json"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(err.contains("no/such/scene.toml"), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("backtrace"),
+        "{err}"
+    );
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn a_malformed_scene_names_the_file_and_line() {
+    let path = std::env::temp_dir().join(format!("tumble-cli-bad-{}.toml", std::process::id()));
+    std::fs::write(&path, "[[tower]]\nheight = \"tall\"\n").unwrap();
+    let o = tumble(&["simulate", "--scene", path.to_str().unwrap()]);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.contains(path.to_str().unwrap()) && err.contains(":2"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
