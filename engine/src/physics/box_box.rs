@@ -17,6 +17,10 @@ const FACE_RELATIVE_TOLERANCE: f32 = 0.98;
 /// Edge pairs closer to parallel than this (squared sine) are skipped: face axes already cover them.
 const PARALLEL_EPSILON: f32 = 1.0e-6;
 
+/// Side planes are moved out by this much (metres), so a face lying exactly on another (a built stack) keeps its
+/// four corners, and their ids, when it slides a hair sideways instead of being clipped into new points.
+const CLIP_TOLERANCE_M: f32 = 0.001;
+
 /// Feature-id tags that keep face points and edge points apart.
 const EDGE_FEATURE_TAG: u32 = 1 << 16;
 const REFERENCE_IS_B_TAG: u32 = 1 << 15;
@@ -166,7 +170,8 @@ fn face_contact(
     }
     let mut n = 4;
     let (u, w) = ((axis + 1) % 3, (axis + 2) % 3);
-    let planes = [(u, 1.0, hr[u]), (u, -1.0, hr[u]), (w, 1.0, hr[w]), (w, -1.0, hr[w])];
+    let (hu, hw) = (hr[u] + CLIP_TOLERANCE_M, hr[w] + CLIP_TOLERANCE_M);
+    let planes = [(u, 1.0, hu), (u, -1.0, hu), (w, 1.0, hw), (w, -1.0, hw)];
     for (side, &(ax, s, h)) in planes.iter().enumerate() {
         n = clip(&poly[..n], ax, s, h, side as u32, &mut scratch);
         poly[..n].copy_from_slice(&scratch[..n]);

@@ -8,6 +8,7 @@
 //!   shared types and the 4-point reduction.
 //! - [`contact`]: the persistent contact list, warm-start matching by feature id, and the per-step contact report.
 //! - [`island`]: bodies joined by touching contacts; whole islands wake and go to rest together.
+//! - [`stack_order`]: how high each body sits in its stack, so the solver can work from the ground up.
 //! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
 //! - [`rest`]: our rest detection, a ring buffer of the last 16 poses per body.
 //! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
@@ -24,6 +25,7 @@ pub mod contact_solver;
 pub mod island;
 pub mod manifold;
 pub mod rest;
+pub mod stack_order;
 pub mod world;
 
 pub use body::{BodyDesc, BodyId, BodyKind, BodyState, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};

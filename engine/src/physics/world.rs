@@ -1,6 +1,20 @@
-//! (stub API, being written)
-use glam::{Quat, Vec3};
+//! The [`World`]: owns every body (as flat arrays indexed by [`BodyId`]), the broadphase, the contacts and the
+//! islands, and runs one fixed step at a time:
+//!
+//! gravity → broadphase → narrowphase → islands (wake) → solve → integrate → relax → floor check → rest detection.
+//!
+//! State in and out is plain data ([`BodyState`]); a [`WorldSnapshot`] holds everything a step reads, so
+//! restoring one and stepping on repeats the same bits.
 
+use glam::{Mat3, Quat, Vec3};
+
+use super::body::{validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
+use super::broadphase::{Aabb, Broadphase, GROUND};
+use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
+use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
+use super::island::Islands;
+use super::rest::{min_half_cos, PoseHistory};
+use super::stack_order::StackOrder;
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
 /// How a world simulates. Every field has a sensible default ([`WorldConfig::default`]).
@@ -14,19 +28,21 @@ pub struct WorldConfig {
     pub ground_height: Option<f32>,
     pub ground_friction: f32,
     pub ground_restitution: f32,
-    /// Overlap is pushed out no faster than this (m/s).
+    /// Overlap is pushed out no faster than this (m/s). 1 m/s, as the reference sample found best.
     pub max_depenetration_velocity: f32,
+    /// Velocity passes per step (the last one is the shock-propagation pass).
     pub velocity_iterations: u32,
-    pub relax_iterations: u32,
+    /// Position passes per step that push overlapping bodies apart.
+    pub position_iterations: u32,
     /// Impacts slower than this (m/s) do not bounce.
     pub restitution_threshold: f32,
     /// Rest detection and island sleeping on or off.
     pub sleep: bool,
-    /// A body that moved less than this (m) over the rest window is still.
+    /// A body that moved less than this (m) over the rest window is still…
     pub rest_linear_threshold: f32,
-    /// …and turned less than this (rad).
+    /// …if it also turned less than this (rad).
     pub rest_angular_threshold: f32,
-    /// Bodies that fall below this height are reported and taken out of the simulation.
+    /// Bodies that fall below this height (m) are reported once and taken out of the simulation.
     pub world_floor_y: f32,
 }
 
@@ -40,7 +56,7 @@ impl Default for WorldConfig {
             ground_restitution: 0.0,
             max_depenetration_velocity: 1.0,
             velocity_iterations: 8,
-            relax_iterations: 2,
+            position_iterations: 2,
             restitution_threshold: 1.0,
             sleep: true,
             rest_linear_threshold: 0.005,
@@ -50,21 +66,79 @@ impl Default for WorldConfig {
     }
 }
 
+impl WorldConfig {
+    fn validate(&self) -> Result<(), PhysicsError> {
+        let finite = self.gravity.is_finite()
+            && [self.dt, self.ground_friction, self.ground_restitution, self.max_depenetration_velocity]
+                .iter()
+                .chain(&[self.restitution_threshold, self.rest_linear_threshold, self.rest_angular_threshold])
+                .chain(&[self.world_floor_y, self.ground_height.unwrap_or(0.0)])
+                .all(|x| x.is_finite());
+        let checks = [
+            (finite, "every value must be finite"),
+            (self.dt > 0.0 && self.dt <= 0.1, "dt must be in (0, 0.1] s"),
+            ((1..=256).contains(&self.velocity_iterations), "velocity_iterations must be 1..=256"),
+            (self.position_iterations <= 256, "position_iterations must be 0..=256"),
+            (self.max_depenetration_velocity > 0.0, "max_depenetration_velocity must be positive"),
+            (self.ground_friction >= 0.0, "ground_friction must be ≥ 0"),
+            ((0.0..=1.0).contains(&self.ground_restitution), "ground_restitution must be in 0..=1"),
+            (self.rest_linear_threshold >= 0.0 && self.rest_angular_threshold >= 0.0, "rest thresholds must be ≥ 0"),
+        ];
+        match checks.iter().find(|(ok, _)| !ok) {
+            Some((_, why)) => Err(PhysicsError::InvalidConfig(why)),
+            None => Ok(()),
+        }
+    }
+}
+
 /// What the last step did.
 #[derive(Clone, Debug, Default)]
 pub struct StepReport {
+    /// Steps taken so far, this one included.
     pub step: u64,
+    /// Touching pairs among bodies that were simulated this step, with how hard they pushed.
     pub contacts: Vec<ContactReport>,
+    /// Bodies that fell below the world floor this step; they are out of the simulation from now on.
     pub fell_below_floor: Vec<BodyId>,
+    /// Dynamic bodies simulated this step.
     pub awake_bodies: usize,
+    /// Dynamic bodies at rest after this step.
     pub resting_bodies: usize,
-    /// Deepest overlap of any contact point at the start of the step (m, ≥ 0).
+    /// Deepest overlap of any recomputed contact point at the start of the step (m, ≥ 0).
     pub max_penetration: f32,
 }
 
+/// The simulation: bodies as flat arrays indexed by body id, plus everything a step carries to the next.
 #[derive(Clone, Debug)]
 pub struct World {
     config: WorldConfig,
+    kind: Vec<BodyKind>,
+    half: Vec<Vec3>,
+    inv_mass: Vec<f32>,
+    inv_inertia_local: Vec<Vec3>,
+    friction: Vec<f32>,
+    restitution: Vec<f32>,
+    position: Vec<Vec3>,
+    rotation: Vec<Quat>,
+    linear_velocity: Vec<Vec3>,
+    angular_velocity: Vec<Vec3>,
+    at_rest: Vec<bool>,
+    /// Fell below the world floor: out of the simulation until its state is set again.
+    removed: Vec<bool>,
+    /// State set from outside since the last step: its contacts must be recomputed.
+    moved_from_outside: Vec<bool>,
+    history: Vec<PoseHistory>,
+    broadphase: Broadphase,
+    contacts: ContactSet,
+    islands: Islands,
+    stack: StackOrder,
+    steps: u64,
+    // Per-step scratch, kept to avoid allocating while running.
+    bounds: Vec<Option<Aabb>>,
+    active: Vec<bool>,
+    simulated: Vec<bool>,
+    solver_bodies: SolverBodies,
+    constraints: Vec<ContactConstraint>,
     report: StepReport,
 }
 
@@ -74,48 +148,474 @@ pub struct WorldSnapshot(World);
 
 impl World {
     pub fn new(config: WorldConfig) -> Result<World, PhysicsError> {
-        Ok(World { config, report: StepReport::default() })
+        config.validate()?;
+        Ok(World {
+            config,
+            kind: Vec::new(),
+            half: Vec::new(),
+            inv_mass: Vec::new(),
+            inv_inertia_local: Vec::new(),
+            friction: Vec::new(),
+            restitution: Vec::new(),
+            position: Vec::new(),
+            rotation: Vec::new(),
+            linear_velocity: Vec::new(),
+            angular_velocity: Vec::new(),
+            at_rest: Vec::new(),
+            removed: Vec::new(),
+            moved_from_outside: Vec::new(),
+            history: Vec::new(),
+            broadphase: Broadphase::default(),
+            contacts: ContactSet::default(),
+            islands: Islands::default(),
+            stack: StackOrder::default(),
+            steps: 0,
+            bounds: Vec::new(),
+            active: Vec::new(),
+            simulated: Vec::new(),
+            solver_bodies: SolverBodies::default(),
+            constraints: Vec::new(),
+            report: StepReport::default(),
+        })
     }
+
     pub fn config(&self) -> &WorldConfig {
         &self.config
     }
-    pub fn add_body(&mut self, _desc: &BodyDesc) -> Result<BodyId, PhysicsError> {
-        todo!()
+
+    /// Adds a body; refuses non-finite or absurd values (see [`super::body`] for the limits).
+    pub fn add_body(&mut self, desc: &BodyDesc) -> Result<BodyId, PhysicsError> {
+        let d = desc.validated()?;
+        let id = BodyId(self.kind.len() as u32);
+        let (inv_mass, inv_inertia) = match d.kind {
+            BodyKind::Dynamic => {
+                let h = d.half_extents;
+                let mass = d.density * 8.0 * h.x * h.y * h.z;
+                // Solid box: I = m/3 (hy² + hz², …) with half extents.
+                let i = Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y) * (mass / 3.0);
+                (1.0 / mass, Vec3::ONE / i)
+            }
+            BodyKind::Kinematic => (0.0, Vec3::ZERO),
+        };
+        self.kind.push(d.kind);
+        self.half.push(d.half_extents);
+        self.inv_mass.push(inv_mass);
+        self.inv_inertia_local.push(inv_inertia);
+        self.friction.push(d.friction);
+        self.restitution.push(d.restitution);
+        self.position.push(d.position);
+        self.rotation.push(d.rotation);
+        self.linear_velocity.push(d.linear_velocity);
+        self.angular_velocity.push(d.angular_velocity);
+        self.at_rest.push(false);
+        self.removed.push(false);
+        self.moved_from_outside.push(true);
+        self.history.push(PoseHistory::default());
+        self.broadphase.add_body();
+        self.bounds.push(None);
+        self.active.push(false);
+        self.simulated.push(false);
+        Ok(id)
     }
+
     pub fn body_count(&self) -> usize {
-        0
+        self.kind.len()
     }
-    pub fn kind(&self, _id: BodyId) -> Result<BodyKind, PhysicsError> {
-        todo!()
+
+    pub fn body_ids(&self) -> impl Iterator<Item = BodyId> {
+        (0..self.kind.len() as u32).map(BodyId)
     }
-    pub fn half_extents(&self, _id: BodyId) -> Result<Vec3, PhysicsError> {
-        todo!()
+
+    fn check(&self, id: BodyId) -> Result<usize, PhysicsError> {
+        if id.index() < self.kind.len() {
+            Ok(id.index())
+        } else {
+            Err(PhysicsError::UnknownBody(id.0))
+        }
     }
-    pub fn state(&self, _id: BodyId) -> Result<BodyState, PhysicsError> {
-        todo!()
+
+    pub fn kind(&self, id: BodyId) -> Result<BodyKind, PhysicsError> {
+        Ok(self.kind[self.check(id)?])
     }
-    pub fn set_state(&mut self, _id: BodyId, _state: &BodyState) -> Result<(), PhysicsError> {
-        todo!()
+
+    pub fn half_extents(&self, id: BodyId) -> Result<Vec3, PhysicsError> {
+        Ok(self.half[self.check(id)?])
     }
-    pub fn set_kinematic_target(&mut self, _id: BodyId, _position: Vec3, _rotation: Quat) -> Result<(), PhysicsError> {
-        todo!()
+
+    /// Out of the simulation after falling below the world floor.
+    pub fn is_removed(&self, id: BodyId) -> Result<bool, PhysicsError> {
+        Ok(self.removed[self.check(id)?])
     }
-    pub fn step(&mut self) -> &StepReport {
-        &self.report
+
+    pub fn state(&self, id: BodyId) -> Result<BodyState, PhysicsError> {
+        let i = self.check(id)?;
+        Ok(BodyState {
+            position: self.position[i],
+            rotation: self.rotation[i],
+            linear_velocity: self.linear_velocity[i],
+            angular_velocity: self.angular_velocity[i],
+            at_rest: self.at_rest[i],
+        })
     }
+
+    /// Sets a body's whole state. A state equal to the current one changes nothing (so a resting body that is
+    /// re-quantized to itself stays asleep); any other state is taken as given — resting if `at_rest`, awake
+    /// otherwise, which wakes its island — and its contacts are recomputed next step. Refused values change nothing.
+    pub fn set_state(&mut self, id: BodyId, state: &BodyState) -> Result<(), PhysicsError> {
+        let i = self.check(id)?;
+        let s = state.validated()?;
+        let current = self.state(id)?;
+        if s == current && !self.removed[i] {
+            return Ok(());
+        }
+        self.position[i] = s.position;
+        self.rotation[i] = s.rotation;
+        self.linear_velocity[i] = s.linear_velocity;
+        self.angular_velocity[i] = s.angular_velocity;
+        self.at_rest[i] = s.at_rest && self.kind[i] == BodyKind::Dynamic;
+        self.removed[i] = false;
+        self.moved_from_outside[i] = true;
+        Ok(())
+    }
+
+    /// Gives a kinematic body the velocities that carry it to `position` and `rotation` in one step.
+    pub fn set_kinematic_target(&mut self, id: BodyId, position: Vec3, rotation: Quat) -> Result<(), PhysicsError> {
+        let i = self.check(id)?;
+        if self.kind[i] != BodyKind::Kinematic {
+            return Err(PhysicsError::NotKinematic(id.0));
+        }
+        let rotation = validate_pose(position, rotation)?;
+        let inv_dt = 1.0 / self.config.dt;
+        let mut dq = rotation * self.rotation[i].conjugate();
+        if dq.w < 0.0 {
+            dq = -dq;
+        }
+        // Small-angle map from the quaternion difference to an angular velocity (2·xyz ≈ axis·angle).
+        let angular = Vec3::new(dq.x, dq.y, dq.z) * (2.0 * inv_dt);
+        let (linear, angular) = validate_velocities((position - self.position[i]) * inv_dt, angular)?;
+        self.linear_velocity[i] = linear;
+        self.angular_velocity[i] = angular;
+        Ok(())
+    }
+
+    /// True when every dynamic body still in the simulation is at rest.
+    pub fn all_at_rest(&self) -> bool {
+        (0..self.kind.len()).all(|i| self.kind[i] != BodyKind::Dynamic || self.removed[i] || self.at_rest[i])
+    }
+
     pub fn report(&self) -> &StepReport {
         &self.report
     }
-    pub fn all_at_rest(&self) -> bool {
-        todo!()
-    }
+
     pub fn snapshot(&self) -> WorldSnapshot {
         WorldSnapshot(self.clone())
     }
+
+    /// Puts the world back exactly as it was when `snapshot` was taken (reusing this world's buffers).
     pub fn restore(&mut self, snapshot: &WorldSnapshot) {
         self.clone_from(&snapshot.0)
     }
+
+    /// FNV-1a hash of every body's exact state bits, in id order: equal checksums mean identical worlds.
     pub fn checksum(&self) -> u64 {
-        todo!()
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bits: u32| {
+            for byte in bits.to_le_bytes() {
+                h = (h ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        for i in 0..self.kind.len() {
+            let floats = self.position[i].to_array().into_iter().chain(self.rotation[i].to_array());
+            let floats = floats.chain(self.linear_velocity[i].to_array()).chain(self.angular_velocity[i].to_array());
+            floats.for_each(|f| eat(f.to_bits()));
+            eat(u32::from(self.at_rest[i]) | u32::from(self.removed[i]) << 1);
+        }
+        h
+    }
+
+    fn is_moving_kinematic(&self, i: usize) -> bool {
+        self.kind[i] == BodyKind::Kinematic
+            && !self.removed[i]
+            && (self.linear_velocity[i] != Vec3::ZERO || self.angular_velocity[i] != Vec3::ZERO)
+    }
+
+    fn aabb(&self, i: usize) -> Aabb {
+        let r = Mat3::from_quat(self.rotation[i]);
+        let h = self.half[i];
+        let extent = r.x_axis.abs() * h.x + r.y_axis.abs() * h.y + r.z_axis.abs() * h.z;
+        Aabb { min: self.position[i] - extent, max: self.position[i] + extent }
+    }
+
+    /// Advances the world by one fixed step and says what happened.
+    pub fn step(&mut self) -> &StepReport {
+        let n = self.kind.len();
+        self.steps += 1;
+        self.report.step = self.steps;
+        self.report.contacts.clear();
+        self.report.fell_below_floor.clear();
+
+        self.apply_gravity();
+        self.update_broadphase();
+        self.report.max_penetration = self.update_contacts();
+        self.wake_islands();
+        for i in 0..n {
+            self.simulated[i] = self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i];
+        }
+        self.solve();
+        self.remove_fallen();
+        self.detect_rest();
+
+        self.contacts.report(&mut self.report.contacts);
+        self.report.awake_bodies = self.simulated.iter().filter(|&&s| s).count();
+        self.report.resting_bodies = self.at_rest.iter().filter(|&&r| r).count();
+        self.moved_from_outside.iter_mut().for_each(|m| *m = false);
+        &self.report
+    }
+
+    fn apply_gravity(&mut self) {
+        let dv = self.config.gravity * self.config.dt;
+        for i in 0..self.kind.len() {
+            if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] {
+                self.linear_velocity[i] = (self.linear_velocity[i] + dv).clamp_length_max(MAX_LINEAR_SPEED_M_S);
+            }
+        }
+    }
+
+    fn poses(&self) -> BodyPoses<'_> {
+        BodyPoses {
+            position: &self.position,
+            rotation: &self.rotation,
+            half: &self.half,
+            linear_velocity: &self.linear_velocity,
+            angular_velocity: &self.angular_velocity,
+            ground: self.config.ground_height,
+            dt: self.config.dt,
+        }
+    }
+
+    fn update_broadphase(&mut self) {
+        for i in 0..self.kind.len() {
+            self.bounds[i] = if self.removed[i] {
+                None
+            } else {
+                Some(self.aabb(i).grown(SPECULATIVE_DISTANCE_M + self.poses().motion_bound(i)))
+            };
+        }
+        if self.broadphase.update(&self.bounds, self.config.ground_height) {
+            self.contacts.sync_with_pairs(self.broadphase.pairs());
+        }
+    }
+
+    fn update_contacts(&mut self) -> f32 {
+        for i in 0..self.kind.len() {
+            let awake_dynamic = self.kind[i] == BodyKind::Dynamic && !self.at_rest[i];
+            self.active[i] =
+                !self.removed[i] && (awake_dynamic || self.is_moving_kinematic(i) || self.moved_from_outside[i]);
+        }
+        let poses = BodyPoses {
+            position: &self.position,
+            rotation: &self.rotation,
+            half: &self.half,
+            linear_velocity: &self.linear_velocity,
+            angular_velocity: &self.angular_velocity,
+            ground: self.config.ground_height,
+            dt: self.config.dt,
+        };
+        self.contacts.update(&poses, &self.active)
+    }
+
+    fn is_dynamic(&self, i: u32) -> bool {
+        i != GROUND && self.kind[i as usize] == BodyKind::Dynamic
+    }
+
+    /// Builds islands from touching contacts and wakes every resting body whose island holds an awake one or is
+    /// pushed by a moving kinematic body.
+    fn wake_islands(&mut self) {
+        if !self.config.sleep {
+            self.at_rest.iter_mut().for_each(|r| *r = false);
+            return;
+        }
+        let n = self.kind.len();
+        self.islands.reset(n);
+        for c in &self.contacts.contacts {
+            if c.touching() && self.is_dynamic(c.a) && self.is_dynamic(c.b) {
+                self.islands.union(c.a, c.b);
+            }
+        }
+        for i in 0..n {
+            if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] {
+                self.islands.mark_awake(i as u32);
+            }
+        }
+        for k in 0..self.contacts.contacts.len() {
+            let c = &self.contacts.contacts[k];
+            if !c.touching() || c.b == GROUND {
+                continue;
+            }
+            let (a, b) = (c.a, c.b);
+            for (pusher, pushed) in [(a, b), (b, a)] {
+                if self.is_moving_kinematic(pusher as usize) && self.is_dynamic(pushed) {
+                    self.islands.mark_awake(pushed);
+                    self.islands.mark_not_still(pushed);
+                }
+            }
+        }
+        for i in 0..n {
+            if self.at_rest[i] && self.islands.is_awake(i as u32) {
+                self.at_rest[i] = false;
+            }
+        }
+    }
+
+    fn solve(&mut self) {
+        let n = self.kind.len();
+        let sb = &mut self.solver_bodies;
+        for v in [&mut sb.v, &mut sb.w, &mut sb.dp, &mut sb.dtheta] {
+            v.clear();
+            v.resize(n + 1, Vec3::ZERO);
+        }
+        sb.inv_mass.clear();
+        sb.inv_mass.resize(n + 1, 0.0);
+        sb.inv_inertia.clear();
+        sb.inv_inertia.resize(n + 1, Mat3::ZERO);
+        for i in 0..n {
+            let moving_kinematic = self.is_moving_kinematic(i);
+            let sb = &mut self.solver_bodies;
+            if self.simulated[i] {
+                let r = Mat3::from_quat(self.rotation[i]);
+                sb.inv_inertia[i] = r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose();
+                sb.inv_mass[i] = self.inv_mass[i];
+            }
+            if self.simulated[i] || moving_kinematic {
+                sb.v[i] = self.linear_velocity[i];
+                sb.w[i] = self.angular_velocity[i];
+            }
+        }
+        let sb = &mut self.solver_bodies;
+
+        self.stack.compute(&self.contacts.contacts, &self.simulated);
+        let level = &self.stack.level;
+        self.constraints.clear();
+        for (k, c) in self.contacts.contacts.iter().enumerate() {
+            let (a, b) = (c.a as usize, c.b);
+            let b_simulated = b != GROUND && self.simulated[b as usize];
+            if !c.updated || c.manifold.count == 0 || !(self.simulated[a] || b_simulated) {
+                continue;
+            }
+            let (slot_b, friction_b, restitution_b) = if b == GROUND {
+                (n as u32, self.config.ground_friction, self.config.ground_restitution)
+            } else {
+                (b, self.friction[b as usize], self.restitution[b as usize])
+            };
+            let friction = (self.friction[a] * friction_b).sqrt();
+            let restitution = self.restitution[a].max(restitution_b);
+            let level_b = if b == GROUND { 0 } else { level[b as usize] };
+            let lower = match level[a].cmp(&level_b) {
+                _ if b == GROUND || !b_simulated => 2,
+                _ if !self.simulated[a] => 1,
+                std::cmp::Ordering::Less => 1,
+                std::cmp::Ordering::Greater => 2,
+                std::cmp::Ordering::Equal => 0,
+            };
+            self.constraints.push(ContactConstraint::default());
+            let constraint = self.constraints.last_mut().expect("just pushed");
+            solver::prepare(constraint, k as u32, c, c.a, slot_b, sb, friction, restitution, lower);
+        }
+        // Ground up: contacts ordered by the height of their lower body (ties keep pair order).
+        self.constraints.sort_unstable_by_key(|c| {
+            let (a, b) = (c.body_a() as usize, c.body_b() as usize);
+            let la = if a < n { level[a] } else { 0 };
+            let lb = if b < n { level[b] } else { 0 };
+            (la.min(lb), c.contact_index())
+        });
+
+        let params = SolverParams {
+            dt: self.config.dt,
+            max_depenetration_velocity: self.config.max_depenetration_velocity,
+            restitution_threshold: self.config.restitution_threshold,
+            position_iterations: self.config.position_iterations,
+        };
+        solver::warm_start(&self.constraints, sb);
+        let iterations = self.config.velocity_iterations;
+        for k in 0..iterations {
+            solver::solve(&mut self.constraints, sb, &params, std::env::var("NOSHOCK").is_err() && k + 1 == iterations);
+        }
+        solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
+        solver::store_impulses(&self.constraints, &mut self.contacts.contacts);
+        for i in 0..=n {
+            sb.dp[i] = sb.v[i] * params.dt;
+            sb.dtheta[i] = sb.w[i] * params.dt;
+        }
+        let position_iterations = self.config.position_iterations;
+        for k in 0..position_iterations {
+            solver::solve_positions(&self.constraints, sb, &params, std::env::var("NOPSHOCK").is_err() && k + 1 == position_iterations);
+        }
+        for i in 0..n {
+            if self.simulated[i] {
+                self.linear_velocity[i] = sb.v[i].clamp_length_max(MAX_LINEAR_SPEED_M_S);
+                self.angular_velocity[i] = sb.w[i].clamp_length_max(MAX_ANGULAR_SPEED_RAD_S);
+            }
+        }
+        self.integrate_positions();
+    }
+
+    /// Moves simulated and kinematic bodies by this step's displacement (solved velocity × dt plus position
+    /// correction). Rotation uses the first-order quaternion update (no trig, so it is the same on every
+    /// platform), then renormalises.
+    fn integrate_positions(&mut self) {
+        let dt = self.config.dt;
+        for i in 0..self.kind.len() {
+            let kinematic = self.is_moving_kinematic(i);
+            if !(self.simulated[i] || kinematic) {
+                continue;
+            }
+            let (dp, dtheta) = if kinematic {
+                (self.linear_velocity[i] * dt, self.angular_velocity[i] * dt)
+            } else {
+                (self.solver_bodies.dp[i], self.solver_bodies.dtheta[i])
+            };
+            self.position[i] += dp;
+            let q = self.rotation[i];
+            let spin = Quat::from_xyzw(dtheta.x, dtheta.y, dtheta.z, 0.0) * q;
+            self.rotation[i] = (q + spin * 0.5).normalize();
+        }
+    }
+
+    fn remove_fallen(&mut self) {
+        for i in 0..self.kind.len() {
+            if (self.simulated[i] || self.is_moving_kinematic(i)) && self.position[i].y < self.config.world_floor_y {
+                self.removed[i] = true;
+                self.simulated[i] = false;
+                self.linear_velocity[i] = Vec3::ZERO;
+                self.angular_velocity[i] = Vec3::ZERO;
+                self.report.fell_below_floor.push(BodyId(i as u32));
+            }
+        }
+    }
+
+    /// Records each simulated body's pose; islands whose bodies are all still go to rest with zero velocity.
+    fn detect_rest(&mut self) {
+        let n = self.kind.len();
+        for i in 0..n {
+            if self.simulated[i] {
+                self.history[i].push(self.position[i], self.rotation[i]);
+            }
+        }
+        if !self.config.sleep {
+            return;
+        }
+        let half_cos = min_half_cos(self.config.rest_angular_threshold);
+        for i in 0..n {
+            if self.simulated[i] && !self.history[i].is_still(self.config.rest_linear_threshold, half_cos) {
+                self.islands.mark_not_still(i as u32);
+            }
+        }
+        for i in 0..n {
+            if self.simulated[i] && self.islands.is_still(i as u32) {
+                self.at_rest[i] = true;
+                self.linear_velocity[i] = Vec3::ZERO;
+                self.angular_velocity[i] = Vec3::ZERO;
+            }
+        }
     }
 }

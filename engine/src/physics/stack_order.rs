@@ -1,0 +1,105 @@
+//! How high each body sits in its stack: 0 for bodies that rest on something that does not move this step (the
+//! ground, a kinematic or resting body), n + 1 for bodies resting on a body at height n, found breadth-first over
+//! touching contacts. The solver orders contacts from the ground up and, in its shock-propagation pass, holds the
+//! lower body of each contact fixed, which is what lets a 30-cube column carry its weight without sagging.
+
+use super::broadphase::GROUND;
+use super::contact::Contact;
+
+/// Height of a body not connected to anything fixed (a cube in flight, or a pile in free fall).
+pub const UNSUPPORTED: u32 = u32::MAX;
+
+/// The levels and the scratch for the search, kept between steps so nothing is allocated once sized.
+#[derive(Clone, Debug, Default)]
+pub struct StackOrder {
+    pub level: Vec<u32>,
+    /// Adjacency between moving bodies in compressed rows: neighbours of i are `neighbours[offsets[i]..offsets[i+1]]`.
+    offsets: Vec<u32>,
+    cursor: Vec<u32>,
+    neighbours: Vec<u32>,
+    queue: Vec<u32>,
+}
+
+impl StackOrder {
+    /// `simulated[i]`: body i moves this step; whatever else a contact touches counts as fixed support.
+    pub fn compute(&mut self, contacts: &[Contact], simulated: &[bool]) {
+        let n = simulated.len();
+        let moves = |i: u32| i != GROUND && simulated[i as usize];
+        self.level.clear();
+        self.level.resize(n, UNSUPPORTED);
+        self.queue.clear();
+        self.offsets.clear();
+        self.offsets.resize(n + 1, 0);
+        for c in contacts.iter().filter(|c| c.touching()) {
+            match (moves(c.a), moves(c.b)) {
+                (true, true) => {
+                    self.offsets[c.a as usize + 1] += 1;
+                    self.offsets[c.b as usize + 1] += 1;
+                }
+                (true, false) => self.add_root(c.a),
+                (false, true) => self.add_root(c.b),
+                (false, false) => {}
+            }
+        }
+        for i in 0..n {
+            self.offsets[i + 1] += self.offsets[i];
+        }
+        self.cursor.clear();
+        self.cursor.extend_from_slice(&self.offsets[..n]);
+        self.neighbours.clear();
+        self.neighbours.resize(self.offsets[n] as usize, 0);
+        for c in contacts.iter().filter(|c| c.touching() && moves(c.a) && moves(c.b)) {
+            for (x, y) in [(c.a, c.b), (c.b, c.a)] {
+                self.neighbours[self.cursor[x as usize] as usize] = y;
+                self.cursor[x as usize] += 1;
+            }
+        }
+        let mut head = 0;
+        while head < self.queue.len() {
+            let i = self.queue[head] as usize;
+            head += 1;
+            for k in self.offsets[i]..self.offsets[i + 1] {
+                let j = self.neighbours[k as usize] as usize;
+                if self.level[j] == UNSUPPORTED {
+                    self.level[j] = self.level[i] + 1;
+                    self.queue.push(j as u32);
+                }
+            }
+        }
+    }
+
+    fn add_root(&mut self, i: u32) {
+        if self.level[i as usize] != 0 {
+            self.level[i as usize] = 0;
+            self.queue.push(i);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::physics::manifold::Manifold;
+
+    fn touching(a: u32, b: u32) -> Contact {
+        let mut m = Manifold { count: 1, ..Manifold::default() };
+        m.points[0].separation = 0.0;
+        Contact { a, b, manifold: m, updated: true }
+    }
+
+    #[test]
+    fn levels_count_up_from_the_ground_and_loose_bodies_are_unsupported() {
+        let contacts = [touching(0, 1), touching(0, GROUND), touching(1, 2), touching(3, 4)];
+        let mut order = StackOrder::default();
+        order.compute(&contacts, &[true; 5]);
+        assert_eq!(order.level, vec![0, 1, 2, UNSUPPORTED, UNSUPPORTED]);
+    }
+
+    #[test]
+    fn a_resting_body_is_support_too() {
+        let contacts = [touching(0, 1), touching(1, 2)];
+        let mut order = StackOrder::default();
+        order.compute(&contacts, &[false, true, true]);
+        assert_eq!(order.level, vec![UNSUPPORTED, 0, 1]);
+    }
+}
