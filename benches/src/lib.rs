@@ -1,1 +1,51 @@
-//! Shared code for the benches.
+//! The physics regression suite, shared by the `physics-regress` and `bench-report` binaries.
+//!
+//! - [`runner`]: one scene through one engine for N steps, timed per step, with the stability numbers every run
+//!   reports ([`RunResult`]); engine-agnostic through the small [`runner::Simulation`] trait.
+//! - [`tumble_sim`]: Tumble's [`World`](tumble_engine::physics::World) behind that trait, with the optional
+//!   quantize round trip before every step (what state sync does to every cube).
+//! - [`rapier_sim`]: the same scene in Rapier, matched as closely as Rapier allows, as the reference.
+//! - [`baseline`]: `benches/baseline.json`, and what counts as a regression against it.
+//! - [`report`]: the Markdown table for `bench-report`; [`chart`]: its ms/step bar chart (PNG).
+//!
+//! Timing covers `step()` only: quantization, state reads and contact inspection happen outside the timed region.
+
+pub mod baseline;
+pub mod chart;
+pub mod rapier_sim;
+pub mod report;
+pub mod runner;
+pub mod tumble_sim;
+
+pub use runner::{median, run_scene_file, state_checksum, EngineKind, RunOptions, RunResult};
+
+use std::path::PathBuf;
+
+/// An error and its causes on one line, skipping a cause whose text its parent already quotes (many typed errors,
+/// the scene loader's among them, include their source in their own message).
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
+}
+
+/// The workspace root (the folder holding the workspace `Cargo.toml`), found from this crate's manifest folder.
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Where the shipped scenes live: `assets/scenes/` under the workspace root.
+pub fn scenes_dir() -> PathBuf {
+    workspace_root().join("assets").join("scenes")
+}

@@ -1,0 +1,359 @@
+//! One scene, one engine, N steps: the loop both binaries share, and the numbers it reports.
+//!
+//! Every engine is driven through [`Simulation`], so Tumble and Rapier are measured by the same code: each step is
+//! timed alone with [`Instant`], and everything else (state reads for rest and drift, contact inspection, the
+//! quantize round trip) happens outside the timed region.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use glam::Vec3;
+use serde::{Deserialize, Serialize};
+use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
+use tumble_engine::scene::{load_scene, Scene};
+
+use crate::rapier_sim::RapierSim;
+use crate::tumble_sim::TumbleSim;
+
+/// Steps a run takes when not told otherwise (11 s of simulated time at 90 Hz).
+pub const DEFAULT_STEPS: u32 = 1000;
+
+/// Which engine runs the scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    Tumble,
+    Rapier,
+}
+
+impl EngineKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Tumble => "tumble",
+            EngineKind::Rapier => "rapier",
+        }
+    }
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How to run a scene.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunOptions {
+    pub engine: EngineKind,
+    pub steps: u32,
+    /// Quantize and dequantize every body's state before every step (Tumble only).
+    pub quantize: bool,
+    /// Rest detection / sleeping on.
+    pub sleep: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            engine: EngineKind::Tumble,
+            steps: DEFAULT_STEPS,
+            quantize: false,
+            sleep: true,
+        }
+    }
+}
+
+/// What one run measured: the JSON object `physics-regress --json` prints (field names are a contract).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// The scene's name (from the file, else the file stem).
+    pub scene: String,
+    pub engine: EngineKind,
+    pub steps: u32,
+    pub bodies: usize,
+    pub quantize: bool,
+    pub sleep: bool,
+    /// Median wall time of one `step()` call, in milliseconds.
+    pub ms_per_step: f64,
+    /// Sum of all `step()` times (ms): physics only, no bookkeeping.
+    pub ms_total: f64,
+    /// The first step (1-based count of steps taken) after which every dynamic body was at rest, or `None`.
+    pub settle_step: Option<u32>,
+    /// Largest |end − start| position of any body (m).
+    pub max_displacement_m: f64,
+    /// Largest |end − position at settle_step| of any body (m), or `None` when the scene never settled.
+    pub max_drift_after_settle_m: Option<f64>,
+    /// Deepest overlap between any two bodies or a body and the ground, seen at any step (m, ≥ 0).
+    pub max_penetration_m: f64,
+    /// 64-bit FNV-1a of the exact final state of every body in id order ([`state_checksum`]), as 16 hex digits.
+    pub checksum: String,
+}
+
+/// An engine as the runner sees it. Bodies are addressed by index 0..body_count in the scene's order.
+pub trait Simulation {
+    fn body_count(&self) -> usize;
+    /// The full state of body `index`, in Tumble's plain-data form.
+    fn state(&self, index: usize) -> Result<BodyState>;
+    /// Advances one fixed step. The only thing the runner times.
+    fn step(&mut self);
+    /// Deepest overlap (m, ≥ 0) of the step just taken (measured outside the timed region).
+    fn last_max_penetration(&self) -> f32;
+    /// Whether every dynamic body is at rest (asleep) now.
+    fn all_at_rest(&self) -> bool;
+    /// Called before every step when the run quantizes; engines that can't must refuse in their constructor.
+    fn quantize_all(&mut self) -> Result<()> {
+        bail!("this engine has no quantize round trip")
+    }
+}
+
+/// Median of `samples` (mean of the two middle values for an even count); 0 for an empty slice. NaNs sort last.
+pub fn median(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let mut v = samples.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let mid = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[mid]
+    } else {
+        0.5 * (v[mid - 1] + v[mid])
+    }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+fn fnv_bytes(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(FNV_PRIME);
+    }
+    hash
+}
+
+/// FNV-1a over the exact bits of every body's state in id order: position (x, y, z), rotation (x, y, z, w),
+/// linear and angular velocity, then one byte for the rest flag; each float as its little-endian bit pattern.
+/// The same function hashes both engines' states, so equal states give equal checksums whatever ran them.
+pub fn state_checksum(states: &[BodyState]) -> u64 {
+    let mut hash = FNV_OFFSET;
+    for s in states {
+        let floats = s
+            .position
+            .to_array()
+            .into_iter()
+            .chain(s.rotation.to_array())
+            .chain(s.linear_velocity.to_array())
+            .chain(s.angular_velocity.to_array());
+        for f in floats {
+            hash = fnv_bytes(hash, &f.to_bits().to_le_bytes());
+        }
+        hash = fnv_bytes(hash, &[u8::from(s.at_rest)]);
+    }
+    hash
+}
+
+fn positions<S: Simulation>(sim: &S) -> Result<Vec<Vec3>> {
+    (0..sim.body_count())
+        .map(|i| sim.state(i).map(|s| s.position))
+        .collect()
+}
+
+fn largest_distance(a: &[Vec3], b: &[Vec3]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(p, q)| f64::from(p.distance(*q)))
+        .fold(0.0, f64::max)
+}
+
+/// Runs `sim` for `opts.steps` steps and measures it. `scene` names the result.
+pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result<RunResult> {
+    let start = positions(sim)?;
+    let mut step_ms = Vec::with_capacity(opts.steps as usize);
+    let mut settle: Option<(u32, Vec<Vec3>)> = None;
+    let mut max_penetration = 0.0f32;
+    for step in 1..=opts.steps {
+        if opts.quantize {
+            sim.quantize_all()
+                .with_context(|| format!("quantize before step {step}"))?;
+        }
+        let t0 = Instant::now();
+        sim.step();
+        step_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        max_penetration = max_penetration.max(sim.last_max_penetration());
+        if settle.is_none() && sim.all_at_rest() {
+            settle = Some((step, positions(sim)?));
+        }
+    }
+    let states: Vec<BodyState> = (0..sim.body_count()).map(|i| sim.state(i)).collect::<Result<_>>()?;
+    let end: Vec<Vec3> = states.iter().map(|s| s.position).collect();
+    Ok(RunResult {
+        scene: scene.to_string(),
+        engine: opts.engine,
+        steps: opts.steps,
+        bodies: sim.body_count(),
+        quantize: opts.quantize,
+        sleep: opts.sleep,
+        ms_per_step: median(&step_ms),
+        ms_total: step_ms.iter().sum(),
+        settle_step: settle.as_ref().map(|(s, _)| *s),
+        max_displacement_m: largest_distance(&start, &end),
+        max_drift_after_settle_m: settle.as_ref().map(|(_, at)| largest_distance(at, &end)),
+        max_penetration_m: f64::from(max_penetration.max(0.0)),
+        checksum: format!("{:016x}", state_checksum(&states)),
+    })
+}
+
+/// The world configuration a scene runs with: Tumble's defaults with sleep per `opts`, then the scene's gravity
+/// and dt.
+pub fn scene_config(scene: &Scene, opts: &RunOptions) -> WorldConfig {
+    scene.world_config(WorldConfig {
+        sleep: opts.sleep,
+        ..WorldConfig::default()
+    })
+}
+
+/// Runs a loaded scene on the engine `opts` names. Tumble's world is built by [`Scene::build_world`], so a body
+/// the engine refuses is reported with its file and line.
+pub fn run_scene(scene: &Scene, opts: &RunOptions) -> Result<RunResult> {
+    match opts.engine {
+        EngineKind::Tumble => {
+            let base = WorldConfig {
+                sleep: opts.sleep,
+                ..WorldConfig::default()
+            };
+            let world = scene
+                .build_world(base)
+                .with_context(|| format!("building scene {}", scene.name))?;
+            run(&mut TumbleSim::from_world(world), &scene.name, opts)
+        }
+        EngineKind::Rapier => run_bodies(&scene.name, scene_config(scene, opts), &scene.bodies, opts),
+    }
+}
+
+/// Loads the scene at `path` and runs it. A scene that fails to load is an error naming the file.
+pub fn run_scene_file(path: &Path, opts: &RunOptions) -> Result<RunResult> {
+    let scene = load_scene(path).with_context(|| format!("loading scene {}", path.display()))?;
+    run_scene(&scene, opts)
+}
+
+/// Runs bodies described directly (what a scene becomes; tests use it without a file).
+pub fn run_bodies(name: &str, config: WorldConfig, bodies: &[BodyDesc], opts: &RunOptions) -> Result<RunResult> {
+    let config = WorldConfig {
+        sleep: opts.sleep,
+        ..config
+    };
+    match opts.engine {
+        EngineKind::Tumble => run(&mut TumbleSim::new(config, bodies)?, name, opts),
+        EngineKind::Rapier => {
+            if opts.quantize {
+                bail!("--quantize is Tumble-only: it round-trips Tumble's BodyState through the sync quantizer");
+            }
+            run(&mut RapierSim::new(&config, bodies)?, name, opts)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Quat;
+
+    #[test]
+    fn median_of_odd_even_and_empty() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
+        assert_eq!(median(&[7.5]), 7.5);
+        // An outlier does not move the median.
+        assert_eq!(median(&[1.0, 1.0, 1.0, 1000.0, 1.0]), 1.0);
+    }
+
+    fn state(x: f32, at_rest: bool) -> BodyState {
+        BodyState {
+            position: Vec3::new(x, 0.5, 0.0),
+            rotation: Quat::IDENTITY,
+            linear_velocity: Vec3::ZERO,
+            angular_velocity: Vec3::ZERO,
+            at_rest,
+        }
+    }
+
+    #[test]
+    fn checksum_sees_every_bit_and_the_order() {
+        let a = [state(0.0, true), state(1.0, true)];
+        let h = state_checksum(&a);
+        assert_eq!(h, state_checksum(&a));
+        assert_ne!(h, state_checksum(&[state(0.0, true), state(1.0, false)]));
+        assert_ne!(h, state_checksum(&[state(1.0, true), state(0.0, true)]));
+        assert_ne!(h, state_checksum(&[state(f32::from_bits(1), true), state(1.0, true)]));
+        // -0.0 and 0.0 differ in bits, so they differ here: the checksum is of the exact state.
+        assert_ne!(h, state_checksum(&[state(-0.0, true), state(1.0, true)]));
+        assert_eq!(state_checksum(&[]), FNV_OFFSET);
+    }
+
+    #[test]
+    fn a_bad_scene_file_is_an_error_naming_it() {
+        let dir = std::env::temp_dir().join(format!("tumble-benches-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, "this is = = not toml [[").unwrap();
+        let err = run_scene_file(&bad, &RunOptions::default()).unwrap_err();
+        assert!(format!("{err:#}").contains("bad.toml"), "{err:#}");
+        let missing = dir.join("missing.toml");
+        let err = run_scene_file(&missing, &RunOptions::default()).unwrap_err();
+        assert!(format!("{err:#}").contains("missing.toml"), "{err:#}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn result_json_has_the_contract_fields() {
+        let r = RunResult {
+            scene: "tower30".into(),
+            engine: EngineKind::Rapier,
+            steps: 1000,
+            bodies: 30,
+            quantize: false,
+            sleep: true,
+            ms_per_step: 0.25,
+            ms_total: 250.0,
+            settle_step: None,
+            max_displacement_m: 0.01,
+            max_drift_after_settle_m: None,
+            max_penetration_m: 0.002,
+            checksum: format!("{:016x}", 0xabcu64),
+        };
+        let v = serde_json::to_value(&r).unwrap();
+        let obj = v.as_object().unwrap();
+        let mut keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "bodies",
+                "checksum",
+                "engine",
+                "max_displacement_m",
+                "max_drift_after_settle_m",
+                "max_penetration_m",
+                "ms_per_step",
+                "ms_total",
+                "quantize",
+                "scene",
+                "settle_step",
+                "sleep",
+                "steps"
+            ]
+        );
+        assert_eq!(obj["engine"], "rapier");
+        assert_eq!(obj["settle_step"], serde_json::Value::Null);
+        assert_eq!(obj["max_drift_after_settle_m"], serde_json::Value::Null);
+        assert_eq!(obj["checksum"], "0000000000000abc");
+        assert!(obj["quantize"].is_boolean() && obj["sleep"].is_boolean());
+        assert!(obj["ms_per_step"].is_f64() && obj["steps"].is_u64() && obj["bodies"].is_u64());
+        // And it reads back.
+        let back: RunResult = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+}
