@@ -13,12 +13,8 @@ use glam::{Quat, Vec3};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::physics::body::{
-    MAX_DENSITY_KG_M3, MAX_FRICTION, MAX_HALF_EXTENT_M, MAX_POSITION_M, MIN_HALF_EXTENT_M,
-};
-use crate::physics::{
-    BodyDesc, PhysicsError, World, WorldConfig, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S,
-};
+use crate::physics::body::{MAX_DENSITY_KG_M3, MAX_FRICTION, MAX_HALF_EXTENT_M, MAX_POSITION_M, MIN_HALF_EXTENT_M};
+use crate::physics::{BodyDesc, PhysicsError, World, WorldConfig, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 
 /// Most bodies one scene may make: more is surely a typo (a pyramid of 1000 is 500,500 cubes).
 pub const MAX_SCENE_BODIES: usize = 100_000;
@@ -78,10 +74,7 @@ impl Default for Scene {
 #[derive(Debug, thiserror::Error)]
 pub enum SceneError {
     #[error("{file}: cannot read scene file: {source}")]
-    Io {
-        file: String,
-        source: std::io::Error,
-    },
+    Io { file: String, source: std::io::Error },
     /// Syntax errors, unknown keys, wrong types and bad values. `key` is `None` only for syntax errors
     /// that are not at a key.
     #[error("{file}:{line}: {}{message}", key_prefix(.key))]
@@ -106,8 +99,7 @@ pub enum SceneError {
 }
 
 fn key_prefix(key: &Option<String>) -> String {
-    key.as_ref()
-        .map_or_else(String::new, |k| format!("key `{k}`: "))
+    key.as_ref().map_or_else(String::new, |k| format!("key `{k}`: "))
 }
 
 /// Reads and parses a scene file; errors name the path as given.
@@ -171,10 +163,7 @@ pub fn parse_scene(text: &str, file: &str) -> Result<Scene, SceneError> {
             .iter()
             .find(|b| b.position.abs().max_element() > MAX_POSITION_M)
         {
-            let msg = format!(
-                "places a cube at {}, beyond ±{MAX_POSITION_M} m",
-                b.position
-            );
+            let msg = format!("places a cube at {}, beyond ±{MAX_POSITION_M} m", b.position);
             return Err(src.error(anchor.span(), anchor_key, msg));
         }
         entries.push(SceneEntry {
@@ -213,21 +202,17 @@ impl Scene {
     /// A world configured by [`Scene::world_config`] holding every body; body `i` gets `BodyId(i)`.
     pub fn build_world(&self, base: WorldConfig) -> Result<World, SceneError> {
         let file = self.file.clone();
-        let mut world =
-            World::new(self.world_config(base)).map_err(|source| SceneError::Config {
-                file: file.clone(),
-                source,
-            })?;
+        let mut world = World::new(self.world_config(base)).map_err(|source| SceneError::Config {
+            file: file.clone(),
+            source,
+        })?;
         for (body, desc) in self.bodies.iter().enumerate() {
             world.add_body(desc).map_err(|source| {
                 let entry = self.entries.iter().find(|e| e.bodies.contains(&body));
                 SceneError::Refused {
                     file: file.clone(),
                     line: entry.map_or(0, |e| e.line),
-                    entry: entry.map_or_else(
-                        || "body".to_owned(),
-                        |e| format!("[[{}]] #{}", e.kind, e.ordinal),
-                    ),
+                    entry: entry.map_or_else(|| "body".to_owned(), |e| format!("[[{}]] #{}", e.kind, e.ordinal)),
                     body,
                     source,
                 }
@@ -410,8 +395,7 @@ fn numbered<T>(
     list: Vec<Spanned<T>>,
     wrap: fn(T) -> RawEntry,
 ) -> impl Iterator<Item = (usize, &'static str, usize, RawEntry)> {
-    let tag =
-        move |(i, e): (usize, Spanned<T>)| (e.span().start, kind, i + 1, wrap(e.into_inner()));
+    let tag = move |(i, e): (usize, Spanned<T>)| (e.span().start, kind, i + 1, wrap(e.into_inner()));
     list.into_iter().enumerate().map(tag)
 }
 
@@ -420,12 +404,7 @@ type Anchor<'e> = (&'e V3, &'static str);
 
 impl RawEntry {
     /// Checks the entry and appends its bodies.
-    fn expand(
-        &self,
-        src: &Source,
-        base: Material,
-        out: &mut Vec<BodyDesc>,
-    ) -> Result<Anchor<'_>, SceneError> {
+    fn expand(&self, src: &Source, base: Material, out: &mut Vec<BodyDesc>) -> Result<Anchor<'_>, SceneError> {
         match self {
             RawEntry::Tower(t) => tower(src, t, material(src, base, t.material())?, out),
             RawEntry::Pyramid(p) => pyramid(src, p, material(src, base, p.material())?, out),
@@ -436,12 +415,7 @@ impl RawEntry {
     }
 }
 
-fn tower<'e>(
-    src: &Source,
-    t: &'e RawTower,
-    m: Material,
-    out: &mut Vec<BodyDesc>,
-) -> Result<Anchor<'e>, SceneError> {
+fn tower<'e>(src: &Source, t: &'e RawTower, m: Material, out: &mut Vec<BodyDesc>) -> Result<Anchor<'e>, SceneError> {
     let base = vec3(src, &t.base, "base")?;
     let n = count(src, &t.height, "height")?;
     reserve(src, &t.height, "height", out.len(), n.into())?;
@@ -462,13 +436,7 @@ fn pyramid<'e>(
 ) -> Result<Anchor<'e>, SceneError> {
     let base = vec3(src, &p.base, "base")?;
     let n = count(src, &p.count, "count")?;
-    reserve(
-        src,
-        &p.count,
-        "count",
-        out.len(),
-        u64::from(n) * (u64::from(n) + 1) / 2,
-    )?;
+    reserve(src, &p.count, "count", out.len(), u64::from(n) * (u64::from(n) + 1) / 2)?;
     let axis = p.axis.unwrap_or(Axis::X).index();
     let pitch = 2.0 * m.half_extents[axis] + gap(src, p.gap.as_ref())?;
     for r in 0..n {
@@ -479,12 +447,7 @@ fn pyramid<'e>(
     Ok((&p.base, "base"))
 }
 
-fn grid<'e>(
-    src: &Source,
-    g: &'e RawGrid,
-    m: Material,
-    out: &mut Vec<BodyDesc>,
-) -> Result<Anchor<'e>, SceneError> {
+fn grid<'e>(src: &Source, g: &'e RawGrid, m: Material, out: &mut Vec<BodyDesc>) -> Result<Anchor<'e>, SceneError> {
     let origin = vec3(src, &g.origin, "origin")?;
     let n = *g.count.get_ref();
     if n.contains(&0) {
@@ -523,12 +486,7 @@ fn grid<'e>(
     Ok((&g.origin, "origin"))
 }
 
-fn wall<'e>(
-    src: &Source,
-    w: &'e RawWall,
-    m: Material,
-    out: &mut Vec<BodyDesc>,
-) -> Result<Anchor<'e>, SceneError> {
+fn wall<'e>(src: &Source, w: &'e RawWall, m: Material, out: &mut Vec<BodyDesc>) -> Result<Anchor<'e>, SceneError> {
     let base = vec3(src, &w.base, "base")?;
     let width = count(src, &w.width, "width")?;
     let height = count(src, &w.height, "height")?;
@@ -536,8 +494,7 @@ fn wall<'e>(
         let msg = "a wall of more than one row needs width ≥ 2 (offset rows have width − 1 cubes)";
         return Err(src.error(w.width.span(), "width", msg));
     }
-    let total = u64::from(height.div_ceil(2)) * u64::from(width)
-        + u64::from(height / 2) * u64::from(width - 1);
+    let total = u64::from(height.div_ceil(2)) * u64::from(width) + u64::from(height / 2) * u64::from(width - 1);
     reserve(src, &w.height, "height", out.len(), total)?;
     let axis = w.axis.unwrap_or(Axis::X).index();
     let pitch = 2.0 * m.half_extents[axis] + gap(src, w.gap.as_ref())?;
@@ -549,12 +506,7 @@ fn wall<'e>(
     Ok((&w.base, "base"))
 }
 
-fn cube<'e>(
-    src: &Source,
-    c: &'e RawCube,
-    m: Material,
-    out: &mut Vec<BodyDesc>,
-) -> Result<Anchor<'e>, SceneError> {
+fn cube<'e>(src: &Source, c: &'e RawCube, m: Material, out: &mut Vec<BodyDesc>) -> Result<Anchor<'e>, SceneError> {
     let position = vec3(src, &c.position, "position")?;
     reserve(src, &c.position, "position", out.len(), 1)?;
     let rotation = match &c.rotation {
@@ -564,9 +516,7 @@ fn cube<'e>(
             let len = q.length();
             if !(len.is_finite() && (len - 1.0).abs() <= ROTATION_LENGTH_TOLERANCE) {
                 let tolerance = ROTATION_LENGTH_TOLERANCE;
-                let msg = format!(
-                    "{q} has length {len}, not 1 ± {tolerance}: not a rotation [x, y, z, w]"
-                );
+                let msg = format!("{q} has length {len}, not 1 ± {tolerance}: not a rotation [x, y, z, w]");
                 return Err(src.error(r.span(), "rotation", msg));
             }
             q / len
@@ -619,11 +569,7 @@ impl Source<'_> {
     /// 1-based line of a byte offset.
     fn line(&self, offset: usize) -> usize {
         let offset = offset.min(self.text.len());
-        self.text.as_bytes()[..offset]
-            .iter()
-            .filter(|&&b| b == b'\n')
-            .count()
-            + 1
+        self.text.as_bytes()[..offset].iter().filter(|&&b| b == b'\n').count() + 1
     }
 
     fn error(&self, span: Range<usize>, key: &str, message: impl Display) -> SceneError {
@@ -657,22 +603,15 @@ impl Source<'_> {
 /// The key a byte offset belongs to: the name of the table header on its line, a key starting right there,
 /// or else the nearest `key =` before it (the offset is inside that key's value, which may span lines).
 fn key_near(text: &str, offset: usize) -> Option<String> {
-    let offset = (0..=offset.min(text.len()))
-        .rev()
-        .find(|&i| text.is_char_boundary(i))?;
-    let is_key_char =
-        |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"' | '\'');
-    let clean = |k: &str| {
-        Some(k.trim().trim_matches(|c| c == '"' || c == '\'').to_owned()).filter(|k| !k.is_empty())
-    };
+    let offset = (0..=offset.min(text.len())).rev().find(|&i| text.is_char_boundary(i))?;
+    let is_key_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '"' | '\'');
+    let clean = |k: &str| Some(k.trim().trim_matches(|c| c == '"' || c == '\'').to_owned()).filter(|k| !k.is_empty());
     let line_rest = text[offset..].lines().next().unwrap_or("");
     let line = text[text[..offset].rfind('\n').map_or(0, |i| i + 1)..].trim_start();
     if line.starts_with('[') {
         return clean(line.trim_start_matches('[').split(']').next()?);
     }
-    let key_len = line_rest
-        .find(|c| !is_key_char(c))
-        .unwrap_or(line_rest.len());
+    let key_len = line_rest.find(|c| !is_key_char(c)).unwrap_or(line_rest.len());
     if key_len > 0 && line_rest[key_len..].trim_start().starts_with('=') {
         return clean(&line_rest[..key_len]);
     }
@@ -706,21 +645,11 @@ fn vec3(src: &Source, v: &V3, key: &str) -> Result<Vec3, SceneError> {
     if a.iter().all(|x| x.is_finite()) {
         Ok(Vec3::from_array(a))
     } else {
-        Err(src.error(
-            v.span(),
-            key,
-            format!("{a:?} is not finite (NaN or infinity)"),
-        ))
+        Err(src.error(v.span(), key, format!("{a:?} is not finite (NaN or infinity)")))
     }
 }
 
-fn velocity(
-    src: &Source,
-    v: Option<&V3>,
-    key: &str,
-    max: f32,
-    unit: &str,
-) -> Result<Vec3, SceneError> {
+fn velocity(src: &Source, v: Option<&V3>, key: &str, max: f32, unit: &str) -> Result<Vec3, SceneError> {
     let Some(v) = v else { return Ok(Vec3::ZERO) };
     let x = vec3(src, v, key)?;
     if x.length() > max {
@@ -746,16 +675,11 @@ fn gap(src: &Source, v: Option<&Spanned<f32>>) -> Result<f32, SceneError> {
 }
 
 /// Refuses an entry that would take the scene past [`MAX_SCENE_BODIES`], before any of it is built.
-fn reserve<T>(
-    src: &Source,
-    at: &Spanned<T>,
-    key: &str,
-    so_far: usize,
-    adding: u64,
-) -> Result<(), SceneError> {
+fn reserve<T>(src: &Source, at: &Spanned<T>, key: &str, so_far: usize, adding: u64) -> Result<(), SceneError> {
     let total = (so_far as u64).saturating_add(adding);
     if total > MAX_SCENE_BODIES as u64 {
-        let msg = format!("makes {adding} bodies, {total} in the scene so far, more than the limit of {MAX_SCENE_BODIES}");
+        let msg =
+            format!("makes {adding} bodies, {total} in the scene so far, more than the limit of {MAX_SCENE_BODIES}");
         return Err(src.error(at.span(), key, msg));
     }
     Ok(())
@@ -780,13 +704,7 @@ fn material(src: &Source, base: Material, keys: MaterialKeys) -> Result<Material
     }
     if let Some(d) = keys.density {
         let expected = format!("in (0, {MAX_DENSITY_KG_M3}] kg/m³");
-        m.density = number(
-            src,
-            d,
-            "density",
-            |x| x > 0.0 && x <= MAX_DENSITY_KG_M3,
-            &expected,
-        )?;
+        m.density = number(src, d, "density", |x| x > 0.0 && x <= MAX_DENSITY_KG_M3, &expected)?;
     }
     if let Some(f) = keys.friction {
         m.friction = number(
@@ -798,13 +716,7 @@ fn material(src: &Source, base: Material, keys: MaterialKeys) -> Result<Material
         )?;
     }
     if let Some(r) = keys.restitution {
-        m.restitution = number(
-            src,
-            r,
-            "restitution",
-            |x| (0.0..=1.0).contains(&x),
-            "in 0..=1",
-        )?;
+        m.restitution = number(src, r, "restitution", |x| (0.0..=1.0).contains(&x), "in 0..=1")?;
     }
     Ok(m)
 }
@@ -825,9 +737,7 @@ mod tests {
 
     /// The error message for `text` parsed as `bad.toml`.
     fn error(text: &str) -> String {
-        parse_scene(text, "bad.toml")
-            .expect_err("should not parse")
-            .to_string()
+        parse_scene(text, "bad.toml").expect_err("should not parse").to_string()
     }
 
     fn positions(s: &Scene) -> Vec<[f32; 3]> {
@@ -843,8 +753,7 @@ mod tests {
             assert_eq!(b.half_extents, Vec3::splat(0.5));
         }
         assert_eq!(s.bodies[29].position.y, 29.5);
-        let gapped =
-            parse("[[tower]]\nbase = [0, 1, 0]\nheight = 3\ngap = 0.5\nhalf_extent = 0.25\n");
+        let gapped = parse("[[tower]]\nbase = [0, 1, 0]\nheight = 3\ngap = 0.5\nhalf_extent = 0.25\n");
         assert_eq!(
             positions(&gapped),
             [[0.0, 1.25, 0.0], [0.0, 2.25, 0.0], [0.0, 3.25, 0.0]]
@@ -916,10 +825,7 @@ mod tests {
         );
         let b = s.bodies[0];
         assert_eq!(b.position, Vec3::new(1.0, 2.0, 3.0));
-        assert!(
-            (b.rotation.length() - 1.0).abs() < 1e-6,
-            "rotation is normalised"
-        );
+        assert!((b.rotation.length() - 1.0).abs() < 1e-6, "rotation is normalised");
         assert_eq!(b.linear_velocity, Vec3::new(20.0, 0.0, 0.0));
         assert_eq!(b.angular_velocity, Vec3::Y);
         assert_eq!(b.half_extents, Vec3::new(0.5, 0.25, 1.0));
@@ -982,12 +888,7 @@ mod tests {
         );
         assert_eq!(
             positions(&s),
-            [
-                [9.0, 0.5, 0.0],
-                [0.0, 0.5, 0.0],
-                [0.0, 1.5, 0.0],
-                [-9.0, 0.5, 0.0]
-            ]
+            [[9.0, 0.5, 0.0], [0.0, 0.5, 0.0], [0.0, 1.5, 0.0], [-9.0, 0.5, 0.0]]
         );
         let kinds: Vec<_> = s
             .entries
@@ -996,11 +897,7 @@ mod tests {
             .collect();
         assert_eq!(
             kinds,
-            [
-                ("cube", 1, 1, 0..1),
-                ("tower", 1, 4, 1..3),
-                ("cube", 2, 8, 3..4)
-            ]
+            [("cube", 1, 1, 0..1), ("tower", 1, 4, 1..3), ("cube", 2, 8, 3..4)]
         );
     }
 
@@ -1008,39 +905,105 @@ mod tests {
     fn errors_name_file_line_and_key() {
         let cases = [
             // Unknown key.
-            ("name = \"t\"\n[[tower]]\nbase = [0, 0, 0]\nheigth = 3\n", "bad.toml:4: key `heigth`: unknown field"),
+            (
+                "name = \"t\"\n[[tower]]\nbase = [0, 0, 0]\nheigth = 3\n",
+                "bad.toml:4: key `heigth`: unknown field",
+            ),
             ("colour = \"red\"\n", "bad.toml:1: key `colour`: unknown field"),
             ("[defaults]\nmass = 2\n", "bad.toml:2: key `mass`"),
-            ("# é\ntower = [{ base = [0, 0, 0], heigth = 3 }]\n", "bad.toml:2: key `heigth`"),
+            (
+                "# é\ntower = [{ base = [0, 0, 0], heigth = 3 }]\n",
+                "bad.toml:2: key `heigth`",
+            ),
             // Wrong types.
-            ("[[tower]]\nbase = [0, 0, 0]\nheight = \"tall\"\n", "bad.toml:3: key `height`: invalid type"),
-            ("[[grid]]\norigin = [0, 0.5, 0]\ncount = [2, 2]\n", "bad.toml:3: key `count`"),
-            ("[[cube]]  # é\nposition = [\n  0,\n  \"up\",\n  0,\n]\n", "bad.toml:4: key `position`: invalid type"),
-            ("[[cube]]\nposition = [0, 0.5, 0]\nrotation = [0, 0, 1]\n", "bad.toml:3: key `rotation`"),
-            ("[[cube]]\nposition = [0, 0.5, 0]\nhalf_extent = \"big\"\n", "bad.toml:3: key `half_extent`: a number or an array of 3 numbers"),
+            (
+                "[[tower]]\nbase = [0, 0, 0]\nheight = \"tall\"\n",
+                "bad.toml:3: key `height`: invalid type",
+            ),
+            (
+                "[[grid]]\norigin = [0, 0.5, 0]\ncount = [2, 2]\n",
+                "bad.toml:3: key `count`",
+            ),
+            (
+                "[[cube]]  # é\nposition = [\n  0,\n  \"up\",\n  0,\n]\n",
+                "bad.toml:4: key `position`: invalid type",
+            ),
+            (
+                "[[cube]]\nposition = [0, 0.5, 0]\nrotation = [0, 0, 1]\n",
+                "bad.toml:3: key `rotation`",
+            ),
+            (
+                "[[cube]]\nposition = [0, 0.5, 0]\nhalf_extent = \"big\"\n",
+                "bad.toml:3: key `half_extent`: a number or an array of 3 numbers",
+            ),
             ("[[tower]]\nheight = 3\n", "bad.toml:1: key `base`: missing field"),
             // Bad values.
-            ("[[cube]]\nposition = [0, nan, 0]\n", "bad.toml:2: key `position`: [0.0, NaN, 0.0] is not finite"),
-            ("[[cube]]\nposition = [0, 0.5, 0]\ndensity = nan\n", "bad.toml:3: key `density`: NaN is not"),
-            ("[[tower]]\nbase = [0, 0, 0]\nheight = 0\n", "bad.toml:3: key `height`: must be at least 1"),
+            (
+                "[[cube]]\nposition = [0, nan, 0]\n",
+                "bad.toml:2: key `position`: [0.0, NaN, 0.0] is not finite",
+            ),
+            (
+                "[[cube]]\nposition = [0, 0.5, 0]\ndensity = nan\n",
+                "bad.toml:3: key `density`: NaN is not",
+            ),
+            (
+                "[[tower]]\nbase = [0, 0, 0]\nheight = 0\n",
+                "bad.toml:3: key `height`: must be at least 1",
+            ),
             ("[[tower]]\nbase = [0, 0, 0]\nheight = -2\n", "bad.toml:3: key `height`"),
-            ("[[grid]]\norigin = [0, 0.5, 0]\ncount = [2, 0, 2]\n", "bad.toml:3: key `count`: [2, 0, 2] must be at least 1"),
-            ("[[grid]]\norigin = [0, 0.5, 0]\ncount = [2, 1, 1]\nspacing = [0.5, 1, 1]\n", "bad.toml:4: key `spacing`"),
-            ("[[tower]]\nbase = [0, 0, 0]\nheight = 2\nhalf_extent = 20\n", "bad.toml:4: key `half_extent`: [20, 20, 20] is outside"),
-            ("[[cube]]\nposition = [0, 0.5, 0]\nhalf_extent = [0.5, 0.001, 0.5]\n", "bad.toml:3: key `half_extent`"),
+            (
+                "[[grid]]\norigin = [0, 0.5, 0]\ncount = [2, 0, 2]\n",
+                "bad.toml:3: key `count`: [2, 0, 2] must be at least 1",
+            ),
+            (
+                "[[grid]]\norigin = [0, 0.5, 0]\ncount = [2, 1, 1]\nspacing = [0.5, 1, 1]\n",
+                "bad.toml:4: key `spacing`",
+            ),
+            (
+                "[[tower]]\nbase = [0, 0, 0]\nheight = 2\nhalf_extent = 20\n",
+                "bad.toml:4: key `half_extent`: [20, 20, 20] is outside",
+            ),
+            (
+                "[[cube]]\nposition = [0, 0.5, 0]\nhalf_extent = [0.5, 0.001, 0.5]\n",
+                "bad.toml:3: key `half_extent`",
+            ),
             ("dt = 0.5\n", "bad.toml:1: key `dt`: 0.5 is not in (0, 0.1] s"),
             ("dt = 0\n", "bad.toml:1: key `dt`"),
             ("gravity = [0, inf, 0]\n", "bad.toml:1: key `gravity`"),
-            ("[[cube]]\nposition = [0, 0.5, 0]\nrotation = [0, 0, 0, 0.9]\n", "bad.toml:3: key `rotation`: [0, 0, 0, 0.9] has length 0.9, not 1 ± 0.01"),
-            ("[[cube]]\nposition = [0, 0.5, 0]\nlinear_velocity = [80, 0, 0]\n", "bad.toml:3: key `linear_velocity`"),
-            ("[[cube]]\nposition = [5000, 0.5, 0]\n", "bad.toml:2: key `position`: places a cube"),
-            ("[[pyramid]]\nbase = [0, 0, 0]\ncount = 3\ngap = -0.1\n", "bad.toml:4: key `gap`"),
-            ("[[wall]]\nbase = [0, 0, 0]\nwidth = 1\nheight = 2\n", "bad.toml:3: key `width`"),
+            (
+                "[[cube]]\nposition = [0, 0.5, 0]\nrotation = [0, 0, 0, 0.9]\n",
+                "bad.toml:3: key `rotation`: [0, 0, 0, 0.9] has length 0.9, not 1 ± 0.01",
+            ),
+            (
+                "[[cube]]\nposition = [0, 0.5, 0]\nlinear_velocity = [80, 0, 0]\n",
+                "bad.toml:3: key `linear_velocity`",
+            ),
+            (
+                "[[cube]]\nposition = [5000, 0.5, 0]\n",
+                "bad.toml:2: key `position`: places a cube",
+            ),
+            (
+                "[[pyramid]]\nbase = [0, 0, 0]\ncount = 3\ngap = -0.1\n",
+                "bad.toml:4: key `gap`",
+            ),
+            (
+                "[[wall]]\nbase = [0, 0, 0]\nwidth = 1\nheight = 2\n",
+                "bad.toml:3: key `width`",
+            ),
             // Bad axis.
-            ("[[pyramid]]\nbase = [0, 0, 0]\ncount = 3\naxis = \"y\"\n", "bad.toml:4: key `axis`: unknown variant `y`"),
+            (
+                "[[pyramid]]\nbase = [0, 0, 0]\ncount = 3\naxis = \"y\"\n",
+                "bad.toml:4: key `axis`: unknown variant `y`",
+            ),
             // Too many bodies, alone or together.
-            ("[[pyramid]]\nbase = [0, 0, 0]\ncount = 1000\n", "bad.toml:3: key `count`: makes 500500 bodies"),
-            ("[[grid]]\norigin = [0, 0.5, 0]\ncount = [100, 100, 11]\n", "bad.toml:3: key `count`: makes 110000"),
+            (
+                "[[pyramid]]\nbase = [0, 0, 0]\ncount = 1000\n",
+                "bad.toml:3: key `count`: makes 500500 bodies",
+            ),
+            (
+                "[[grid]]\norigin = [0, 0.5, 0]\ncount = [100, 100, 11]\n",
+                "bad.toml:3: key `count`: makes 110000",
+            ),
             (
                 "[[grid]]\norigin = [0, 0.5, 0]\ncount = [100, 100, 9]\n[[tower]]\nbase = [0, 0, -5]\nheight = 10001\n",
                 "bad.toml:6: key `height`: makes 10001 bodies, 100001 in the scene",
@@ -1062,33 +1025,19 @@ mod tests {
                 "name = \"t\"\n[[tower]\nbase = [0, 0, 0]\n",
                 "bad.toml:2: key `tower`: invalid table header",
             ),
-            (
-                "name = \"t\"\ndt = \n",
-                "bad.toml:2: key `dt`: invalid string",
-            ),
-            (
-                "name = \"t\"\nname = \"u\"\n",
-                "bad.toml:2: key `name`: duplicate key",
-            ),
+            ("name = \"t\"\ndt = \n", "bad.toml:2: key `dt`: invalid string"),
+            ("name = \"t\"\nname = \"u\"\n", "bad.toml:2: key `name`: duplicate key"),
         ];
         for (text, expected) in cases {
             let message = error(text);
-            assert!(
-                message.starts_with(expected),
-                "expected `{expected}` in\n{message}"
-            );
+            assert!(message.starts_with(expected), "expected `{expected}` in\n{message}");
         }
     }
 
     #[test]
     fn missing_file_names_the_path() {
-        let message = load_scene(Path::new("no/such/scene.toml"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            message.starts_with("no/such/scene.toml: cannot read"),
-            "{message}"
-        );
+        let message = load_scene(Path::new("no/such/scene.toml")).unwrap_err().to_string();
+        assert!(message.starts_with("no/such/scene.toml: cannot read"), "{message}");
     }
 
     /// Opposite faces may touch (that is how stacks start) but no two boxes may overlap, judged on the
@@ -1108,22 +1057,13 @@ mod tests {
         let mut order: Vec<usize> = (0..bounds.len()).collect();
         order.sort_by(|&a, &b| bounds[a].0.x.total_cmp(&bounds[b].0.x));
         for (n, &i) in order.iter().enumerate() {
-            assert!(
-                bounds[i].0.y >= -1e-6,
-                "{}: body {i} starts below the ground",
-                s.name
-            );
+            assert!(bounds[i].0.y >= -1e-6, "{}: body {i} starts below the ground", s.name);
             for &j in order[n + 1..]
                 .iter()
                 .take_while(|&&j| bounds[j].0.x < bounds[i].1.x - 1e-6)
             {
-                let overlap =
-                    (bounds[i].1.min(bounds[j].1) - bounds[i].0.max(bounds[j].0)).min_element();
-                assert!(
-                    overlap <= 1e-6,
-                    "{}: bodies {i} and {j} overlap by {overlap} m",
-                    s.name
-                );
+                let overlap = (bounds[i].1.min(bounds[j].1) - bounds[i].0.max(bounds[j].0)).min_element();
+                assert!(overlap <= 1e-6, "{}: bodies {i} and {j} overlap by {overlap} m", s.name);
             }
         }
     }
@@ -1144,23 +1084,13 @@ mod tests {
             assert_eq!(s.name, file.trim_end_matches(".toml"));
             assert_no_overlap(&s);
         }
-        assert_eq!(
-            shipped("tower30.toml").bodies[29].position,
-            Vec3::new(0.0, 29.5, 0.0)
-        );
+        assert_eq!(shipped("tower30.toml").bodies[29].position, Vec3::new(0.0, 29.5, 0.0));
         let table = shipped("table64.toml");
         assert!(table
             .bodies
             .iter()
             .all(|b| b.position.x.abs() <= 4.5 && b.position.z.abs() <= 4.5));
-        assert!(
-            table
-                .bodies
-                .iter()
-                .filter(|b| b.rotation != Quat::IDENTITY)
-                .count()
-                >= 2
-        );
+        assert!(table.bodies.iter().filter(|b| b.rotation != Quat::IDENTITY).count() >= 2);
         assert!(
             table.bodies.iter().any(|b| b.position.y > 3.0),
             "some piles are stacked"
@@ -1169,9 +1099,7 @@ mod tests {
         let thrown = field.bodies[900];
         assert_eq!(thrown.linear_velocity.length(), 20.0);
         assert!(
-            field.bodies[..900]
-                .iter()
-                .any(|b| b.position.z == thrown.position.z),
+            field.bodies[..900].iter().any(|b| b.position.z == thrown.position.z),
             "aimed along a row"
         );
     }
@@ -1186,13 +1114,9 @@ mod tests {
 
     #[test]
     fn build_world_names_the_entry_of_a_refused_body() {
-        let mut s =
-            parse("[[tower]]\nbase = [0, 0, 0]\nheight = 2\n\n[[cube]]\nposition = [0, 5, 0]\n");
+        let mut s = parse("[[tower]]\nbase = [0, 0, 0]\nheight = 2\n\n[[cube]]\nposition = [0, 5, 0]\n");
         s.bodies[2].position.x = f32::NAN; // Only the engine sees this: the parser would have refused it.
-        let message = s
-            .build_world(WorldConfig::default())
-            .unwrap_err()
-            .to_string();
+        let message = s.build_world(WorldConfig::default()).unwrap_err().to_string();
         assert!(
             message.starts_with("test.toml:5: [[cube]] #1 (body 2): the engine refused it"),
             "{message}"

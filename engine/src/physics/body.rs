@@ -138,7 +138,12 @@ impl BodyDesc {
         check_range("restitution", self.restitution, 0.0, 1.0)?;
         let rotation = validate_pose(self.position, self.rotation)?;
         let (linear_velocity, angular_velocity) = validate_velocities(self.linear_velocity, self.angular_velocity)?;
-        Ok(BodyDesc { rotation, linear_velocity, angular_velocity, ..*self })
+        Ok(BodyDesc {
+            rotation,
+            linear_velocity,
+            angular_velocity,
+            ..*self
+        })
     }
 }
 
@@ -146,8 +151,16 @@ impl BodyState {
     pub(crate) fn validated(&self) -> Result<BodyState, PhysicsError> {
         let rotation = validate_pose(self.position, self.rotation)?;
         let (linear_velocity, angular_velocity) = validate_velocities(self.linear_velocity, self.angular_velocity)?;
-        let (linear_velocity, angular_velocity) =
-            if self.at_rest { (Vec3::ZERO, Vec3::ZERO) } else { (linear_velocity, angular_velocity) };
-        Ok(BodyState { rotation, linear_velocity, angular_velocity, ..*self })
+        let (linear_velocity, angular_velocity) = if self.at_rest {
+            (Vec3::ZERO, Vec3::ZERO)
+        } else {
+            (linear_velocity, angular_velocity)
+        };
+        Ok(BodyState {
+            rotation,
+            linear_velocity,
+            angular_velocity,
+            ..*self
+        })
     }
 }

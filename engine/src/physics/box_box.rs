@@ -165,8 +165,15 @@ fn face_contact(
     };
     let mut poly = [ClipVertex::default(); 8];
     let mut scratch = [ClipVertex::default(); 8];
-    for (k, (s1, s2)) in [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)].into_iter().enumerate() {
-        poly[k] = ClipVertex { local: to_local(face_center + e1 * s1 + e2 * s2), id: k as u32, out_edge: k as u32 };
+    for (k, (s1, s2)) in [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
+        .into_iter()
+        .enumerate()
+    {
+        poly[k] = ClipVertex {
+            local: to_local(face_center + e1 * s1 + e2 * s2),
+            id: k as u32,
+            out_edge: k as u32,
+        };
     }
     let mut n = 4;
     let (u, w) = ((axis + 1) % 3, (axis + 2) % 3);
@@ -254,7 +261,11 @@ fn edge_contact(
     let d = da.dot(db);
     let (e, f) = (da.dot(r), db.dot(r));
     let denom = 1.0 - d * d;
-    let mut s = if denom > PARALLEL_EPSILON { ((e - d * f) / denom).clamp(-ha[i], ha[i]) } else { 0.0 };
+    let mut s = if denom > PARALLEL_EPSILON {
+        ((e - d * f) / denom).clamp(-ha[i], ha[i])
+    } else {
+        0.0
+    };
     let tt = (d * s - f).clamp(-hb[j], hb[j]);
     s = (d * tt + e).clamp(-ha[i], ha[i]);
     let qa = pa + da * s;
@@ -274,7 +285,11 @@ mod tests {
     use std::f32::consts::FRAC_PI_4;
 
     fn cube(center: Vec3, rot: Quat) -> OrientedBox {
-        OrientedBox { center, axes: Mat3::from_quat(rot), half: Vec3::splat(0.5) }
+        OrientedBox {
+            center,
+            axes: Mat3::from_quat(rot),
+            half: Vec3::splat(0.5),
+        }
     }
 
     fn collide(a: &OrientedBox, b: &OrientedBox, margin: f32) -> (Vec3, Vec<CandidatePoint>) {
@@ -309,7 +324,11 @@ mod tests {
         assert_eq!(pts.len(), 4);
         for p in &pts {
             assert!((p.separation + 0.01).abs() < 1e-5, "overlap 1 cm: {}", p.separation);
-            assert!(p.position.x >= -1e-6 && p.position.x <= 0.5 + 1e-6, "clipped to x in [0, 0.5]: {}", p.position.x);
+            assert!(
+                p.position.x >= -1e-6 && p.position.x <= 0.5 + 1e-6,
+                "clipped to x in [0, 0.5]: {}",
+                p.position.x
+            );
         }
     }
 
@@ -351,7 +370,11 @@ mod tests {
         assert_eq!(pts.len(), 1, "{pts:?}");
         assert!((n - Vec3::Y).length() < 1e-4, "{n}");
         assert!((pts[0].separation + 0.01).abs() < 1e-4, "{}", pts[0].separation);
-        assert!((pts[0].position - Vec3::new(0.0, h - 0.005, 0.0)).length() < 1e-4, "{}", pts[0].position);
+        assert!(
+            (pts[0].position - Vec3::new(0.0, h - 0.005, 0.0)).length() < 1e-4,
+            "{}",
+            pts[0].position
+        );
         assert!(pts[0].id & EDGE_FEATURE_TAG != 0);
     }
 
@@ -371,7 +394,9 @@ mod tests {
     #[test]
     fn separated_beyond_margin_gives_nothing_and_within_margin_speculative_points() {
         let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
-        assert!(collide(&a, &cube(Vec3::new(0.0, 1.53, 0.0), Quat::IDENTITY), 0.02).1.is_empty());
+        assert!(collide(&a, &cube(Vec3::new(0.0, 1.53, 0.0), Quat::IDENTITY), 0.02)
+            .1
+            .is_empty());
         let (_, pts) = collide(&a, &cube(Vec3::new(0.0, 1.51, 0.0), Quat::IDENTITY), 0.02);
         assert_eq!(pts.len(), 4);
         assert!(pts.iter().all(|p| (p.separation - 0.01).abs() < 1e-5));
@@ -388,7 +413,11 @@ mod tests {
 
     #[test]
     fn small_box_on_big_box_uses_the_big_face() {
-        let big = OrientedBox { center: Vec3::new(0.0, 1.0, 0.0), axes: Mat3::IDENTITY, half: Vec3::new(2.0, 1.0, 2.0) };
+        let big = OrientedBox {
+            center: Vec3::new(0.0, 1.0, 0.0),
+            axes: Mat3::IDENTITY,
+            half: Vec3::new(2.0, 1.0, 2.0),
+        };
         let small = OrientedBox {
             center: Vec3::new(1.0, 2.2, -0.5),
             axes: Mat3::from_quat(Quat::from_rotation_y(0.3)),
@@ -396,7 +425,12 @@ mod tests {
         };
         let (n, pts) = collide(&small, &big, 0.02);
         assert_eq!(pts.len(), 4);
-        assert!((n + Vec3::Y).length() < 1e-5, "from the small box down to the big one: {n}");
-        assert!(pts.iter().all(|p| p.separation.abs() < 1e-5 && (p.position.y - 2.0).abs() < 1e-5));
+        assert!(
+            (n + Vec3::Y).length() < 1e-5,
+            "from the small box down to the big one: {n}"
+        );
+        assert!(pts
+            .iter()
+            .all(|p| p.separation.abs() < 1e-5 && (p.position.y - 2.0).abs() < 1e-5));
     }
 }

@@ -46,7 +46,11 @@ pub fn collide_box_plane(
         let v = b.corner(i);
         let separation = plane_normal.dot(v) - plane_offset;
         if separation <= margin {
-            candidates[n] = CandidatePoint { position: v - plane_normal * (0.5 * separation), separation, id: i as u32 };
+            candidates[n] = CandidatePoint {
+                position: v - plane_normal * (0.5 * separation),
+                separation,
+                id: i as u32,
+            };
             n += 1;
         }
     }
@@ -59,13 +63,23 @@ mod tests {
     use glam::Quat;
 
     fn cube_at(center: Vec3, rot: Quat) -> OrientedBox {
-        OrientedBox { center, axes: Mat3::from_quat(rot), half: Vec3::splat(0.5) }
+        OrientedBox {
+            center,
+            axes: Mat3::from_quat(rot),
+            half: Vec3::splat(0.5),
+        }
     }
 
     #[test]
     fn resting_cube_has_four_points_at_zero_separation() {
         let mut out = [CandidatePoint::default(); 4];
-        let n = collide_box_plane(&cube_at(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY), Vec3::Y, 0.0, 0.02, &mut out);
+        let n = collide_box_plane(
+            &cube_at(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY),
+            Vec3::Y,
+            0.0,
+            0.02,
+            &mut out,
+        );
         assert_eq!(n, 4);
         for p in &out[..n] {
             assert!(p.separation.abs() < 1e-6);
@@ -85,10 +99,25 @@ mod tests {
     #[test]
     fn sunk_cube_reports_penetration_and_high_cube_nothing() {
         let mut out = [CandidatePoint::default(); 4];
-        let n = collide_box_plane(&cube_at(Vec3::new(0.0, 0.45, 0.0), Quat::IDENTITY), Vec3::Y, 0.0, 0.02, &mut out);
+        let n = collide_box_plane(
+            &cube_at(Vec3::new(0.0, 0.45, 0.0), Quat::IDENTITY),
+            Vec3::Y,
+            0.0,
+            0.02,
+            &mut out,
+        );
         assert_eq!(n, 4);
         assert!((out[0].separation + 0.05).abs() < 1e-6);
-        assert_eq!(collide_box_plane(&cube_at(Vec3::new(0.0, 0.6, 0.0), Quat::IDENTITY), Vec3::Y, 0.0, 0.02, &mut out), 0);
+        assert_eq!(
+            collide_box_plane(
+                &cube_at(Vec3::new(0.0, 0.6, 0.0), Quat::IDENTITY),
+                Vec3::Y,
+                0.0,
+                0.02,
+                &mut out
+            ),
+            0
+        );
     }
 
     #[test]

@@ -27,7 +27,10 @@ impl Aabb {
     }
 
     pub fn grown(&self, by: f32) -> Aabb {
-        Aabb { min: self.min - Vec3::splat(by), max: self.max + Vec3::splat(by) }
+        Aabb {
+            min: self.min - Vec3::splat(by),
+            max: self.max + Vec3::splat(by),
+        }
     }
 }
 
@@ -47,7 +50,10 @@ impl Broadphase {
     /// Adds room for one more body; it is placed on the next [`update`](Self::update).
     pub fn add_body(&mut self) {
         // An empty box that contains nothing forces a rebuild when the body is first seen.
-        self.fat.push(Aabb { min: Vec3::splat(f32::INFINITY), max: Vec3::splat(f32::NEG_INFINITY) });
+        self.fat.push(Aabb {
+            min: Vec3::splat(f32::INFINITY),
+            max: Vec3::splat(f32::NEG_INFINITY),
+        });
         self.order.push(self.fat.len() as u32 - 1);
     }
 
@@ -63,7 +69,10 @@ impl Broadphase {
                 }
                 None if fat.min.x.is_finite() => {
                     // Taken out of the simulation: an empty box overlaps nothing.
-                    *fat = Aabb { min: Vec3::splat(f32::INFINITY), max: Vec3::splat(f32::NEG_INFINITY) };
+                    *fat = Aabb {
+                        min: Vec3::splat(f32::INFINITY),
+                        max: Vec3::splat(f32::NEG_INFINITY),
+                    };
                     rebuild = true;
                 }
                 _ => {}
@@ -79,7 +88,9 @@ impl Broadphase {
         let axis = self.sweep_axis();
         let fat = &self.fat;
         self.order.sort_unstable_by(|&i, &j| {
-            fat[i as usize].min[axis].total_cmp(&fat[j as usize].min[axis]).then(i.cmp(&j))
+            fat[i as usize].min[axis]
+                .total_cmp(&fat[j as usize].min[axis])
+                .then(i.cmp(&j))
         });
         self.pairs.clear();
         for (k, &i) in self.order.iter().enumerate() {
@@ -131,13 +142,20 @@ mod tests {
     use super::*;
 
     fn unit_box(c: Vec3) -> Option<Aabb> {
-        Some(Aabb { min: c - Vec3::splat(0.5), max: c + Vec3::splat(0.5) })
+        Some(Aabb {
+            min: c - Vec3::splat(0.5),
+            max: c + Vec3::splat(0.5),
+        })
     }
 
     #[test]
     fn finds_touching_and_ground_pairs_only() {
         let mut bp = Broadphase::default();
-        let centres = [Vec3::new(0.0, 0.5, 0.0), Vec3::new(0.0, 1.5, 0.0), Vec3::new(5.0, 0.5, 0.0)];
+        let centres = [
+            Vec3::new(0.0, 0.5, 0.0),
+            Vec3::new(0.0, 1.5, 0.0),
+            Vec3::new(5.0, 0.5, 0.0),
+        ];
         for _ in centres {
             bp.add_body();
         }

@@ -40,11 +40,19 @@ pub struct Contact {
     pub manifold: Manifold,
     /// Manifold recomputed this step (a body of the pair was awake or moved from outside).
     pub updated: bool,
+    /// No point of the new manifold matched an old one: the solver has nothing to warm start from.
+    pub fresh: bool,
 }
 
 impl Contact {
     fn new(a: u32, b: u32) -> Contact {
-        Contact { a, b, manifold: Manifold::default(), updated: false }
+        Contact {
+            a,
+            b,
+            manifold: Manifold::default(),
+            updated: false,
+            fresh: true,
+        }
     }
 
     pub fn touching(&self) -> bool {
@@ -65,7 +73,11 @@ pub struct BodyPoses<'a> {
 
 impl BodyPoses<'_> {
     fn oriented_box(&self, i: usize) -> OrientedBox {
-        OrientedBox { center: self.position[i], axes: Mat3::from_quat(self.rotation[i]), half: self.half[i] }
+        OrientedBox {
+            center: self.position[i],
+            axes: Mat3::from_quat(self.rotation[i]),
+            half: self.half[i],
+        }
     }
 
     /// How far body i's surface can move this step (metres): translation plus rotation at the farthest corner.
@@ -134,7 +146,12 @@ impl ContactSet {
                 (normal, n, poses.position[b])
             };
             let old = c.manifold;
-            c.manifold = Manifold { normal, count: count as u8, ..Manifold::default() };
+            c.manifold = Manifold {
+                normal,
+                count: count as u8,
+                ..Manifold::default()
+            };
+            c.fresh = true;
             for (p, cand) in c.manifold.points.iter_mut().zip(&points[..count]) {
                 *p = ManifoldPoint {
                     anchor_a: cand.position - box_a.center,
@@ -146,6 +163,7 @@ impl ContactSet {
                 if let Some(o) = matching_point(old.points(), p) {
                     p.normal_impulse = o.normal_impulse;
                     p.tangent_impulse = o.tangent_impulse;
+                    c.fresh = false;
                 }
                 deepest = deepest.max(-cand.separation);
             }

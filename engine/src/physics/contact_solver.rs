@@ -20,9 +20,9 @@ use super::manifold::MAX_MANIFOLD_POINTS;
 
 /// Overlap allowed before push-out starts (metres): below the quantization step of 1/4096 m × 2, so quantized
 /// stacks don't chatter, and small enough that 30 stacked contacts lose under 1 cm.
-pub const LINEAR_SLOP_M: f32 = 0.0005;
+pub const LINEAR_SLOP_M: f32 = 0.0001;
 /// Passes over one contact's points in the shock pass.
-pub const SHOCK_LOCAL_ITERATIONS: u32 = 16;
+pub const SHOCK_LOCAL_ITERATIONS: u32 = 4;
 /// Fraction of the remaining overlap (beyond the slop) removed per position pass.
 pub const PUSH_OUT_FACTOR: f32 = 0.2;
 
@@ -77,6 +77,8 @@ pub struct ContactConstraint {
     count: u8,
     /// Which body is nearer the ground (held fixed in the shock pass): 0 neither, 1 body a, 2 body b.
     lower: u8,
+    /// Nothing to warm start from: seeded with the weight it carries instead.
+    fresh: bool,
     points: [ConstraintPoint; MAX_MANIFOLD_POINTS],
 }
 
@@ -114,7 +116,12 @@ pub struct SolverParams {
 
 /// Two unit tangents perpendicular to `n`, chosen by a fixed rule so the same normal always gives the same basis.
 fn tangent_basis(n: Vec3) -> [Vec3; 2] {
-    let t1 = if n.x.abs() < 0.57735 { Vec3::new(0.0, n.z, -n.y) } else { Vec3::new(n.y, -n.x, 0.0) }.normalize();
+    let t1 = if n.x.abs() < 0.57735 {
+        Vec3::new(0.0, n.z, -n.y)
+    } else {
+        Vec3::new(n.y, -n.x, 0.0)
+    }
+    .normalize();
     [t1, n.cross(t1)]
 }
 
@@ -147,6 +154,7 @@ pub fn prepare(
         restitution,
         count: m.count,
         lower,
+        fresh: c.fresh,
         points: [ConstraintPoint::default(); MAX_MANIFOLD_POINTS],
     };
     let (sa, sb) = constraint.response(true);
@@ -188,7 +196,16 @@ pub fn prepare(
 /// Applies `impulse` along `dir` (−to A, +to B). `(sa, sb)` scale each body's response (0 holds it fixed).
 #[inline]
 #[allow(clippy::too_many_arguments)]
-fn apply(bodies: &mut SolverBodies, a: usize, b: usize, (sa, sb): (f32, f32), dir: Vec3, ia: Vec3, ib: Vec3, impulse: f32) {
+fn apply(
+    bodies: &mut SolverBodies,
+    a: usize,
+    b: usize,
+    (sa, sb): (f32, f32),
+    dir: Vec3,
+    ia: Vec3,
+    ib: Vec3,
+    impulse: f32,
+) {
     let (ja, jb) = (sa * impulse, sb * impulse);
     let (ma, mb) = (bodies.inv_mass[a], bodies.inv_mass[b]);
     bodies.v[a] -= dir * (ma * ja);
@@ -197,83 +214,184 @@ fn apply(bodies: &mut SolverBodies, a: usize, b: usize, (sa, sb): (f32, f32), di
     bodies.w[b] += ib * jb;
 }
 
+/// Gives contacts that have nothing to warm start from the impulse of the weight they carry, found from the top
+/// of each stack down: every body passes its own weight and what rests on it, shared equally among the contacts
+/// it rests on. Exact for a column, close for a pyramid; without it a stack built in one step starts with
+/// unequal corner impulses, and the first steps set it rocking. `weight[i]` is body i's weight impulse
+/// (m·|g|·dt, 0 for bodies that don't move); `load` and `supports` are scratch of the same length.
+pub fn seed_fresh_contacts(
+    constraints: &mut [ContactConstraint],
+    gravity_dir: Vec3,
+    weight: &[f32],
+    load: &mut [f32],
+    supports: &mut [u32],
+) {
+    load.copy_from_slice(weight);
+    supports.iter_mut().for_each(|s| *s = 0);
+    let upper_lower = |c: &ContactConstraint| match c.lower {
+        1 => Some((c.b as usize, c.a as usize)),
+        2 => Some((c.a as usize, c.b as usize)),
+        _ => None,
+    };
+    for c in constraints.iter() {
+        if let Some((upper, _)) = upper_lower(c) {
+            supports[upper] += 1;
+        }
+    }
+    // Constraints are ordered from the ground up, so walking them backwards sees each body's full load before
+    // it is passed down.
+    for c in constraints.iter_mut().rev() {
+        let Some((upper, lower)) = upper_lower(c) else { continue };
+        let share = load[upper] / supports[upper].max(1) as f32;
+        load[lower] += share;
+        // Only the part of the weight along the normal is carried by the normal impulse.
+        let along = if c.lower == 1 { c.normal } else { -c.normal }
+            .dot(-gravity_dir)
+            .max(0.0);
+        if c.fresh && c.count > 0 {
+            let per_point = share * along / c.count as f32;
+            c.points[..c.count as usize]
+                .iter_mut()
+                .for_each(|p| p.normal_impulse = per_point);
+        }
+    }
+}
+
 pub fn warm_start(constraints: &[ContactConstraint], bodies: &mut SolverBodies) {
     for c in constraints {
         let (a, b) = (c.a as usize, c.b as usize);
         for p in &c.points[..c.count as usize] {
             apply(bodies, a, b, (1.0, 1.0), c.normal, p.ia_n, p.ib_n, p.normal_impulse);
             for t in 0..2 {
-                apply(bodies, a, b, (1.0, 1.0), c.tangents[t], p.ia_t[t], p.ib_t[t], p.tangent_impulse[t]);
+                apply(
+                    bodies,
+                    a,
+                    b,
+                    (1.0, 1.0),
+                    c.tangents[t],
+                    p.ia_t[t],
+                    p.ib_t[t],
+                    p.tangent_impulse[t],
+                );
             }
         }
     }
 }
 
-/// One velocity pass over all constraints. With `shock`, the lower body of each contact is held fixed (shock
-/// propagation): over constraints ordered from the ground up, one such pass makes a whole stack agree exactly,
-/// where plain Gauss–Seidel needs a number of passes that grows with the square of the stack's height.
-pub fn solve(constraints: &mut [ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams, shock: bool) {
+/// One velocity pass over all constraints (Gauss–Seidel; per point friction, then the normal). Odd passes take
+/// each contact's points in reverse order, so no corner is always solved first and the stack is not nudged the
+/// same way every step.
+pub fn solve(constraints: &mut [ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams, pass: u32) {
     let inv_dt = 1.0 / params.dt;
     for c in constraints.iter_mut() {
-        let shocked = shock && c.lower != 0;
-        // With the lower body fixed, a contact is a small problem of its own: iterate its points until they agree,
-        // or the corner solved first leaves the upper body spinning.
-        let passes = if shocked { SHOCK_LOCAL_ITERATIONS } else { 1 };
-        for _ in 0..passes {
-            solve_contact(c, bodies, inv_dt, shocked);
+        let count = c.count as usize;
+        for k in 0..count {
+            let k = if pass % 2 == 0 { k } else { count - 1 - k };
+            solve_point_friction(c, k, bodies);
+        }
+        for k in 0..count {
+            let k = if pass % 2 == 0 { k } else { count - 1 - k };
+            solve_point_normal(c, k, bodies, inv_dt);
         }
     }
 }
 
-fn solve_contact(c: &mut ContactConstraint, bodies: &mut SolverBodies, inv_dt: f32, shocked: bool) {
-    {
+fn solve_point_friction(c: &mut ContactConstraint, k: usize, bodies: &mut SolverBodies) {
+    let (a, b) = (c.a as usize, c.b as usize);
+    let p = &mut c.points[k];
+    let dv = bodies.v[b] - bodies.v[a];
+    let (wa, wb) = (bodies.w[a], bodies.w[b]);
+    let max_friction = c.friction * p.normal_impulse;
+    let mut new = [0.0f32; 2];
+    for t in 0..2 {
+        let vt = c.tangents[t].dot(dv) + wb.dot(p.rb_t[t]) - wa.dot(p.ra_t[t]);
+        new[t] = p.tangent_impulse[t] - p.tangent_mass[t] * vt;
+    }
+    // Coulomb cone: clamp the combined friction impulse to μ times the normal impulse.
+    let len2 = new[0] * new[0] + new[1] * new[1];
+    if len2 > max_friction * max_friction {
+        let scale = if len2 > 0.0 { max_friction / len2.sqrt() } else { 0.0 };
+        new = [new[0] * scale, new[1] * scale];
+    }
+    for (t, &value) in new.iter().enumerate() {
+        let delta = value - p.tangent_impulse[t];
+        p.tangent_impulse[t] = value;
+        apply(bodies, a, b, (1.0, 1.0), c.tangents[t], p.ia_t[t], p.ib_t[t], delta);
+    }
+}
+
+fn solve_point_normal(c: &mut ContactConstraint, k: usize, bodies: &mut SolverBodies, inv_dt: f32) {
+    let (a, b) = (c.a as usize, c.b as usize);
+    let p = &mut c.points[k];
+    // Speculative: a gap may close this step, no more. Overlap is the position pass's job.
+    let min_speed = -p.separation.max(0.0) * inv_dt;
+    let vn = c.normal.dot(bodies.v[b] - bodies.v[a]) + bodies.w[b].dot(p.rb_n) - bodies.w[a].dot(p.ra_n);
+    let new = (p.normal_impulse - p.normal_mass * (vn - min_speed)).max(0.0);
+    let delta = new - p.normal_impulse;
+    p.normal_impulse = new;
+    p.max_normal_impulse = p.max_normal_impulse.max(new);
+    apply(bodies, a, b, (1.0, 1.0), c.normal, p.ia_n, p.ib_n, delta);
+}
+
+/// Shock propagation: over constraints ordered from the ground up, pushes each contact's upper body so it no
+/// longer approaches the lower one, holding the lower body fixed. One such pass makes a whole stack agree exactly,
+/// where plain Gauss–Seidel needs a number of passes that grows with the square of the stack's height. It only
+/// ever pushes, and its impulses are kept out of the accumulated ones (they have no reaction on the lower body,
+/// so warm starting from them would put momentum into the stack that was never there).
+pub fn shock_pass(constraints: &[ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams) {
+    let inv_dt = 1.0 / params.dt;
+    for c in constraints.iter().filter(|c| c.lower != 0) {
         let (a, b) = (c.a as usize, c.b as usize);
+        let response = c.response(true);
+        let mut pushed = [0.0f32; MAX_MANIFOLD_POINTS];
+        let mut rubbed = [[0.0f32; 2]; MAX_MANIFOLD_POINTS];
+        // With the lower body fixed a contact is a small problem of its own: iterate its points until they agree,
+        // or the corner solved first leaves the upper body spinning.
         let count = c.count as usize;
-        let response = c.response(shocked);
-        // Friction first: the non-penetration constraint matters more, so it is solved last.
-        for p in &mut c.points[..count] {
-            let (va, wa, vb, wb) = (bodies.v[a], bodies.w[a], bodies.v[b], bodies.w[b]);
-            let dv = vb - va;
-            let max_friction = c.friction * p.normal_impulse;
-            let mut delta = [0.0f32; 2];
-            let mut new = [0.0f32; 2];
-            for t in 0..2 {
-                let vt = c.tangents[t].dot(dv) + wb.dot(p.rb_t[t]) - wa.dot(p.ra_t[t]);
-                let mass = if shocked { p.shock_tangent_mass[t] } else { p.tangent_mass[t] };
-                new[t] = p.tangent_impulse[t] - mass * vt;
+        for pass in 0..SHOCK_LOCAL_ITERATIONS {
+            // Alternate the order of the points so no corner is always solved first.
+            for k in 0..count {
+                let k = if pass % 2 == 0 { k } else { count - 1 - k };
+                let (p, total, friction) = (&c.points[k], &mut pushed[k], &mut rubbed[k]);
+                // Friction carries sideways motion up the stack the same way the normal carries weight.
+                let dv = bodies.v[b] - bodies.v[a];
+                let max_friction = c.friction * (p.normal_impulse + *total);
+                let mut new = [0.0f32; 2];
+                for t in 0..2 {
+                    let vt = c.tangents[t].dot(dv) + bodies.w[b].dot(p.rb_t[t]) - bodies.w[a].dot(p.ra_t[t]);
+                    new[t] = (p.tangent_impulse[t] + friction[t]) - p.shock_tangent_mass[t] * vt;
+                }
+                let len2 = new[0] * new[0] + new[1] * new[1];
+                if len2 > max_friction * max_friction {
+                    let scale = if len2 > 0.0 { max_friction / len2.sqrt() } else { 0.0 };
+                    new = [new[0] * scale, new[1] * scale];
+                }
+                for t in 0..2 {
+                    let delta = new[t] - p.tangent_impulse[t] - friction[t];
+                    friction[t] += delta;
+                    apply(bodies, a, b, response, c.tangents[t], p.ia_t[t], p.ib_t[t], delta);
+                }
+                let min_speed = -p.separation.max(0.0) * inv_dt;
+                let vn = c.normal.dot(bodies.v[b] - bodies.v[a]) + bodies.w[b].dot(p.rb_n) - bodies.w[a].dot(p.ra_n);
+                // The total impulse (accumulated + this pass) must stay ≥ 0, so a loaded contact can be pulled
+                // back as well as pushed; a pass that could only push would turn rocking into lift.
+                let new = (*total - p.shock_normal_mass * (vn - min_speed)).max(-p.normal_impulse);
+                let delta = new - *total;
+                *total = new;
+                apply(bodies, a, b, response, c.normal, p.ia_n, p.ib_n, delta);
             }
-            // Coulomb cone: clamp the combined friction impulse to μ times the normal impulse.
-            let len2 = new[0] * new[0] + new[1] * new[1];
-            if len2 > max_friction * max_friction {
-                let scale = if len2 > 0.0 { max_friction / len2.sqrt() } else { 0.0 };
-                new = [new[0] * scale, new[1] * scale];
-            }
-            for t in 0..2 {
-                delta[t] = new[t] - p.tangent_impulse[t];
-                p.tangent_impulse[t] = new[t];
-            }
-            for t in 0..2 {
-                apply(bodies, a, b, response, c.tangents[t], p.ia_t[t], p.ib_t[t], delta[t]);
-            }
-        }
-        for p in &mut c.points[..count] {
-            let s = p.separation;
-            // Speculative: a gap may close this step, no more. Overlap is the position pass's job.
-            let min_speed = -s.max(0.0) * inv_dt;
-            let vn = c.normal.dot(bodies.v[b] - bodies.v[a]) + bodies.w[b].dot(p.rb_n) - bodies.w[a].dot(p.ra_n);
-            let mass = if shocked { p.shock_normal_mass } else { p.normal_mass };
-            let new = (p.normal_impulse - mass * (vn - min_speed)).max(0.0);
-            let delta = new - p.normal_impulse;
-            p.normal_impulse = new;
-            p.max_normal_impulse = p.max_normal_impulse.max(new);
-            apply(bodies, a, b, response, c.normal, p.ia_n, p.ib_n, delta);
         }
     }
 }
 
 /// One position pass: moves bodies (through `dp`, `dtheta`) to remove overlap beyond the slop. The current
 /// separation of each point is its separation at the start of the step plus the relative motion of its anchors.
-pub fn solve_positions(constraints: &[ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams, shock: bool) {
+pub fn solve_positions(
+    constraints: &[ContactConstraint],
+    bodies: &mut SolverBodies,
+    params: &SolverParams,
+    shock: bool,
+) {
     let max_correction = params.max_depenetration_velocity * params.dt / params.position_iterations.max(1) as f32;
     for c in constraints {
         let (a, b) = (c.a as usize, c.b as usize);

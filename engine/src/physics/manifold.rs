@@ -60,7 +60,11 @@ pub struct CandidatePoint {
 /// Keeps at most four of `points`: the deepest, the one farthest from it, then the two that span the largest
 /// triangles on either side of that line. This keeps the support polygon as large as possible, which is what
 /// keeps a box from rocking. Ties go to the earlier point, so the choice is deterministic.
-pub fn reduce_to_four(points: &[CandidatePoint], normal: Vec3, out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS]) -> usize {
+pub fn reduce_to_four(
+    points: &[CandidatePoint],
+    normal: Vec3,
+    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
+) -> usize {
     let n = points.len();
     if n <= MAX_MANIFOLD_POINTS {
         out[..n].copy_from_slice(points);
@@ -114,7 +118,11 @@ mod tests {
     use super::*;
 
     fn cp(x: f32, z: f32, s: f32, id: u32) -> CandidatePoint {
-        CandidatePoint { position: Vec3::new(x, 0.0, z), separation: s, id }
+        CandidatePoint {
+            position: Vec3::new(x, 0.0, z),
+            separation: s,
+            id,
+        }
     }
 
     #[test]
@@ -136,7 +144,10 @@ mod tests {
         let ids: Vec<u32> = out.iter().map(|p| p.id).collect();
         assert_eq!(ids[0], 0, "deepest first");
         assert_eq!(ids[1], 4, "farthest from the deepest");
-        assert!(ids.contains(&2) && ids.contains(&6), "the two widest triangles: {ids:?}");
+        assert!(
+            ids.contains(&2) && ids.contains(&6),
+            "the two widest triangles: {ids:?}"
+        );
     }
 
     #[test]

@@ -38,7 +38,12 @@ pub enum PhysicsError {
     #[error("{field} is not finite (NaN or infinity)")]
     NotFinite { field: &'static str },
     #[error("{field} = {value} is outside {min}..={max}")]
-    OutOfRange { field: &'static str, value: f32, min: f32, max: f32 },
+    OutOfRange {
+        field: &'static str,
+        value: f32,
+        min: f32,
+        max: f32,
+    },
     #[error("no body with id {0}")]
     UnknownBody(u32),
     #[error("body {0} is not kinematic")]

@@ -22,7 +22,12 @@ pub struct PoseHistory {
 
 impl Default for PoseHistory {
     fn default() -> Self {
-        Self { positions: [Vec3::ZERO; REST_WINDOW], rotations: [Quat::IDENTITY; REST_WINDOW], head: 0, len: 0 }
+        Self {
+            positions: [Vec3::ZERO; REST_WINDOW],
+            rotations: [Quat::IDENTITY; REST_WINDOW],
+            head: 0,
+            len: 0,
+        }
     }
 }
 

@@ -82,9 +82,18 @@ mod tests {
     use crate::physics::manifold::Manifold;
 
     fn touching(a: u32, b: u32) -> Contact {
-        let mut m = Manifold { count: 1, ..Manifold::default() };
+        let mut m = Manifold {
+            count: 1,
+            ..Manifold::default()
+        };
         m.points[0].separation = 0.0;
-        Contact { a, b, manifold: m, updated: true }
+        Contact {
+            a,
+            b,
+            manifold: m,
+            updated: true,
+            fresh: false,
+        }
     }
 
     #[test]

@@ -69,20 +69,41 @@ impl Default for WorldConfig {
 impl WorldConfig {
     fn validate(&self) -> Result<(), PhysicsError> {
         let finite = self.gravity.is_finite()
-            && [self.dt, self.ground_friction, self.ground_restitution, self.max_depenetration_velocity]
-                .iter()
-                .chain(&[self.restitution_threshold, self.rest_linear_threshold, self.rest_angular_threshold])
-                .chain(&[self.world_floor_y, self.ground_height.unwrap_or(0.0)])
-                .all(|x| x.is_finite());
+            && [
+                self.dt,
+                self.ground_friction,
+                self.ground_restitution,
+                self.max_depenetration_velocity,
+            ]
+            .iter()
+            .chain(&[
+                self.restitution_threshold,
+                self.rest_linear_threshold,
+                self.rest_angular_threshold,
+            ])
+            .chain(&[self.world_floor_y, self.ground_height.unwrap_or(0.0)])
+            .all(|x| x.is_finite());
         let checks = [
             (finite, "every value must be finite"),
             (self.dt > 0.0 && self.dt <= 0.1, "dt must be in (0, 0.1] s"),
-            ((1..=256).contains(&self.velocity_iterations), "velocity_iterations must be 1..=256"),
+            (
+                (1..=256).contains(&self.velocity_iterations),
+                "velocity_iterations must be 1..=256",
+            ),
             (self.position_iterations <= 256, "position_iterations must be 0..=256"),
-            (self.max_depenetration_velocity > 0.0, "max_depenetration_velocity must be positive"),
+            (
+                self.max_depenetration_velocity > 0.0,
+                "max_depenetration_velocity must be positive",
+            ),
             (self.ground_friction >= 0.0, "ground_friction must be ≥ 0"),
-            ((0.0..=1.0).contains(&self.ground_restitution), "ground_restitution must be in 0..=1"),
-            (self.rest_linear_threshold >= 0.0 && self.rest_angular_threshold >= 0.0, "rest thresholds must be ≥ 0"),
+            (
+                (0.0..=1.0).contains(&self.ground_restitution),
+                "ground_restitution must be in 0..=1",
+            ),
+            (
+                self.rest_linear_threshold >= 0.0 && self.rest_angular_threshold >= 0.0,
+                "rest thresholds must be ≥ 0",
+            ),
         ];
         match checks.iter().find(|(ok, _)| !ok) {
             Some((_, why)) => Err(PhysicsError::InvalidConfig(why)),
@@ -139,6 +160,10 @@ pub struct World {
     simulated: Vec<bool>,
     solver_bodies: SolverBodies,
     constraints: Vec<ContactConstraint>,
+    /// Seeding scratch: weight impulse, carried load and support count per solver slot.
+    weight: Vec<f32>,
+    load: Vec<f32>,
+    supports: Vec<u32>,
     report: StepReport,
 }
 
@@ -175,6 +200,9 @@ impl World {
             simulated: Vec::new(),
             solver_bodies: SolverBodies::default(),
             constraints: Vec::new(),
+            weight: Vec::new(),
+            load: Vec::new(),
+            supports: Vec::new(),
             report: StepReport::default(),
         })
     }
@@ -215,6 +243,7 @@ impl World {
         self.bounds.push(None);
         self.active.push(false);
         self.simulated.push(false);
+        self.weight.push(0.0);
         Ok(id)
     }
 
@@ -325,8 +354,13 @@ impl World {
             }
         };
         for i in 0..self.kind.len() {
-            let floats = self.position[i].to_array().into_iter().chain(self.rotation[i].to_array());
-            let floats = floats.chain(self.linear_velocity[i].to_array()).chain(self.angular_velocity[i].to_array());
+            let floats = self.position[i]
+                .to_array()
+                .into_iter()
+                .chain(self.rotation[i].to_array());
+            let floats = floats
+                .chain(self.linear_velocity[i].to_array())
+                .chain(self.angular_velocity[i].to_array());
             floats.for_each(|f| eat(f.to_bits()));
             eat(u32::from(self.at_rest[i]) | u32::from(self.removed[i]) << 1);
         }
@@ -343,7 +377,10 @@ impl World {
         let r = Mat3::from_quat(self.rotation[i]);
         let h = self.half[i];
         let extent = r.x_axis.abs() * h.x + r.y_axis.abs() * h.y + r.z_axis.abs() * h.z;
-        Aabb { min: self.position[i] - extent, max: self.position[i] + extent }
+        Aabb {
+            min: self.position[i] - extent,
+            max: self.position[i] + extent,
+        }
     }
 
     /// Advances the world by one fixed step and says what happened.
@@ -398,7 +435,10 @@ impl World {
             self.bounds[i] = if self.removed[i] {
                 None
             } else {
-                Some(self.aabb(i).grown(SPECULATIVE_DISTANCE_M + self.poses().motion_bound(i)))
+                Some(
+                    self.aabb(i)
+                        .grown(SPECULATIVE_DISTANCE_M + self.poses().motion_bound(i)),
+                )
             };
         }
         if self.broadphase.update(&self.bounds, self.config.ground_height) {
@@ -521,12 +561,13 @@ impl World {
             let constraint = self.constraints.last_mut().expect("just pushed");
             solver::prepare(constraint, k as u32, c, c.a, slot_b, sb, friction, restitution, lower);
         }
-        // Ground up: contacts ordered by the height of their lower body (ties keep pair order).
+        // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
+        // supports always come before the contacts that rest on it.
         self.constraints.sort_unstable_by_key(|c| {
             let (a, b) = (c.body_a() as usize, c.body_b() as usize);
             let la = if a < n { level[a] } else { 0 };
             let lb = if b < n { level[b] } else { 0 };
-            (la.min(lb), c.contact_index())
+            (la.max(lb), c.contact_index())
         });
 
         let params = SolverParams {
@@ -535,11 +576,31 @@ impl World {
             restitution_threshold: self.config.restitution_threshold,
             position_iterations: self.config.position_iterations,
         };
+        for i in 0..n {
+            self.weight[i] = if self.simulated[i] {
+                self.config.gravity.length() * self.config.dt / self.inv_mass[i]
+            } else {
+                0.0
+            };
+        }
+        self.weight.push(0.0);
+        self.load.resize(n + 1, 0.0);
+        self.supports.resize(n + 1, 0);
+        solver::seed_fresh_contacts(
+            &mut self.constraints,
+            self.config.gravity.normalize_or_zero(),
+            &self.weight,
+            &mut self.load,
+            &mut self.supports,
+        );
+        self.weight.pop();
+        let sb = &mut self.solver_bodies;
         solver::warm_start(&self.constraints, sb);
         let iterations = self.config.velocity_iterations;
         for k in 0..iterations {
-            solver::solve(&mut self.constraints, sb, &params, std::env::var("NOSHOCK").is_err() && k + 1 == iterations);
+            solver::solve(&mut self.constraints, sb, &params, k);
         }
+        solver::shock_pass(&self.constraints, sb, &params);
         solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
         solver::store_impulses(&self.constraints, &mut self.contacts.contacts);
         for i in 0..=n {
@@ -548,7 +609,7 @@ impl World {
         }
         let position_iterations = self.config.position_iterations;
         for k in 0..position_iterations {
-            solver::solve_positions(&self.constraints, sb, &params, std::env::var("NOPSHOCK").is_err() && k + 1 == position_iterations);
+            solver::solve_positions(&self.constraints, sb, &params, k + 1 == position_iterations);
         }
         for i in 0..n {
             if self.simulated[i] {
