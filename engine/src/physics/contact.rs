@@ -162,10 +162,13 @@ impl ContactSet {
                 };
                 if let Some(o) = matching_point(old.points(), p) {
                     p.normal_impulse = o.normal_impulse;
-                    p.tangent_impulse = o.tangent_impulse;
                     c.fresh = false;
                 }
                 deepest = deepest.max(-cand.separation);
+            }
+            if !c.fresh {
+                c.manifold.tangent_impulse = old.tangent_impulse;
+                c.manifold.twist_impulse = old.twist_impulse;
             }
         }
         deepest

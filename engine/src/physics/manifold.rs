@@ -18,8 +18,6 @@ pub struct ManifoldPoint {
     pub id: u32,
     /// Accumulated normal impulse (N·s), kept for warm starting.
     pub normal_impulse: f32,
-    /// Accumulated friction impulse as a world vector, so it survives a small turn of the tangent basis.
-    pub tangent_impulse: Vec3,
     /// Largest normal impulse applied during the last step (for the contact report).
     pub max_normal_impulse: f32,
     /// Normal speed at which the surfaces approached before the solver ran (m/s, positive = closing).
@@ -32,6 +30,11 @@ pub struct Manifold {
     pub normal: Vec3,
     pub points: [ManifoldPoint; MAX_MANIFOLD_POINTS],
     pub count: u8,
+    /// Accumulated friction impulse at the points' centre, as a world vector so it survives a small turn of the
+    /// tangent basis (N·s).
+    pub tangent_impulse: Vec3,
+    /// Accumulated friction impulse against twisting about the normal (N·m·s).
+    pub twist_impulse: f32,
 }
 
 impl Manifold {
