@@ -187,8 +187,26 @@ fn face_contact(
         }
     }
 
-    let mut candidates = [CandidatePoint::default(); 8];
+    let mut candidates = [CandidatePoint::default(); 12];
     let mut count = 0;
+    // A tumbling box can land on a corner that is not on the incident face yet: every other corner of the
+    // incident box over the reference face and within the margin is a speculative point too.
+    for k in 0..8 {
+        let corner = inc.corner(k);
+        let local = to_local(corner);
+        let on_face = ((k >> j) & 1 == 1) == (inc_sign > 0.0);
+        let over = local[u].abs() <= hu && local[w].abs() <= hw;
+        let separation = ref_sign * local[axis] - hr[axis];
+        if !on_face && over && separation <= margin {
+            poly_extra(
+                &mut candidates,
+                &mut count,
+                corner - normal * (0.5 * separation),
+                separation,
+                tag | (ref_face << 12) | (0xF << 8) | (64 + k as u32),
+            );
+        }
+    }
     for v in &poly[..n] {
         let separation = ref_sign * v.local[axis] - hr[axis];
         if separation <= margin {
@@ -202,6 +220,15 @@ fn face_contact(
         }
     }
     (normal, reduce_to_four(&candidates[..count], normal, out))
+}
+
+fn poly_extra(out: &mut [CandidatePoint; 12], count: &mut usize, position: Vec3, separation: f32, id: u32) {
+    out[*count] = CandidatePoint {
+        position,
+        separation,
+        id,
+    };
+    *count += 1;
 }
 
 /// One Sutherland–Hodgman pass: keeps the part of `poly` where `s * local[axis] <= h`.

@@ -123,12 +123,17 @@ impl ContactSet {
     }
 
     /// Recomputes the manifold of every contact for which `active(a) || active(b)`; returns the deepest overlap
-    /// among the updated contacts (metres, ≥ 0).
-    pub fn update(&mut self, poses: &BodyPoses, active: &[bool]) -> f32 {
+    /// among the updated contacts (metres, ≥ 0). With `again`, only contacts not yet updated this step are
+    /// looked at (bodies woken after the first pass).
+    pub fn update(&mut self, poses: &BodyPoses, active: &[bool], again: bool) -> f32 {
         let mut deepest = 0.0f32;
         for c in &mut self.contacts {
             let (a, b) = (c.a as usize, c.b);
-            c.updated = active[a] || (b != GROUND && active[b as usize]);
+            let involved = active[a] || (b != GROUND && active[b as usize]);
+            if again && (c.updated || !involved) {
+                continue;
+            }
+            c.updated = involved;
             if !c.updated {
                 continue;
             }

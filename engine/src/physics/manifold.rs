@@ -60,9 +60,14 @@ pub struct CandidatePoint {
     pub id: u32,
 }
 
-/// Keeps at most four of `points`: the deepest, the one farthest from it, then the two that span the largest
-/// triangles on either side of that line. This keeps the support polygon as large as possible, which is what
-/// keeps a box from rocking. Ties go to the earlier point, so the choice is deterministic.
+/// Points within this distance (metres) of the deepest one compete on area; points farther away are speculative
+/// and are kept only by closeness, because the one about to hit matters more than a wide footprint.
+pub const REDUCTION_BAND_M: f32 = 0.01;
+
+/// Keeps at most four of `points`. Among the points within [`REDUCTION_BAND_M`] of the deepest: the deepest,
+/// the one farthest from it, then the two that span the largest triangles on either side of that line — the
+/// largest support polygon, which is what keeps a box from rocking. Free slots go to the closest remaining points.
+/// Ties go to the earlier point, so the choice is deterministic.
 pub fn reduce_to_four(
     points: &[CandidatePoint],
     normal: Vec3,
@@ -79,35 +84,52 @@ pub fn reduce_to_four(
             first = i;
         }
     }
+    let band = points[first].separation + REDUCTION_BAND_M;
+    let in_band = |i: usize| points[i].separation <= band;
     let a = points[first].position;
     let mut second = usize::MAX;
     let mut best = -1.0;
     for (i, p) in points.iter().enumerate() {
         let d = (p.position - a).length_squared();
-        if i != first && d > best {
+        if i != first && in_band(i) && d > best {
             best = d;
             second = i;
         }
     }
-    let b = points[second].position;
-    let (mut third, mut fourth) = (usize::MAX, usize::MAX);
-    let (mut max_area, mut min_area) = (0.0f32, 0.0f32);
-    for (i, p) in points.iter().enumerate() {
-        if i == first || i == second {
-            continue;
-        }
-        let area = (a - p.position).cross(b - p.position).dot(normal);
-        if area > max_area {
-            max_area = area;
-            third = i;
-        }
-        if area < min_area {
-            min_area = area;
-            fourth = i;
+    let mut chosen = [first, second, usize::MAX, usize::MAX];
+    if second != usize::MAX {
+        let b = points[second].position;
+        let (mut max_area, mut min_area) = (0.0f32, 0.0f32);
+        for (i, p) in points.iter().enumerate() {
+            if i == first || i == second || !in_band(i) {
+                continue;
+            }
+            let area = (a - p.position).cross(b - p.position).dot(normal);
+            if area > max_area {
+                max_area = area;
+                chosen[2] = i;
+            }
+            if area < min_area {
+                min_area = area;
+                chosen[3] = i;
+            }
         }
     }
+    // Fill empty slots with the closest points not yet chosen.
+    for slot in 0..MAX_MANIFOLD_POINTS {
+        if chosen[slot] != usize::MAX {
+            continue;
+        }
+        let mut pick = usize::MAX;
+        for i in 0..n {
+            if !chosen.contains(&i) && (pick == usize::MAX || points[i].separation < points[pick].separation) {
+                pick = i;
+            }
+        }
+        chosen[slot] = pick;
+    }
     let mut count = 0;
-    for i in [first, second, third, fourth] {
+    for i in chosen {
         if i != usize::MAX {
             out[count] = points[i];
             count += 1;
@@ -151,6 +173,24 @@ mod tests {
             ids.contains(&2) && ids.contains(&6),
             "the two widest triangles: {ids:?}"
         );
+    }
+
+    #[test]
+    fn reduction_keeps_the_corner_about_to_hit() {
+        // Three corners on the ground and three speculative ones; the nearest speculative one must survive.
+        let pts = [
+            cp(0.0, 0.0, 0.0, 0),
+            cp(1.0, 0.0, 0.0, 1),
+            cp(0.0, 1.0, 0.0, 2),
+            cp(1.0, 1.0, 0.05, 3),
+            cp(0.5, 1.5, 0.2, 4),
+            cp(1.5, 0.5, 0.3, 5),
+        ];
+        let mut out = [CandidatePoint::default(); 4];
+        assert_eq!(reduce_to_four(&pts, Vec3::Y, &mut out), 4);
+        let mut ids: Vec<u32> = out.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        assert_eq!(ids, vec![0, 1, 2, 3]);
     }
 
     #[test]

@@ -56,6 +56,21 @@ impl Drop for FlushDenormals {
     }
 }
 
+/// What the narrowphase reads of the bodies; a macro so the borrow is of the fields, not of the whole world.
+macro_rules! poses {
+    ($w:expr) => {
+        BodyPoses {
+            position: &$w.position,
+            rotation: &$w.rotation,
+            half: &$w.half,
+            linear_velocity: &$w.linear_velocity,
+            angular_velocity: &$w.angular_velocity,
+            ground: $w.config.ground_height,
+            dt: $w.config.dt,
+        }
+    };
+}
+
 /// How a world simulates. Every field has a sensible default ([`WorldConfig::default`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WorldConfig {
@@ -437,7 +452,11 @@ impl World {
         self.apply_gravity();
         self.update_broadphase();
         self.report.max_penetration = self.update_contacts();
-        self.wake_islands();
+        if self.wake_islands() {
+            // Woken bodies' contacts with each other were skipped above: compute them now.
+            let deepest = self.contacts.update(&poses!(self), &self.active, true);
+            self.report.max_penetration = self.report.max_penetration.max(deepest);
+        }
         for i in 0..n {
             self.simulated[i] = self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i];
         }
@@ -461,18 +480,6 @@ impl World {
         }
     }
 
-    fn poses(&self) -> BodyPoses<'_> {
-        BodyPoses {
-            position: &self.position,
-            rotation: &self.rotation,
-            half: &self.half,
-            linear_velocity: &self.linear_velocity,
-            angular_velocity: &self.angular_velocity,
-            ground: self.config.ground_height,
-            dt: self.config.dt,
-        }
-    }
-
     fn update_broadphase(&mut self) {
         for i in 0..self.kind.len() {
             self.bounds[i] = if self.removed[i] {
@@ -480,7 +487,7 @@ impl World {
             } else {
                 Some(
                     self.aabb(i)
-                        .grown(SPECULATIVE_DISTANCE_M + self.poses().motion_bound(i)),
+                        .grown(SPECULATIVE_DISTANCE_M + poses!(self).motion_bound(i)),
                 )
             };
         }
@@ -495,16 +502,7 @@ impl World {
             self.active[i] =
                 !self.removed[i] && (awake_dynamic || self.is_moving_kinematic(i) || self.moved_from_outside[i]);
         }
-        let poses = BodyPoses {
-            position: &self.position,
-            rotation: &self.rotation,
-            half: &self.half,
-            linear_velocity: &self.linear_velocity,
-            angular_velocity: &self.angular_velocity,
-            ground: self.config.ground_height,
-            dt: self.config.dt,
-        };
-        self.contacts.update(&poses, &self.active)
+        self.contacts.update(&poses!(self), &self.active, false)
     }
 
     fn is_dynamic(&self, i: u32) -> bool {
@@ -513,10 +511,11 @@ impl World {
 
     /// Builds islands from touching contacts and wakes every resting body whose island holds an awake one or is
     /// pushed by a moving kinematic body.
-    fn wake_islands(&mut self) {
+    /// Returns true when some resting body was woken (its `active` flag is then set, all others cleared).
+    fn wake_islands(&mut self) -> bool {
         if !self.config.sleep {
             self.at_rest.iter_mut().for_each(|r| *r = false);
-            return;
+            return false;
         }
         let n = self.kind.len();
         self.islands.reset(n);
@@ -543,11 +542,16 @@ impl World {
                 }
             }
         }
+        let mut woke = false;
         for i in 0..n {
-            if self.at_rest[i] && self.islands.is_awake(i as u32) {
+            let wake = self.at_rest[i] && self.islands.is_awake(i as u32);
+            if wake {
                 self.at_rest[i] = false;
             }
+            self.active[i] = wake;
+            woke |= wake;
         }
+        woke
     }
 
     fn solve(&mut self) {
