@@ -173,14 +173,19 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
     let mut step_ms = Vec::with_capacity(opts.steps as usize);
     let mut settle: Option<(u32, Vec<Vec3>)> = None;
     let mut max_penetration = 0.0f32;
+    // Quantizing is idempotent, so "quantize after every step" (and once before the first) is the pipeline state
+    // sync runs — quantize before every step — with every pose measured as the quantized state both sides agree on.
+    if opts.quantize {
+        sim.quantize_all().context("quantize before the first step")?;
+    }
     for step in 1..=opts.steps {
-        if opts.quantize {
-            sim.quantize_all()
-                .with_context(|| format!("quantize before step {step}"))?;
-        }
         let t0 = Instant::now();
         sim.step();
         step_ms.push(t0.elapsed().as_secs_f64() * 1e3);
+        if opts.quantize {
+            sim.quantize_all()
+                .with_context(|| format!("quantize after step {step}"))?;
+        }
         max_penetration = max_penetration.max(sim.last_max_penetration());
         if settle.is_none() && sim.all_at_rest() {
             settle = Some((step, positions(sim)?));

@@ -140,8 +140,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
     let mut max_penetration_m = 0.0f32;
     for step in 0..args.steps {
         if args.quantize {
-            quantize_world(&mut world, &ids, &fallen)
-                .with_context(|| format!("quantizing before step {step}"))?;
+            quantize_world(&mut world, &ids, &fallen).with_context(|| format!("quantizing before step {step}"))?;
         }
         let report = world.step();
         max_penetration_m = max_penetration_m.max(report.max_penetration);

@@ -84,15 +84,8 @@ fn a_missing_scene_is_one_clear_line() {
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(err.contains("no/such/scene.toml"), "{err}");
-    assert_eq!(
-        err.lines().filter(|l| l.contains("error")).count(),
-        1,
-        "{err}"
-    );
-    assert!(
-        !err.contains("panicked") && !err.contains("backtrace"),
-        "{err}"
-    );
+    assert_eq!(err.lines().filter(|l| l.contains("error")).count(), 1, "{err}");
+    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
     assert!(o.stdout.is_empty());
 }
 
@@ -104,9 +97,6 @@ fn a_malformed_scene_names_the_file_and_line() {
     std::fs::remove_file(&path).ok();
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
-    assert!(
-        err.contains(path.to_str().unwrap()) && err.contains(":2"),
-        "{err}"
-    );
+    assert!(err.contains(path.to_str().unwrap()) && err.contains(":2"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

@@ -1,1 +1,50 @@
-//! Cross-crate integration tests live in `tests/tests/`. This library only holds shared helpers for them.
+//! Cross-crate integration tests live in `tests/tests/`. This library holds the helpers they share.
+
+use std::path::PathBuf;
+
+use glam::Vec3;
+use tumble::sync::quantize::quantize_body_state;
+use tumble_engine::physics::{BodyId, World, WorldConfig};
+use tumble_engine::scene::load_scene;
+
+/// Path of a shipped scene file.
+pub fn scene_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/scenes")
+        .join(format!("{name}.toml"))
+}
+
+/// A shipped scene as a world, with rest detection on or off.
+pub fn scene_world(name: &str, sleep: bool) -> World {
+    let scene = load_scene(&scene_path(name)).expect("shipped scene loads");
+    scene
+        .build_world(WorldConfig {
+            sleep,
+            ..WorldConfig::default()
+        })
+        .expect("shipped scene builds")
+}
+
+pub fn positions(world: &World) -> Vec<Vec3> {
+    world
+        .body_ids()
+        .map(|id| world.state(id).expect("valid id").position)
+        .collect()
+}
+
+/// Largest distance between matching positions.
+pub fn max_distance(a: &[Vec3], b: &[Vec3]) -> f32 {
+    a.iter().zip(b).map(|(p, q)| p.distance(*q)).fold(0.0, f32::max)
+}
+
+/// What state sync does before every step: every body snapped to its quantized state.
+pub fn quantize_all(world: &mut World) {
+    for i in 0..world.body_count() as u32 {
+        let id = BodyId(i);
+        if world.is_removed(id).expect("valid id") {
+            continue;
+        }
+        let q = quantize_body_state(&world.state(id).expect("valid id"));
+        world.set_state(id, &q).expect("quantized states are valid");
+    }
+}

@@ -47,6 +47,11 @@ impl Broadphase {
         &self.pairs
     }
 
+    /// Makes room for `pairs` pairs without allocating while stepping.
+    pub fn reserve(&mut self, pairs: usize) {
+        self.pairs.reserve(pairs.saturating_sub(self.pairs.len()));
+    }
+
     /// Adds room for one more body; it is placed on the next [`update`](Self::update).
     pub fn add_body(&mut self) {
         // An empty box that contains nothing forces a rebuild when the body is first seen.

@@ -107,6 +107,12 @@ pub struct ContactSet {
 }
 
 impl ContactSet {
+    /// Makes room for `contacts` contacts without allocating while stepping.
+    pub fn reserve(&mut self, contacts: usize) {
+        self.contacts.reserve(contacts.saturating_sub(self.contacts.len()));
+        self.scratch.reserve(contacts.saturating_sub(self.scratch.len()));
+    }
+
     /// Replaces the contact list by one entry per pair, keeping existing entries (and their impulses).
     /// Both lists are sorted by pair, so this is one merge.
     pub fn sync_with_pairs(&mut self, pairs: &[(u32, u32)]) {

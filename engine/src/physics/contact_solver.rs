@@ -146,15 +146,15 @@ fn inverse(k: f32) -> f32 {
     }
 }
 
-/// A row along `dir` acting at lever arms `ra`, `rb` (a zero `dir` with `angular` set makes a pure twist row).
+/// A row along `linear` acting at lever arms `ra`, `rb` (a zero `linear` with `angular` set makes a pure twist
+/// row) between solver slots `a` and `b`.
+#[inline]
 fn make_row(
     bodies: &SolverBodies,
-    a: usize,
-    b: usize,
+    (a, b): (usize, usize),
     linear: Vec3,
     angular: Vec3,
-    ra: Vec3,
-    rb: Vec3,
+    (ra, rb): (Vec3, Vec3),
     lower: u8,
 ) -> Row {
     let (ra_x, rb_x) = if linear == Vec3::ZERO {
@@ -209,7 +209,7 @@ pub fn prepare(
         *cp = ConstraintPoint {
             ra,
             rb,
-            normal: make_row(bodies, ia, ib, n, Vec3::ZERO, ra, rb, lower),
+            normal: make_row(bodies, (ia, ib), n, Vec3::ZERO, (ra, rb), lower),
             separation: mp.separation,
             relative_velocity: n.dot(dv),
             normal_impulse: mp.normal_impulse,
@@ -230,8 +230,8 @@ pub fn prepare(
         count: m.count,
         lower,
         fresh: c.fresh,
-        tangent_rows: tangents.map(|t| make_row(bodies, ia, ib, t, Vec3::ZERO, centre_a, centre_b, lower)),
-        twist: make_row(bodies, ia, ib, Vec3::ZERO, n, centre_a, centre_b, lower),
+        tangent_rows: tangents.map(|t| make_row(bodies, (ia, ib), t, Vec3::ZERO, (centre_a, centre_b), lower)),
+        twist: make_row(bodies, (ia, ib), Vec3::ZERO, n, (centre_a, centre_b), lower),
         twist_radius,
         tangent_impulse: tangents.map(|t| m.tangent_impulse.dot(t)),
         twist_impulse: m.twist_impulse,

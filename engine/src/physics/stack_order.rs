@@ -21,6 +21,15 @@ pub struct StackOrder {
 }
 
 impl StackOrder {
+    /// Makes room for `bodies` bodies and `contacts` contacts without allocating while stepping.
+    pub fn reserve(&mut self, bodies: usize, contacts: usize) {
+        for v in [&mut self.level, &mut self.offsets, &mut self.cursor, &mut self.queue] {
+            v.reserve((bodies + 1).saturating_sub(v.len()));
+        }
+        self.neighbours
+            .reserve((2 * contacts).saturating_sub(self.neighbours.len()));
+    }
+
     /// `simulated[i]`: body i moves this step; whatever else a contact touches counts as fixed support.
     pub fn compute(&mut self, contacts: &[Contact], simulated: &[bool]) {
         let n = simulated.len();

@@ -71,6 +71,9 @@ macro_rules! poses {
     };
 }
 
+/// Contacts per body the step buffers are sized for when bodies are added.
+pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
+
 /// How a world simulates. Every field has a sensible default ([`WorldConfig::default`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct WorldConfig {
@@ -301,7 +304,37 @@ impl World {
         self.active.push(false);
         self.simulated.push(false);
         self.weight.push(0.0);
+        self.reserve_step_buffers();
         Ok(id)
+    }
+
+    /// Sizes the per-step buffers for the bodies there are, so a running scene never allocates: room for
+    /// [`RESERVED_CONTACTS_PER_BODY`] contacts per body (a cube in a dense pile touches up to about six others).
+    fn reserve_step_buffers(&mut self) {
+        let n = self.kind.len();
+        let contacts = RESERVED_CONTACTS_PER_BODY * n;
+        self.broadphase.reserve(contacts);
+        self.contacts.reserve(contacts);
+        self.stack.reserve(n, contacts);
+        self.constraints
+            .reserve(contacts.saturating_sub(self.constraints.len()));
+        self.order.reserve(contacts.saturating_sub(self.order.len()));
+        self.report
+            .contacts
+            .reserve(contacts.saturating_sub(self.report.contacts.len()));
+        self.report
+            .fell_below_floor
+            .reserve(n.saturating_sub(self.report.fell_below_floor.len()));
+        for v in [&mut self.load, &mut self.weight] {
+            v.reserve((n + 1).saturating_sub(v.len()));
+        }
+        self.supports.reserve((n + 1).saturating_sub(self.supports.len()));
+        let sb = &mut self.solver_bodies;
+        for v in [&mut sb.v, &mut sb.w, &mut sb.dp, &mut sb.dtheta] {
+            v.reserve((n + 1).saturating_sub(v.len()));
+        }
+        sb.inv_mass.reserve((n + 1).saturating_sub(sb.inv_mass.len()));
+        sb.inv_inertia.reserve((n + 1).saturating_sub(sb.inv_inertia.len()));
     }
 
     pub fn body_count(&self) -> usize {

@@ -48,16 +48,14 @@ pub const LINEAR_VELOCITY_UNITS_PER_M_S: f32 = 1024.0;
 /// cubes reach 20 m/s).
 pub const LINEAR_VELOCITY_BITS: u32 = 16;
 /// Linear velocity is clamped into ±this (m/s) per axis.
-pub const LINEAR_VELOCITY_BOUND_M_S: f32 =
-    fixed_bound(LINEAR_VELOCITY_BITS, LINEAR_VELOCITY_UNITS_PER_M_S);
+pub const LINEAR_VELOCITY_BOUND_M_S: f32 = fixed_bound(LINEAR_VELOCITY_BITS, LINEAR_VELOCITY_UNITS_PER_M_S);
 
 /// Angular velocity resolution: 1/1024 rad/s per unit (a 1 m cube's corner moves 9 µm per step per unit).
 pub const ANGULAR_VELOCITY_UNITS_PER_RAD_S: f32 = 1024.0;
 /// Bits per angular velocity axis: 2^17 values cover ±64 rad/s (the engine caps at 50 rad/s in length).
 pub const ANGULAR_VELOCITY_BITS: u32 = 17;
 /// Angular velocity is clamped into ±this (rad/s) per axis.
-pub const ANGULAR_VELOCITY_BOUND_RAD_S: f32 =
-    fixed_bound(ANGULAR_VELOCITY_BITS, ANGULAR_VELOCITY_UNITS_PER_RAD_S);
+pub const ANGULAR_VELOCITY_BOUND_RAD_S: f32 = fixed_bound(ANGULAR_VELOCITY_BITS, ANGULAR_VELOCITY_UNITS_PER_RAD_S);
 
 /// The rest flag.
 pub const AT_REST_BITS: u32 = 1;
@@ -65,8 +63,7 @@ pub const AT_REST_BITS: u32 = 1;
 pub const STATE_BITS_AT_REST: u32 =
     3 * POSITION_BITS + ROTATION_INDEX_BITS + 3 * ROTATION_COMPONENT_BITS + AT_REST_BITS;
 /// Bits of an awake body.
-pub const STATE_BITS_AWAKE: u32 =
-    STATE_BITS_AT_REST + 3 * LINEAR_VELOCITY_BITS + 3 * ANGULAR_VELOCITY_BITS;
+pub const STATE_BITS_AWAKE: u32 = STATE_BITS_AT_REST + 3 * LINEAR_VELOCITY_BITS + 3 * ANGULAR_VELOCITY_BITS;
 
 const fn fixed_bound(bits: u32, units: f32) -> f32 {
     (1u32 << (bits - 1)) as f32 / units
@@ -138,10 +135,7 @@ fn encode_rotation_rounded(q: Quat) -> QuantizedRotation {
         return QuantizedRotation::IDENTITY;
     }
     // First of equal magnitudes wins, so the choice never depends on anything but the values.
-    let largest = (1..4).fold(
-        0,
-        |best, i| if v[i].abs() > v[best].abs() { i } else { best },
-    );
+    let largest = (1..4).fold(0, |best, i| if v[i].abs() > v[best].abs() { i } else { best });
     let scale = if v[largest] < 0.0 {
         -ROTATION_UNITS / len
     } else {
@@ -173,10 +167,7 @@ fn is_canonical(r: &QuantizedRotation) -> bool {
     let q = dequantize_rotation(r);
     let v = q.to_array().map(f64::from);
     let k = usize::from(r.largest);
-    others(k)
-        .iter()
-        .all(|&i| v[i].abs() + ROTATION_TIE_MARGIN <= v[k])
-        && encode_rotation_rounded(q) == *r
+    others(k).iter().all(|&i| v[i].abs() + ROTATION_TIE_MARGIN <= v[k]) && encode_rotation_rounded(q) == *r
 }
 
 /// Smallest-three of `q` (normalised first; a zero or non-finite quaternion gives the identity).
@@ -191,10 +182,7 @@ pub fn quantize_rotation(q: Quat) -> QuantizedRotation {
     let mut r = encode_rotation_rounded(q);
     while !is_canonical(&r) {
         let c = &mut r.smallest_three;
-        let j = (1..3).fold(
-            0,
-            |best, i| if c[i].abs() > c[best].abs() { i } else { best },
-        );
+        let j = (1..3).fold(0, |best, i| if c[i].abs() > c[best].abs() { i } else { best });
         c[j] -= c[j].signum();
     }
     r
@@ -206,11 +194,7 @@ pub fn quantize_state(s: &BodyState) -> QuantizedState {
         ([0; 3], [0; 3])
     } else {
         (
-            vec_to_fixed(
-                s.linear_velocity,
-                LINEAR_VELOCITY_UNITS_PER_M_S,
-                LINEAR_VELOCITY_BITS,
-            ),
+            vec_to_fixed(s.linear_velocity, LINEAR_VELOCITY_UNITS_PER_M_S, LINEAR_VELOCITY_BITS),
             vec_to_fixed(
                 s.angular_velocity,
                 ANGULAR_VELOCITY_UNITS_PER_RAD_S,
@@ -296,9 +280,7 @@ mod tests {
         let (a, b) = ((1.0 - u1).sqrt(), u1.sqrt());
         let mut v = [a * u2.sin(), a * u2.cos(), b * u3.sin(), b * u3.cos()].map(|x| x as f32);
         if rng.below(2) == 0 {
-            let k = (0..4)
-                .max_by(|&i, &j| v[i].abs().total_cmp(&v[j].abs()))
-                .unwrap();
+            let k = (0..4).max_by(|&i, &j| v[i].abs().total_cmp(&v[j].abs())).unwrap();
             for _ in 0..1 + rng.below(3) {
                 let j = rng.below(4);
                 let eps = if rng.below(4) == 0 {
@@ -379,8 +361,7 @@ mod tests {
     }
 
     fn in_range(v: &[i32], bits: u32) -> bool {
-        v.iter()
-            .all(|&i| (-(1 << (bits - 1))..1 << (bits - 1)).contains(&i))
+        v.iter().all(|&i| (-(1 << (bits - 1))..1 << (bits - 1)).contains(&i))
     }
 
     #[test]
@@ -393,18 +374,10 @@ mod tests {
             let q = quantize_state(&s);
             let once = dequantize_state(&q);
             assert_eq!(quantize_state(&once), q, "sample {n}: {s:?}");
-            assert_eq!(
-                bits(&quantize_body_state(&once)),
-                bits(&once),
-                "sample {n}: {s:?}"
-            );
+            assert_eq!(bits(&quantize_body_state(&once)), bits(&once), "sample {n}: {s:?}");
             // The engine renormalises in f32 (`rotation / rotation.length()`) when the state is set back.
             let renormalised = once.rotation / once.rotation.length();
-            assert_eq!(
-                quantize_rotation(renormalised),
-                q.rotation,
-                "sample {n}: {s:?}"
-            );
+            assert_eq!(quantize_rotation(renormalised), q.rotation, "sample {n}: {s:?}");
 
             assert!(in_range(&q.position, POSITION_BITS));
             assert!(in_range(&q.linear_velocity, LINEAR_VELOCITY_BITS));
@@ -415,17 +388,9 @@ mod tests {
                 .smallest_three
                 .iter()
                 .all(|c| c.abs() <= ROTATION_COMPONENT_MAX));
-            for (p, p1) in s
-                .position
-                .to_array()
-                .into_iter()
-                .zip(once.position.to_array())
-            {
+            for (p, p1) in s.position.to_array().into_iter().zip(once.position.to_array()) {
                 let inside = (-POSITION_BOUND_M..=POSITION_BOUND_M - 1.0 / 8192.0).contains(&p);
-                assert!(
-                    !inside || (p - p1).abs() <= 1.0 / 8192.0,
-                    "sample {n}: {p} -> {p1}"
-                );
+                assert!(!inside || (p - p1).abs() <= 1.0 / 8192.0, "sample {n}: {p} -> {p1}");
             }
             if s.at_rest {
                 assert_eq!(once.linear_velocity.to_array().map(f32::to_bits), [0; 3]);
@@ -457,10 +422,7 @@ mod tests {
             "worst rotation error over {SAMPLES} samples ({tie_broken} tie-broken): \
              {worst_rotation_error:.4e} rad"
         );
-        assert!(
-            worst_rotation_error <= ROTATION_MAX_ERROR_RAD,
-            "{worst_rotation_error}"
-        );
+        assert!(worst_rotation_error <= ROTATION_MAX_ERROR_RAD, "{worst_rotation_error}");
     }
 
     #[test]
@@ -470,12 +432,7 @@ mod tests {
         let mut cases = Vec::new();
         for signs in 0..16u32 {
             let sign = |i: u32| if signs >> i & 1 == 0 { 1.0 } else { -1.0 };
-            cases.push(Quat::from_xyzw(
-                h * sign(0),
-                h * sign(1),
-                h * sign(2),
-                h * sign(3),
-            ));
+            cases.push(Quat::from_xyzw(h * sign(0), h * sign(1), h * sign(2), h * sign(3)));
             for (i, j) in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)] {
                 let mut v = [0.0; 4];
                 (v[i], v[j]) = (r * sign(0), r * sign(1));
@@ -534,14 +491,8 @@ mod tests {
             back.position,
             Vec3::new(256.0 - 1.0 / 4096.0, -256.0, 256.0 - 1.0 / 4096.0)
         );
-        assert_eq!(
-            back.linear_velocity,
-            Vec3::new(32.0 - 1.0 / 1024.0, -32.0, 31.0)
-        );
-        assert_eq!(
-            back.angular_velocity,
-            Vec3::new(64.0 - 1.0 / 1024.0, -64.0, 63.0)
-        );
+        assert_eq!(back.linear_velocity, Vec3::new(32.0 - 1.0 / 1024.0, -32.0, 31.0));
+        assert_eq!(back.angular_velocity, Vec3::new(64.0 - 1.0 / 1024.0, -64.0, 63.0));
         assert_eq!(
             (
                 POSITION_BOUND_M,
@@ -567,10 +518,7 @@ mod tests {
             linear_velocity: [5; 3],
             ..q
         });
-        assert_eq!(
-            (back.linear_velocity, back.angular_velocity),
-            (Vec3::ZERO, Vec3::ZERO)
-        );
+        assert_eq!((back.linear_velocity, back.angular_velocity), (Vec3::ZERO, Vec3::ZERO));
     }
 
     #[test]
@@ -583,11 +531,7 @@ mod tests {
             at_rest: false,
         };
         let back = quantize_body_state(&s);
-        assert!(
-            back.position.is_finite()
-                && back.linear_velocity.is_finite()
-                && back.angular_velocity.is_finite()
-        );
+        assert!(back.position.is_finite() && back.linear_velocity.is_finite() && back.angular_velocity.is_finite());
         assert_eq!(back.rotation, Quat::IDENTITY);
         assert_eq!(
             quantize_rotation(Quat::from_xyzw(0.0, 0.0, 0.0, 0.0)),

@@ -1,0 +1,32 @@
+# The two set-up commands of the README (`make run`, `make test`) install what is missing and nothing more.
+
+# System packages: pkg-config and libudev for gamepads (gilrs).
+SYSTEM_PACKAGES := pkg-config libudev-dev
+
+.PHONY: run test bench vr system-packages toolchain
+
+run: system-packages toolchain
+	cargo run --release
+
+test: system-packages toolchain
+	cargo fmt --all -- --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	cargo test --workspace
+
+# Physics regression suite (every shipped scene on Tumble and Rapier; report in target/bench-report/),
+# then the criterion micro-benchmarks.
+bench: system-packages toolchain
+	cargo run --release -p tumble-benches --bin bench-report
+	cargo bench -p tumble-benches --benches
+
+vr: system-packages toolchain
+	@echo "VR is not built yet: 'make vr' will launch Tumble on an OpenXR headset once the VR issue lands." >&2
+	@exit 1
+
+system-packages:
+	@scripts/ensure-system-packages.sh $(SYSTEM_PACKAGES)
+
+toolchain:
+	@command -v cargo >/dev/null 2>&1 || { echo "Rust is missing: install stable Rust with rustup, then run make again." >&2; exit 1; }
+	@cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@cargo clippy --version >/dev/null 2>&1 || rustup component add clippy

@@ -1,0 +1,306 @@
+//! Scenes from `assets/scenes/` run through the engine: stacks stand and rest, fast cubes don't tunnel, runs
+//! repeat bit for bit. The full-length figures (10,000 steps, timings) come from `make bench`; these are the
+//! same checks at lengths that keep `make test` quick.
+
+use glam::{Quat, Vec3};
+use tumble_engine::physics::{BodyDesc, BodyId, BodyKind, BodyState, World, WorldConfig};
+use tumble_tests::{max_distance, positions, quantize_all, scene_world};
+
+/// Steps a scene with quantization before every step; returns the first step after which everything rests.
+fn run_quantized(world: &mut World, steps: u32) -> Option<u32> {
+    let mut settled = None;
+    for step in 1..=steps {
+        quantize_all(world);
+        world.step();
+        if settled.is_none() && world.all_at_rest() {
+            settled = Some(step);
+        }
+    }
+    settled
+}
+
+#[test]
+fn quantized_stacks_settle_within_two_seconds_and_then_never_move() {
+    for name in ["tower30", "pyramid20"] {
+        let mut world = scene_world(name, true);
+        let start = positions(&world);
+        let settled = run_quantized(&mut world, 180).unwrap_or_else(|| panic!("{name} did not settle in 180 steps"));
+        quantize_all(&mut world);
+        let at_rest = positions(&world);
+        run_quantized(&mut world, 600);
+        let end = positions(&world);
+        assert_eq!(
+            max_distance(&at_rest, &end),
+            0.0,
+            "{name}: drift after settling at step {settled}"
+        );
+        assert!(
+            max_distance(&start, &end) < 0.01,
+            "{name} moved {} m",
+            max_distance(&start, &end)
+        );
+    }
+}
+
+#[test]
+fn stacks_stand_without_rest_detection() {
+    for (name, steps) in [("tower30", 2000), ("pyramid20", 500)] {
+        let mut world = scene_world(name, false);
+        let start = positions(&world);
+        for _ in 0..steps {
+            world.step();
+        }
+        assert!(!world.all_at_rest());
+        let moved = max_distance(&start, &positions(&world));
+        assert!(moved < 0.01, "{name} moved {moved} m in {steps} steps without sleeping");
+    }
+}
+
+#[test]
+fn fast_cubes_neither_tunnel_nor_sink_deep() {
+    for (name, steps) in [("smash", 300), ("field900", 300)] {
+        let mut world = scene_world(name, true);
+        let mut deepest = 0.0f32;
+        for _ in 0..steps {
+            let report = world.step();
+            deepest = deepest.max(report.max_penetration);
+            assert!(
+                report.fell_below_floor.is_empty(),
+                "{name}: a body fell through the ground"
+            );
+        }
+        assert!(deepest < 0.02, "{name}: overlap of {deepest} m");
+    }
+}
+
+#[test]
+fn a_cube_thrown_at_20_m_s_stops_at_the_cube_it_hits() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let target = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let thrown = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(-3.0, 0.5, 0.0),
+            linear_velocity: Vec3::new(20.0, 0.0, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    for _ in 0..120 {
+        world.step();
+        let (a, b) = (
+            world.state(thrown).unwrap().position,
+            world.state(target).unwrap().position,
+        );
+        assert!(a.x < b.x, "the thrown cube passed through the target: {a} vs {b}");
+    }
+    assert!(world.state(target).unwrap().position.x > 0.5, "the target was pushed");
+}
+
+#[test]
+fn same_scene_same_bits_and_restore_repeats_them() {
+    for name in ["smash", "table64"] {
+        let run = |steps: u32| {
+            let mut world = scene_world(name, true);
+            for _ in 0..steps {
+                world.step();
+            }
+            world
+        };
+        assert_eq!(run(200).checksum(), run(200).checksum(), "{name}: two runs differ");
+
+        let mut world = run(60);
+        let saved = world.snapshot();
+        for _ in 0..140 {
+            world.step();
+        }
+        let first = world.checksum();
+        world.restore(&saved);
+        for _ in 0..140 {
+            world.step();
+        }
+        assert_eq!(world.checksum(), first, "{name}: restore and re-step differ");
+        assert_eq!(
+            first,
+            run(200).checksum(),
+            "{name}: a restored world differs from one never saved"
+        );
+    }
+}
+
+#[test]
+fn rest_detection_puts_a_dropped_cube_to_sleep_and_outside_changes_wake_it() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let id = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 2.0, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let mut settled = None;
+    for step in 0..300 {
+        if world.step().resting_bodies == 1 {
+            settled = Some(step);
+            break;
+        }
+    }
+    assert!(settled.is_some(), "the cube never came to rest");
+    let rest = world.state(id).unwrap();
+    assert!(rest.at_rest && rest.linear_velocity == Vec3::ZERO && (rest.position.y - 0.5).abs() < 0.002);
+    assert_eq!(world.step().awake_bodies, 0, "a resting body is not simulated");
+    assert_eq!(world.state(id).unwrap(), rest);
+
+    world
+        .set_state(
+            id,
+            &BodyState {
+                at_rest: false,
+                linear_velocity: Vec3::new(0.0, 3.0, 0.0),
+                ..rest
+            },
+        )
+        .unwrap();
+    world.step();
+    let woken = world.state(id).unwrap();
+    assert!(
+        !woken.at_rest && woken.position.y > rest.position.y,
+        "set_state woke it and it moved"
+    );
+}
+
+#[test]
+fn a_moving_kinematic_box_wakes_and_pushes_a_resting_cube() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let cube = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let hand = world
+        .add_body(&BodyDesc {
+            kind: BodyKind::Kinematic,
+            half_extents: Vec3::splat(0.2),
+            position: Vec3::new(-1.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    for _ in 0..40 {
+        world.step();
+    }
+    assert!(world.state(cube).unwrap().at_rest);
+    for k in 1..=90 {
+        let x = -1.0 + k as f32 * 0.02;
+        world
+            .set_kinematic_target(hand, Vec3::new(x, 0.5, 0.0), Quat::IDENTITY)
+            .unwrap();
+        world.step();
+    }
+    let pushed = world.state(cube).unwrap();
+    assert!(pushed.position.x > 0.2, "the hand pushed the cube: {}", pushed.position);
+    assert!(
+        (world.state(hand).unwrap().position.x - 0.8).abs() < 1e-3,
+        "kinematic bodies follow their target"
+    );
+}
+
+#[test]
+fn contact_report_says_who_touched_whom_and_how_hard() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let low = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let high = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 3.0, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let mut hardest = 0.0f32;
+    for _ in 0..60 {
+        for c in &world.step().contacts {
+            if (c.a, c.b) == (low, Some(high)) {
+                hardest = hardest.max(c.approach_speed);
+                assert!(
+                    c.normal.dot(Vec3::Y) > 0.99,
+                    "normal from the low cube up to the high one"
+                );
+            }
+        }
+    }
+    // Dropped from 1.5 m above: about 5.4 m/s at impact.
+    assert!((4.5..6.5).contains(&hardest), "impact speed {hardest}");
+    let ground = world.report().contacts.iter().find(|c| c.a == low && c.b.is_none());
+    assert!(ground.is_some_and(|c| c.max_normal_impulse > 0.0) || world.all_at_rest());
+}
+
+#[test]
+fn bad_values_are_refused_and_change_nothing() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let id = world.add_body(&BodyDesc::default()).unwrap();
+    let before = world.checksum();
+    let nan = BodyDesc {
+        position: Vec3::new(f32::NAN, 0.0, 0.0),
+        ..BodyDesc::default()
+    };
+    assert!(world.add_body(&nan).is_err());
+    assert!(world
+        .add_body(&BodyDesc {
+            half_extents: Vec3::splat(-1.0),
+            ..BodyDesc::default()
+        })
+        .is_err());
+    assert!(world
+        .add_body(&BodyDesc {
+            rotation: Quat::from_xyzw(0.0, 0.0, 0.0, 0.0),
+            ..BodyDesc::default()
+        })
+        .is_err());
+    let mut state = world.state(id).unwrap();
+    state.angular_velocity.y = f32::INFINITY;
+    assert!(world.set_state(id, &state).is_err());
+    assert!(world.set_state(BodyId(99), &world.state(id).unwrap()).is_err());
+    assert_eq!(world.body_count(), 1);
+    assert_eq!(world.checksum(), before, "refused input changed the world");
+    assert!(World::new(WorldConfig {
+        dt: f32::NAN,
+        ..WorldConfig::default()
+    })
+    .is_err());
+
+    // Absurd but finite speeds are clamped to the documented maximum.
+    let fast = BodyDesc {
+        linear_velocity: Vec3::new(1.0e6, 0.0, 0.0),
+        ..BodyDesc::default()
+    };
+    let fast = world.add_body(&fast).unwrap();
+    let speed = world.state(fast).unwrap().linear_velocity.length();
+    assert!((speed - tumble_engine::physics::MAX_LINEAR_SPEED_M_S).abs() < 1e-3);
+}
+
+#[test]
+fn a_body_below_the_world_floor_is_reported_once_and_taken_out() {
+    let config = WorldConfig {
+        ground_height: None,
+        world_floor_y: -5.0,
+        ..WorldConfig::default()
+    };
+    let mut world = World::new(config).unwrap();
+    let id = world.add_body(&BodyDesc::default()).unwrap();
+    let mut reports = 0;
+    for _ in 0..200 {
+        reports += world.step().fell_below_floor.iter().filter(|&&b| b == id).count();
+    }
+    assert_eq!(reports, 1);
+    assert!(world.is_removed(id).unwrap());
+    assert!(
+        world.state(id).unwrap().position.y > -6.0,
+        "not simulated after removal"
+    );
+}
