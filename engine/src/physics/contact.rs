@@ -42,6 +42,8 @@ pub struct Contact {
     pub updated: bool,
     /// No point of the new manifold matched an old one: the solver has nothing to warm start from.
     pub fresh: bool,
+    /// The manifold has been computed at least once.
+    pub built: bool,
 }
 
 impl Contact {
@@ -52,6 +54,7 @@ impl Contact {
             manifold: Manifold::default(),
             updated: false,
             fresh: true,
+            built: false,
         }
     }
 
@@ -128,10 +131,12 @@ impl ContactSet {
         std::mem::swap(&mut self.contacts, &mut self.scratch);
     }
 
-    /// Recomputes the manifold of every contact for which `active(a) || active(b)`; returns the deepest overlap
-    /// among the updated contacts (metres, ≥ 0). With `again`, only contacts not yet updated this step are
-    /// looked at (bodies woken after the first pass).
-    pub fn update(&mut self, poses: &BodyPoses, active: &[bool], again: bool) -> f32 {
+    /// Brings every contact for which `active(a) || active(b)` up to date, and returns the deepest overlap among
+    /// them (metres, ≥ 0). A manifold is recomputed only when one of its bodies `moved` (see
+    /// [`World`](super::World)'s pose references); otherwise last step's manifold still holds to within the
+    /// reference tolerance and is kept, impulses included. With `again`, only contacts not yet updated this step
+    /// are looked at (bodies woken after the first pass).
+    pub fn update(&mut self, poses: &BodyPoses, active: &[bool], moved: &[bool], again: bool) -> f32 {
         let mut deepest = 0.0f32;
         for c in &mut self.contacts {
             let (a, b) = (c.a as usize, c.b);
@@ -143,6 +148,12 @@ impl ContactSet {
             if !c.updated {
                 continue;
             }
+            if c.built && !moved[a] && (b == GROUND || !moved[b as usize]) {
+                c.fresh = false;
+                deepest = deepest.max(-c.manifold.min_separation().min(0.0));
+                continue;
+            }
+            c.built = true;
             let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
             let box_a = poses.oriented_box(a);
             let (normal, count, center_b) = if b == GROUND {

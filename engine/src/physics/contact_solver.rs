@@ -14,7 +14,7 @@
 //! 30-cube column by 24 cm. Rigid contacts carry the column's weight exactly once their impulses are right, and
 //! the seeding, the ground-up order and the shock pass get them right in the first step and keep them right.
 
-use glam::{Mat3, Vec3};
+use glam::{Mat3A, Vec3, Vec3A};
 
 use super::contact::Contact;
 use super::manifold::MAX_MANIFOLD_POINTS;
@@ -31,31 +31,31 @@ pub const PUSH_OUT_FACTOR: f32 = 0.2;
 /// are resting or kinematic have zero inverse mass, so impulses never change their velocity.
 #[derive(Clone, Debug, Default)]
 pub struct SolverBodies {
-    pub v: Vec<Vec3>,
-    pub w: Vec<Vec3>,
+    pub v: Vec<Vec3A>,
+    pub w: Vec<Vec3A>,
     pub inv_mass: Vec<f32>,
-    pub inv_inertia: Vec<Mat3>,
+    pub inv_inertia: Vec<Mat3A>,
     /// Displacement and small-angle rotation this step (integration plus position correction).
-    pub dp: Vec<Vec3>,
-    pub dtheta: Vec<Vec3>,
+    pub dp: Vec<Vec3A>,
+    pub dtheta: Vec<Vec3A>,
 }
 
 /// One direction of a constraint between two bodies: lever arms crossed with the direction, the same weighted by
 /// each body's inverse inertia, and the effective mass (plain, and with the lower body held fixed).
 #[derive(Clone, Copy, Debug, Default)]
 struct Row {
-    ra_x: Vec3,
-    rb_x: Vec3,
-    ia: Vec3,
-    ib: Vec3,
+    ra_x: Vec3A,
+    rb_x: Vec3A,
+    ia: Vec3A,
+    ib: Vec3A,
     mass: f32,
     shock_mass: f32,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
 struct ConstraintPoint {
-    ra: Vec3,
-    rb: Vec3,
+    ra: Vec3A,
+    rb: Vec3A,
     normal: Row,
     separation: f32,
     /// Normal velocity before the solve (negative = approaching), for restitution and the report.
@@ -69,8 +69,8 @@ pub struct ContactConstraint {
     a: u32,
     b: u32,
     contact: u32,
-    normal: Vec3,
-    tangents: [Vec3; 2],
+    normal: Vec3A,
+    tangents: [Vec3A; 2],
     friction: f32,
     restitution: f32,
     count: u8,
@@ -128,11 +128,11 @@ pub struct SolverParams {
 }
 
 /// Two unit tangents perpendicular to `n`, chosen by a fixed rule so the same normal always gives the same basis.
-fn tangent_basis(n: Vec3) -> [Vec3; 2] {
+fn tangent_basis(n: Vec3A) -> [Vec3A; 2] {
     let t1 = if n.x.abs() < 0.57735 {
-        Vec3::new(0.0, n.z, -n.y)
+        Vec3A::new(0.0, n.z, -n.y)
     } else {
-        Vec3::new(n.y, -n.x, 0.0)
+        Vec3A::new(n.y, -n.x, 0.0)
     }
     .normalize();
     [t1, n.cross(t1)]
@@ -152,12 +152,12 @@ fn inverse(k: f32) -> f32 {
 fn make_row(
     bodies: &SolverBodies,
     (a, b): (usize, usize),
-    linear: Vec3,
-    angular: Vec3,
-    (ra, rb): (Vec3, Vec3),
+    linear: Vec3A,
+    angular: Vec3A,
+    (ra, rb): (Vec3A, Vec3A),
     lower: u8,
 ) -> Row {
-    let (ra_x, rb_x) = if linear == Vec3::ZERO {
+    let (ra_x, rb_x) = if linear == Vec3A::ZERO {
         (angular, angular)
     } else {
         (ra.cross(linear), rb.cross(linear))
@@ -196,20 +196,20 @@ pub fn prepare(
 ) {
     let m = &c.manifold;
     let (ia, ib) = (a as usize, b as usize);
-    let n = m.normal;
+    let n = Vec3A::from(m.normal);
     let tangents = tangent_basis(n);
     let count = m.count as usize;
     let mut points = [ConstraintPoint::default(); MAX_MANIFOLD_POINTS];
-    let (mut centre_a, mut centre_b) = (Vec3::ZERO, Vec3::ZERO);
+    let (mut centre_a, mut centre_b) = (Vec3A::ZERO, Vec3A::ZERO);
     for (cp, mp) in points.iter_mut().zip(m.points()) {
-        let (ra, rb) = (mp.anchor_a, mp.anchor_b);
+        let (ra, rb) = (Vec3A::from(mp.anchor_a), Vec3A::from(mp.anchor_b));
         centre_a += ra;
         centre_b += rb;
         let dv = bodies.v[ib] + bodies.w[ib].cross(rb) - bodies.v[ia] - bodies.w[ia].cross(ra);
         *cp = ConstraintPoint {
             ra,
             rb,
-            normal: make_row(bodies, (ia, ib), n, Vec3::ZERO, (ra, rb), lower),
+            normal: make_row(bodies, (ia, ib), n, Vec3A::ZERO, (ra, rb), lower),
             separation: mp.separation,
             relative_velocity: n.dot(dv),
             normal_impulse: mp.normal_impulse,
@@ -218,7 +218,12 @@ pub fn prepare(
     }
     let scale = 1.0 / count.max(1) as f32;
     let (centre_a, centre_b) = (centre_a * scale, centre_b * scale);
-    let twist_radius = m.points().iter().map(|p| (p.anchor_a - centre_a).length()).sum::<f32>() * scale;
+    let twist_radius = m
+        .points()
+        .iter()
+        .map(|p| (Vec3A::from(p.anchor_a) - centre_a).length())
+        .sum::<f32>()
+        * scale;
     *constraint = ContactConstraint {
         a,
         b,
@@ -230,10 +235,10 @@ pub fn prepare(
         count: m.count,
         lower,
         fresh: c.fresh,
-        tangent_rows: tangents.map(|t| make_row(bodies, (ia, ib), t, Vec3::ZERO, (centre_a, centre_b), lower)),
-        twist: make_row(bodies, (ia, ib), Vec3::ZERO, n, (centre_a, centre_b), lower),
+        tangent_rows: tangents.map(|t| make_row(bodies, (ia, ib), t, Vec3A::ZERO, (centre_a, centre_b), lower)),
+        twist: make_row(bodies, (ia, ib), Vec3A::ZERO, n, (centre_a, centre_b), lower),
         twist_radius,
-        tangent_impulse: tangents.map(|t| m.tangent_impulse.dot(t)),
+        tangent_impulse: tangents.map(|t| Vec3A::from(m.tangent_impulse).dot(t)),
         twist_impulse: m.twist_impulse,
         points,
     };
@@ -242,10 +247,10 @@ pub fn prepare(
 /// The velocities of one contact's two bodies, loaded once per contact and written back once, so the inner loops
 /// touch only registers. `scale_a`/`scale_b` are 0 for a body held fixed (the lower body in the shock pass).
 struct Pair {
-    va: Vec3,
-    wa: Vec3,
-    vb: Vec3,
-    wb: Vec3,
+    va: Vec3A,
+    wa: Vec3A,
+    vb: Vec3A,
+    wb: Vec3A,
     ma: f32,
     mb: f32,
     scale_a: f32,
@@ -279,7 +284,7 @@ impl Pair {
 
     /// Applies `impulse` along a row: −to A, +to B. `linear` is the row's direction (zero for a twist).
     #[inline(always)]
-    fn push(&mut self, linear: Vec3, row: &Row, impulse: f32) {
+    fn push(&mut self, linear: Vec3A, row: &Row, impulse: f32) {
         self.va -= linear * (self.ma * impulse);
         self.wa -= row.ia * (self.scale_a * impulse);
         self.vb += linear * (self.mb * impulse);
@@ -288,7 +293,7 @@ impl Pair {
 
     /// Speed of B against A along a row.
     #[inline(always)]
-    fn speed(&self, linear: Vec3, row: &Row) -> f32 {
+    fn speed(&self, linear: Vec3A, row: &Row) -> f32 {
         linear.dot(self.vb - self.va) + self.wb.dot(row.rb_x) - self.wa.dot(row.ra_x)
     }
 }
@@ -302,7 +307,7 @@ const BOTH: (f32, f32) = (1.0, 1.0);
 /// (m·|g|·dt, 0 for bodies that don't move); `load` and `supports` are scratch of the same length.
 pub fn seed_fresh_contacts(
     constraints: &mut [ContactConstraint],
-    gravity_dir: Vec3,
+    gravity_dir: Vec3A,
     weight: &[f32],
     load: &mut [f32],
     supports: &mut [u32],
@@ -347,7 +352,7 @@ pub fn warm_start(constraints: &[ContactConstraint], bodies: &mut SolverBodies) 
         for t in 0..2 {
             pair.push(c.tangents[t], &c.tangent_rows[t], c.tangent_impulse[t]);
         }
-        pair.push(Vec3::ZERO, &c.twist, c.twist_impulse);
+        pair.push(Vec3A::ZERO, &c.twist, c.twist_impulse);
         pair.store(bodies, c);
     }
 }
@@ -375,8 +380,8 @@ fn solve_friction(pair: &mut Pair, c: &ContactConstraint, normal_total: f32, sho
     }
     let twist_limit = limit * c.twist_radius;
     let old = c.twist_impulse + extra[2];
-    let new = (old - mass(&c.twist) * pair.speed(Vec3::ZERO, &c.twist)).clamp(-twist_limit, twist_limit);
-    pair.push(Vec3::ZERO, &c.twist, new - old);
+    let new = (old - mass(&c.twist) * pair.speed(Vec3A::ZERO, &c.twist)).clamp(-twist_limit, twist_limit);
+    pair.push(Vec3A::ZERO, &c.twist, new - old);
     extra[2] += new - old;
 }
 
@@ -491,7 +496,7 @@ pub fn apply_restitution(constraints: &mut [ContactConstraint], bodies: &mut Sol
 pub fn store_impulses(constraints: &[ContactConstraint], contacts: &mut [Contact]) {
     for c in constraints {
         let m = &mut contacts[c.contact as usize].manifold;
-        m.tangent_impulse = c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1];
+        m.tangent_impulse = Vec3::from(c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1]);
         m.twist_impulse = c.twist_impulse;
         for (mp, p) in m.points_mut().iter_mut().zip(&c.points) {
             mp.normal_impulse = p.normal_impulse;

@@ -6,7 +6,7 @@
 //! State in and out is plain data ([`BodyState`]); a [`WorldSnapshot`] holds everything a step reads, so
 //! restoring one and stepping on repeats the same bits.
 
-use glam::{Mat3, Quat, Vec3};
+use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 
 use super::body::{validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::broadphase::{Aabb, Broadphase, GROUND};
@@ -71,6 +71,11 @@ macro_rules! poses {
     };
 }
 
+/// A body whose pose stays within this distance (m) and angle (rad) of its reference pose, moving slower than this
+/// per step, keeps its contact manifolds instead of recomputing them: a settled pile without rest detection then
+/// costs no narrowphase. Far below the contact slop, so what it changes is invisible.
+pub const POSE_REFERENCE_TOLERANCE: f32 = 2.0e-5;
+
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
 
@@ -112,7 +117,7 @@ impl Default for WorldConfig {
             ground_friction: 0.6,
             ground_restitution: 0.0,
             max_depenetration_velocity: 1.0,
-            velocity_iterations: 4,
+            velocity_iterations: 3,
             position_iterations: 2,
             restitution_threshold: 1.0,
             sleep: true,
@@ -206,6 +211,9 @@ pub struct World {
     /// State set from outside since the last step: its contacts must be recomputed.
     moved_from_outside: Vec<bool>,
     history: Vec<PoseHistory>,
+    /// Pose each body had when its contacts were last computed (see [`POSE_REFERENCE_TOLERANCE`]).
+    reference_position: Vec<Vec3>,
+    reference_rotation: Vec<Quat>,
     broadphase: Broadphase,
     contacts: ContactSet,
     islands: Islands,
@@ -214,6 +222,7 @@ pub struct World {
     // Per-step scratch, kept to avoid allocating while running.
     bounds: Vec<Option<Aabb>>,
     active: Vec<bool>,
+    moved: Vec<bool>,
     simulated: Vec<bool>,
     solver_bodies: SolverBodies,
     constraints: Vec<ContactConstraint>,
@@ -249,6 +258,8 @@ impl World {
             removed: Vec::new(),
             moved_from_outside: Vec::new(),
             history: Vec::new(),
+            reference_position: Vec::new(),
+            reference_rotation: Vec::new(),
             broadphase: Broadphase::default(),
             contacts: ContactSet::default(),
             islands: Islands::default(),
@@ -256,6 +267,7 @@ impl World {
             steps: 0,
             bounds: Vec::new(),
             active: Vec::new(),
+            moved: Vec::new(),
             simulated: Vec::new(),
             solver_bodies: SolverBodies::default(),
             constraints: Vec::new(),
@@ -299,6 +311,9 @@ impl World {
         self.removed.push(false);
         self.moved_from_outside.push(true);
         self.history.push(PoseHistory::default());
+        self.reference_position.push(d.position);
+        self.reference_rotation.push(d.rotation);
+        self.moved.push(true);
         self.broadphase.add_body();
         self.bounds.push(None);
         self.active.push(false);
@@ -487,7 +502,7 @@ impl World {
         self.report.max_penetration = self.update_contacts();
         if self.wake_islands() {
             // Woken bodies' contacts with each other were skipped above: compute them now.
-            let deepest = self.contacts.update(&poses!(self), &self.active, true);
+            let deepest = self.contacts.update(&poses!(self), &self.active, &self.moved, true);
             self.report.max_penetration = self.report.max_penetration.max(deepest);
         }
         for i in 0..n {
@@ -534,8 +549,37 @@ impl World {
             let awake_dynamic = self.kind[i] == BodyKind::Dynamic && !self.at_rest[i];
             self.active[i] =
                 !self.removed[i] && (awake_dynamic || self.is_moving_kinematic(i) || self.moved_from_outside[i]);
+            self.moved[i] = self.pose_moved(i);
         }
-        self.contacts.update(&poses!(self), &self.active, false)
+        self.contacts.update(&poses!(self), &self.active, &self.moved, false)
+    }
+
+    /// Whether body i's contacts must be recomputed: it was set from outside, is moving fast enough to need a
+    /// wider speculative margin, or has left its reference pose by more than the tolerance — in which case its
+    /// current pose becomes the new reference. A body that only creeps keeps its manifolds, which stay exact to
+    /// within [`POSE_REFERENCE_TOLERANCE`].
+    fn pose_moved(&mut self, i: usize) -> bool {
+        let (p, q) = (self.position[i], self.rotation[i]);
+        let turn = q * self.reference_rotation[i].conjugate();
+        let turned = 2.0 * Vec3::new(turn.x, turn.y, turn.z).length();
+        // Speed as the last step left it: this step's gravity has already been added to awake bodies, and a cube
+        // resting on the ground would otherwise always look fast.
+        let gravity = if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] {
+            self.config.gravity
+        } else {
+            Vec3::ZERO
+        };
+        let speed = (self.linear_velocity[i] - gravity * self.config.dt).length()
+            + self.angular_velocity[i].length() * self.half[i].length();
+        let moved = self.moved_from_outside[i]
+            || speed * self.config.dt > POSE_REFERENCE_TOLERANCE
+            || p.distance(self.reference_position[i]) > POSE_REFERENCE_TOLERANCE
+            || turned > POSE_REFERENCE_TOLERANCE;
+        if moved {
+            self.reference_position[i] = p;
+            self.reference_rotation[i] = q;
+        }
+        moved
     }
 
     fn is_dynamic(&self, i: u32) -> bool {
@@ -592,23 +636,23 @@ impl World {
         let sb = &mut self.solver_bodies;
         for v in [&mut sb.v, &mut sb.w, &mut sb.dp, &mut sb.dtheta] {
             v.clear();
-            v.resize(n + 1, Vec3::ZERO);
+            v.resize(n + 1, Vec3A::ZERO);
         }
         sb.inv_mass.clear();
         sb.inv_mass.resize(n + 1, 0.0);
         sb.inv_inertia.clear();
-        sb.inv_inertia.resize(n + 1, Mat3::ZERO);
+        sb.inv_inertia.resize(n + 1, Mat3A::ZERO);
         for i in 0..n {
             let moving_kinematic = self.is_moving_kinematic(i);
             let sb = &mut self.solver_bodies;
             if self.simulated[i] {
                 let r = Mat3::from_quat(self.rotation[i]);
-                sb.inv_inertia[i] = r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose();
+                sb.inv_inertia[i] = Mat3A::from(r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose());
                 sb.inv_mass[i] = self.inv_mass[i];
             }
             if self.simulated[i] || moving_kinematic {
-                sb.v[i] = self.linear_velocity[i];
-                sb.w[i] = self.angular_velocity[i];
+                sb.v[i] = self.linear_velocity[i].into();
+                sb.w[i] = self.angular_velocity[i].into();
             }
         }
         let sb = &mut self.solver_bodies;
@@ -670,7 +714,7 @@ impl World {
         self.supports.resize(n + 1, 0);
         solver::seed_fresh_contacts(
             &mut self.constraints,
-            self.config.gravity.normalize_or_zero(),
+            self.config.gravity.normalize_or_zero().into(),
             &self.weight,
             &mut self.load,
             &mut self.supports,
@@ -695,8 +739,8 @@ impl World {
         }
         for i in 0..n {
             if self.simulated[i] {
-                self.linear_velocity[i] = sb.v[i].clamp_length_max(MAX_LINEAR_SPEED_M_S);
-                self.angular_velocity[i] = sb.w[i].clamp_length_max(MAX_ANGULAR_SPEED_RAD_S);
+                self.linear_velocity[i] = Vec3::from(sb.v[i]).clamp_length_max(MAX_LINEAR_SPEED_M_S);
+                self.angular_velocity[i] = Vec3::from(sb.w[i]).clamp_length_max(MAX_ANGULAR_SPEED_RAD_S);
             }
         }
         self.integrate_positions();
@@ -715,7 +759,7 @@ impl World {
             let (dp, dtheta) = if kinematic {
                 (self.linear_velocity[i] * dt, self.angular_velocity[i] * dt)
             } else {
-                (self.solver_bodies.dp[i], self.solver_bodies.dtheta[i])
+                (self.solver_bodies.dp[i].into(), self.solver_bodies.dtheta[i].into())
             };
             self.position[i] += dp;
             let q = self.rotation[i];
