@@ -102,6 +102,7 @@ mod tests {
             manifold: m,
             updated: true,
             fresh: false,
+            built: true,
         }
     }
 
