@@ -13,10 +13,13 @@ test: system-packages toolchain
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace
 
-# Physics regression suite (every shipped scene on Tumble and Rapier; report in target/bench-report/),
+# Physics regression suite: every shipped scene on Tumble and Rapier, with sleeping (target/bench-report/) and
+# without it (target/bench-report/no-sleep/, where the solvers' cost is compared), each against its baseline;
 # then the criterion micro-benchmarks.
 bench: system-packages toolchain
 	cargo run --release -p tumble-benches --bin bench-report
+	cargo run --release -p tumble-benches --bin bench-report -- --no-sleep --steps-for large_pyramid=300 \
+		--out target/bench-report/no-sleep --baseline benches/baseline-no-sleep.json
 	cargo bench -p tumble-benches --benches
 
 vr: system-packages toolchain
