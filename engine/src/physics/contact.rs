@@ -44,6 +44,10 @@ pub struct Contact {
     pub fresh: bool,
     /// The manifold has been computed at least once.
     pub built: bool,
+    /// Where the two bodies were when the manifold was computed, and its points' separations then: a kept
+    /// manifold's separations follow the bodies' relative motion since, so slow sinking is seen, not ratcheted.
+    pub built_at: [Vec3; 2],
+    pub built_separation: [f32; MAX_MANIFOLD_POINTS],
 }
 
 impl Contact {
@@ -55,6 +59,8 @@ impl Contact {
             updated: false,
             fresh: true,
             built: false,
+            built_at: [Vec3::ZERO; 2],
+            built_separation: [0.0; MAX_MANIFOLD_POINTS],
         }
     }
 
@@ -148,12 +154,25 @@ impl ContactSet {
             if !c.updated {
                 continue;
             }
+            let position_b = if b == GROUND {
+                Vec3::ZERO
+            } else {
+                poses.position[b as usize]
+            };
             if c.built && !moved[a] && (b == GROUND || !moved[b as usize]) {
                 c.fresh = false;
-                deepest = deepest.max(-c.manifold.min_separation().min(0.0));
+                let shift = c
+                    .manifold
+                    .normal
+                    .dot((position_b - c.built_at[1]) - (poses.position[a] - c.built_at[0]));
+                for (p, s0) in c.manifold.points_mut().iter_mut().zip(c.built_separation) {
+                    p.separation = s0 + shift;
+                    deepest = deepest.max(-p.separation);
+                }
                 continue;
             }
             c.built = true;
+            c.built_at = [poses.position[a], position_b];
             let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
             let box_a = poses.oriented_box(a);
             let (normal, count, center_b) = if b == GROUND {
@@ -187,6 +206,9 @@ impl ContactSet {
                     c.fresh = false;
                 }
                 deepest = deepest.max(-cand.separation);
+            }
+            for (s0, p) in c.built_separation.iter_mut().zip(c.manifold.points()) {
+                *s0 = p.separation;
             }
             if !c.fresh {
                 c.manifold.tangent_impulse = old.tangent_impulse;

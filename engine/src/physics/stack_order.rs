@@ -103,6 +103,8 @@ mod tests {
             updated: true,
             fresh: false,
             built: true,
+            built_at: [glam::Vec3::ZERO; 2],
+            built_separation: [0.0; 4],
         }
     }
 
