@@ -184,7 +184,6 @@ fn make_row(
 /// Builds the constraint for contact `c` between solver slots `a` and `b`.
 #[allow(clippy::too_many_arguments)]
 pub fn prepare(
-    constraint: &mut ContactConstraint,
     contact_index: u32,
     c: &Contact,
     a: u32,
@@ -193,7 +192,7 @@ pub fn prepare(
     friction: f32,
     restitution: f32,
     lower: u8,
-) {
+) -> ContactConstraint {
     let m = &c.manifold;
     let (ia, ib) = (a as usize, b as usize);
     let n = Vec3A::from(m.normal);
@@ -224,7 +223,10 @@ pub fn prepare(
         .map(|p| (Vec3A::from(p.anchor_a) - centre_a).length())
         .sum::<f32>()
         * scale;
-    *constraint = ContactConstraint {
+    let t0 = make_row(bodies, (ia, ib), tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let t1 = make_row(bodies, (ia, ib), tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let tangent_impulse = Vec3A::from(m.tangent_impulse);
+    ContactConstraint {
         a,
         b,
         contact: contact_index,
@@ -235,13 +237,13 @@ pub fn prepare(
         count: m.count,
         lower,
         fresh: c.fresh,
-        tangent_rows: tangents.map(|t| make_row(bodies, (ia, ib), t, Vec3A::ZERO, (centre_a, centre_b), lower)),
+        tangent_rows: [t0, t1],
         twist: make_row(bodies, (ia, ib), Vec3A::ZERO, n, (centre_a, centre_b), lower),
         twist_radius,
-        tangent_impulse: tangents.map(|t| Vec3A::from(m.tangent_impulse).dot(t)),
+        tangent_impulse: [tangent_impulse.dot(tangents[0]), tangent_impulse.dot(tangents[1])],
         twist_impulse: m.twist_impulse,
         points,
-    };
+    }
 }
 
 /// The velocities of one contact's two bodies, loaded once per contact and written back once, so the inner loops
@@ -388,15 +390,22 @@ fn solve_friction(pair: &mut Pair, c: &ContactConstraint, normal_total: f32, sho
 
 /// One velocity pass over all constraints (Gauss–Seidel: friction, then the normal at each point). Odd passes
 /// take the points in reverse order, so no corner is always solved first and a stack is not nudged the same way
-/// every step.
-pub fn solve(constraints: &mut [ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams, pass: u32) {
+/// every step. Returns the largest change of any impulse (N·s), so the caller can stop once nothing changes.
+pub fn solve(
+    constraints: &mut [ContactConstraint],
+    bodies: &mut SolverBodies,
+    params: &SolverParams,
+    pass: u32,
+) -> f32 {
     let inv_dt = 1.0 / params.dt;
+    let mut largest = 0.0f32;
     for c in constraints.iter_mut() {
         let mut pair = Pair::load(bodies, c, BOTH);
         let mut change = [0.0f32; 3];
         solve_friction(&mut pair, c, c.total_normal_impulse(), false, &mut change);
         c.tangent_impulse = [c.tangent_impulse[0] + change[0], c.tangent_impulse[1] + change[1]];
         c.twist_impulse += change[2];
+        largest = largest.max(change[0].abs()).max(change[1].abs()).max(change[2].abs());
         let count = c.count as usize;
         for k in 0..count {
             let p = &mut c.points[if pass % 2 == 0 { k } else { count - 1 - k }];
@@ -405,11 +414,13 @@ pub fn solve(constraints: &mut [ContactConstraint], bodies: &mut SolverBodies, p
             let vn = pair.speed(c.normal, &p.normal);
             let new = (p.normal_impulse - p.normal.mass * (vn - min_speed)).max(0.0);
             pair.push(c.normal, &p.normal, new - p.normal_impulse);
+            largest = largest.max((new - p.normal_impulse).abs());
             p.normal_impulse = new;
             p.max_normal_impulse = p.max_normal_impulse.max(new);
         }
         pair.store(bodies, c);
     }
+    largest
 }
 
 /// Shock propagation: over constraints ordered from the ground up, makes each contact's upper body stop

@@ -76,6 +76,10 @@ macro_rules! poses {
 /// costs no narrowphase. Far below the contact slop, so what it changes is invisible.
 pub const POSE_REFERENCE_TOLERANCE: f32 = 2.0e-5;
 
+/// The velocity passes stop when no impulse changed by more than this fraction of a 1 kg body's weight impulse
+/// (m·g·dt) in a pass.
+pub const CONVERGED_IMPULSE_PER_KG: f32 = 1.0e-4;
+
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
 
@@ -692,9 +696,8 @@ impl World {
                 std::cmp::Ordering::Greater => 2,
                 std::cmp::Ordering::Equal => 0,
             };
-            self.constraints.push(ContactConstraint::default());
-            let constraint = self.constraints.last_mut().expect("just pushed");
-            solver::prepare(constraint, k, c, c.a, slot_b, sb, friction, restitution, lower);
+            self.constraints
+                .push(solver::prepare(k, c, c.a, slot_b, sb, friction, restitution, lower));
         }
         let params = SolverParams {
             dt: self.config.dt,
@@ -723,8 +726,12 @@ impl World {
         let sb = &mut self.solver_bodies;
         solver::warm_start(&self.constraints, sb);
         let iterations = self.config.velocity_iterations;
+        // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
+        let tolerance = CONVERGED_IMPULSE_PER_KG * self.config.gravity.length() * self.config.dt;
         for k in 0..iterations {
-            solver::solve(&mut self.constraints, sb, &params, k);
+            if solver::solve(&mut self.constraints, sb, &params, k) <= tolerance {
+                break;
+            }
         }
         solver::shock_pass(&self.constraints, sb, &params);
         solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
