@@ -304,3 +304,30 @@ fn a_body_below_the_world_floor_is_reported_once_and_taken_out() {
         "not simulated after removal"
     );
 }
+
+#[test]
+fn a_column_built_in_one_step_carries_its_weight_from_the_first_step() {
+    // Fresh contacts are seeded with the weight they carry and solved from the ground up: nothing may move.
+    let mut world = World::new(WorldConfig {
+        sleep: false,
+        ..WorldConfig::default()
+    })
+    .unwrap();
+    for k in 0..30 {
+        let position = Vec3::new(0.0, 0.5 + k as f32, 0.0);
+        world
+            .add_body(&BodyDesc {
+                position,
+                ..BodyDesc::default()
+            })
+            .unwrap();
+    }
+    world.step();
+    for id in world.body_ids() {
+        let s = world.state(id).unwrap();
+        assert!(
+            s.linear_velocity.length() < 1e-4 && s.angular_velocity.length() < 1e-4,
+            "{id:?} moves: {s:?}"
+        );
+    }
+}

@@ -89,18 +89,6 @@ pub struct ContactConstraint {
 }
 
 impl ContactConstraint {
-    pub fn body_a(&self) -> u32 {
-        self.a
-    }
-
-    pub fn body_b(&self) -> u32 {
-        self.b
-    }
-
-    pub fn contact_index(&self) -> u32 {
-        self.contact
-    }
-
     /// Multipliers on each body's response: in the shock pass the lower body does not move.
     fn response(&self, shock: bool) -> (f32, f32) {
         match (shock, self.lower) {
@@ -514,6 +502,27 @@ pub fn store_impulses(constraints: &[ContactConstraint], contacts: &mut [Contact
             mp.normal_impulse = p.normal_impulse;
             mp.max_normal_impulse = p.max_normal_impulse;
             mp.approach_speed = (-p.relative_velocity).max(0.0);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tangent_bases_are_orthonormal_and_repeatable() {
+        for n in [
+            Vec3A::Y,
+            -Vec3A::Y,
+            Vec3A::X,
+            Vec3A::new(0.6, 0.0, 0.8),
+            Vec3A::new(0.577, 0.577, 0.578).normalize(),
+        ] {
+            let [t1, t2] = tangent_basis(n);
+            assert!((t1.length() - 1.0).abs() < 1e-6 && (t2.length() - 1.0).abs() < 1e-6);
+            assert!(t1.dot(n).abs() < 1e-6 && t2.dot(n).abs() < 1e-6 && t1.dot(t2).abs() < 1e-6);
+            assert_eq!(tangent_basis(n), [t1, t2]);
         }
     }
 }

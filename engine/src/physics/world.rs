@@ -1,7 +1,8 @@
 //! The [`World`]: owns every body (as flat arrays indexed by [`BodyId`]), the broadphase, the contacts and the
 //! islands, and runs one fixed step at a time:
 //!
-//! gravity → broadphase → narrowphase → islands (wake) → solve → integrate → relax → floor check → rest detection.
+//! gravity → broadphase → narrowphase → islands (wake) → stack order → seed, warm start, velocity passes, shock
+//! pass, restitution → integrate → position passes → floor check → rest detection.
 //!
 //! State in and out is plain data ([`BodyState`]); a [`WorldSnapshot`] holds everything a step reads, so
 //! restoring one and stepping on repeats the same bits.
@@ -96,7 +97,7 @@ pub struct WorldConfig {
     pub ground_restitution: f32,
     /// Overlap is pushed out no faster than this (m/s). 1 m/s, as the reference sample found best.
     pub max_depenetration_velocity: f32,
-    /// Velocity passes per step (the last one is the shock-propagation pass).
+    /// Most velocity passes per step; they stop early once a pass changes nothing. The shock pass follows them.
     pub velocity_iterations: u32,
     /// Position passes per step that push overlapping bodies apart.
     pub position_iterations: u32,
