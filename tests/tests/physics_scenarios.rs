@@ -331,3 +331,31 @@ fn a_column_built_in_one_step_carries_its_weight_from_the_first_step() {
         );
     }
 }
+
+#[test]
+fn bouncy_cubes_bounce_above_the_restitution_threshold_only() {
+    let highest_after_first_impact = |drop_height: f32| {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let desc = BodyDesc {
+            position: Vec3::new(0.0, 0.5 + drop_height, 0.0),
+            restitution: 0.5,
+            ..BodyDesc::default()
+        };
+        let id = world.add_body(&desc).unwrap();
+        let (mut landed, mut highest) = (false, 0.0f32);
+        for _ in 0..200 {
+            world.step();
+            let s = world.state(id).unwrap();
+            landed |= s.position.y < 0.501;
+            if landed {
+                highest = highest.max(s.position.y - 0.5);
+            }
+        }
+        highest
+    };
+    // From 2 m the cube lands at 6.3 m/s and should rebound at about half that: up about a quarter of the drop.
+    let rebound = highest_after_first_impact(2.0);
+    assert!((0.35..0.65).contains(&rebound), "rebound {rebound} m from a 2 m drop");
+    // From 2 cm it lands at 0.6 m/s, under the 1 m/s threshold: no bounce.
+    assert!(highest_after_first_impact(0.02) < 0.002);
+}

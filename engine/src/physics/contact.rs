@@ -203,6 +203,7 @@ impl ContactSet {
                 };
                 if let Some(o) = matching_point(old.points(), p) {
                     p.normal_impulse = o.normal_impulse;
+                    p.bounce_speed = o.bounce_speed;
                     c.fresh = false;
                 }
                 deepest = deepest.max(-cand.separation);

@@ -16,7 +16,7 @@
 
 use glam::{Mat3A, Vec3, Vec3A};
 
-use super::contact::Contact;
+use super::contact::{Contact, TOUCHING_SEPARATION_M};
 use super::manifold::MAX_MANIFOLD_POINTS;
 
 /// Overlap allowed before push-out starts (metres): well under the quantization step of 1/4096 m, so 30 stacked
@@ -198,7 +198,7 @@ pub fn prepare(
             rb,
             normal: make_row(bodies, (ia, ib), n, Vec3A::ZERO, (ra, rb), lower),
             separation: mp.separation,
-            relative_velocity: n.dot(dv),
+            relative_velocity: n.dot(dv).min(-mp.bounce_speed),
             normal_impulse: mp.normal_impulse,
             max_normal_impulse: 0.0,
         };
@@ -479,7 +479,10 @@ pub fn apply_restitution(constraints: &mut [ContactConstraint], bodies: &mut Sol
     for c in constraints.iter_mut().filter(|c| c.restitution > 0.0) {
         let mut pair = Pair::load(bodies, c, BOTH);
         for p in &mut c.points[..c.count as usize] {
-            if p.relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
+            // Only touching points bounce: a speculative point is stopped at the surface and bounces next step
+            // (with the speed it came in at, kept as `bounce_speed`), not in mid-air.
+            let touching = p.separation <= TOUCHING_SEPARATION_M;
+            if !touching || p.relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
                 continue;
             }
             let vn = pair.speed(c.normal, &p.normal);
@@ -498,10 +501,13 @@ pub fn store_impulses(constraints: &[ContactConstraint], contacts: &mut [Contact
         let m = &mut contacts[c.contact as usize].manifold;
         m.tangent_impulse = Vec3::from(c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1]);
         m.twist_impulse = c.twist_impulse;
+        let bouncy = c.restitution > 0.0;
         for (mp, p) in m.points_mut().iter_mut().zip(&c.points) {
             mp.normal_impulse = p.normal_impulse;
             mp.max_normal_impulse = p.max_normal_impulse;
             mp.approach_speed = (-p.relative_velocity).max(0.0);
+            let stopped_short = bouncy && p.separation > TOUCHING_SEPARATION_M && p.max_normal_impulse > 0.0;
+            mp.bounce_speed = if stopped_short { mp.approach_speed } else { 0.0 };
         }
     }
 }

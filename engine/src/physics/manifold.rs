@@ -22,6 +22,9 @@ pub struct ManifoldPoint {
     pub max_normal_impulse: f32,
     /// Normal speed at which the surfaces approached before the solver ran (m/s, positive = closing).
     pub approach_speed: f32,
+    /// Approach speed of a point that was stopped short of the surface (speculatively) last step: when it
+    /// touches, it bounces with this speed, not with what was left after the stop (m/s).
+    pub bounce_speed: f32,
 }
 
 /// The contact between two bodies: a normal pointing from body A to body B and up to four points.
