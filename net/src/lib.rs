@@ -1,7 +1,30 @@
-//! Tumble's network transport.
+//! Tumble's network transport: everything between the game and a UDP socket.
 //!
-//! This crate will own everything between the game and a UDP socket: a bit packer with one serialize path for
-//! reading and writing, 16-bit sequence numbers with wrap-around-safe comparison, a packet header with acks,
-//! connections with a challenge handshake, timeouts and RTT/loss/bandwidth estimates, a `mio`-driven endpoint,
-//! and a deterministic link simulator (latency, jitter, loss, duplicates, reordering, bandwidth cap).
-//! It never depends on the engine or the game. Nothing is built yet: see issue 3.
+//! - `bitpack` / `serialize`: a bit packer and the `Stream` trait, one serialize function for reading and writing.
+//! - `sequence`: 16-bit sequence numbers with wrap-around-safe comparison, and ring buffers keyed by them.
+//! - `packet`: the wire format (prefix with protocol id and version, handshake packets, connected header with acks).
+//! - `ack`: which of our packets the peer received (acked / lost events), RTT, loss and bandwidth estimates.
+//! - `connection`: one peer's state; `endpoint`: the host or the guest, sans I/O (time and bytes passed in).
+//! - `link_sim`: a seeded, deterministic lossy link; `socket`: the mio UDP socket; `memory`: in-process routing.
+//!
+//! It never depends on the engine or the game.
+
+pub mod ack;
+pub mod bitpack;
+pub mod connection;
+pub mod endpoint;
+pub mod link_sim;
+pub mod memory;
+pub mod packet;
+pub mod rng;
+pub mod sequence;
+pub mod serialize;
+pub mod socket;
+
+pub use ack::{AckEvent, AckTracker};
+pub use connection::ConnectionStats;
+pub use endpoint::{Endpoint, EndpointConfig, EndpointEvent, PeerId};
+pub use link_sim::{LinkConfig, LinkSim};
+pub use packet::{DenyReason, DisconnectReason, MAX_PACKET_BYTES};
+pub use serialize::{ReadStream, SerializeError, Stream, WriteStream};
+pub use socket::{SocketError, UdpTransport};
