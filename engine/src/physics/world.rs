@@ -79,7 +79,7 @@ pub const POSE_REFERENCE_TOLERANCE: f32 = 2.0e-5;
 
 /// The velocity passes stop when no impulse changed by more than this fraction of a 1 kg body's weight impulse
 /// (m·g·dt) in a pass.
-pub const CONVERGED_IMPULSE_PER_KG: f32 = 1.0e-4;
+pub const CONVERGED_IMPULSE_PER_KG: f32 = 1.0e-3;
 
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
