@@ -246,6 +246,12 @@ impl Endpoint {
         self.slot(peer).map(Connection::stats)
     }
 
+    /// Whether `sequence` from `peer` was received, while it is still within the receive window (512 packets):
+    /// an oracle for tests and `net-soak` to check acks against.
+    pub fn has_received(&self, peer: PeerId, sequence: u16) -> bool {
+        self.slot(peer).is_some_and(|c| c.acks.was_received(sequence))
+    }
+
     pub fn pop_event(&mut self) -> Option<EndpointEvent> {
         self.events.pop_front()
     }

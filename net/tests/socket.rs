@@ -1,0 +1,78 @@
+//! The mio socket: port 0, IPv4 and IPv6, clear errors, and a real handshake over loopback.
+
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+use tumble_net::endpoint::{EndpointEvent, PeerId};
+use tumble_net::{Endpoint, EndpointConfig, SocketError, UdpTransport};
+
+#[test]
+fn port_zero_binds_and_a_port_in_use_is_a_clear_error() {
+    let a = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    assert_ne!(a.local_addr().port(), 0);
+    match UdpTransport::bind(a.local_addr()) {
+        Err(e @ SocketError::AddrInUse(_)) => assert!(e.to_string().contains("already in use")),
+        other => panic!("expected AddrInUse, got {other:?}"),
+    }
+}
+
+#[test]
+fn unreachable_destinations_are_clear_errors() {
+    let mut a = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    for to in ["[::1]:4000", "127.0.0.1:0", "0.0.0.0:4000"] {
+        let to: SocketAddr = to.parse().unwrap();
+        assert!(
+            matches!(a.send_to(to, &[1]), Err(SocketError::Unreachable { .. })),
+            "{to}"
+        );
+    }
+}
+
+fn handshake_over(bind: &str) {
+    let mut host_socket = UdpTransport::bind(bind.parse().unwrap()).unwrap();
+    let mut guest_socket = UdpTransport::bind(bind.parse().unwrap()).unwrap();
+    let start = Instant::now();
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0);
+    let mut guest = Endpoint::join(
+        EndpointConfig {
+            seed: 1,
+            ..Default::default()
+        },
+        host_socket.local_addr(),
+        0.0,
+    );
+    let mut got = None;
+    while start.elapsed() < Duration::from_secs(3) && got.is_none() {
+        let now = start.elapsed().as_secs_f64();
+        host.update(now);
+        guest.update(now);
+        if guest.is_connected() {
+            guest.send(now, PeerId(0), b"over udp").unwrap();
+        }
+        host_socket.flush(now, &mut host, None).unwrap();
+        guest_socket.flush(now, &mut guest, None).unwrap();
+        host_socket.wait(Duration::from_millis(5)).unwrap();
+        host_socket.receive_into(now, &mut host).unwrap();
+        guest_socket.receive_into(now, &mut guest).unwrap();
+        while let Some(e) = host.pop_event() {
+            if let EndpointEvent::Received { data, .. } = e {
+                got = Some(data);
+            }
+        }
+    }
+    assert_eq!(got.as_deref(), Some(&b"over udp"[..]));
+}
+
+#[test]
+fn handshake_over_ipv4_loopback() {
+    handshake_over("127.0.0.1:0");
+}
+
+#[test]
+fn handshake_over_ipv6_loopback() {
+    // Some containers have no IPv6 loopback: then binding fails with a clear error and there is nothing to test.
+    if UdpTransport::bind("[::1]:0".parse().unwrap()).is_err() {
+        eprintln!("no IPv6 loopback here; skipped");
+        return;
+    }
+    handshake_over("[::1]:0");
+}
