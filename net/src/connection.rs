@@ -29,6 +29,9 @@ pub struct ConnectionStats {
     pub packets_received: u64,
     pub packets_acked: u64,
     pub packets_lost: u64,
+    /// Datagram bytes (UDP payload) since the connection opened.
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
 }
 
 /// Bytes counted over a fixed window, reported as kilobits per second for the last complete window.
@@ -103,12 +106,14 @@ impl Connection {
     pub fn on_sent(&mut self, now_s: f64, bytes: usize) {
         self.last_send_s = now_s;
         self.stats.packets_sent += 1;
+        self.stats.bytes_sent += bytes as u64;
         self.sent_rate.add(bytes as u64);
     }
 
     pub fn on_received(&mut self, now_s: f64, bytes: usize) {
         self.last_receive_s = now_s;
         self.stats.packets_received += 1;
+        self.stats.bytes_received += bytes as u64;
         self.received_rate.add(bytes as u64);
     }
 
@@ -158,6 +163,7 @@ mod tests {
                 rtt_s: Some(rtt),
                 acked_bytes: 100,
                 acked_packets: 3,
+                ..AckSamples::default()
             });
             c.on_lost();
             c.on_sent(i as f64 * 0.01, 125);

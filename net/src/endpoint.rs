@@ -314,15 +314,10 @@ impl Endpoint {
     fn send_connected(&mut self, now_s: f64, peer: PeerId, payload: Option<&[u8]>) -> Option<u16> {
         let conn = self.slots.get_mut(usize::from(peer.0))?.as_mut()?;
         let bytes = crate::packet::CONNECTED_HEADER_BYTES + payload.map_or(0, <[u8]>::len);
-        let (ack, ack_bits, ack_delay_100us) = conn.acks.ack_fields(now_s);
-        let sequence = conn.acks.on_send(now_s, bytes);
-        let header = ConnectedHeader {
-            session_key: conn.session_key,
-            sequence,
-            ack,
-            ack_bits,
-            ack_delay_100us,
-        };
+        let mut header = conn.acks.ack_fields(now_s);
+        header.sequence = conn.acks.on_send(now_s, bytes);
+        header.session_key = conn.session_key;
+        let sequence = header.sequence;
         conn.on_sent(now_s, bytes);
         let addr = conn.addr;
         let packet = match payload {

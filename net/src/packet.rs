@@ -17,7 +17,9 @@ pub const PROTOCOL_VERSION: u8 = 1;
 /// Guest handshake packets are padded to this size (bytes) so every host reply is smaller.
 pub const HANDSHAKE_REQUEST_BYTES: usize = 256;
 /// Prefix plus connected header, in bytes; what is left of `MAX_PACKET_BYTES` is payload.
-pub const CONNECTED_HEADER_BYTES: usize = PREFIX_BYTES + 4 + 2 + 2 + 4 + 2;
+pub const CONNECTED_HEADER_BYTES: usize = PREFIX_BYTES + 4 + 2 + 2 + 4 + 2 + 2;
+/// `echo_delay_100us` value meaning "no echo in this packet".
+pub const NO_ECHO: u16 = u16::MAX;
 pub const PREFIX_BYTES: usize = 4;
 /// Largest payload a connected packet can carry.
 pub const MAX_PAYLOAD_BYTES: usize = MAX_PACKET_BYTES - CONNECTED_HEADER_BYTES;
@@ -83,9 +85,12 @@ pub struct ConnectedHeader {
     pub ack: u16,
     /// Bit i set: `ack - 1 - i` was received too.
     pub ack_bits: u32,
-    /// How long (units of 100 µs) the receiver held `ack` before this packet went out; subtracted from the RTT
-    /// sample so the send interval does not inflate the estimate.
-    pub ack_delay_100us: u16,
+    /// A packet the sender of this one received, echoed for an RTT sample: each received packet is echoed once,
+    /// in arrival order, whatever its delay, so the samples are not biased towards fast packets.
+    pub echo_sequence: u16,
+    /// How long (units of 100 µs) `echo_sequence` was held before this packet went out, subtracted from the RTT
+    /// sample so the send interval does not inflate it; `NO_ECHO` when nothing is echoed.
+    pub echo_delay_100us: u16,
 }
 
 /// A decoded packet. Payload bytes are borrowed from the datagram (no copy, no allocation).
@@ -183,7 +188,8 @@ impl Fields {
                 s.serialize_u16(&mut h.sequence)?;
                 s.serialize_u16(&mut h.ack)?;
                 s.serialize_u32(&mut h.ack_bits)?;
-                s.serialize_u16(&mut h.ack_delay_100us)
+                s.serialize_u16(&mut h.echo_sequence)?;
+                s.serialize_u16(&mut h.echo_delay_100us)
             }
             PacketType::Disconnect => {
                 s.serialize_u32(&mut self.session_key)?;
@@ -393,7 +399,8 @@ mod tests {
             sequence: 65535,
             ack: 0,
             ack_bits: 0x8000_0001,
-            ack_delay_100us: 65535,
+            echo_sequence: 65535,
+            echo_delay_100us: 65535,
         }
     }
 
