@@ -502,6 +502,13 @@ impl World {
         self.report.contacts.clear();
         self.report.fell_below_floor.clear();
 
+        if self.nothing_moves() {
+            // Everything rests and nothing was touched from outside: the step would change nothing.
+            self.report.max_penetration = 0.0;
+            self.report.awake_bodies = 0;
+            self.report.resting_bodies = self.at_rest.iter().filter(|&&r| r).count();
+            return &self.report;
+        }
         self.apply_gravity();
         self.update_broadphase();
         self.report.max_penetration = self.update_contacts();
@@ -522,6 +529,19 @@ impl World {
         self.report.resting_bodies = self.at_rest.iter().filter(|&&r| r).count();
         self.moved_from_outside.iter_mut().for_each(|m| *m = false);
         &self.report
+    }
+
+    /// True when rest detection is on and no body can move this step: every dynamic body rests (or is out of the
+    /// simulation), no kinematic body moves, and no state was set from outside since the last step.
+    fn nothing_moves(&self) -> bool {
+        self.config.sleep
+            && (0..self.kind.len()).all(|i| {
+                !self.moved_from_outside[i]
+                    && match self.kind[i] {
+                        BodyKind::Dynamic => self.at_rest[i] || self.removed[i],
+                        BodyKind::Kinematic => !self.is_moving_kinematic(i),
+                    }
+            })
     }
 
     fn apply_gravity(&mut self) {
