@@ -11,6 +11,8 @@ use clap::{Parser, ValueEnum};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
@@ -180,9 +182,11 @@ fn run_udp_side(
     start: Instant,
     schedule: Schedule,
     payload: Vec<u8>,
+    finished: Arc<AtomicUsize>,
 ) -> Result<Side> {
     let mut side = Side::default();
     let mut next_send_s = None;
+    let mut done = false;
     loop {
         let now = start.elapsed().as_secs_f64();
         socket.receive_into(now, &mut ep)?;
@@ -194,7 +198,14 @@ fn run_udp_side(
         if side.connected_at_s.is_none() && now > schedule.handshake_limit_s {
             anyhow::bail!("no connection after {:.1} s", schedule.handshake_limit_s);
         }
-        if stop_send.is_some_and(|s| now > s + schedule.drain_s) {
+        // Each side stops sending payloads on its own clock, but keeps acking until both have drained: the
+        // guest connects later than the host, and its last packets deserve acks too.
+        if !done && stop_send.is_some_and(|s| now > s + schedule.drain_s) {
+            done = true;
+            side.stats = ep.stats(PeerId(0)).unwrap_or_default();
+            finished.fetch_add(1, Ordering::SeqCst);
+        }
+        if done && finished.load(Ordering::SeqCst) == 2 {
             break;
         }
         send_due(now, &mut next_send_s, stop_send, &mut ep, &mut side, &payload);
@@ -209,7 +220,6 @@ fn run_udp_side(
         let wait = (wake - start.elapsed().as_secs_f64()).max(0.0);
         socket.wait(Duration::from_secs_f64(wait))?;
     }
-    side.stats = ep.stats(PeerId(0)).unwrap_or_default();
     Ok(side)
 }
 
@@ -235,8 +245,10 @@ fn run_udp(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
         LinkSim::new(link_config(a), a.seed ^ 0x2222),
     );
     let p = payload.clone();
-    let host_thread = std::thread::spawn(move || run_udp_side(host_socket, host, host_link, start, schedule, p));
-    let guest_side = run_udp_side(guest_socket, guest, guest_link, start, schedule, payload);
+    let finished = Arc::new(AtomicUsize::new(0));
+    let f = finished.clone();
+    let host_thread = std::thread::spawn(move || run_udp_side(host_socket, host, host_link, start, schedule, p, f));
+    let guest_side = run_udp_side(guest_socket, guest, guest_link, start, schedule, payload, finished);
     let host_side = host_thread
         .join()
         .map_err(|_| anyhow::anyhow!("host thread panicked"))??;
