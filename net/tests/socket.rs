@@ -76,3 +76,47 @@ fn handshake_over_ipv6_loopback() {
     }
     handshake_over("[::1]:0");
 }
+
+#[test]
+fn the_link_simulator_sits_in_front_of_a_real_socket() {
+    use tumble_net::{LinkConfig, LinkSim};
+    let mut host_socket = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut guest_socket = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0);
+    let mut guest = Endpoint::join(
+        EndpointConfig {
+            seed: 1,
+            ..Default::default()
+        },
+        host_socket.local_addr(),
+        0.0,
+    );
+    // The guest's requests go through a link that delays them 200 ms (on the caller's clock): nothing reaches the
+    // socket before then, and after it the handshake completes.
+    let mut link = LinkSim::new(
+        LinkConfig {
+            latency_ms: 200.0,
+            ..Default::default()
+        },
+        1,
+    );
+    guest_socket.flush(0.0, &mut guest, Some(&mut link)).unwrap();
+    assert_eq!(link.in_flight(), 1);
+    guest_socket.flush(0.199, &mut guest, Some(&mut link)).unwrap();
+    assert_eq!(link.in_flight(), 1);
+    guest_socket.flush(0.2, &mut guest, Some(&mut link)).unwrap();
+    assert_eq!(link.in_flight(), 0);
+    let start = Instant::now();
+    let mut now = 0.2;
+    while !guest.is_connected() && start.elapsed() < Duration::from_secs(3) {
+        now += 0.01;
+        host_socket.wait(Duration::from_millis(2)).unwrap();
+        host_socket.receive_into(now, &mut host).unwrap();
+        host_socket.flush(now, &mut host, None).unwrap();
+        guest_socket.wait(Duration::from_millis(2)).unwrap();
+        guest_socket.receive_into(now, &mut guest).unwrap();
+        guest.update(now);
+        guest_socket.flush(now, &mut guest, Some(&mut link)).unwrap();
+    }
+    assert!(guest.is_connected());
+}
