@@ -49,7 +49,8 @@ pub struct EndpointConfig {
     /// Handshake packets a host processes per second, and the burst it allows.
     pub handshake_rate_per_s: f64,
     pub handshake_burst: f64,
-    /// Seeds the salts, session keys and the challenge secret (deterministic tests; use entropy in a real game).
+    /// Seeds the salts, session keys and the challenge secret. `Default` takes it from `rng::entropy_seed`; tests
+    /// set it for reproducible runs (never in a live game: a known seed gives away the session keys).
     pub seed: u64,
 }
 
@@ -64,7 +65,7 @@ impl Default for EndpointConfig {
             disconnect_redundancy: 10,
             handshake_rate_per_s: 64.0,
             handshake_burst: 64.0,
-            seed: 0,
+            seed: crate::rng::entropy_seed(),
         }
     }
 }

@@ -1,6 +1,18 @@
 //! A small seeded PRNG (xorshift64* seeded through splitmix64). The link simulator and the endpoint's salts use it,
 //! so a run with the same seed makes the same choices on every machine.
 
+/// A seed nobody can guess in advance: std's per-process random hash keys (from the OS) mixed with the time.
+/// The endpoint's session keys and challenge secret come from its seed, so a live game must use this.
+pub fn entropy_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    h.write_u128(now.as_nanos());
+    h.finish()
+}
+
 /// Deterministic pseudo-random generator; not for cryptography.
 #[derive(Debug, Clone)]
 pub struct Rng {
@@ -71,5 +83,6 @@ mod tests {
             assert!((0.0..1.0).contains(&x));
         }
         assert_ne!(Rng::new(1).next_u64(), Rng::new(2).next_u64());
+        assert_ne!(entropy_seed(), entropy_seed());
     }
 }
