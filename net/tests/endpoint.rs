@@ -294,3 +294,23 @@ fn short_soak_under_heavy_loss_and_latency() {
     assert!((stats.rtt_ms - 2000.0).abs() < 200.0, "{stats:?}");
     assert!((stats.loss_pct - 25.0).abs() < 8.0, "{stats:?}");
 }
+
+#[test]
+fn handshake_requests_are_rate_limited() {
+    let mut host = Endpoint::host(config(1), 0.0);
+    let mut buf = [0u8; 1200];
+    let mut replies_at = |host: &mut Endpoint, t: f64| {
+        for i in 0..1000u64 {
+            let n = write_packet(&Packet::Request { client_salt: i }, PROTOCOL_VERSION, &mut buf).unwrap();
+            host.receive(t, addr(3000 + (i % 100) as u16), &buf[..n]);
+        }
+        std::iter::from_fn(|| host.pop_outgoing()).count()
+    };
+    let burst = EndpointConfig::default().handshake_burst as usize;
+    assert_eq!(replies_at(&mut host, 0.0), burst);
+    // Half a second refills half the rate.
+    let rate = EndpointConfig::default().handshake_rate_per_s;
+    assert_eq!(replies_at(&mut host, 0.5), (rate * 0.5) as usize);
+    assert_eq!(host.drops().rate_limited, 2000 - burst as u64 - (rate * 0.5) as u64);
+    assert_eq!(host.peers().count(), 0);
+}
