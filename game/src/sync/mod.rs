@@ -4,10 +4,11 @@
 //! - [`cube_state`]: one cube's quantized state through the bit packer (one function reads and writes).
 //! - [`predict`]: the ballistic predictor in integer arithmetic (position, velocity and rotation), bit-identical on
 //!   both ends.
+//! - [`priority`]: the per-connection priority accumulator and packet filling to a bit budget.
 //!
-//! Still to come: `priority` (which cubes go in the next packet) and
-//! `delta` (encoding against acked baselines).
+//! Still to come: `delta` (encoding against acked baselines) and the loopback session.
 
 pub mod cube_state;
 pub mod predict;
+pub mod priority;
 pub mod quantize;

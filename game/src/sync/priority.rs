@@ -1,0 +1,293 @@
+//! The priority accumulator: which cubes go into the next state packet to one peer. Every step each cube adds its
+//! priority factor to its accumulator (one per cube per connection); a packet takes cubes in order of accumulated
+//! priority until its bit budget is spent, and sent cubes start again from zero. A cube that is never urgent still
+//! climbs, so everything is resent eventually; a boosted cube (just thrown, or in a hard collision) jumps the queue.
+//!
+//! Resting cubes keep the base factor: the reference found that sending them less made the two simulations drift
+//! apart where other cubes hit them. Held cubes get -1 and are never sent as state (they travel with the avatar).
+//!
+//! Accumulators are integers and the order breaks ties by cube id, so the choice depends on nothing but the inputs.
+
+/// Steps per second of the simulation (and of the activity timers below).
+pub const STEP_HZ: u32 = 90;
+/// Factor of every cube not held: resting cubes included, so they are never starved.
+pub const BASE_PRIORITY: i64 = 1;
+/// Factor of a cube in a collision faster than [`HIGH_ENERGY_COLLISION_SPEED_M_S`] within the last
+/// [`COLLISION_BOOST_STEPS`]: hard impacts are where two simulations diverge most.
+pub const COLLISION_PRIORITY: i64 = 10;
+/// Factor of a cube a player touched or threw within the last [`INTERACTION_BOOST_STEPS`]: what the players look at.
+pub const INTERACTION_PRIORITY: i64 = 1_000_000;
+/// A held cube's accumulator: never sent.
+pub const HELD_PRIORITY: i64 = -1;
+/// Relative normal speed (m/s) above which a collision boosts both cubes.
+pub const HIGH_ENERGY_COLLISION_SPEED_M_S: f32 = 5.0;
+/// A quarter second at 90 Hz (rounded up).
+pub const COLLISION_BOOST_STEPS: u32 = STEP_HZ.div_ceil(4);
+/// One second at 90 Hz.
+pub const INTERACTION_BOOST_STEPS: u32 = STEP_HZ;
+
+/// What the authority side knows about one cube's recent history, kept per cube (shared by all connections).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CubeActivity {
+    /// In a player's hand this step.
+    pub held: bool,
+    /// Steps since the last high-energy collision (saturates; `u32::MAX` means never).
+    pub steps_since_collision: u32,
+    /// Steps since a player last touched or threw the cube (saturates; `u32::MAX` means never).
+    pub steps_since_interaction: u32,
+}
+
+impl Default for CubeActivity {
+    fn default() -> Self {
+        Self {
+            held: false,
+            steps_since_collision: u32::MAX,
+            steps_since_interaction: u32::MAX,
+        }
+    }
+}
+
+impl CubeActivity {
+    /// Records a collision at `speed_m_s`; slow ones are ordinary contact and change nothing.
+    pub fn record_collision(&mut self, speed_m_s: f32) {
+        if speed_m_s > HIGH_ENERGY_COLLISION_SPEED_M_S {
+            self.steps_since_collision = 0;
+        }
+    }
+
+    /// Records a player touching, grabbing or throwing the cube.
+    pub fn record_interaction(&mut self) {
+        self.steps_since_interaction = 0;
+    }
+}
+
+/// Advances every cube's timers by one step.
+pub fn tick_activity(activity: &mut [CubeActivity]) {
+    for a in activity {
+        a.steps_since_collision = a.steps_since_collision.saturating_add(1);
+        a.steps_since_interaction = a.steps_since_interaction.saturating_add(1);
+    }
+}
+
+/// This step's factor for one cube: the largest that applies, or [`HELD_PRIORITY`].
+pub fn priority_factor(a: &CubeActivity) -> i64 {
+    if a.held {
+        HELD_PRIORITY
+    } else if a.steps_since_interaction < INTERACTION_BOOST_STEPS {
+        INTERACTION_PRIORITY
+    } else if a.steps_since_collision < COLLISION_BOOST_STEPS {
+        COLLISION_PRIORITY
+    } else {
+        BASE_PRIORITY
+    }
+}
+
+/// One step of accumulation for one connection: positive factors add up (from 0 if the cube was held), negative
+/// ones pin the accumulator to -1. Cubes beyond the shorter slice are left alone.
+pub fn accumulate(accumulators: &mut [i64], activity: &[CubeActivity]) {
+    for (acc, a) in accumulators.iter_mut().zip(activity) {
+        let factor = priority_factor(a);
+        *acc = if factor < 0 {
+            HELD_PRIORITY
+        } else {
+            (*acc).max(0).saturating_add(factor)
+        };
+    }
+}
+
+/// The sendable cubes (accumulator ≥ 0), highest accumulated priority first, equal ones by ascending id. Fills
+/// `order` (cleared first) so a caller can reuse its buffer every step.
+pub fn order_by_priority(accumulators: &[i64], order: &mut Vec<u32>) {
+    order.clear();
+    order.extend((0..accumulators.len() as u32).filter(|&id| accumulators[id as usize] >= 0));
+    // Keys (priority, id) are unique, so an unstable sort is still deterministic.
+    order.sort_unstable_by_key(|&id| (std::cmp::Reverse(accumulators[id as usize]), id));
+}
+
+/// Takes cubes from `order` while they fit in `budget_bits`, where `bits_of(id)` is what the cube's update costs
+/// (an awake cube costs more than a resting one, so a cube that no longer fits is skipped and smaller ones after
+/// it may still go). Fills `selected` (cleared first) in packet order and returns the bits used.
+pub fn fill_packet(
+    order: &[u32],
+    budget_bits: usize,
+    mut bits_of: impl FnMut(u32) -> usize,
+    selected: &mut Vec<u32>,
+) -> usize {
+    selected.clear();
+    let mut used = 0;
+    for &id in order {
+        let bits = bits_of(id);
+        if used + bits <= budget_bits {
+            used += bits;
+            selected.push(id);
+        }
+    }
+    used
+}
+
+/// Sent cubes start again from zero, giving the others their turn. Ids out of range are ignored.
+pub fn mark_sent(accumulators: &mut [i64], sent: &[u32]) {
+    for &id in sent {
+        if let Some(acc) = accumulators.get_mut(id as usize) {
+            *acc = 0;
+        }
+    }
+}
+
+/// Bytes one packet may carry so that `packets_per_s` packets (each with `overhead_bytes` of IP/UDP and protocol
+/// header) stay within `kbps`, capped at `max_packet_bytes`. Zero when the header alone exceeds the rate.
+pub fn packet_budget_bytes(kbps: u32, packets_per_s: u32, overhead_bytes: u32, max_packet_bytes: u32) -> u32 {
+    let per_packet = u64::from(kbps) * 1000 / 8 / u64::from(packets_per_s.max(1));
+    (per_packet.min(u64::from(max_packet_bytes)) as u32).saturating_sub(overhead_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One send step for `n` cubes under `activity`: accumulate, order, fill, reset. Returns the sent ids.
+    fn send_step(
+        acc: &mut [i64],
+        activity: &[CubeActivity],
+        budget_bits: usize,
+        bits_of: &dyn Fn(u32) -> usize,
+    ) -> Vec<u32> {
+        let (mut order, mut sent) = (Vec::new(), Vec::new());
+        accumulate(acc, activity);
+        order_by_priority(acc, &mut order);
+        let used = fill_packet(&order, budget_bits, bits_of, &mut sent);
+        assert!(used <= budget_bits);
+        mark_sent(acc, &sent);
+        sent
+    }
+
+    #[test]
+    fn factors_follow_activity() {
+        let mut a = CubeActivity::default();
+        assert_eq!(priority_factor(&a), BASE_PRIORITY);
+        a.record_collision(HIGH_ENERGY_COLLISION_SPEED_M_S);
+        assert_eq!(priority_factor(&a), BASE_PRIORITY, "not faster than the threshold");
+        a.record_collision(6.0);
+        assert_eq!(priority_factor(&a), COLLISION_PRIORITY);
+        a.record_interaction();
+        assert_eq!(priority_factor(&a), INTERACTION_PRIORITY);
+        a.held = true;
+        assert_eq!(priority_factor(&a), HELD_PRIORITY);
+        a.held = false;
+        // Boosts expire: the collision after a quarter second, the interaction after one.
+        let mut cubes = [a];
+        for _ in 0..COLLISION_BOOST_STEPS {
+            tick_activity(&mut cubes);
+        }
+        assert_eq!(priority_factor(&cubes[0]), INTERACTION_PRIORITY);
+        for _ in COLLISION_BOOST_STEPS..INTERACTION_BOOST_STEPS {
+            tick_activity(&mut cubes);
+        }
+        assert_eq!(priority_factor(&cubes[0]), BASE_PRIORITY);
+        assert_eq!((COLLISION_BOOST_STEPS, INTERACTION_BOOST_STEPS), (23, 90));
+        // Timers saturate instead of wrapping back into a boost.
+        let mut never = [CubeActivity::default()];
+        tick_activity(&mut never);
+        assert_eq!(never[0].steps_since_collision, u32::MAX);
+    }
+
+    #[test]
+    fn held_cubes_are_never_sent_and_restart_from_zero() {
+        let mut acc = vec![50, 50, 50];
+        let mut activity = vec![CubeActivity::default(); 3];
+        activity[1].held = true;
+        for _ in 0..10 {
+            let sent = send_step(&mut acc, &activity, 10_000, &|_| 100);
+            assert_eq!(sent, vec![0, 2]);
+            assert_eq!(acc[1], HELD_PRIORITY);
+        }
+        activity[1].held = false;
+        accumulate(&mut acc, &activity);
+        assert_eq!(acc, vec![1, 1, 1]);
+    }
+
+    #[test]
+    fn ties_break_by_id_and_boosts_go_first() {
+        let mut order = Vec::new();
+        order_by_priority(&[5, 7, 5, -1, 7, 0], &mut order);
+        assert_eq!(order, vec![1, 4, 0, 2, 5]);
+
+        let mut acc = vec![0; 6];
+        let mut activity = vec![CubeActivity::default(); 6];
+        activity[4].record_collision(8.0);
+        activity[5].record_interaction();
+        // Room for two cubes: the thrown one, then the one that collided.
+        assert_eq!(send_step(&mut acc, &activity, 200, &|_| 100), vec![5, 4]);
+    }
+
+    #[test]
+    fn every_cube_gets_its_turn() {
+        // 64 equal cubes, room for 8 per packet: plain round robin, each sent exactly once per 8 packets.
+        const CUBES: usize = 64;
+        let mut acc = vec![0; CUBES];
+        let activity = vec![CubeActivity::default(); CUBES];
+        let mut sends = vec![0; CUBES];
+        for _ in 0..80 {
+            for id in send_step(&mut acc, &activity, 800, &|_| 100) {
+                sends[id as usize] += 1;
+            }
+        }
+        assert!(sends.iter().all(|&n| n == 10), "{sends:?}");
+    }
+
+    #[test]
+    fn resting_cubes_are_not_starved_by_thrown_ones() {
+        // 4 cubes thrown every second keep their boost; the other 60 rest. Room for 8 per packet.
+        const CUBES: usize = 64;
+        let mut acc = vec![0; CUBES];
+        let mut activity = vec![CubeActivity::default(); CUBES];
+        let mut last_sent = [0usize; CUBES];
+        let mut longest_wait = 0;
+        for step in 1..=900 {
+            if step % STEP_HZ as usize == 1 {
+                activity[..4].iter_mut().for_each(CubeActivity::record_interaction);
+            }
+            let sent = send_step(&mut acc, &activity, 800, &|_| 100);
+            assert!(
+                sent.starts_with(&[0, 1, 2, 3]),
+                "thrown cubes go every packet: {sent:?}"
+            );
+            for id in sent {
+                longest_wait = longest_wait.max(step - last_sent[id as usize]);
+                last_sent[id as usize] = step;
+            }
+            tick_activity(&mut activity);
+        }
+        // 60 resting cubes share 4 slots a packet: each waits 15 packets.
+        assert_eq!(longest_wait, 15);
+    }
+
+    #[test]
+    fn packets_fill_to_the_budget_skipping_what_does_not_fit() {
+        let order = [0, 1, 2, 3, 4];
+        let bits = |id: u32| if id % 2 == 0 { 216 } else { 117 };
+        let mut selected = Vec::new();
+        // Awake (216 bits) and resting (117 bits) cubes alternate. In 400 bits: 0 and 1 (333); neither 2 (549) nor
+        // 3 (450) fits. In 460 bits, 2 is skipped but 3 still fits.
+        assert_eq!(fill_packet(&order, 400, bits, &mut selected), 333);
+        assert_eq!(selected, vec![0, 1]);
+        assert_eq!(fill_packet(&order, 460, bits, &mut selected), 450);
+        assert_eq!(selected, vec![0, 1, 3]);
+        assert_eq!(fill_packet(&order, 0, bits, &mut selected), 0);
+        assert!(selected.is_empty());
+        // Out-of-range ids are ignored when marking.
+        let mut acc = vec![3, 3];
+        mark_sent(&mut acc, &[1, 7]);
+        assert_eq!(acc, vec![3, 0]);
+    }
+
+    #[test]
+    fn budget_from_a_rate() {
+        // 64 kbps at 90 packets a second: 88 bytes a packet, less 28 of IP/UDP and, say, 12 of header.
+        assert_eq!(packet_budget_bytes(64, 90, 40, 1200), 48);
+        // A generous rate is capped by the packet size.
+        assert_eq!(packet_budget_bytes(100_000, 60, 40, 1200), 1160);
+        assert_eq!(packet_budget_bytes(1, 90, 40, 1200), 0);
+        assert_eq!(packet_budget_bytes(64, 0, 40, 1200), 1200 - 40);
+    }
+}
