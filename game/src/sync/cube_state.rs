@@ -43,7 +43,7 @@ pub fn cube_state_bits(cube_count: u32, at_rest: bool) -> u32 {
 }
 
 /// Signed range of a `bits`-bit two's-complement integer.
-const fn signed_range(bits: u32) -> (i32, i32) {
+pub(crate) const fn signed_range(bits: u32) -> (i32, i32) {
     (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
 }
 
@@ -99,6 +99,11 @@ pub fn serialize_cube_state<S: Stream>(
     cube_count: u32,
 ) -> Result<(), CubeStateError> {
     serialize_cube_id(s, id, cube_count)?;
+    serialize_absolute(s, state)
+}
+
+/// A full state without the id: at-rest bit, position, rotation, and the velocities only when awake.
+pub fn serialize_absolute<S: Stream>(s: &mut S, state: &mut QuantizedState) -> Result<(), CubeStateError> {
     s.serialize_bool(&mut state.at_rest)?;
     serialize_vec(s, &mut state.position, POSITION_BITS)?;
     serialize_rotation(s, &mut state.rotation)?;

@@ -6,9 +6,12 @@
 //!   both ends.
 //! - [`priority`]: the per-connection priority accumulator and packet filling to a bit budget.
 //!
-//! Still to come: `delta` (encoding against acked baselines) and the loopback session.
+//! - [`delta`]: one cube's update against a baseline (not changed, predicted, prediction error, delta, absolute).
+//!
+//! Still to come: acked baselines on the sender, the receiver's per-cube ring buffer, and the loopback session.
 
 pub mod cube_state;
+pub mod delta;
 pub mod predict;
 pub mod priority;
 pub mod quantize;
