@@ -184,8 +184,10 @@ impl AckTracker {
     /// moved well past become `Lost`.
     pub fn on_acks(&mut self, now_s: f64, header: &ConnectedHeader) -> AckSamples {
         let mut samples = AckSamples::default();
-        // Anything acked must be something we sent: an ack at or ahead of our next sequence is nonsense.
-        if sequence_diff(header.ack, self.next_sequence) < 0 {
+        // The ack must name a packet still in our sent window: an ack ahead of our next sequence, or the peer's
+        // "nothing received" value before we have sent half the sequence space, names nothing we sent.
+        let behind = sequence_diff(self.next_sequence, header.ack);
+        if (1..=SENT_BUFFER_PACKETS as i32).contains(&behind) {
             self.apply_acks(header, &mut samples);
         }
         if header.echo_delay_100us != NO_ECHO && sequence_diff(header.echo_sequence, self.next_sequence) < 0 {
@@ -353,6 +355,19 @@ mod tests {
         assert_eq!((s.acked_packets, s.unlost_packets), (1, 1));
         assert_eq!(tx.lost_total, 102);
         assert_eq!(tx.pop_event(), Some(AckEvent::Acked(3)));
+    }
+
+    #[test]
+    fn the_nothing_received_ack_moves_nothing() {
+        let mut tx = AckTracker::new();
+        let rx = AckTracker::new();
+        for n in 0..200 {
+            let h = rx.clone().ack_fields(0.0);
+            assert_eq!(tx.on_acks(0.0, &h), AckSamples::default(), "after {n} sends");
+            tx.on_send(0.0, 10);
+        }
+        assert_eq!(tx.newest_ack, None);
+        assert_eq!(tx.pop_event(), None);
     }
 
     #[test]

@@ -314,3 +314,29 @@ fn handshake_requests_are_rate_limited() {
     assert_eq!(host.drops().rate_limited, 2000 - burst as u64 - (rate * 0.5) as u64);
     assert_eq!(host.peers().count(), 0);
 }
+
+/// On a perfect link nothing is ever judged lost. (The unit test `the_nothing_received_ack_moves_nothing` in
+/// `ack.rs` covers the case that once made every packet look lost until its ack arrived.)
+#[test]
+fn a_perfect_link_loses_nothing() {
+    let mut n = Net::new(
+        LinkConfig {
+            latency_ms: 30.0,
+            ..Default::default()
+        },
+        vec![config(2)],
+    );
+    let mut lost = 0;
+    for _ in 0..(8.0 / TICK_S) as usize {
+        if n.guests[0].is_connected() {
+            n.guests[0].send(n.now, PeerId(0), &[1; 50]).unwrap();
+            n.host.send(n.now, PeerId(0), &[2; 50]).unwrap();
+        }
+        n.step();
+        for e in events(&mut n.host).into_iter().chain(events(&mut n.guests[0])) {
+            lost += usize::from(matches!(e, EndpointEvent::Lost { .. }));
+        }
+    }
+    assert_eq!(lost, 0);
+    assert_eq!(n.guests[0].stats(PeerId(0)).unwrap().packets_lost, 0);
+}

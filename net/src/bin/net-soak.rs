@@ -126,7 +126,15 @@ impl Side {
                 tracing::warn!("connect failed: {reason}");
                 self.disconnects += 1;
             }
-            EndpointEvent::Lost { .. } => {}
+            EndpointEvent::Lost { sequence, .. } => {
+                let u = unwrap_sequence(sequence, self.last_sent);
+                let kind = if self.sent_sequences.contains(&u) {
+                    "payload"
+                } else {
+                    "keep-alive"
+                };
+                tracing::info!("{kind} {sequence} judged lost at {now_s:.3} s");
+            }
         }
     }
 }
