@@ -7,9 +7,11 @@
 //! - [`priority`]: the per-connection priority accumulator and packet filling to a bit budget.
 //!
 //! - [`delta`]: one cube's update against a baseline (not changed, predicted, prediction error, delta, absolute).
+//! - [`baseline`]: the sender's acked baselines per cube and the receiver's ring of received states.
 //!
-//! Still to come: acked baselines on the sender, the receiver's per-cube ring buffer, and the loopback session.
+//! Still to come: the state packet (many cubes, priority order, budget), and the loopback session.
 
+pub mod baseline;
 pub mod cube_state;
 pub mod delta;
 pub mod predict;
