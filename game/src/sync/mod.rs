@@ -8,8 +8,9 @@
 //!
 //! - [`delta`]: one cube's update against a baseline (not changed, predicted, prediction error, delta, absolute).
 //! - [`baseline`]: the sender's acked baselines per cube and the receiver's ring of received states.
+//! - [`state_packet`]: a packet body of many cube updates, in priority order to a byte budget; read whole or rejected.
 //!
-//! Still to come: the state packet (many cubes, priority order, budget), and the loopback session.
+//! Still to come: the loopback session (two worlds joined by `tumble-net`) and its harness.
 
 pub mod baseline;
 pub mod cube_state;
@@ -17,3 +18,4 @@ pub mod delta;
 pub mod predict;
 pub mod priority;
 pub mod quantize;
+pub mod state_packet;

@@ -1,0 +1,294 @@
+//! The state packet body: which step it describes, then as many cube updates as the budget allows, in priority
+//! order, each delta-encoded against the sender's acked baseline. The transport's header (sequence, acks) comes
+//! before it and is not this module's business.
+//!
+//! A packet is read whole before anything is applied: any error (unknown cube, bad value, missing baseline, a cube
+//! twice, truncation) rejects the entire packet, which the caller counts and drops.
+
+use thiserror::Error;
+use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
+
+use super::baseline::{AckedBaselines, ReceivedStates};
+use super::cube_state::{cube_id_bits, serialize_cube_id, CubeStateError, MAX_CUBES};
+use super::delta::{make_update, serialize_update, DeltaError, DeltaUpdate, Encoding};
+use super::priority::fill_packet;
+use super::quantize::QuantizedState;
+
+/// Bits of the step number on the wire; the receiver restores the rest from the newest step it has seen.
+pub const STEP_BITS: u32 = 16;
+/// Most cube updates in one packet (the count field's bound).
+pub const MAX_UPDATES_PER_PACKET: u32 = 255;
+
+/// Why a state packet was rejected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+pub enum StatePacketError {
+    #[error(transparent)]
+    Delta(#[from] DeltaError),
+    #[error("cube {0} appears twice in one packet")]
+    DuplicateCube(u32),
+}
+
+impl From<SerializeError> for StatePacketError {
+    fn from(e: SerializeError) -> Self {
+        DeltaError::from(e).into()
+    }
+}
+
+impl From<CubeStateError> for StatePacketError {
+    fn from(e: CubeStateError) -> Self {
+        DeltaError::from(e).into()
+    }
+}
+
+/// The full step whose low [`STEP_BITS`] are `low`, nearest to `reference` (the newest step the receiver knows),
+/// so steps survive the 16-bit wrap as long as packets are less than half a wrap (6 minutes at 90 Hz) apart.
+pub fn unwrap_step(low: u16, reference: u64) -> u64 {
+    const WRAP: i64 = 1 << STEP_BITS;
+    let diff = (i64::from(low) - (reference % WRAP as u64) as i64).rem_euclid(WRAP);
+    let diff = if diff >= WRAP / 2 { diff - WRAP } else { diff };
+    reference.saturating_add_signed(diff)
+}
+
+fn count_bits(cube_count: u32) -> u32 {
+    tumble_net::serialize::bits_required(u64::from(cube_count.min(MAX_UPDATES_PER_PACKET)))
+}
+
+fn serialize_header<S: Stream>(
+    s: &mut S,
+    step_low: &mut u32,
+    count: &mut u32,
+    cube_count: u32,
+) -> Result<(), SerializeError> {
+    s.serialize_bits(step_low, STEP_BITS)?;
+    s.serialize_uint(count, cube_count.min(MAX_UPDATES_PER_PACKET))
+}
+
+/// Bits one update costs as written (id included), measured by writing it to a scratch buffer.
+fn update_bits(id: u32, update: &DeltaUpdate, baseline: Option<QuantizedState>, cube_count: u32) -> Option<usize> {
+    let mut scratch = [0u8; 64];
+    let mut w = WriteStream::new(&mut scratch);
+    serialize_cube_id(&mut w, &mut { id }, cube_count).ok()?;
+    serialize_update(&mut w, &mut { *update }, |_| baseline).ok()?;
+    Some(w.bits_processed())
+}
+
+/// Writes the state packet for `step` into `buf`: cubes from `order` (highest priority first) while they fit in
+/// `buf`, each against its acked baseline in `acked`. `states[id]` is each cube's current quantized state. Fills
+/// `sent` with the ids written and `encodings` with their encodings (both cleared first); returns the bytes used.
+pub fn write_state_packet(
+    buf: &mut [u8],
+    step: u64,
+    states: &[QuantizedState],
+    order: &[u32],
+    acked: &AckedBaselines,
+    sent: &mut Vec<u32>,
+    encodings: &mut Vec<Encoding>,
+) -> Result<usize, StatePacketError> {
+    if states.is_empty() || states.len() > MAX_CUBES as usize {
+        return Err(CubeStateError::BadCubeCount(states.len().min(u32::MAX as usize) as u32).into());
+    }
+    let cube_count = states.len() as u32;
+    let header_bits = STEP_BITS as usize + count_bits(cube_count) as usize;
+    // Whole bytes only: the final padding must fit too.
+    let budget_bits = (buf.len() * 8).saturating_sub(header_bits + 7);
+    let update_of = |id: u32| make_update(&states[id as usize], acked.baseline(id, step));
+    // Ids past the scene cost more than any budget, so they are never picked.
+    const NEVER_FITS_BITS: usize = usize::MAX / 2;
+    let bits_of = |id: u32| {
+        if id >= cube_count {
+            return NEVER_FITS_BITS;
+        }
+        let update = update_of(id);
+        let baseline = acked.baseline(id, step).map(|(b, _)| *b);
+        update_bits(id, &update, baseline, cube_count).unwrap_or(NEVER_FITS_BITS)
+    };
+    fill_packet(order, budget_bits, bits_of, sent);
+    sent.truncate(MAX_UPDATES_PER_PACKET as usize);
+
+    let mut w = WriteStream::new(buf);
+    let (mut step_low, mut count) = (step as u32 & ((1 << STEP_BITS) - 1), sent.len() as u32);
+    serialize_header(&mut w, &mut step_low, &mut count, cube_count)?;
+    encodings.clear();
+    for &id in sent.iter() {
+        let mut update = update_of(id);
+        let baseline = acked.baseline(id, step).map(|(b, _)| *b);
+        serialize_cube_id(&mut w, &mut { id }, cube_count)?;
+        serialize_update(&mut w, &mut update, |_| baseline)?;
+        encodings.push(update.encoding);
+    }
+    Ok(w.finish()?)
+}
+
+/// Reads a state packet. `newest_step` is the newest step this receiver has seen (to restore the full step);
+/// baselines come from `received`. On success returns the packet's step with `updates` holding (cube, state,
+/// encoding) in packet order; on error `updates` is cleared and nothing should change.
+pub fn read_state_packet(
+    bytes: &[u8],
+    cube_count: u32,
+    newest_step: u64,
+    received: &ReceivedStates,
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+) -> Result<u64, StatePacketError> {
+    updates.clear();
+    let result = read_into(bytes, cube_count, newest_step, received, updates);
+    if result.is_err() {
+        updates.clear();
+    }
+    result
+}
+
+fn read_into(
+    bytes: &[u8],
+    cube_count: u32,
+    newest_step: u64,
+    received: &ReceivedStates,
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+) -> Result<u64, StatePacketError> {
+    if cube_count == 0 || cube_count > MAX_CUBES {
+        return Err(CubeStateError::BadCubeCount(cube_count).into());
+    }
+    let mut r = ReadStream::new(bytes);
+    let (mut step_low, mut count) = (0, 0);
+    serialize_header(&mut r, &mut step_low, &mut count, cube_count)?;
+    let step = unwrap_step(step_low as u16, newest_step);
+    // Each update takes at least the id and two bits: a count beyond what the bytes can hold is garbage.
+    if count as usize * (cube_id_bits(cube_count) as usize + 2) > r.bits_left() {
+        return Err(SerializeError::ReadPastEnd.into());
+    }
+    for _ in 0..count {
+        let mut id = 0;
+        serialize_cube_id(&mut r, &mut id, cube_count)?;
+        if updates.iter().any(|&(seen, _, _)| seen == id) {
+            return Err(StatePacketError::DuplicateCube(id));
+        }
+        let mut update = DeltaUpdate {
+            state: QuantizedState {
+                position: [0; 3],
+                rotation: super::quantize::QuantizedRotation::IDENTITY,
+                linear_velocity: [0; 3],
+                angular_velocity: [0; 3],
+                at_rest: true,
+            },
+            encoding: Encoding::Absolute,
+            baseline_age: 0,
+        };
+        let baseline_of = |age: u32| step.checked_sub(u64::from(age)).and_then(|s| received.get(id, s));
+        serialize_update(&mut r, &mut update, baseline_of)?;
+        updates.push((id, update.state, update.encoding));
+    }
+    r.finish()?;
+    Ok(step)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::predict::predict;
+    use crate::sync::quantize::quantize_state;
+    use glam::{Quat, Vec3};
+    use tumble_engine::physics::BodyState;
+
+    fn cube(i: u32, at_rest: bool) -> QuantizedState {
+        quantize_state(&BodyState {
+            position: Vec3::new(i as f32, 2.0 + 0.1 * i as f32, -1.0),
+            rotation: Quat::from_rotation_y(0.1 * i as f32),
+            linear_velocity: Vec3::new(1.0, 4.0, 0.5),
+            angular_velocity: Vec3::new(0.0, 3.0, 1.0),
+            at_rest,
+        })
+    }
+
+    #[test]
+    fn steps_unwrap_across_the_16_bit_wrap() {
+        assert_eq!(unwrap_step(5, 5), 5);
+        assert_eq!(unwrap_step(0, 65_535), 65_536);
+        assert_eq!(unwrap_step(65_535, 65_536), 65_535);
+        assert_eq!(unwrap_step(100, 3 * 65_536 + 90), 3 * 65_536 + 100);
+        assert_eq!(unwrap_step(65_000, 10), 0, "no step before the first");
+    }
+
+    #[test]
+    fn packets_round_trip_with_baselines_and_respect_the_budget() {
+        const CUBES: u32 = 64;
+        let states: Vec<QuantizedState> = (0..CUBES).map(|i| cube(i, i % 2 == 0)).collect();
+        let order: Vec<u32> = (0..CUBES).rev().collect();
+        let mut acked = AckedBaselines::new(CUBES as usize);
+        let mut received = ReceivedStates::new(CUBES as usize);
+        let (mut sent, mut encodings, mut updates) = (Vec::new(), Vec::new(), Vec::new());
+        let mut buf = [0u8; 200];
+
+        // First packet: no baselines, everything absolute, as many as fit in 200 bytes.
+        let n = write_state_packet(&mut buf, 1000, &states, &order, &acked, &mut sent, &mut encodings).unwrap();
+        assert!(n <= 200 && sent.len() >= 8, "{n} bytes, {} cubes", sent.len());
+        assert!(encodings.iter().all(|&e| e == Encoding::Absolute));
+        let step = read_state_packet(&buf[..n], CUBES, 999, &received, &mut updates).unwrap();
+        assert_eq!(step, 1000);
+        for &(id, state, _) in &updates {
+            assert_eq!(state, states[id as usize]);
+            received.insert(id, step, state);
+        }
+        let first: Vec<(u32, QuantizedState)> = updates.iter().map(|&(id, s, _)| (id, s)).collect();
+        acked.record_sent(0, 1000, &first);
+        acked.on_acked(0);
+
+        // Ten steps later the awake ones are where the predictor says, the resting ones unchanged.
+        let later: Vec<QuantizedState> = states.iter().map(|s| predict(s, 10)).collect();
+        let n2 = write_state_packet(&mut buf, 1010, &later, &order, &acked, &mut sent, &mut encodings).unwrap();
+        let step = read_state_packet(&buf[..n2], CUBES, 1000, &received, &mut updates).unwrap();
+        assert_eq!(step, 1010);
+        // The cubes sent before now cost a few bits each, which leaves room for more absolute ones than before.
+        assert!(updates.len() > first.len(), "{} then {}", first.len(), updates.len());
+        assert!(first.iter().all(|&(f, _)| updates.iter().any(|&(id, _, _)| id == f)));
+        for &(id, state, encoding) in &updates {
+            assert_eq!(state, later[id as usize]);
+            if first.iter().any(|&(f, _)| f == id) {
+                let expect = if states[id as usize].at_rest {
+                    Encoding::NotChanged
+                } else {
+                    Encoding::Predicted
+                };
+                assert_eq!(encoding, expect, "cube {id}");
+            } else {
+                assert_eq!(encoding, Encoding::Absolute, "cube {id}");
+            }
+        }
+    }
+
+    #[test]
+    fn malformed_packets_are_rejected_whole() {
+        const CUBES: u32 = 10;
+        let states: Vec<QuantizedState> = (0..CUBES).map(|i| cube(i, false)).collect();
+        let acked = AckedBaselines::new(CUBES as usize);
+        let received = ReceivedStates::new(CUBES as usize);
+        let (mut sent, mut encodings, mut updates) = (Vec::new(), Vec::new(), Vec::new());
+        let mut buf = [0u8; 1200];
+        let n = write_state_packet(&mut buf, 7, &states, &[3, 1, 4], &acked, &mut sent, &mut encodings).unwrap();
+        assert!(read_state_packet(&buf[..n], CUBES, 7, &received, &mut updates).is_ok());
+        assert_eq!(updates.len(), 3);
+        // Truncated, or read as if the scene were smaller (cube 4 unknown): rejected, nothing returned.
+        for len in 0..n {
+            assert!(read_state_packet(&buf[..len], CUBES, 7, &received, &mut updates).is_err());
+            assert!(updates.is_empty());
+        }
+        let err = read_state_packet(&buf[..n], 4, 7, &received, &mut updates);
+        assert!(err.is_err() && updates.is_empty(), "{err:?}");
+        // The same cube twice.
+        let n = write_state_packet(&mut buf, 7, &states, &[2, 2], &acked, &mut sent, &mut encodings).unwrap();
+        assert_eq!(
+            read_state_packet(&buf[..n], CUBES, 7, &received, &mut updates),
+            Err(StatePacketError::DuplicateCube(2))
+        );
+        // Random bytes never panic.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            let mut bytes = [0u8; 48];
+            for b in &mut bytes {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            let _ = read_state_packet(&bytes[..(x % 49) as usize], CUBES, 7, &received, &mut updates);
+        }
+    }
+}
