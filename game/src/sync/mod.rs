@@ -9,13 +9,19 @@
 //! - [`delta`]: one cube's update against a baseline (not changed, predicted, prediction error, delta, absolute).
 //! - [`baseline`]: the sender's acked baselines per cube and the receiver's ring of received states.
 //! - [`state_packet`]: a packet body of many cube updates, in priority order to a byte budget; read whole or rejected.
+//! - [`sender`] / [`receiver`]: one connection's two ends (capture, prioritise, encode, track acks / read, keep
+//!   baselines, snap cubes).
+//! - [`loopback`]: quantizing a whole world, and (in its tests) two worlds joined by an in-process link.
 //!
-//! Still to come: the loopback session (two worlds joined by `tumble-net`) and its harness.
+//! Still to come: the loopback harness over `tumble-net` and its link simulator, the `tumble loopback` command.
 
 pub mod baseline;
 pub mod cube_state;
 pub mod delta;
+pub mod loopback;
 pub mod predict;
 pub mod priority;
 pub mod quantize;
+pub mod receiver;
+pub mod sender;
 pub mod state_packet;

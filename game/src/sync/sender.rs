@@ -1,0 +1,94 @@
+//! The authority side of one connection: each step it captures every cube's quantized state, accumulates
+//! priorities, and writes a state packet of the most important cubes, delta-encoded against what the receiver is
+//! known to hold. Transport acks come back through [`Sender::on_acked`].
+
+use thiserror::Error;
+use tumble_engine::physics::{BodyId, PhysicsError, World};
+
+use super::baseline::AckedBaselines;
+use super::delta::Encoding;
+use super::priority::{accumulate, mark_sent, order_by_priority, tick_activity, CubeActivity};
+use super::quantize::{quantize_state, QuantizedState};
+use super::state_packet::{write_state_packet, StatePacketError};
+
+/// Why a state packet could not be produced.
+#[derive(Debug, Error)]
+pub enum SyncError {
+    #[error(transparent)]
+    Physics(#[from] PhysicsError),
+    #[error(transparent)]
+    Packet(#[from] StatePacketError),
+}
+
+/// Sender state for one connection. Cube ids are body ids.
+#[derive(Debug)]
+pub struct Sender {
+    acked: AckedBaselines,
+    accumulators: Vec<i64>,
+    /// Per cube: held, recent collisions and interactions. The game writes it; the sender ticks it each step.
+    pub activity: Vec<CubeActivity>,
+    states: Vec<QuantizedState>,
+    order: Vec<u32>,
+    sent: Vec<u32>,
+    encodings: Vec<Encoding>,
+    sent_states: Vec<(u32, QuantizedState)>,
+    /// Updates written so far, per encoding in [`Encoding::ALL`] order.
+    pub updates_by_encoding: [u64; 5],
+}
+
+impl Sender {
+    pub fn new(cube_count: usize) -> Self {
+        Self {
+            acked: AckedBaselines::new(cube_count),
+            accumulators: vec![0; cube_count],
+            activity: vec![CubeActivity::default(); cube_count],
+            states: Vec::with_capacity(cube_count),
+            order: Vec::with_capacity(cube_count),
+            sent: Vec::with_capacity(cube_count),
+            encodings: Vec::with_capacity(cube_count),
+            sent_states: Vec::with_capacity(cube_count),
+            updates_by_encoding: [0; 5],
+        }
+    }
+
+    /// One step: capture the world's quantized states (the world has just been quantized, so this is exact),
+    /// accumulate priorities, and write packet `sequence` for `step` into `buf`. Returns the bytes written.
+    pub fn write_packet(
+        &mut self,
+        world: &World,
+        step: u64,
+        sequence: u16,
+        buf: &mut [u8],
+    ) -> Result<usize, SyncError> {
+        self.states.clear();
+        for i in 0..self.accumulators.len() {
+            self.states.push(quantize_state(&world.state(BodyId(i as u32))?));
+        }
+        accumulate(&mut self.accumulators, &self.activity);
+        tick_activity(&mut self.activity);
+        order_by_priority(&self.accumulators, &mut self.order);
+        let n = write_state_packet(
+            buf,
+            step,
+            &self.states,
+            &self.order,
+            &self.acked,
+            &mut self.sent,
+            &mut self.encodings,
+        )?;
+        mark_sent(&mut self.accumulators, &self.sent);
+        self.sent_states.clear();
+        self.sent_states
+            .extend(self.sent.iter().map(|&id| (id, self.states[id as usize])));
+        self.acked.record_sent(sequence, step, &self.sent_states);
+        for &e in &self.encodings {
+            self.updates_by_encoding[e as usize] += 1;
+        }
+        Ok(n)
+    }
+
+    /// The transport reports packet `sequence` received.
+    pub fn on_acked(&mut self, sequence: u16) {
+        self.acked.on_acked(sequence);
+    }
+}
