@@ -162,8 +162,12 @@ pub fn make_update(current: &QuantizedState, baseline: Option<(&QuantizedState, 
     }
 }
 
+/// Residuals up to this (5 bits each) go in the small bucket: a cube creeping in contact moves a few units a step.
+const SMALL_RESIDUAL_MAX: i32 = 15;
+
 /// Three integers as differences from `reference`, each in ±`max`, behind a one-bit "all equal" flag (fields are
-/// often exact while another one is not). On read the sum must stay in the signed `bits`-bit range.
+/// often exact while another one is not) and, when `max` is wider than [`SMALL_RESIDUAL_MAX`], a one-bit "small"
+/// bucket flag. On read the sum must stay in the signed `bits`-bit range.
 fn serialize_vec_residual<S: Stream>(
     s: &mut S,
     value: &mut [i32; 3],
@@ -177,10 +181,22 @@ fn serialize_vec_residual<S: Stream>(
         *value = *reference;
         return Ok(());
     }
+    let limit = if max > SMALL_RESIDUAL_MAX {
+        let fits = |(v, r): (&i32, &i32)| (i64::from(*v) - i64::from(*r)).abs() <= i64::from(SMALL_RESIDUAL_MAX);
+        let mut small = value.iter().zip(reference).all(fits);
+        s.serialize_bool(&mut small)?;
+        if small {
+            SMALL_RESIDUAL_MAX
+        } else {
+            max
+        }
+    } else {
+        max
+    };
     let (min_value, max_value) = signed_range(bits);
     for (v, r) in value.iter_mut().zip(reference) {
         let mut d = v.wrapping_sub(*r);
-        s.serialize_int(&mut d, -max, max)?;
+        s.serialize_int(&mut d, -limit, limit)?;
         let sum = i64::from(*r) + i64::from(d);
         if !(i64::from(min_value)..=i64::from(max_value)).contains(&sum) {
             return Err(DeltaError::OutOfRange);
@@ -363,6 +379,9 @@ mod tests {
         let mut moved = base;
         moved.position[1] += 1000;
         moved.linear_velocity[2] -= 500;
+        // Moved a few units from the baseline while prediction (falling for 6 steps) is far off: in contact.
+        let mut crept = base;
+        crept.position[0] += 4;
         let mut far = base;
         far.position[2] += 5000;
         let resting = QuantizedState {
@@ -383,8 +402,10 @@ mod tests {
                 Encoding::PredictionError,
                 8 + 3 + 1 + 16 + 3,
             ),
-            // at rest + position (flag + 3 × 12) + rotation flag + linear (flag + 3 × 11) + angular flag.
-            (moved, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 37 + 1 + 34 + 1),
+            // at rest + position (flag + large + 3 × 12) + rotation flag + linear (flag + large + 3 × 11) + angular.
+            (moved, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 38 + 1 + 35 + 1),
+            // at rest + position (flag + small + 3 × 5) + three flags.
+            (crept, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 17 + 3),
             (far, Some((&base, age)), Encoding::Absolute, 8 + 210),
             (base, None, Encoding::Absolute, 8 + 210),
             (
