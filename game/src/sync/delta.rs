@@ -15,6 +15,7 @@
 //! to absolute.
 
 use thiserror::Error;
+use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
 use super::cube_state::{serialize_absolute, signed_range, CubeStateError};
@@ -57,14 +58,10 @@ struct ResidualRange {
     angular_velocity: i32,
 }
 
-/// Prediction errors are a unit or two (f32 rounding in the engine) or a contact the predictor does not know:
-/// ±15 units (5 bits) covers the first kind and anything up to 3.7 mm.
-const PREDICTION_ERROR_RANGE: ResidualRange = ResidualRange {
-    position: 15,
-    rotation: 15,
-    linear_velocity: 15,
-    angular_velocity: 15,
-};
+/// Prediction errors are a unit or two (f32 rounding in the engine, small bucket) or a contact the predictor does
+/// not know about (large bucket): the same bounds as deltas, so a fast cube that touched something is still sent
+/// against its prediction rather than in full.
+const PREDICTION_ERROR_RANGE: ResidualRange = DELTA_RANGE;
 
 /// Deltas from the baseline: ±0.5 m position (12 bits), ±0.022 in a rotation component (10 bits), ±1 m/s and
 /// ±1 rad/s velocity change (11 bits). Larger changes go absolute.
@@ -140,13 +137,56 @@ pub fn choose_encoding(current: &QuantizedState, baseline: Option<(&QuantizedSta
     let predicted = predict(base, age);
     if *current == predicted {
         Encoding::Predicted
-    } else if residual_fits(current, &predicted, &PREDICTION_ERROR_RANGE) {
-        Encoding::PredictionError
-    } else if residual_fits(current, base, &DELTA_RANGE) {
-        Encoding::Delta
     } else {
-        Encoding::Absolute
+        // Whichever residual is cheaper: the prediction wins in flight, the baseline for a cube resting on
+        // something (the prediction has it falling). Ties go to the prediction.
+        match (
+            residual_bits(current, &predicted, &PREDICTION_ERROR_RANGE),
+            residual_bits(current, base, &DELTA_RANGE),
+        ) {
+            (Some(p), Some(d)) if d < p => Encoding::Delta,
+            (Some(_), _) => Encoding::PredictionError,
+            (None, Some(_)) => Encoding::Delta,
+            (None, None) => Encoding::Absolute,
+        }
     }
+}
+
+/// Bits of three residuals as [`serialize_vec_residual`] writes them.
+fn vec_residual_bits(value: &[i32; 3], reference: &[i32; 3], max: i32) -> usize {
+    if value == reference {
+        return 1;
+    }
+    let (flag, limit) = if max > SMALL_RESIDUAL_MAX {
+        let small = differences_fit(value, reference, SMALL_RESIDUAL_MAX);
+        (1, if small { SMALL_RESIDUAL_MAX } else { max })
+    } else {
+        (0, max)
+    };
+    1 + flag + 3 * bits_required(2 * limit as u64) as usize
+}
+
+/// Bits of a residual state as [`serialize_residual`] writes it, or `None` when it does not fit `range`.
+fn residual_bits(state: &QuantizedState, reference: &QuantizedState, range: &ResidualRange) -> Option<usize> {
+    if !residual_fits(state, reference, range) {
+        return None;
+    }
+    let rot = |r: &QuantizedRotation| r.smallest_three.map(i32::from);
+    let mut bits = 1
+        + vec_residual_bits(&state.position, &reference.position, range.position)
+        + vec_residual_bits(&rot(&state.rotation), &rot(&reference.rotation), range.rotation);
+    if !state.at_rest {
+        bits += vec_residual_bits(
+            &state.linear_velocity,
+            &reference.linear_velocity,
+            range.linear_velocity,
+        ) + vec_residual_bits(
+            &state.angular_velocity,
+            &reference.angular_velocity,
+            range.angular_velocity,
+        );
+    }
+    Some(bits)
 }
 
 /// Builds the update the sender writes for `current`, choosing the encoding.
@@ -395,12 +435,12 @@ mod tests {
             (base, Some((&base, age)), Encoding::NotChanged, 8 + 1),
             (resting, Some((&resting, 200)), Encoding::NotChanged, 8 + 1),
             (predicted, Some((&base, age)), Encoding::Predicted, 8 + 2),
-            // at rest + position (flag + 3 × 5) + rotation, linear, angular velocity flags.
+            // at rest + position (flag + small + 3 × 5) + rotation, linear, angular velocity flags.
             (
                 nudged,
                 Some((&base, age)),
                 Encoding::PredictionError,
-                8 + 3 + 1 + 16 + 3,
+                8 + 3 + 1 + 17 + 3,
             ),
             // at rest + position (flag + large + 3 × 12) + rotation flag + linear (flag + large + 3 × 11) + angular.
             (moved, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 38 + 1 + 35 + 1),
