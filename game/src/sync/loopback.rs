@@ -46,7 +46,8 @@ mod tests {
     /// Runs `scene` for `steps` steps with a link of `latency_steps` each way that drops every `drop_every`-th
     /// packet (and its ack), sending one packet of at most `packet_bytes` per step.
     /// A scripted thrower: every `every` steps, until 10 s before `end`, one cube (chosen by a seeded generator)
-    /// is launched to land on a random spot within ±4 m after a one-second flight, spinning.
+    /// is lifted to hand height above the pile (as if carried; held cubes are not sent as state) and launched to
+    /// land on a random spot within ±4 m after a one-second flight, spinning.
     struct Thrower {
         every: u64,
         end: u64,
@@ -72,6 +73,7 @@ mod tests {
             }
             let cube = (self.next() % world.body_count() as u64) as u32;
             let mut s = world.state(BodyId(cube)).unwrap();
+            s.position.y = 5.0;
             let target = glam::Vec3::new(8.0 * self.unit() - 4.0, 0.5, 8.0 * self.unit() - 4.0);
             // Reaches the target after one second under gravity: v = d / t + g t / 2 upwards.
             s.linear_velocity = target - s.position + glam::Vec3::new(0.0, 9.81 / 2.0, 0.0);
