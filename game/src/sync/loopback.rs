@@ -41,7 +41,13 @@ mod tests {
         updates_by_encoding: [u64; 5],
         differing_cubes_at_end: usize,
         rejected: u64,
+        /// Updates of awake cubes that touched nothing for [`FREE_FLIGHT_STEPS`], per encoding.
+        free_flight_by_encoding: [u64; 5],
     }
+
+    /// A cube counts as in free flight once it has touched nothing for this many steps: longer than the baseline
+    /// ages in these runs (a round trip, 8 to 13 steps), so the whole prediction window was contact-free.
+    const FREE_FLIGHT_STEPS: u64 = 20;
 
     /// Runs `scene` for `steps` steps with a link of `latency_steps` each way that drops every `drop_every`-th
     /// packet (and its ack), sending one packet of at most `packet_bytes` per step.
@@ -67,9 +73,10 @@ mod tests {
             (self.next() % 10_000) as f32 / 10_000.0
         }
 
-        fn maybe_throw(&mut self, step: u64, world: &mut World, sender: &mut Sender) {
+        /// Throws a cube if it is time, and says which.
+        fn maybe_throw(&mut self, step: u64, world: &mut World, sender: &mut Sender) -> Option<u32> {
             if step == 0 || step % self.every != 0 || step + 900 > self.end {
-                return;
+                return None;
             }
             let cube = (self.next() % world.body_count() as u64) as u32;
             let mut s = world.state(BodyId(cube)).unwrap();
@@ -81,6 +88,7 @@ mod tests {
             s.at_rest = false;
             world.set_state(BodyId(cube), &s).unwrap();
             sender.activity[cube as usize].record_interaction();
+            Some(cube)
         }
     }
 
@@ -112,15 +120,28 @@ mod tests {
         let mut acks: VecDeque<(u64, u16)> = VecDeque::new();
         let mut wire_bytes = 0usize;
         let mut buf = vec![0u8; packet_bytes];
+        let mut last_contact = vec![0u64; cubes];
+        let mut free_flight_by_encoding = [0u64; 5];
         for step in 0..steps {
-            if let Some(t) = thrower.as_mut() {
-                t.maybe_throw(step, &mut authority, &mut sender);
+            if let Some(cube) = thrower
+                .as_mut()
+                .and_then(|t| t.maybe_throw(step, &mut authority, &mut sender))
+            {
+                // A throw is a change no predictor can know about, like a contact.
+                last_contact[cube as usize] = step;
             }
             quantize_world(&mut authority).unwrap();
             quantize_world(&mut remote).unwrap();
             let sequence = step as u16;
             let n = sender.write_packet(&authority, step, sequence, &mut buf).unwrap();
             wire_bytes += n + OVERHEAD_BYTES;
+            let (sent, encodings) = sender.last_packet();
+            for (&id, &e) in sent.iter().zip(encodings) {
+                let awake = !authority.state(BodyId(id)).unwrap().at_rest;
+                if awake && step >= last_contact[id as usize] + FREE_FLIGHT_STEPS {
+                    free_flight_by_encoding[e as usize] += 1;
+                }
+            }
             if (step + 1) % drop_every != 0 {
                 in_flight.push_back((step + latency_steps, sequence, buf[..n].to_vec()));
             }
@@ -132,7 +153,12 @@ mod tests {
             while acks.front().is_some_and(|a| a.0 <= step) {
                 sender.on_acked(acks.pop_front().unwrap().1);
             }
-            authority.step();
+            for c in &authority.step().contacts {
+                for body in [Some(c.a), c.b].into_iter().flatten() {
+                    last_contact[body.index()] = step;
+                    sender.activity[body.index()].record_collision(c.approach_speed);
+                }
+            }
             remote.step();
         }
         // Convergence is judged once the world has settled: while cubes still creep, the remote copy trails the
@@ -150,6 +176,7 @@ mod tests {
             updates_by_encoding: sender.updates_by_encoding,
             differing_cubes_at_end,
             rejected: receiver.rejected_packets,
+            free_flight_by_encoding,
         }
     }
 
@@ -185,13 +212,24 @@ mod tests {
         let o = run_with("table64.toml", 5400, 5, 20, 48, Some(thrower));
         let names = Encoding::ALL.map(|e| format!("{e:?}"));
         eprintln!(
-            "table64 with throws: {:.1} kbps, differing at end {}, updates {:?}",
+            "table64 with throws: {:.1} kbps, differing at end {}, updates {:?}, in free flight {:?}",
             o.kbps_mean,
             o.differing_cubes_at_end,
-            names.iter().zip(o.updates_by_encoding).collect::<Vec<_>>()
+            names.iter().zip(o.updates_by_encoding).collect::<Vec<_>>(),
+            names.iter().zip(o.free_flight_by_encoding).collect::<Vec<_>>()
         );
         assert_eq!(o.rejected, 0);
         assert_eq!(o.differing_cubes_at_end, 0);
         assert!(o.kbps_mean <= 64.0);
+        // Measured: of 1070 updates of cubes in free flight, 1047 (97.9 %) predicted, 22 prediction error, 1
+        // absolute. The threshold leaves room for f32 rounding flips in the engine (see `predict`), not for a
+        // predictor that is never taken.
+        let free: u64 = o.free_flight_by_encoding.iter().sum();
+        let predicted = o.free_flight_by_encoding[Encoding::Predicted as usize];
+        assert!(
+            free > 500 && predicted * 10 >= free * 9,
+            "{:?}",
+            o.free_flight_by_encoding
+        );
     }
 }

@@ -87,6 +87,11 @@ impl Sender {
         Ok(n)
     }
 
+    /// The cubes the last packet carried, in packet order, with their encodings.
+    pub fn last_packet(&self) -> (&[u32], &[Encoding]) {
+        (&self.sent, &self.encodings)
+    }
+
     /// The transport reports packet `sequence` received.
     pub fn on_acked(&mut self, sequence: u16) {
         self.acked.on_acked(sequence);
