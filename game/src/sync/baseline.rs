@@ -81,6 +81,14 @@ impl AckedBaselines {
             .then_some((state, age as u32))
     }
 
+    /// Drops every baseline and every unacked packet record: all updates are absolute until new acks arrive.
+    /// For when the receiver reports it rejected a packet the transport had acked, so its baselines can't be
+    /// trusted.
+    pub fn forget_all(&mut self) {
+        self.acked.iter_mut().for_each(|known| *known = None);
+        self.sent.iter_mut().for_each(|slot| slot.sequence = None);
+    }
+
     /// Drops a cube's baseline, so its next update is absolute (after the receiver rejected one).
     pub fn forget(&mut self, cube: u32) {
         if let Some(known) = self.acked.get_mut(cube as usize) {
@@ -178,6 +186,16 @@ mod tests {
         assert_eq!(b.baseline(0, 1000 + 256), None);
         b.forget(0);
         assert_eq!(b.baseline(0, 1001), None);
+        b.record_sent(1, 1001, &[(0, state(2))]);
+        b.record_sent(2, 1002, &[(0, state(3))]);
+        b.on_acked(1);
+        b.forget_all();
+        b.on_acked(2);
+        assert_eq!(
+            b.baseline(0, 1003),
+            None,
+            "packets sent before forget_all are not trusted either"
+        );
     }
 
     #[test]

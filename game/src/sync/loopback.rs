@@ -232,4 +232,36 @@ mod tests {
             o.free_flight_by_encoding
         );
     }
+
+    #[test]
+    fn a_rejected_packet_is_recovered_by_resync() {
+        let scene = load_scene(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/smash.toml")).unwrap();
+        let mut authority = scene.build_world(WorldConfig::default()).unwrap();
+        let mut remote = scene.build_world(WorldConfig::default()).unwrap();
+        let cubes = authority.body_count();
+        let (mut sender, mut receiver) = (Sender::new(cubes), Receiver::new(cubes));
+        let mut buf = [0u8; 1200];
+        for step in 0..40u64 {
+            quantize_world(&mut authority).unwrap();
+            quantize_world(&mut remote).unwrap();
+            let n = sender.write_packet(&authority, step, step as u16, &mut buf).unwrap();
+            // Packet 10 arrives truncated, and is refused, but the
+            // transport acks it all the same.
+            let result = if step == 10 {
+                let mut bad = buf[..n].to_vec();
+                bad.truncate(n / 2);
+                receiver.receive(&bad, &mut remote)
+            } else {
+                receiver.receive(&buf[..n], &mut remote)
+            };
+            if result.is_err() {
+                sender.resync();
+            }
+            sender.on_acked(step as u16);
+            authority.step();
+            remote.step();
+        }
+        // Without the resync every packet after 10 would refer to baselines from packet 10 and be refused too.
+        assert_eq!(receiver.rejected_packets, 1);
+    }
 }

@@ -92,6 +92,14 @@ impl Sender {
         (&self.sent, &self.encodings)
     }
 
+    /// The receiver reports that it rejected a state packet. The transport acked that packet anyway, so the
+    /// states it carried may now serve as baselines the receiver does not have: drop them all and send absolute
+    /// until fresh acks arrive. (Rejection never happens between two honest peers; this keeps a corrupt packet
+    /// from poisoning every later one.)
+    pub fn resync(&mut self) {
+        self.acked.forget_all();
+    }
+
     /// The transport reports packet `sequence` received.
     pub fn on_acked(&mut self, sequence: u16) {
         self.acked.on_acked(sequence);
