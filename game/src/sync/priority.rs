@@ -8,8 +8,9 @@
 //!
 //! Accumulators are integers and the order breaks ties by cube id, so the choice depends on nothing but the inputs.
 
-/// Steps per second of the simulation (and of the activity timers below).
-pub const STEP_HZ: u32 = 90;
+/// Steps per second of the simulation (and of the activity timers below); the predictor's, which checks it
+/// against the engine's step.
+const STEP_HZ: u32 = super::predict::STEP_HZ as u32;
 /// Factor of every cube not held: resting cubes included, so they are never starved.
 pub const BASE_PRIORITY: i64 = 1;
 /// Factor of a cube in a collision faster than [`HIGH_ENERGY_COLLISION_SPEED_M_S`] within the last
