@@ -284,6 +284,11 @@ impl Endpoint {
 
     /// Encodes and queues a packet; returns its size. Only our own well-formed packets come here, so an encoding
     /// failure is a bug, reported through tracing and dropped rather than panicking in a live game.
+    /// Refuses a handshake, saying why.
+    fn deny(&mut self, to: SocketAddr, client_salt: u64, reason: DenyReason) {
+        self.emit_packet(to, &Packet::Denied { client_salt, reason });
+    }
+
     fn emit_packet(&mut self, to: SocketAddr, packet: &Packet<'_>) -> usize {
         let mut buf = vec![0u8; MAX_PACKET_BYTES];
         match write_packet(packet, self.config.protocol_version, &mut buf) {
@@ -495,7 +500,7 @@ impl Endpoint {
                     let reason = DenyReason::VersionMismatch {
                         host_version: self.config.protocol_version,
                     };
-                    self.emit_packet(from, &Packet::Denied { client_salt, reason });
+                    self.deny(from, client_salt, reason);
                     return;
                 }
                 if let Some(i) = self.find_by_addr(from) {
@@ -503,13 +508,7 @@ impl Endpoint {
                     return;
                 }
                 if self.slots.iter().all(Option::is_some) {
-                    self.emit_packet(
-                        from,
-                        &Packet::Denied {
-                            client_salt,
-                            reason: DenyReason::Full,
-                        },
-                    );
+                    self.deny(from, client_salt, DenyReason::Full);
                     return;
                 }
                 let challenge = self.challenge_for(from, client_salt, Self::challenge_bucket(now_s));
@@ -535,13 +534,7 @@ impl Endpoint {
                     return;
                 }
                 let Some(i) = self.slots.iter().position(Option::is_none) else {
-                    self.emit_packet(
-                        from,
-                        &Packet::Denied {
-                            client_salt,
-                            reason: DenyReason::Full,
-                        },
-                    );
+                    self.deny(from, client_salt, DenyReason::Full);
                     return;
                 };
                 let session_key = self.rng.next_u32();
