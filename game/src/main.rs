@@ -12,6 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
+use tumble::sync::harness::{run_loopback, LoopbackConfig, DEFAULT_KBPS_BUDGET};
 use tumble::sync::quantize::quantize_body_state;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
@@ -41,8 +42,52 @@ struct Cli {
 enum Command {
     /// Run a scene headless for a number of fixed steps and report how it ended
     Simulate(SimulateArgs),
+    /// Authority and non-authority worlds in one process, joined through the link simulator; JSON report
+    Loopback(LoopbackArgs),
     /// Start the VR client (not built yet)
     Vr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum SocketKind {
+    Udp,
+    Memory,
+}
+
+#[derive(Args, Debug)]
+struct LoopbackArgs {
+    /// Scene file (TOML; the format is in assets/scenes/README.md)
+    #[arg(long, value_name = "FILE")]
+    scene: PathBuf,
+    /// Simulated seconds to run (90 steps each)
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    seconds: f64,
+    /// One-way delay added in each direction (ms): 50 is a 100 ms round trip
+    #[arg(long, value_name = "L", default_value_t = 0.0)]
+    latency_ms: f64,
+    /// ± jitter on each direction's delay (ms)
+    #[arg(long, value_name = "J", default_value_t = 0.0)]
+    jitter_ms: f64,
+    /// Loss in each direction (percent)
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    loss_pct: f64,
+    /// Duplicates in each direction (percent)
+    #[arg(long, value_name = "D", default_value_t = 0.0)]
+    dup_pct: f64,
+    /// Bandwidth budget authority → non-authority (kbps, IP/UDP headers included)
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_KBPS_BUDGET)]
+    kbps_budget: u32,
+    /// A scripted thrower launches a random cube every T seconds, stopping 10 s before the end
+    #[arg(long, value_name = "T")]
+    throw_every_s: Option<f64>,
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    seed: u64,
+    /// The link: in memory on a simulated clock (udp on 127.0.0.1 is not built yet)
+    #[arg(long, value_enum, default_value_t = SocketKind::Memory)]
+    socket: SocketKind,
+    /// Print the JSON object on stdout (always printed; accepted for the documented command line)
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -73,6 +118,13 @@ fn main() -> ExitCode {
             eprintln!("tumble: the VR client is not built yet (a later issue); try `tumble simulate --scene FILE`");
             ExitCode::from(EXIT_UNAVAILABLE)
         }
+        Some(Command::Loopback(args)) => match loopback(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                ExitCode::FAILURE
+            }
+        },
         Some(Command::Simulate(args)) => match simulate(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -180,6 +232,28 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
             if all_at_rest { " (all)" } else { "" },
         );
     }
+    Ok(())
+}
+
+fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
+    if args.socket == SocketKind::Udp {
+        anyhow::bail!("--socket udp is not built yet; use --socket memory");
+    }
+    let scene = load_scene(&args.scene)?;
+    let authority = scene.build_world(WorldConfig::default())?;
+    let remote = scene.build_world(WorldConfig::default())?;
+    let config = LoopbackConfig {
+        seconds: args.seconds,
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        dup_pct: args.dup_pct,
+        kbps_budget: args.kbps_budget,
+        throw_every_s: args.throw_every_s,
+        seed: args.seed,
+    };
+    let report = run_loopback(&config, authority, remote)?;
+    println!("{}", report.to_json());
     Ok(())
 }
 

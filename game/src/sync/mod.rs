@@ -12,12 +12,16 @@
 //! - [`sender`] / [`receiver`]: one connection's two ends (capture, prioritise, encode, track acks / read, keep
 //!   baselines, snap cubes).
 //! - [`loopback`]: quantizing a whole world, and (in its tests) two worlds joined by an in-process link.
+//! - [`thrower`]: the seeded scripted thrower (a random cube at a random target every so often).
+//! - [`harness`]: the `tumble loopback` run: two worlds joined by `tumble-net` endpoints through the link
+//!   simulator on a simulated clock, and what the run measured.
 //!
-//! Still to come: the loopback harness over `tumble-net` and its link simulator, the `tumble loopback` command.
+//! Still to come: the loopback harness over real UDP on 127.0.0.1.
 
 pub mod baseline;
 pub mod cube_state;
 pub mod delta;
+pub mod harness;
 pub mod loopback;
 pub mod predict;
 pub mod priority;
@@ -25,3 +29,4 @@ pub mod quantize;
 pub mod receiver;
 pub mod sender;
 pub mod state_packet;
+pub mod thrower;

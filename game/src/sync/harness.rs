@@ -1,0 +1,488 @@
+//! The loopback harness behind `tumble loopback`: an authority world and a non-authority world in one process,
+//! joined by two `tumble-net` endpoints (host = authority side, guest = non-authority side) through the in-memory
+//! network and its link simulator, on a simulated clock. Each fixed step both worlds are quantized, the authority
+//! side sends one state packet built by [`Sender`] (90 packets a second, as many as steps), the guest applies what
+//! arrives through [`Receiver`], and the sender learns what arrived from the endpoint's `Acked` events. What the
+//! run cost and how well the two sides agree comes back as a [`LoopbackReport`].
+
+use std::net::SocketAddr;
+
+use anyhow::{bail, Result};
+use serde_json::{json, Value};
+use tumble_engine::physics::{BodyId, World};
+use tumble_net::memory::MemoryNetwork;
+use tumble_net::packet::CONNECTED_HEADER_BYTES;
+use tumble_net::{Endpoint, EndpointConfig, EndpointEvent, LinkConfig, PeerId, MAX_PACKET_BYTES};
+
+use super::delta::Encoding;
+use super::loopback::quantize_world;
+use super::predict::STEP_HZ;
+use super::priority::packet_budget_bytes;
+use super::quantize::{quantize_body_state, quantize_state};
+use super::receiver::Receiver;
+use super::sender::Sender;
+use super::thrower::Thrower;
+
+/// IP (20) + UDP (8) header bytes every datagram carries on a real wire, counted in the reported rates.
+pub const IP_UDP_HEADER_BYTES: usize = 28;
+/// Seconds at the end of a run with no throws, so the world can settle and the two sides converge.
+pub const SETTLE_S: f64 = 10.0;
+/// Default bandwidth budget for the authority → non-authority direction (kbps): a quarter of the reference's 256.
+pub const DEFAULT_KBPS_BUDGET: u32 = 64;
+/// Clock ticks per physics step for the network (deliveries, acks): about 0.9 ms resolution at 90 Hz.
+const SUBTICKS_PER_STEP: u64 = 12;
+/// How long the handshake may take on the simulated clock before the run is abandoned (s).
+const HANDSHAKE_LIMIT_S: f64 = 30.0;
+/// A cube counts as in free flight once it has touched nothing for this many steps: longer than a baseline's age
+/// at a 100 ms round trip, so the whole prediction window was contact-free.
+const FREE_FLIGHT_STEPS: u64 = 20;
+
+/// What one run does (the link flags mean what they mean for `net-soak`: one-way, per direction).
+#[derive(Debug, Clone)]
+pub struct LoopbackConfig {
+    pub seconds: f64,
+    pub latency_ms: f64,
+    pub jitter_ms: f64,
+    pub loss_pct: f64,
+    pub dup_pct: f64,
+    pub kbps_budget: u32,
+    /// Seconds between throws; `None`: no thrower.
+    pub throw_every_s: Option<f64>,
+    pub seed: u64,
+}
+
+impl Default for LoopbackConfig {
+    fn default() -> Self {
+        Self {
+            seconds: 10.0,
+            latency_ms: 0.0,
+            jitter_ms: 0.0,
+            loss_pct: 0.0,
+            dup_pct: 0.0,
+            kbps_budget: DEFAULT_KBPS_BUDGET,
+            throw_every_s: None,
+            seed: 1,
+        }
+    }
+}
+
+/// What a run measured. Rates count the authority → non-authority direction only, every datagram on the wire
+/// (state packets and anything else the host sends) with its IP/UDP header.
+#[derive(Debug, Clone)]
+pub struct LoopbackReport {
+    pub steps: u64,
+    pub kbps_mean: f64,
+    /// 95th percentile of the per-second rates (whole seconds of the run).
+    pub kbps_p95: f64,
+    /// State packet body bits (transport and IP headers excluded) per cube update written.
+    pub bits_per_cube_update: f64,
+    pub updates_by_encoding: [u64; 5],
+    /// Updates of awake cubes that touched nothing for [`FREE_FLIGHT_STEPS`] steps, per encoding.
+    pub free_flight_updates_by_encoding: [u64; 5],
+    pub packets_sent: u64,
+    /// State packets the host's endpoint judged lost.
+    pub packets_lost: u64,
+    /// State packets the receiver refused as malformed.
+    pub packets_rejected: u64,
+    pub throws: u64,
+    pub max_divergence_m_at_end: f64,
+    pub remote_rest_jitter_m: f64,
+    /// From the last throw (or the start, with none) until the two sides became bit-identical and stayed so.
+    pub seconds_to_converge: Option<f64>,
+    pub bit_identical_at_end: bool,
+}
+
+impl LoopbackReport {
+    pub fn to_json(&self) -> Value {
+        let by_encoding = |counts: &[u64; 5]| {
+            let mut map = serde_json::Map::new();
+            for (e, &n) in Encoding::ALL.iter().zip(counts) {
+                map.insert(format!("{e:?}"), json!(n));
+            }
+            Value::Object(map)
+        };
+        json!({
+            "steps": self.steps,
+            "kbps_mean": self.kbps_mean,
+            "kbps_p95": self.kbps_p95,
+            "bits_per_cube_update": self.bits_per_cube_update,
+            "updates_by_encoding": by_encoding(&self.updates_by_encoding),
+            "free_flight_updates_by_encoding": by_encoding(&self.free_flight_updates_by_encoding),
+            "packets_sent": self.packets_sent,
+            "packets_lost": self.packets_lost,
+            "packets_rejected": self.packets_rejected,
+            "throws": self.throws,
+            "max_divergence_m_at_end": self.max_divergence_m_at_end,
+            "remote_rest_jitter_m": self.remote_rest_jitter_m,
+            "seconds_to_converge": self.seconds_to_converge,
+            "bit_identical_at_end": self.bit_identical_at_end,
+        })
+    }
+}
+
+/// The two endpoints and the memory network between them, on one simulated clock.
+struct Link {
+    net: MemoryNetwork,
+    host: Endpoint,
+    guest: Endpoint,
+    host_addr: SocketAddr,
+    guest_addr: SocketAddr,
+}
+
+impl Link {
+    /// Deliveries first, then timers, then the new datagrams onto the links, all at the same `now_s` (as
+    /// `net-soak` does: a zero-latency link then delivers within the tick).
+    fn tick(&mut self, now_s: f64) {
+        self.net.pump(
+            now_s,
+            &mut [(self.host_addr, &mut self.host), (self.guest_addr, &mut self.guest)],
+        );
+        self.host.update(now_s);
+        self.guest.update(now_s);
+        self.net.pump(
+            now_s,
+            &mut [(self.host_addr, &mut self.host), (self.guest_addr, &mut self.guest)],
+        );
+    }
+
+    /// Host's wire bytes so far (datagrams plus IP/UDP headers) to the guest.
+    fn host_wire_bytes(&self) -> u64 {
+        self.host
+            .stats(PeerId(0))
+            .map_or(0, |s| s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64)
+    }
+}
+
+/// Runs `config` on two copies of one scene: `authority` (the host's) and `remote` (the guest's), built alike.
+pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: World) -> Result<LoopbackReport> {
+    let cubes = authority.body_count();
+    if remote.body_count() != cubes {
+        bail!("the two worlds differ in body count");
+    }
+    if !(config.seconds.is_finite() && config.seconds > 0.0) {
+        bail!("--seconds must be positive");
+    }
+    let step_s = 1.0 / STEP_HZ as f64;
+    let dt = step_s / SUBTICKS_PER_STEP as f64;
+    let steps = (config.seconds * STEP_HZ as f64).round() as u64;
+    let body_budget = packet_budget_bytes(
+        config.kbps_budget,
+        STEP_HZ as u32,
+        (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
+        (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
+    ) as usize;
+    if body_budget == 0 {
+        bail!(
+            "--kbps-budget {} leaves no room for state at {STEP_HZ} packets a second",
+            config.kbps_budget
+        );
+    }
+    let mut thrower = match config.throw_every_s {
+        Some(t) if t.is_finite() && t > 0.0 => {
+            let last = steps.saturating_sub((SETTLE_S * STEP_HZ as f64) as u64);
+            Some(Thrower::new((t * STEP_HZ as f64).round() as u64, last, config.seed))
+        }
+        Some(_) => bail!("--throw-every-s must be positive"),
+        None => None,
+    };
+
+    let link_config = LinkConfig {
+        latency_ms: config.latency_ms,
+        jitter_ms: config.jitter_ms,
+        loss_pct: config.loss_pct,
+        duplicate_pct: config.dup_pct,
+        ..LinkConfig::default()
+    };
+    let host_addr: SocketAddr = "10.0.0.1:1".parse()?;
+    let guest_addr: SocketAddr = "10.0.0.2:1".parse()?;
+    let endpoint_config = |seed| EndpointConfig {
+        seed,
+        ..Default::default()
+    };
+    let mut link = Link {
+        net: MemoryNetwork::new(link_config, config.seed),
+        host: Endpoint::host(endpoint_config(config.seed), 0.0),
+        guest: Endpoint::join(endpoint_config(config.seed.wrapping_add(1)), host_addr, 0.0),
+        host_addr,
+        guest_addr,
+    };
+
+    // Handshake on the simulated clock; the run's clock starts once the guest is in.
+    let mut tick = 0u64;
+    loop {
+        tick += 1;
+        let now = tick as f64 * dt;
+        link.tick(now);
+        while link.host.pop_event().is_some() {}
+        while let Some(e) = link.guest.pop_event() {
+            if let EndpointEvent::ConnectFailed { reason } = e {
+                bail!("the guest could not connect: {reason}");
+            }
+        }
+        if link.guest.is_connected() && link.host.peers().next().is_some() {
+            break;
+        }
+        if now > HANDSHAKE_LIMIT_S {
+            bail!("no connection after {HANDSHAKE_LIMIT_S} s of simulated time");
+        }
+    }
+
+    let mut sender = Sender::new(cubes);
+    let mut receiver = Receiver::new(cubes);
+    let mut buf = vec![0u8; body_budget];
+    // Transport sequence → the sender's packet sequence (they advance together, but keep-alives could take
+    // transport sequences, so the map makes no assumption). Indexed by sequence: no hash map.
+    let mut sender_sequence: Vec<Option<u16>> = vec![None; usize::from(u16::MAX) + 1];
+    let mut next_sender_sequence = 0u16;
+    let mut body_bytes = 0u64;
+    let mut packets_sent = 0u64;
+    let mut packets_lost = 0u64;
+    let mut throws = 0u64;
+    let mut last_throw_step = 0u64;
+    let mut last_contact = vec![0u64; cubes];
+    let mut free_flight = [0u64; 5];
+    let mut second_rates: Vec<f64> = Vec::with_capacity(config.seconds as usize + 1);
+    let mut bytes_at_second = link.host_wire_bytes();
+    let wire_bytes_at_start = bytes_at_second;
+    let mut prev_remote: Vec<Option<(glam::Vec3, bool)>> = vec![None; cubes];
+    let mut rest_jitter_m = 0.0f64;
+    let mut identical_since: Option<u64> = None;
+
+    for step in 0..steps {
+        if let Some(t) = thrower.as_mut() {
+            if let Some(id) = t.maybe_throw(step, &mut authority)? {
+                sender.activity[id.index()].record_interaction();
+                // A throw is a change no predictor can know about, like a contact.
+                last_contact[id.index()] = step;
+                last_throw_step = step;
+                throws += 1;
+            }
+        }
+        quantize_world(&mut authority)?;
+        quantize_world(&mut remote)?;
+
+        let sequence = next_sender_sequence;
+        next_sender_sequence = next_sender_sequence.wrapping_add(1);
+        let n = sender.write_packet(&authority, step, sequence, &mut buf)?;
+        body_bytes += n as u64;
+        let (sent, encodings) = sender.last_packet();
+        for (&id, &e) in sent.iter().zip(encodings) {
+            let awake = !authority.state(BodyId(id))?.at_rest;
+            if awake && step >= last_contact[id as usize] + FREE_FLIGHT_STEPS {
+                free_flight[e as usize] += 1;
+            }
+        }
+        let step_start_s = link_time(tick, step, 0, dt);
+        match link.host.send(step_start_s, PeerId(0), &buf[..n]) {
+            Ok(transport) => {
+                sender_sequence[usize::from(transport)] = Some(sequence);
+                packets_sent += 1;
+            }
+            Err(e) => tracing::warn!("state packet not sent: {e}"),
+        }
+
+        for k in 0..SUBTICKS_PER_STEP {
+            let now = link_time(tick, step, k, dt);
+            link.tick(now);
+            while let Some(e) = link.guest.pop_event() {
+                match e {
+                    EndpointEvent::Received { data, .. } => {
+                        if let Err(err) = receiver.receive(&data, &mut remote) {
+                            // In one process the receiver's complaint reaches the sender at once; over a real link
+                            // it would travel back as a message.
+                            tracing::warn!("state packet refused: {err}");
+                            sender.resync();
+                        }
+                    }
+                    EndpointEvent::Disconnected { reason, .. } => bail!("guest disconnected: {reason:?}"),
+                    _ => {}
+                }
+            }
+            while let Some(e) = link.host.pop_event() {
+                match e {
+                    EndpointEvent::Acked { sequence, .. } => {
+                        if let Some(s) = sender_sequence[usize::from(sequence)].take() {
+                            sender.on_acked(s);
+                        }
+                    }
+                    EndpointEvent::Lost { sequence, .. } => {
+                        packets_lost += u64::from(sender_sequence[usize::from(sequence)].take().is_some());
+                    }
+                    EndpointEvent::Disconnected { reason, .. } => bail!("host lost the guest: {reason:?}"),
+                    _ => {}
+                }
+            }
+        }
+
+        let report = authority.step();
+        for c in &report.contacts {
+            for body in [Some(c.a), c.b].into_iter().flatten() {
+                last_contact[body.index()] = step;
+                sender.activity[body.index()].record_collision(c.approach_speed);
+            }
+        }
+        remote.step();
+
+        // Remote rest jitter: movement over one step (snaps included) of a cube at rest before and after it, on
+        // the quantized state (what the next step starts from): the step that puts a cube to rest leaves it a
+        // fraction of a quantum off the grid, and the snap back is no visible movement.
+        for (i, prev) in prev_remote.iter_mut().enumerate() {
+            let id = BodyId(i as u32);
+            if remote.is_removed(id)? {
+                *prev = None;
+                continue;
+            }
+            let s = quantize_body_state(&remote.state(id)?);
+            if let Some((p, was_at_rest)) = *prev {
+                if was_at_rest && s.at_rest {
+                    rest_jitter_m = rest_jitter_m.max(f64::from((s.position - p).length()));
+                }
+            }
+            *prev = Some((s.position, s.at_rest));
+        }
+        if step >= last_throw_step {
+            if bit_identical(&authority, &remote)? {
+                identical_since.get_or_insert(step);
+            } else {
+                identical_since = None;
+            }
+        }
+        if (step + 1) % STEP_HZ as u64 == 0 {
+            let bytes = link.host_wire_bytes();
+            second_rates.push((bytes - bytes_at_second) as f64 * 8.0 / 1000.0);
+            bytes_at_second = bytes;
+        }
+    }
+
+    let wire_bytes = link.host_wire_bytes() - wire_bytes_at_start;
+    let mut max_divergence_m = 0.0f64;
+    for i in 0..cubes as u32 {
+        let id = BodyId(i);
+        if authority.is_removed(id)? || remote.is_removed(id)? {
+            continue;
+        }
+        let d = (authority.state(id)?.position - remote.state(id)?.position).length();
+        max_divergence_m = max_divergence_m.max(f64::from(d));
+    }
+    let bit_identical_at_end = bit_identical(&authority, &remote)?;
+    let updates: u64 = sender.updates_by_encoding.iter().sum();
+    Ok(LoopbackReport {
+        steps,
+        kbps_mean: wire_bytes as f64 * 8.0 / 1000.0 / (steps as f64 * step_s),
+        kbps_p95: percentile(&mut second_rates, 0.95),
+        bits_per_cube_update: if updates > 0 {
+            body_bytes as f64 * 8.0 / updates as f64
+        } else {
+            0.0
+        },
+        updates_by_encoding: sender.updates_by_encoding,
+        free_flight_updates_by_encoding: free_flight,
+        packets_sent,
+        packets_lost,
+        packets_rejected: receiver.rejected_packets,
+        throws,
+        max_divergence_m_at_end: max_divergence_m,
+        remote_rest_jitter_m: rest_jitter_m,
+        seconds_to_converge: identical_since
+            .filter(|_| bit_identical_at_end)
+            .map(|s| (s + 1 - last_throw_step) as f64 * step_s),
+        bit_identical_at_end,
+    })
+}
+
+/// Simulated time of sub-tick `k` of `step`, the run starting after `handshake_ticks` ticks: computed from
+/// integers each time so it never drifts.
+fn link_time(handshake_ticks: u64, step: u64, k: u64, dt: f64) -> f64 {
+    (handshake_ticks + step * SUBTICKS_PER_STEP + k + 1) as f64 * dt
+}
+
+/// True when every cube has the same quantized state (and the same removed flag) on both sides.
+fn bit_identical(a: &World, b: &World) -> Result<bool> {
+    for i in 0..a.body_count() as u32 {
+        let id = BodyId(i);
+        let removed = a.is_removed(id)?;
+        if removed != b.is_removed(id)? {
+            return Ok(false);
+        }
+        if !removed && quantize_state(&a.state(id)?) != quantize_state(&b.state(id)?) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The `q` quantile (nearest rank) of `values`; 0 when empty.
+fn percentile(values: &mut [f64], q: f64) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
+    values[rank - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tumble_engine::physics::WorldConfig;
+    use tumble_engine::scene::load_scene;
+
+    fn run_table64(config: &LoopbackConfig) -> LoopbackReport {
+        let scene = load_scene(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml")).unwrap();
+        let authority = scene.build_world(WorldConfig::default()).unwrap();
+        let remote = scene.build_world(WorldConfig::default()).unwrap();
+        run_loopback(config, authority, remote).unwrap()
+    }
+
+    #[test]
+    fn short_table64_run_without_loss_ends_bit_identical_and_reports_every_field() {
+        // 3 simulated seconds through a 20 ms link each way, no loss: the settled table must arrive exactly.
+        let config = LoopbackConfig {
+            seconds: 3.0,
+            latency_ms: 20.0,
+            ..LoopbackConfig::default()
+        };
+        let report = run_table64(&config);
+        let json = report.to_json();
+        for field in [
+            "kbps_mean",
+            "kbps_p95",
+            "bits_per_cube_update",
+            "updates_by_encoding",
+            "packets_sent",
+            "packets_lost",
+            "max_divergence_m_at_end",
+            "remote_rest_jitter_m",
+            "seconds_to_converge",
+        ] {
+            assert!(json.get(field).is_some(), "{field} missing from {json}");
+        }
+        for e in Encoding::ALL {
+            assert!(json["updates_by_encoding"].get(format!("{e:?}")).is_some());
+        }
+        assert!(report.bit_identical_at_end, "{json}");
+        assert_eq!(report.max_divergence_m_at_end, 0.0);
+        assert!(report.seconds_to_converge.is_some());
+        assert_eq!(report.packets_sent, 270);
+        assert_eq!(report.packets_lost, 0);
+        assert_eq!(report.packets_rejected, 0);
+        // Headers included, every packet within the budget.
+        assert!(report.kbps_mean > 0.0 && report.kbps_mean <= f64::from(DEFAULT_KBPS_BUDGET));
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_report() {
+        let config = LoopbackConfig {
+            seconds: 2.0,
+            latency_ms: 30.0,
+            jitter_ms: 5.0,
+            loss_pct: 10.0,
+            throw_every_s: Some(0.5),
+            seed: 7,
+            ..LoopbackConfig::default()
+        };
+        let (a, b) = (run_table64(&config), run_table64(&config));
+        assert_eq!(a.to_json(), b.to_json());
+    }
+}
