@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use tumble::sync::harness::{run_loopback, LoopbackConfig, DEFAULT_KBPS_BUDGET};
+use tumble::sync::harness::{run_loopback, LinkKind, LoopbackConfig, DEFAULT_KBPS_BUDGET};
 use tumble::sync::quantize::quantize_body_state;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
@@ -82,7 +82,7 @@ struct LoopbackArgs {
     throw_every_s: Option<f64>,
     #[arg(long, value_name = "N", default_value_t = 1)]
     seed: u64,
-    /// The link: in memory on a simulated clock (udp on 127.0.0.1 is not built yet)
+    /// The link: in memory on a simulated clock (deterministic), or UDP on 127.0.0.1 on the real clock
     #[arg(long, value_enum, default_value_t = SocketKind::Memory)]
     socket: SocketKind,
     /// Print the JSON object on stdout (always printed; accepted for the documented command line)
@@ -236,9 +236,6 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
 }
 
 fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
-    if args.socket == SocketKind::Udp {
-        anyhow::bail!("--socket udp is not built yet; use --socket memory");
-    }
     let scene = load_scene(&args.scene)?;
     let authority = scene.build_world(WorldConfig::default())?;
     let remote = scene.build_world(WorldConfig::default())?;
@@ -251,6 +248,10 @@ fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
         kbps_budget: args.kbps_budget,
         throw_every_s: args.throw_every_s,
         seed: args.seed,
+        link: match args.socket {
+            SocketKind::Memory => LinkKind::Memory,
+            SocketKind::Udp => LinkKind::Udp,
+        },
     };
     let report = run_loopback(&config, authority, remote)?;
     println!("{}", report.to_json());

@@ -1,18 +1,22 @@
 //! The loopback harness behind `tumble loopback`: an authority world and a non-authority world in one process,
-//! joined by two `tumble-net` endpoints (host = authority side, guest = non-authority side) through the in-memory
-//! network and its link simulator, on a simulated clock. Each fixed step both worlds are quantized, the authority
+//! joined by two `tumble-net` endpoints (host = authority side, guest = non-authority side) through the link
+//! simulator: in memory on a simulated clock (deterministic, faster than real time), or over two UDP sockets on
+//! 127.0.0.1 on the real clock (paced at the step rate, so a run takes its simulated seconds). Each fixed step both worlds are quantized, the authority
 //! side sends one state packet built by [`Sender`] (90 packets a second, as many as steps), the guest applies what
 //! arrives through [`Receiver`], and the sender learns what arrived from the endpoint's `Acked` events. What the
 //! run cost and how well the two sides agree comes back as a [`LoopbackReport`].
 
 use std::net::SocketAddr;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use tumble_engine::physics::{BodyId, World};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::CONNECTED_HEADER_BYTES;
-use tumble_net::{Endpoint, EndpointConfig, EndpointEvent, LinkConfig, PeerId, MAX_PACKET_BYTES};
+use tumble_net::{
+    Endpoint, EndpointConfig, EndpointEvent, LinkConfig, LinkSim, PeerId, UdpTransport, MAX_PACKET_BYTES,
+};
 
 use super::delta::Encoding;
 use super::loopback::quantize_world;
@@ -36,6 +40,18 @@ const HANDSHAKE_LIMIT_S: f64 = 30.0;
 /// A cube counts as in free flight once it has touched nothing for this many steps: longer than a baseline's age
 /// at a 100 ms round trip, so the whole prediction window was contact-free.
 const FREE_FLIGHT_STEPS: u64 = 20;
+/// Longest the UDP loop sleeps between looks at the sockets (s): bounds how late a datagram is read.
+const MAX_UDP_WAIT_S: f64 = 0.001;
+
+/// Where the datagrams travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LinkKind {
+    /// In-process, simulated clock: deterministic from the seed.
+    #[default]
+    Memory,
+    /// Two UDP sockets on 127.0.0.1, real clock, the link simulator in front of each side's sends.
+    Udp,
+}
 
 /// What one run does (the link flags mean what they mean for `net-soak`: one-way, per direction).
 #[derive(Debug, Clone)]
@@ -49,6 +65,7 @@ pub struct LoopbackConfig {
     /// Seconds between throws; `None`: no thrower.
     pub throw_every_s: Option<f64>,
     pub seed: u64,
+    pub link: LinkKind,
 }
 
 impl Default for LoopbackConfig {
@@ -62,6 +79,7 @@ impl Default for LoopbackConfig {
             kbps_budget: DEFAULT_KBPS_BUDGET,
             throw_every_s: None,
             seed: 1,
+            link: LinkKind::Memory,
         }
     }
 }
@@ -120,9 +138,23 @@ impl LoopbackReport {
     }
 }
 
-/// The two endpoints and the memory network between them, on one simulated clock.
+/// What carries the datagrams between the two endpoints.
+enum LinkIo {
+    Memory(MemoryNetwork),
+    Udp(Box<UdpIo>),
+}
+
+struct UdpIo {
+    host_socket: UdpTransport,
+    guest_socket: UdpTransport,
+    host_link: LinkSim,
+    guest_link: LinkSim,
+    start: Instant,
+}
+
+/// The two endpoints and the network between them.
 struct Link {
-    net: MemoryNetwork,
+    io: LinkIo,
     host: Endpoint,
     guest: Endpoint,
     host_addr: SocketAddr,
@@ -132,17 +164,51 @@ struct Link {
 impl Link {
     /// Deliveries first, then timers, then the new datagrams onto the links, all at the same `now_s` (as
     /// `net-soak` does: a zero-latency link then delivers within the tick).
-    fn tick(&mut self, now_s: f64) {
-        self.net.pump(
-            now_s,
-            &mut [(self.host_addr, &mut self.host), (self.guest_addr, &mut self.guest)],
-        );
-        self.host.update(now_s);
-        self.guest.update(now_s);
-        self.net.pump(
-            now_s,
-            &mut [(self.host_addr, &mut self.host), (self.guest_addr, &mut self.guest)],
-        );
+    /// Over UDP, first waits for the real clock to reach `now_s`, and works at the real time then; returns the
+    /// time used.
+    fn tick(&mut self, now_s: f64) -> Result<f64> {
+        match &mut self.io {
+            LinkIo::Memory(net) => {
+                net.pump(
+                    now_s,
+                    &mut [(self.host_addr, &mut self.host), (self.guest_addr, &mut self.guest)],
+                );
+                self.host.update(now_s);
+                self.guest.update(now_s);
+                net.pump(
+                    now_s,
+                    &mut [(self.host_addr, &mut self.host), (self.guest_addr, &mut self.guest)],
+                );
+                Ok(now_s)
+            }
+            LinkIo::Udp(udp) => {
+                loop {
+                    let now = udp.start.elapsed().as_secs_f64();
+                    if now >= now_s {
+                        break;
+                    }
+                    udp.host_socket
+                        .wait(Duration::from_secs_f64((now_s - now).min(MAX_UDP_WAIT_S)))?;
+                }
+                let now = udp.start.elapsed().as_secs_f64();
+                udp.host_socket.receive_into(now, &mut self.host)?;
+                udp.guest_socket.receive_into(now, &mut self.guest)?;
+                self.host.update(now);
+                self.guest.update(now);
+                udp.host_socket.flush(now, &mut self.host, Some(&mut udp.host_link))?;
+                udp.guest_socket
+                    .flush(now, &mut self.guest, Some(&mut udp.guest_link))?;
+                Ok(now)
+            }
+        }
+    }
+
+    /// The time sends are stamped with: `scheduled_s` in memory, the real clock over UDP.
+    fn now(&self, scheduled_s: f64) -> f64 {
+        match &self.io {
+            LinkIo::Memory(_) => scheduled_s,
+            LinkIo::Udp(udp) => udp.start.elapsed().as_secs_f64(),
+        }
     }
 
     /// Host's wire bytes so far (datagrams plus IP/UDP headers) to the guest.
@@ -193,14 +259,33 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
         duplicate_pct: config.dup_pct,
         ..LinkConfig::default()
     };
-    let host_addr: SocketAddr = "10.0.0.1:1".parse()?;
-    let guest_addr: SocketAddr = "10.0.0.2:1".parse()?;
+    let (io, host_addr, guest_addr): (LinkIo, SocketAddr, SocketAddr) = match config.link {
+        LinkKind::Memory => (
+            LinkIo::Memory(MemoryNetwork::new(link_config, config.seed)),
+            "10.0.0.1:1".parse()?,
+            "10.0.0.2:1".parse()?,
+        ),
+        LinkKind::Udp => {
+            let host_socket = UdpTransport::bind("127.0.0.1:0".parse()?)?;
+            let guest_socket = UdpTransport::bind("127.0.0.1:0".parse()?)?;
+            let (host_addr, guest_addr) = (host_socket.local_addr(), guest_socket.local_addr());
+            let udp = UdpIo {
+                host_socket,
+                guest_socket,
+                // One seeded simulator per direction, as net-soak has.
+                host_link: LinkSim::new(link_config, config.seed ^ 0x1111),
+                guest_link: LinkSim::new(link_config, config.seed ^ 0x2222),
+                start: Instant::now(),
+            };
+            (LinkIo::Udp(Box::new(udp)), host_addr, guest_addr)
+        }
+    };
     let endpoint_config = |seed| EndpointConfig {
         seed,
         ..Default::default()
     };
     let mut link = Link {
-        net: MemoryNetwork::new(link_config, config.seed),
+        io,
         host: Endpoint::host(endpoint_config(config.seed), 0.0),
         guest: Endpoint::join(endpoint_config(config.seed.wrapping_add(1)), host_addr, 0.0),
         host_addr,
@@ -211,8 +296,7 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
     let mut tick = 0u64;
     loop {
         tick += 1;
-        let now = tick as f64 * dt;
-        link.tick(now);
+        let now = link.tick(tick as f64 * dt)?;
         while link.host.pop_event().is_some() {}
         while let Some(e) = link.guest.pop_event() {
             if let EndpointEvent::ConnectFailed { reason } = e {
@@ -272,8 +356,8 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
                 free_flight[e as usize] += 1;
             }
         }
-        let step_start_s = link_time(tick, step, 0, dt);
-        match link.host.send(step_start_s, PeerId(0), &buf[..n]) {
+        let send_s = link.now(link_time(tick, step, 0, dt));
+        match link.host.send(send_s, PeerId(0), &buf[..n]) {
             Ok(transport) => {
                 sender_sequence[usize::from(transport)] = Some(sequence);
                 packets_sent += 1;
@@ -282,8 +366,7 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
         }
 
         for k in 0..SUBTICKS_PER_STEP {
-            let now = link_time(tick, step, k, dt);
-            link.tick(now);
+            link.tick(link_time(tick, step, k, dt))?;
             while let Some(e) = link.guest.pop_event() {
                 match e {
                     EndpointEvent::Received { data, .. } => {
@@ -469,6 +552,23 @@ mod tests {
         assert_eq!(report.packets_rejected, 0);
         // Headers included, every packet within the budget.
         assert!(report.kbps_mean > 0.0 && report.kbps_mean <= f64::from(DEFAULT_KBPS_BUDGET));
+    }
+
+    #[test]
+    fn udp_on_localhost_carries_state() {
+        // Real sockets and the real clock: one second of wall time. Timing varies, so only the plumbing is
+        // checked (every step sent, nothing refused, the remote not far off); exactness is the memory link's job.
+        let config = LoopbackConfig {
+            seconds: 1.0,
+            latency_ms: 10.0,
+            link: LinkKind::Udp,
+            ..LoopbackConfig::default()
+        };
+        let report = run_table64(&config);
+        assert_eq!(report.packets_sent, 90);
+        assert_eq!(report.packets_rejected, 0);
+        assert!(report.updates_by_encoding.iter().sum::<u64>() > 0);
+        assert!(report.max_divergence_m_at_end < 0.01, "{}", report.to_json());
     }
 
     #[test]
