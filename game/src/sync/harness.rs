@@ -95,7 +95,7 @@ pub struct LoopbackReport {
     /// State packet body bits (transport and IP headers excluded) per cube update written.
     pub bits_per_cube_update: f64,
     pub updates_by_encoding: [u64; 5],
-    /// Updates of awake cubes that touched nothing for [`FREE_FLIGHT_STEPS`] steps, per encoding.
+    /// Updates of awake cubes that touched nothing for 20 steps (`FREE_FLIGHT_STEPS`), per encoding.
     pub free_flight_updates_by_encoding: [u64; 5],
     pub packets_sent: u64,
     /// State packets the host's endpoint judged lost.

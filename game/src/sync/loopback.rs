@@ -1,6 +1,7 @@
 //! Loopback: an authority world and a non-authority world in one process, the first sending state to the second
-//! through [`Sender`](super::sender::Sender) and [`Receiver`](super::receiver::Receiver). So far the link is a test
-//! fixture (fixed latency, periodic loss); the harness over `tumble-net` and its link simulator comes next.
+//! through [`Sender`](super::sender::Sender) and [`Receiver`](super::receiver::Receiver). Here the link is a test
+//! fixture (fixed latency, periodic loss); [`harness`](super::harness) joins the two over `tumble-net` and its link
+//! simulator for `tumble loopback`.
 
 use tumble_engine::physics::{BodyId, PhysicsError, World};
 

@@ -14,9 +14,7 @@
 //! - [`loopback`]: quantizing a whole world, and (in its tests) two worlds joined by an in-process link.
 //! - [`thrower`]: the seeded scripted thrower (a random cube at a random target every so often).
 //! - [`harness`]: the `tumble loopback` run: two worlds joined by `tumble-net` endpoints through the link
-//!   simulator on a simulated clock, and what the run measured.
-//!
-//! Still to come: the loopback harness over real UDP on 127.0.0.1.
+//!   simulator (in memory on a simulated clock, or UDP on 127.0.0.1), and what the run measured.
 
 pub mod baseline;
 pub mod cube_state;
