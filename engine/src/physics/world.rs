@@ -323,7 +323,6 @@ impl World {
         self.bounds.push(None);
         self.active.push(false);
         self.simulated.push(false);
-        self.weight.push(0.0);
         self.reserve_step_buffers();
         Ok(id)
     }
@@ -726,14 +725,17 @@ impl World {
             restitution_threshold: self.config.restitution_threshold,
             position_iterations: self.config.position_iterations,
         };
+        // One slot per body plus the static slot, which weighs nothing.
+        self.weight.resize(n + 1, 0.0);
+        let weight_impulse = self.config.gravity.length() * self.config.dt;
         for i in 0..n {
             self.weight[i] = if self.simulated[i] {
-                self.config.gravity.length() * self.config.dt / self.inv_mass[i]
+                weight_impulse / self.inv_mass[i]
             } else {
                 0.0
             };
         }
-        self.weight.push(0.0);
+        self.weight[n] = 0.0;
         self.load.resize(n + 1, 0.0);
         self.supports.resize(n + 1, 0);
         solver::seed_fresh_contacts(
@@ -743,7 +745,6 @@ impl World {
             &mut self.load,
             &mut self.supports,
         );
-        self.weight.pop();
         let sb = &mut self.solver_bodies;
         solver::warm_start(&self.constraints, sb);
         let iterations = self.config.velocity_iterations;

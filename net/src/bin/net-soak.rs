@@ -231,21 +231,21 @@ fn run_udp_side(
     Ok(side)
 }
 
+/// Host and guest settings for a soak: explicit seeds, so a run repeats.
+fn endpoint_configs(seed: u64) -> (EndpointConfig, EndpointConfig) {
+    let config = |seed| EndpointConfig {
+        seed,
+        ..Default::default()
+    };
+    (config(seed), config(seed.wrapping_add(1)))
+}
+
 fn run_udp(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
     let host_socket = UdpTransport::bind("127.0.0.1:0".parse()?).context("binding the host socket")?;
     let guest_socket = UdpTransport::bind("127.0.0.1:0".parse()?).context("binding the guest socket")?;
     let start = Instant::now();
-    let host = Endpoint::host(
-        EndpointConfig {
-            seed: a.seed,
-            ..Default::default()
-        },
-        0.0,
-    );
-    let guest_config = EndpointConfig {
-        seed: a.seed.wrapping_add(1),
-        ..Default::default()
-    };
+    let (host_config, guest_config) = endpoint_configs(a.seed);
+    let host = Endpoint::host(host_config, 0.0);
     let guest = Endpoint::join(guest_config, host_socket.local_addr(), 0.0);
     let payload = vec![0x5a; a.payload_bytes];
     let (host_link, guest_link) = (
@@ -267,17 +267,8 @@ fn run_udp(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
 fn run_memory(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
     let (host_addr, guest_addr): (SocketAddr, SocketAddr) = ("10.0.0.1:1".parse()?, "10.0.0.2:1".parse()?);
     let mut net = MemoryNetwork::new(link_config(a), a.seed);
-    let mut host = Endpoint::host(
-        EndpointConfig {
-            seed: a.seed,
-            ..Default::default()
-        },
-        0.0,
-    );
-    let guest_config = EndpointConfig {
-        seed: a.seed.wrapping_add(1),
-        ..Default::default()
-    };
+    let (host_config, guest_config) = endpoint_configs(a.seed);
+    let mut host = Endpoint::host(host_config, 0.0);
     let mut guest = Endpoint::join(guest_config, host_addr, 0.0);
     let payload = vec![0x5a; a.payload_bytes];
     let (mut hs, mut gs) = (Side::default(), Side::default());
