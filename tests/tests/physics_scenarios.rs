@@ -172,6 +172,41 @@ fn rest_detection_puts_a_dropped_cube_to_sleep_and_outside_changes_wake_it() {
 }
 
 #[test]
+fn a_body_without_rest_detection_rests_only_when_told() {
+    // Two cubes dropped side by side; the second is under another peer's authority (rest detection off).
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let drop = |x: f32| BodyDesc {
+        position: Vec3::new(x, 2.0, 0.0),
+        ..BodyDesc::default()
+    };
+    let own = world.add_body(&drop(0.0)).unwrap();
+    let remote = world.add_body(&drop(3.0)).unwrap();
+    world.set_rest_detection(remote, false).unwrap();
+    for _ in 0..300 {
+        world.step();
+    }
+    assert!(world.state(own).unwrap().at_rest, "the other cube rests as usual");
+    let still_awake = world.state(remote).unwrap();
+    assert!(
+        !still_awake.at_rest,
+        "the world put a body to rest with rest detection off"
+    );
+    // Its authority says it rests: it does, and stays exactly there.
+    let told = BodyState {
+        at_rest: true,
+        linear_velocity: Vec3::ZERO,
+        angular_velocity: Vec3::ZERO,
+        ..still_awake
+    };
+    world.set_state(remote, &told).unwrap();
+    for _ in 0..10 {
+        world.step();
+    }
+    assert_eq!(world.state(remote).unwrap(), told);
+    assert!(world.set_rest_detection(BodyId(7), false).is_err());
+}
+
+#[test]
 fn a_moving_kinematic_box_wakes_and_pushes_a_resting_cube() {
     let mut world = World::new(WorldConfig::default()).unwrap();
     let cube = world

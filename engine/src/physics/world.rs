@@ -14,7 +14,7 @@ use super::broadphase::{Aabb, Broadphase, GROUND};
 use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
-use super::rest::{min_half_cos, PoseHistory};
+use super::rest::{min_half_cos, PoseHistory, REST_WINDOW};
 use super::stack_order::StackOrder;
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
@@ -215,6 +215,9 @@ pub struct World {
     removed: Vec<bool>,
     /// State set from outside since the last step: its contacts must be recomputed.
     moved_from_outside: Vec<bool>,
+    /// May the world's own rest detection put this body to rest? Off for a body another peer has authority over:
+    /// it rests only when that peer says so (through [`World::set_state`]).
+    rest_detection: Vec<bool>,
     history: Vec<PoseHistory>,
     /// Pose each body had when its contacts were last computed (see [`POSE_REFERENCE_TOLERANCE`]).
     reference_position: Vec<Vec3>,
@@ -262,6 +265,7 @@ impl World {
             at_rest: Vec::new(),
             removed: Vec::new(),
             moved_from_outside: Vec::new(),
+            rest_detection: Vec::new(),
             history: Vec::new(),
             reference_position: Vec::new(),
             reference_rotation: Vec::new(),
@@ -315,6 +319,7 @@ impl World {
         self.at_rest.push(false);
         self.removed.push(false);
         self.moved_from_outside.push(true);
+        self.rest_detection.push(true);
         self.history.push(PoseHistory::default());
         self.reference_position.push(d.position);
         self.reference_rotation.push(d.rotation);
@@ -413,6 +418,16 @@ impl World {
         self.at_rest[i] = s.at_rest && self.kind[i] == BodyKind::Dynamic;
         self.removed[i] = false;
         self.moved_from_outside[i] = true;
+        Ok(())
+    }
+
+    /// Turns the world's own rest detection on (the default) or off for one body. With it off the body is never
+    /// put to rest here (nor is its island), only by a [`World::set_state`] that says `at_rest`: the
+    /// non-authority side of a networked cube rests exactly when, and where, the authority side's copy does.
+    /// While such a body is awake but slow (waiting for that word) it does not wake resting bodies it touches.
+    pub fn set_rest_detection(&mut self, id: BodyId, enabled: bool) -> Result<(), PhysicsError> {
+        let i = self.check(id)?;
+        self.rest_detection[i] = enabled;
         Ok(())
     }
 
@@ -606,6 +621,20 @@ impl World {
         moved
     }
 
+    /// Slower than rest detection's thresholds spread over its window: as the last step left it (this step's
+    /// gravity, already added to an awake body, taken back out).
+    fn is_slow(&self, i: usize) -> bool {
+        let window_s = REST_WINDOW as f32 * self.config.dt;
+        let gravity = if self.at_rest[i] {
+            Vec3::ZERO
+        } else {
+            self.config.gravity
+        };
+        let v = self.linear_velocity[i] - gravity * self.config.dt;
+        v.length() * window_s <= self.config.rest_linear_threshold
+            && self.angular_velocity[i].length() * window_s <= self.config.rest_angular_threshold
+    }
+
     fn is_dynamic(&self, i: u32) -> bool {
         i != GROUND && self.kind[i as usize] == BodyKind::Dynamic
     }
@@ -626,7 +655,10 @@ impl World {
             }
         }
         for i in 0..n {
-            if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] {
+            // A slow body that may not rest by itself only waits for its authority's word: it must not wake the
+            // bodies its authority already put to rest (they hold it up as if fixed meanwhile).
+            let waiting = !self.rest_detection[i] && self.is_slow(i);
+            if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] && !waiting {
                 self.islands.mark_awake(i as u32);
             }
         }
@@ -822,7 +854,9 @@ impl World {
         }
         let half_cos = min_half_cos(self.config.rest_angular_threshold);
         for i in 0..n {
-            if self.simulated[i] && !self.history[i].is_still(self.config.rest_linear_threshold, half_cos) {
+            if self.simulated[i]
+                && !(self.rest_detection[i] && self.history[i].is_still(self.config.rest_linear_threshold, half_cos))
+            {
                 self.islands.mark_not_still(i as u32);
             }
         }

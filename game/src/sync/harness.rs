@@ -313,6 +313,7 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
 
     let mut sender = Sender::new(cubes);
     let mut receiver = Receiver::new(cubes);
+    Receiver::follow_authority_rest(&mut remote)?;
     let mut buf = vec![0u8; body_budget];
     // Transport sequence → the sender's packet sequence (they advance together, but keep-alives could take
     // transport sequences, so the map makes no assumption). Indexed by sequence: no hash map.
@@ -448,6 +449,7 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
         max_divergence_m = max_divergence_m.max(f64::from(d));
     }
     let bit_identical_at_end = bit_identical(&authority, &remote)?;
+
     let updates: u64 = sender.updates_by_encoding.iter().sum();
     Ok(LoopbackReport {
         steps,
@@ -569,6 +571,24 @@ mod tests {
         assert_eq!(report.packets_rejected, 0);
         assert!(report.updates_by_encoding.iter().sum::<u64>() > 0);
         assert!(report.max_divergence_m_at_end < 0.01, "{}", report.to_json());
+    }
+
+    #[test]
+    fn throws_through_a_lossy_link_end_identical_with_no_remote_rest_jitter() {
+        // Throws every second for the first 10 s, then 10 s to settle; 50 ms each way, 10 % loss.
+        let config = LoopbackConfig {
+            seconds: 20.0,
+            latency_ms: 50.0,
+            jitter_ms: 5.0,
+            loss_pct: 10.0,
+            throw_every_s: Some(1.0),
+            seed: 4,
+            ..LoopbackConfig::default()
+        };
+        let report = run_table64(&config);
+        assert!(report.throws >= 9, "{}", report.to_json());
+        assert!(report.bit_identical_at_end, "{}", report.to_json());
+        assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
     }
 
     #[test]

@@ -116,6 +116,7 @@ mod tests {
         let cubes = authority.body_count();
         let mut sender = Sender::new(cubes);
         let mut receiver = Receiver::new(cubes);
+        Receiver::follow_authority_rest(&mut remote).unwrap();
         // (arrival step, sequence, bytes) one way; (arrival step, sequence) for acks the other way.
         let mut in_flight: VecDeque<(u64, u16, Vec<u8>)> = VecDeque::new();
         let mut acks: VecDeque<(u64, u16)> = VecDeque::new();

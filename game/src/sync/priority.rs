@@ -13,6 +13,9 @@
 const STEP_HZ: u32 = super::predict::STEP_HZ as u32;
 /// Factor of every cube not held: resting cubes included, so they are never starved.
 pub const BASE_PRIORITY: i64 = 1;
+/// Factor of an awake cube (moving, or settling): sent more often than resting ones, so that a cube bumped and
+/// resettled by the authority reaches the other side awake at least once, never as a resting cube that jumps.
+pub const AWAKE_PRIORITY: i64 = 3;
 /// Factor of a cube in a collision faster than [`HIGH_ENERGY_COLLISION_SPEED_M_S`] within the last
 /// [`COLLISION_BOOST_STEPS`]: hard impacts are where two simulations diverge most.
 pub const COLLISION_PRIORITY: i64 = 10;
@@ -32,6 +35,8 @@ pub const INTERACTION_BOOST_STEPS: u32 = STEP_HZ;
 pub struct CubeActivity {
     /// In a player's hand this step.
     pub held: bool,
+    /// Not at rest this step (the sender sets it from the captured state).
+    pub awake: bool,
     /// Steps since the last high-energy collision (saturates; `u32::MAX` means never).
     pub steps_since_collision: u32,
     /// Steps since a player last touched or threw the cube (saturates; `u32::MAX` means never).
@@ -42,6 +47,7 @@ impl Default for CubeActivity {
     fn default() -> Self {
         Self {
             held: false,
+            awake: false,
             steps_since_collision: u32::MAX,
             steps_since_interaction: u32::MAX,
         }
@@ -78,6 +84,8 @@ pub fn priority_factor(a: &CubeActivity) -> i64 {
         INTERACTION_PRIORITY
     } else if a.steps_since_collision < COLLISION_BOOST_STEPS {
         COLLISION_PRIORITY
+    } else if a.awake {
+        AWAKE_PRIORITY
     } else {
         BASE_PRIORITY
     }
@@ -168,6 +176,9 @@ mod tests {
         assert_eq!(priority_factor(&a), BASE_PRIORITY);
         a.record_collision(HIGH_ENERGY_COLLISION_SPEED_M_S);
         assert_eq!(priority_factor(&a), BASE_PRIORITY, "not faster than the threshold");
+        a.awake = true;
+        assert_eq!(priority_factor(&a), AWAKE_PRIORITY);
+        a.awake = false;
         a.record_collision(6.0);
         assert_eq!(priority_factor(&a), COLLISION_PRIORITY);
         a.record_interaction();

@@ -6,7 +6,7 @@ use tumble_engine::physics::{BodyId, World};
 
 use super::baseline::ReceivedStates;
 use super::delta::Encoding;
-use super::quantize::{dequantize_state, QuantizedState};
+use super::quantize::{dequantize_state, quantize_state, QuantizedState};
 use super::sender::SyncError;
 use super::state_packet::read_state_packet;
 
@@ -24,6 +24,16 @@ pub struct Receiver {
 }
 
 impl Receiver {
+    /// Makes `world` the non-authority side for every cube: its own rest detection is turned off, so a cube there
+    /// rests only when a received state says it does, at the authority's resting pose. (Left to itself the copy
+    /// would settle a little elsewhere, then be snapped to the authority's pose while at rest: visible jitter.)
+    pub fn follow_authority_rest(world: &mut World) -> Result<(), SyncError> {
+        for i in 0..world.body_count() as u32 {
+            world.set_rest_detection(BodyId(i), false)?;
+        }
+        Ok(())
+    }
+
     pub fn new(cube_count: usize) -> Self {
         Self {
             cube_count: cube_count as u32,
@@ -57,10 +67,65 @@ impl Receiver {
             let slot = &mut self.applied_step[id as usize];
             if slot.is_none_or(|s| s < step) {
                 *slot = Some(step);
-                world.set_state(BodyId(id), &dequantize_state(&state))?;
+                let mut body = dequantize_state(&state);
+                let local = quantize_state(&world.state(BodyId(id))?);
+                if state.at_rest
+                    && local.at_rest
+                    && (state.position, state.rotation) != (local.position, local.rotation)
+                {
+                    // A resting cube the authority moved must have been awake there in between (perhaps for a
+                    // single step no packet carried): it is awake here too until a resting state arrives for the
+                    // pose it now has, so a resting cube never jumps.
+                    body.at_rest = false;
+                }
+                world.set_state(BodyId(id), &body)?;
                 applied += 1;
             }
         }
         Ok(applied)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::sender::Sender;
+    use glam::Vec3;
+    use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
+
+    fn resting_cube_world(y: f32) -> World {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let id = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(0.0, y, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        let s = world.state(id).unwrap();
+        world.set_state(id, &BodyState { at_rest: true, ..s }).unwrap();
+        world
+    }
+
+    #[test]
+    fn a_resting_cube_moved_by_its_authority_arrives_awake_then_rests_there() {
+        let id = BodyId(0);
+        let mut authority = resting_cube_world(0.5);
+        let mut remote = resting_cube_world(0.5);
+        Receiver::follow_authority_rest(&mut remote).unwrap();
+        let (mut sender, mut receiver) = (Sender::new(1), Receiver::new(1));
+        let mut buf = [0u8; 64];
+        // The authority's resting cube moves a millimetre between two packets, resting before and after.
+        let moved = BodyState {
+            position: Vec3::new(0.0, 0.501, 0.0),
+            ..authority.state(id).unwrap()
+        };
+        authority.set_state(id, &moved).unwrap();
+        for (step, want_rest) in [(1u64, false), (2, true)] {
+            let n = sender.write_packet(&authority, step, step as u16, &mut buf).unwrap();
+            receiver.receive(&buf[..n], &mut remote).unwrap();
+            let got = quantize_state(&remote.state(id).unwrap());
+            assert_eq!(got.position, quantize_state(&moved).position);
+            assert_eq!(got.at_rest, want_rest, "packet {step}");
+        }
     }
 }

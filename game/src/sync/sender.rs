@@ -62,7 +62,9 @@ impl Sender {
     ) -> Result<usize, SyncError> {
         self.states.clear();
         for i in 0..self.accumulators.len() {
-            self.states.push(quantize_state(&world.state(BodyId(i as u32))?));
+            let state = quantize_state(&world.state(BodyId(i as u32))?);
+            self.activity[i].awake = !state.at_rest;
+            self.states.push(state);
         }
         accumulate(&mut self.accumulators, &self.activity);
         tick_activity(&mut self.activity);
