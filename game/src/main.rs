@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use tumble::sync::harness::{run_loopback, LinkKind, LoopbackConfig, DEFAULT_KBPS_BUDGET};
 use tumble::sync::quantize::quantize_body_state;
+use tumble::sync::state_packet::PacketCoding;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
@@ -85,9 +86,18 @@ struct LoopbackArgs {
     /// The link: in memory on a simulated clock (deterministic), or UDP on 127.0.0.1 on the real clock
     #[arg(long, value_enum, default_value_t = SocketKind::Memory)]
     socket: SocketKind,
+    /// How state packets are coded: the adaptive range coder, or the plain bit packer (for comparison)
+    #[arg(long, value_enum, default_value_t = CodingKind::Entropy)]
+    coding: CodingKind,
     /// Print the JSON object on stdout (always printed; accepted for the documented command line)
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum CodingKind {
+    Entropy,
+    BitPacked,
 }
 
 #[derive(Args, Debug)]
@@ -251,6 +261,10 @@ fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
         link: match args.socket {
             SocketKind::Memory => LinkKind::Memory,
             SocketKind::Udp => LinkKind::Udp,
+        },
+        coding: match args.coding {
+            CodingKind::Entropy => PacketCoding::Entropy,
+            CodingKind::BitPacked => PacketCoding::BitPacked,
         },
     };
     let report = run_loopback(&config, authority, remote)?;

@@ -50,6 +50,9 @@ pub trait Stream {
     fn bits_processed(&self) -> usize;
     /// Bits left to read (reading) or room left (writing).
     fn bits_left(&self) -> usize;
+    /// Names the field the next calls serialize. An entropy-coding stream keeps a probability model per context;
+    /// the bit packer has none and ignores it.
+    fn set_context(&mut self, _context: u32) {}
 
     fn serialize_bool(&mut self, value: &mut bool) -> Result<(), SerializeError> {
         let mut bit = u32::from(*value);

@@ -10,6 +10,7 @@ use thiserror::Error;
 use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
+use super::entropy_stream::context;
 use super::quantize::{
     dequantize_rotation, quantize_rotation, QuantizedRotation, QuantizedState, ANGULAR_VELOCITY_BITS,
     LINEAR_VELOCITY_BITS, POSITION_BITS, ROTATION_COMPONENT_MAX, ROTATION_INDEX_BITS, STATE_BITS_AT_REST,
@@ -61,6 +62,7 @@ pub fn serialize_cube_id<S: Stream>(s: &mut S, id: &mut u32, cube_count: u32) ->
     if S::IS_WRITING && *id >= cube_count {
         return Err(CubeStateError::UnknownCube { id: *id, cube_count });
     }
+    s.set_context(context::CUBE_ID);
     s.serialize_bits(id, cube_id_bits(cube_count))?;
     if *id >= cube_count {
         return Err(CubeStateError::UnknownCube { id: *id, cube_count });
@@ -71,7 +73,9 @@ pub fn serialize_cube_id<S: Stream>(s: &mut S, id: &mut u32, cube_count: u32) ->
 /// Smallest-three: the dropped component's index, then three components in ±[`ROTATION_COMPONENT_MAX`].
 pub fn serialize_rotation<S: Stream>(s: &mut S, r: &mut QuantizedRotation) -> Result<(), CubeStateError> {
     let mut largest = u32::from(r.largest);
+    s.set_context(context::ROTATION_INDEX);
     s.serialize_bits(&mut largest, ROTATION_INDEX_BITS)?;
+    s.set_context(context::ROTATION);
     let max = i32::from(ROTATION_COMPONENT_MAX);
     let mut c = r.smallest_three.map(i32::from);
     c.iter_mut().try_for_each(|x| s.serialize_int(x, -max, max))?;
@@ -104,7 +108,9 @@ pub fn serialize_cube_state<S: Stream>(
 
 /// A full state without the id: at-rest bit, position, rotation, and the velocities only when awake.
 pub fn serialize_absolute<S: Stream>(s: &mut S, state: &mut QuantizedState) -> Result<(), CubeStateError> {
+    s.set_context(context::AT_REST);
     s.serialize_bool(&mut state.at_rest)?;
+    s.set_context(context::POSITION);
     serialize_vec(s, &mut state.position, POSITION_BITS)?;
     serialize_rotation(s, &mut state.rotation)?;
     if state.at_rest {
@@ -113,7 +119,9 @@ pub fn serialize_absolute<S: Stream>(s: &mut S, state: &mut QuantizedState) -> R
             state.angular_velocity = [0; 3];
         }
     } else {
+        s.set_context(context::LINEAR_VELOCITY);
         serialize_vec(s, &mut state.linear_velocity, LINEAR_VELOCITY_BITS)?;
+        s.set_context(context::ANGULAR_VELOCITY);
         serialize_vec(s, &mut state.angular_velocity, ANGULAR_VELOCITY_BITS)?;
     }
     Ok(())

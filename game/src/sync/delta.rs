@@ -19,6 +19,7 @@ use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
 use super::cube_state::{serialize_absolute, signed_range, CubeStateError};
+use super::entropy_stream::context;
 use super::predict::predict;
 use super::quantize::{
     dequantize_rotation, quantize_rotation, QuantizedRotation, QuantizedState, ANGULAR_VELOCITY_BITS,
@@ -202,6 +203,15 @@ pub fn make_update(current: &QuantizedState, baseline: Option<(&QuantizedState, 
     }
 }
 
+/// Which field a residual is, for the entropy coder's contexts.
+#[derive(Clone, Copy)]
+enum ResidualField {
+    Position,
+    Rotation,
+    LinearVelocity,
+    AngularVelocity,
+}
+
 /// Residuals up to this (5 bits each) go in the small bucket: a cube creeping in contact moves a few units a step.
 const SMALL_RESIDUAL_MAX: i32 = 15;
 
@@ -210,12 +220,15 @@ const SMALL_RESIDUAL_MAX: i32 = 15;
 /// bucket flag. On read the sum must stay in the signed `bits`-bit range.
 fn serialize_vec_residual<S: Stream>(
     s: &mut S,
+    field: ResidualField,
     value: &mut [i32; 3],
     reference: &[i32; 3],
     max: i32,
     bits: u32,
 ) -> Result<(), DeltaError> {
+    let contexts = context::RESIDUAL + 3 * field as u32;
     let mut exact = value == reference;
+    s.set_context(contexts);
     s.serialize_bool(&mut exact)?;
     if exact {
         *value = *reference;
@@ -224,6 +237,7 @@ fn serialize_vec_residual<S: Stream>(
     let limit = if max > SMALL_RESIDUAL_MAX {
         let fits = |(v, r): (&i32, &i32)| (i64::from(*v) - i64::from(*r)).abs() <= i64::from(SMALL_RESIDUAL_MAX);
         let mut small = value.iter().zip(reference).all(fits);
+        s.set_context(contexts + 1);
         s.serialize_bool(&mut small)?;
         if small {
             SMALL_RESIDUAL_MAX
@@ -234,6 +248,7 @@ fn serialize_vec_residual<S: Stream>(
         max
     };
     let (min_value, max_value) = signed_range(bits);
+    s.set_context(contexts + 2);
     for (v, r) in value.iter_mut().zip(reference) {
         let mut d = v.wrapping_sub(*r);
         s.serialize_int(&mut d, -limit, limit)?;
@@ -253,9 +268,11 @@ fn serialize_residual<S: Stream>(
     reference: &QuantizedState,
     range: &ResidualRange,
 ) -> Result<(), DeltaError> {
+    s.set_context(context::AT_REST);
     s.serialize_bool(&mut state.at_rest)?;
     serialize_vec_residual(
         s,
+        ResidualField::Position,
         &mut state.position,
         &reference.position,
         range.position,
@@ -264,7 +281,14 @@ fn serialize_residual<S: Stream>(
     let mut rot = state.rotation.smallest_three.map(i32::from);
     let component_bits = 16; // ±ROTATION_COMPONENT_MAX is checked below; 16 bits only guards the sum.
     let reference_rot = reference.rotation.smallest_three.map(i32::from);
-    serialize_vec_residual(s, &mut rot, &reference_rot, range.rotation, component_bits)?;
+    serialize_vec_residual(
+        s,
+        ResidualField::Rotation,
+        &mut rot,
+        &reference_rot,
+        range.rotation,
+        component_bits,
+    )?;
     let max = i32::from(ROTATION_COMPONENT_MAX);
     if rot.iter().any(|c| c.abs() > max) {
         return Err(DeltaError::OutOfRange);
@@ -283,6 +307,7 @@ fn serialize_residual<S: Stream>(
         let (lin, ang) = (reference.linear_velocity, reference.angular_velocity);
         serialize_vec_residual(
             s,
+            ResidualField::LinearVelocity,
             &mut state.linear_velocity,
             &lin,
             range.linear_velocity,
@@ -290,6 +315,7 @@ fn serialize_residual<S: Stream>(
         )?;
         serialize_vec_residual(
             s,
+            ResidualField::AngularVelocity,
             &mut state.angular_velocity,
             &ang,
             range.angular_velocity,
@@ -303,8 +329,9 @@ fn serialize_residual<S: Stream>(
 /// 000 = delta. Cheapest first, so the common cases cost one or two bits.
 fn serialize_encoding<S: Stream>(s: &mut S, encoding: &mut Encoding) -> Result<(), DeltaError> {
     const CHAIN: [Encoding; 3] = [Encoding::NotChanged, Encoding::Predicted, Encoding::PredictionError];
-    for e in CHAIN {
+    for (i, e) in CHAIN.into_iter().enumerate() {
         let mut this = *encoding == e;
+        s.set_context(context::ENCODING_FLAG + i as u32);
         s.serialize_bool(&mut this)?;
         if this {
             *encoding = e;
@@ -327,6 +354,7 @@ pub fn serialize_update<S: Stream>(
     if S::IS_WRITING && (update.encoding == Encoding::Absolute) != (update.baseline_age == 0) {
         return Err(DeltaError::EncodingMismatch(update.encoding));
     }
+    s.set_context(context::BASELINE_AGE);
     s.serialize_uint(&mut update.baseline_age, MAX_BASELINE_AGE_STEPS)?;
     let age = update.baseline_age;
     if age == 0 {

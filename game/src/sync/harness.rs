@@ -25,6 +25,7 @@ use super::priority::packet_budget_bytes;
 use super::quantize::{quantize_body_state, quantize_state};
 use super::receiver::Receiver;
 use super::sender::Sender;
+use super::state_packet::PacketCoding;
 use super::thrower::Thrower;
 
 /// IP (20) + UDP (8) header bytes every datagram carries on a real wire, counted in the reported rates.
@@ -66,6 +67,8 @@ pub struct LoopbackConfig {
     pub throw_every_s: Option<f64>,
     pub seed: u64,
     pub link: LinkKind,
+    /// How state packets are coded (both sides alike).
+    pub coding: PacketCoding,
 }
 
 impl Default for LoopbackConfig {
@@ -80,6 +83,7 @@ impl Default for LoopbackConfig {
             throw_every_s: None,
             seed: 1,
             link: LinkKind::Memory,
+            coding: PacketCoding::default(),
         }
     }
 }
@@ -313,6 +317,8 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
 
     let mut sender = Sender::new(cubes);
     let mut receiver = Receiver::new(cubes);
+    sender.coding = config.coding;
+    receiver.coding = config.coding;
     Receiver::follow_authority_rest(&mut remote)?;
     let mut buf = vec![0u8; body_budget];
     // Transport sequence → the sender's packet sequence (they advance together, but keep-alives could take

@@ -19,11 +19,13 @@
 pub mod baseline;
 pub mod cube_state;
 pub mod delta;
+pub mod entropy_stream;
 pub mod harness;
 pub mod loopback;
 pub mod predict;
 pub mod priority;
 pub mod quantize;
+pub mod range_coder;
 pub mod receiver;
 pub mod sender;
 pub mod state_packet;

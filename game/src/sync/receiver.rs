@@ -8,7 +8,7 @@ use super::baseline::ReceivedStates;
 use super::delta::Encoding;
 use super::quantize::{dequantize_state, quantize_state, QuantizedState};
 use super::sender::SyncError;
-use super::state_packet::read_state_packet;
+use super::state_packet::{read_entropy_state_packet, read_state_packet, PacketCoding};
 
 /// Receiver state for one connection. Cube ids are body ids.
 #[derive(Debug)]
@@ -21,6 +21,8 @@ pub struct Receiver {
     updates: Vec<(u32, QuantizedState, Encoding)>,
     /// Packets refused as malformed.
     pub rejected_packets: u64,
+    /// How packets are coded; the sender must use the same.
+    pub coding: PacketCoding,
 }
 
 impl Receiver {
@@ -42,12 +44,17 @@ impl Receiver {
             applied_step: vec![None; cube_count],
             updates: Vec::with_capacity(cube_count),
             rejected_packets: 0,
+            coding: PacketCoding::default(),
         }
     }
 
     /// Reads one packet and applies it to `world`. Returns the number of cubes snapped.
     pub fn receive(&mut self, bytes: &[u8], world: &mut World) -> Result<usize, SyncError> {
-        let step = match read_state_packet(
+        let read = match self.coding {
+            PacketCoding::BitPacked => read_state_packet,
+            PacketCoding::Entropy => read_entropy_state_packet,
+        };
+        let step = match read(
             bytes,
             self.cube_count,
             self.newest_step,

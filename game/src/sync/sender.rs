@@ -9,7 +9,7 @@ use super::baseline::AckedBaselines;
 use super::delta::Encoding;
 use super::priority::{accumulate, mark_sent, order_by_priority, tick_activity, CubeActivity};
 use super::quantize::{quantize_state, QuantizedState};
-use super::state_packet::{write_state_packet, StatePacketError};
+use super::state_packet::{write_entropy_state_packet, write_state_packet, PacketCoding, StatePacketError};
 
 /// Why a state packet could not be produced.
 #[derive(Debug, Error)]
@@ -34,6 +34,8 @@ pub struct Sender {
     sent_states: Vec<(u32, QuantizedState)>,
     /// Updates written so far, per encoding in [`Encoding::ALL`] order.
     pub updates_by_encoding: [u64; 5],
+    /// How packets are coded; the receiver must use the same.
+    pub coding: PacketCoding,
 }
 
 impl Sender {
@@ -48,6 +50,7 @@ impl Sender {
             encodings: Vec::with_capacity(cube_count),
             sent_states: Vec::with_capacity(cube_count),
             updates_by_encoding: [0; 5],
+            coding: PacketCoding::default(),
         }
     }
 
@@ -69,7 +72,11 @@ impl Sender {
         accumulate(&mut self.accumulators, &self.activity);
         tick_activity(&mut self.activity);
         order_by_priority(&self.accumulators, &mut self.order);
-        let n = write_state_packet(
+        let write = match self.coding {
+            PacketCoding::BitPacked => write_state_packet,
+            PacketCoding::Entropy => write_entropy_state_packet,
+        };
+        let n = write(
             buf,
             step,
             &self.states,

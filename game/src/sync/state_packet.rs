@@ -11,6 +11,7 @@ use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 use super::baseline::{AckedBaselines, ReceivedStates};
 use super::cube_state::{cube_id_bits, serialize_cube_id, CubeStateError, MAX_CUBES};
 use super::delta::{make_update, serialize_update, DeltaError, DeltaUpdate, Encoding};
+use super::entropy_stream::{context, EntropyReadStream, EntropyWriteStream};
 use super::priority::fill_packet;
 use super::quantize::QuantizedState;
 
@@ -18,6 +19,23 @@ use super::quantize::QuantizedState;
 pub const STEP_BITS: u32 = 16;
 /// Most cube updates in one packet (the count field's bound).
 pub const MAX_UPDATES_PER_PACKET: u32 = 255;
+
+/// How a packet body is coded. Both ends of a connection use the same; the bit packer stays for comparison.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PacketCoding {
+    /// Every field in its fixed number of bits ([`WriteStream`]).
+    BitPacked,
+    /// The same fields through the adaptive range coder ([`EntropyWriteStream`]).
+    #[default]
+    Entropy,
+}
+
+/// Updates in a row that did not fit after which an entropy-coded packet is closed: each try costs a copy of the
+/// coder's models, and by then the packet is full but for a few bits.
+const MAX_MISFITS: usize = 8;
+/// An entropy-coded packet's decoder may read this many zero bytes past the end (the encoder drops trailing
+/// zeros, and a range decoder looks four bytes ahead); a stream that wants more is garbage.
+const MAX_ZERO_BYTES_PAST_END: usize = 16;
 
 /// Why a state packet was rejected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -156,27 +174,232 @@ fn read_into(
         return Err(SerializeError::ReadPastEnd.into());
     }
     for _ in 0..count {
-        let mut id = 0;
-        serialize_cube_id(&mut r, &mut id, cube_count)?;
-        if updates.iter().any(|&(seen, _, _)| seen == id) {
-            return Err(StatePacketError::DuplicateCube(id));
-        }
-        let mut update = DeltaUpdate {
-            state: QuantizedState {
-                position: [0; 3],
-                rotation: super::quantize::QuantizedRotation::IDENTITY,
-                linear_velocity: [0; 3],
-                angular_velocity: [0; 3],
-                at_rest: true,
-            },
-            encoding: Encoding::Absolute,
-            baseline_age: 0,
-        };
-        let baseline_of = |age: u32| step.checked_sub(u64::from(age)).and_then(|s| received.get(id, s));
-        serialize_update(&mut r, &mut update, baseline_of)?;
-        updates.push((id, update.state, update.encoding));
+        read_update(&mut r, cube_count, step, received, updates)?;
     }
     r.finish()?;
+    Ok(step)
+}
+
+/// Reads one update (id, then the update against the receiver's baselines) onto `updates`.
+fn read_update<S: Stream>(
+    r: &mut S,
+    cube_count: u32,
+    step: u64,
+    received: &ReceivedStates,
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+) -> Result<(), StatePacketError> {
+    let mut id = 0;
+    serialize_cube_id(r, &mut id, cube_count)?;
+    read_update_after_id(r, id, step, received, updates)
+}
+
+/// Reads cube `id`'s update onto `updates`.
+fn read_update_after_id<S: Stream>(
+    r: &mut S,
+    id: u32,
+    step: u64,
+    received: &ReceivedStates,
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+) -> Result<(), StatePacketError> {
+    if updates.iter().any(|&(seen, _, _)| seen == id) {
+        return Err(StatePacketError::DuplicateCube(id));
+    }
+    let mut update = DeltaUpdate {
+        state: QuantizedState {
+            position: [0; 3],
+            rotation: super::quantize::QuantizedRotation::IDENTITY,
+            linear_velocity: [0; 3],
+            angular_velocity: [0; 3],
+            at_rest: true,
+        },
+        encoding: Encoding::Absolute,
+        baseline_age: 0,
+    };
+    let baseline_of = |age: u32| step.checked_sub(u64::from(age)).and_then(|s| received.get(id, s));
+    serialize_update(r, &mut update, baseline_of)?;
+    updates.push((id, update.state, update.encoding));
+    Ok(())
+}
+
+/// [`write_state_packet`] through the range coder: the step, then per update a "more" flag, the gap from the
+/// previous cube id (ids ascend, so gaps are small) and the update, then a closing flag.
+///
+/// Two passes: the first takes cubes in `order` while they fit, sizing each update as coded and the ids by how
+/// many bits ascending gaps among that many cubes need (an update that does not fit is taken back out; smaller ones
+/// after it may still go); the second writes the chosen cubes in id order, dropping the least urgent should the
+/// estimate have been short.
+pub fn write_entropy_state_packet(
+    buf: &mut [u8],
+    step: u64,
+    states: &[QuantizedState],
+    order: &[u32],
+    acked: &AckedBaselines,
+    sent: &mut Vec<u32>,
+    encodings: &mut Vec<Encoding>,
+) -> Result<usize, StatePacketError> {
+    if states.is_empty() || states.len() > MAX_CUBES as usize {
+        return Err(CubeStateError::BadCubeCount(states.len().min(u32::MAX as usize) as u32).into());
+    }
+    choose_entropy_updates(buf, step, states, order, acked, sent)?;
+    loop {
+        sent.sort_unstable();
+        match write_entropy_updates(buf, step, states, acked, sent, encodings) {
+            Err(StatePacketError::Delta(DeltaError::CubeState(CubeStateError::Stream(SerializeError::Overflow))))
+                if !sent.is_empty() =>
+            {
+                // The least urgent is the one latest in `order`.
+                let rank = |id: &u32| order.iter().position(|o| o == id);
+                let least = (0..sent.len()).max_by_key(|&k| rank(&sent[k])).unwrap_or(0);
+                sent.remove(least);
+            }
+            result => return result,
+        }
+    }
+}
+
+/// Coding cost of each cube id beyond the information in the gaps (the length model learning), in bits.
+const ID_OVERHEAD_BITS: f64 = 1.0;
+
+/// First pass of [`write_entropy_state_packet`]: fills `sent` in priority order (scribbling on `buf`).
+fn choose_entropy_updates(
+    buf: &mut [u8],
+    step: u64,
+    states: &[QuantizedState],
+    order: &[u32],
+    acked: &AckedBaselines,
+    sent: &mut Vec<u32>,
+) -> Result<(), StatePacketError> {
+    let cube_count = states.len() as u32;
+    sent.clear();
+    let mut w = EntropyWriteStream::new(buf);
+    w.serialize_bits(&mut (step as u32 & ((1 << STEP_BITS) - 1)), STEP_BITS)?;
+    // log2 of the ways to choose the ids so far: what ascending gaps cost at best.
+    let mut id_bits = 0.0f64;
+    let mut misfits = 0;
+    for &id in order {
+        if sent.len() == MAX_UPDATES_PER_PACKET as usize || misfits == MAX_MISFITS {
+            break;
+        }
+        if id >= cube_count {
+            continue;
+        }
+        let k = sent.len() as f64;
+        let more_id_bits = id_bits + ((f64::from(cube_count) - k) / (k + 1.0)).log2() + ID_OVERHEAD_BITS;
+        let saved = w.save();
+        let baseline = acked.baseline(id, step);
+        let mut update = make_update(&states[id as usize], baseline);
+        let wrote = write_entropy_update(&mut w, &mut update, baseline.map(|(b, _)| *b));
+        // The ids, and the closing flag, need room too.
+        if wrote.is_err() || w.bytes_bound() + (more_id_bits / 8.0).ceil() as usize + 1 > w.capacity() {
+            w.restore(&saved);
+            misfits += 1;
+            continue;
+        }
+        id_bits = more_id_bits;
+        sent.push(id);
+    }
+    Ok(())
+}
+
+/// Second pass: writes `sent` (ascending) for real; `encodings` gets their encodings.
+fn write_entropy_updates(
+    buf: &mut [u8],
+    step: u64,
+    states: &[QuantizedState],
+    acked: &AckedBaselines,
+    sent: &[u32],
+    encodings: &mut Vec<Encoding>,
+) -> Result<usize, StatePacketError> {
+    let cube_count = states.len() as u32;
+    encodings.clear();
+    let mut w = EntropyWriteStream::new(buf);
+    w.serialize_bits(&mut (step as u32 & ((1 << STEP_BITS) - 1)), STEP_BITS)?;
+    let mut next_id = 0;
+    for &id in sent {
+        let baseline = acked.baseline(id, step);
+        let mut update = make_update(&states[id as usize], baseline);
+        let mut more = true;
+        w.set_context(context::MORE);
+        w.serialize_bool(&mut more)?;
+        w.set_context(context::CUBE_ID);
+        w.serialize_uint(&mut (id - next_id), cube_count - 1)?;
+        next_id = id + 1;
+        write_entropy_update(&mut w, &mut update, baseline.map(|(b, _)| *b))?;
+        encodings.push(update.encoding);
+    }
+    let mut more = false;
+    w.set_context(context::MORE);
+    w.serialize_bool(&mut more)?;
+    Ok(w.finish()?)
+}
+
+/// The "more" flag (first pass only) and the update; the id is the caller's.
+fn write_entropy_update(
+    w: &mut EntropyWriteStream,
+    update: &mut DeltaUpdate,
+    baseline: Option<QuantizedState>,
+) -> Result<(), StatePacketError> {
+    serialize_update(w, update, |_| baseline)?;
+    Ok(())
+}
+
+/// [`read_state_packet`] for a packet [`write_entropy_state_packet`] wrote. Also refuses a stream with bytes after
+/// its end, or one that reads far past it.
+pub fn read_entropy_state_packet(
+    bytes: &[u8],
+    cube_count: u32,
+    newest_step: u64,
+    received: &ReceivedStates,
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+) -> Result<u64, StatePacketError> {
+    updates.clear();
+    let result = read_entropy_into(bytes, cube_count, newest_step, received, updates);
+    if result.is_err() {
+        updates.clear();
+    }
+    result
+}
+
+fn read_entropy_into(
+    bytes: &[u8],
+    cube_count: u32,
+    newest_step: u64,
+    received: &ReceivedStates,
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+) -> Result<u64, StatePacketError> {
+    if cube_count == 0 || cube_count > MAX_CUBES {
+        return Err(CubeStateError::BadCubeCount(cube_count).into());
+    }
+    let mut r = EntropyReadStream::new(bytes);
+    let mut step_low = 0;
+    r.serialize_bits(&mut step_low, STEP_BITS)?;
+    let step = unwrap_step(step_low as u16, newest_step);
+    let mut next_id = 0;
+    loop {
+        let mut more = false;
+        r.set_context(context::MORE);
+        r.serialize_bool(&mut more)?;
+        if !more {
+            break;
+        }
+        if updates.len() == MAX_UPDATES_PER_PACKET as usize
+            || r.bits_processed() / 8 > bytes.len() + MAX_ZERO_BYTES_PAST_END
+        {
+            return Err(SerializeError::ReadPastEnd.into());
+        }
+        let mut gap = 0;
+        r.set_context(context::CUBE_ID);
+        r.serialize_uint(&mut gap, cube_count - 1)?;
+        let id = next_id + gap;
+        if id >= cube_count {
+            return Err(CubeStateError::UnknownCube { id, cube_count }.into());
+        }
+        next_id = id + 1;
+        read_update_after_id(&mut r, id, step, received, updates)?;
+    }
+    if !r.ended_cleanly() {
+        return Err(SerializeError::TrailingBytes.into());
+    }
     Ok(step)
 }
 
@@ -289,6 +512,96 @@ mod tests {
                 *b = x as u8;
             }
             let _ = read_state_packet(&bytes[..(x % 49) as usize], CUBES, 7, &received, &mut updates);
+        }
+    }
+
+    #[test]
+    fn entropy_packets_round_trip_and_carry_more_than_bit_packed_ones() {
+        const CUBES: u32 = 40;
+        let states: Vec<QuantizedState> = (0..CUBES).map(|i| cube(i, i % 2 == 0)).collect();
+        let order: Vec<u32> = (0..CUBES).rev().collect();
+        let mut acked = AckedBaselines::new(CUBES as usize);
+        let mut received = ReceivedStates::new(CUBES as usize);
+        let (mut sent, mut encodings, mut updates) = (Vec::new(), Vec::new(), Vec::new());
+        let mut buf = [0u8; 1200];
+        // Everything once, absolute, to give both sides baselines.
+        let n = write_entropy_state_packet(&mut buf, 500, &states, &order, &acked, &mut sent, &mut encodings).unwrap();
+        assert_eq!(sent.len(), CUBES as usize);
+        assert!(sent.windows(2).all(|w| w[0] < w[1]), "ids ascend");
+        let step = read_entropy_state_packet(&buf[..n], CUBES, 499, &received, &mut updates).unwrap();
+        assert_eq!(step, 500);
+        for &(id, state, _) in &updates {
+            assert_eq!(state, states[id as usize]);
+            received.insert(id, step, state);
+        }
+        let all: Vec<(u32, QuantizedState)> = updates.iter().map(|&(id, s, _)| (id, s)).collect();
+        acked.record_sent(0, 500, &all);
+        acked.on_acked(0);
+        // Ten steps on, into 48 bytes: more cubes fit than the bit packer fits, and all arrive exactly.
+        let later: Vec<QuantizedState> = states.iter().map(|s| predict(s, 10)).collect();
+        let mut small = [0u8; 48];
+        let packed = write_state_packet(&mut small, 510, &later, &order, &acked, &mut sent, &mut encodings).unwrap();
+        let packed_count = sent.len();
+        assert!(packed <= 48);
+        let n = write_entropy_state_packet(&mut small, 510, &later, &order, &acked, &mut sent, &mut encodings).unwrap();
+        assert!(n <= 48);
+        assert!(
+            sent.len() > packed_count,
+            "entropy {} vs bit-packed {packed_count}",
+            sent.len()
+        );
+        let step = read_entropy_state_packet(&small[..n], CUBES, 500, &received, &mut updates).unwrap();
+        assert_eq!(step, 510);
+        assert_eq!(updates.len(), sent.len());
+        for (&(id, state, encoding), (&s, &e)) in updates.iter().zip(sent.iter().zip(&encodings)) {
+            assert_eq!((id, state, encoding), (s, later[id as usize], e));
+        }
+    }
+
+    #[test]
+    fn malformed_entropy_packets_are_rejected_whole_or_read_as_valid_values() {
+        const CUBES: u32 = 10;
+        let states: Vec<QuantizedState> = (0..CUBES).map(|i| cube(i, false)).collect();
+        let acked = AckedBaselines::new(CUBES as usize);
+        let received = ReceivedStates::new(CUBES as usize);
+        let (mut sent, mut encodings, mut updates) = (Vec::new(), Vec::new(), Vec::new());
+        let mut buf = [0u8; 1200];
+        let n =
+            write_entropy_state_packet(&mut buf, 7, &states, &[3, 1, 4], &acked, &mut sent, &mut encodings).unwrap();
+        assert!(read_entropy_state_packet(&buf[..n], CUBES, 7, &received, &mut updates).is_ok());
+        assert_eq!(updates.len(), 3);
+        // Trailing bytes, or a scene too small for cube 4: rejected, nothing returned.
+        let mut long = buf[..n].to_vec();
+        long.extend_from_slice(&[9, 9, 9, 9, 9, 9, 9, 9]);
+        assert!(read_entropy_state_packet(&long, CUBES, 7, &received, &mut updates).is_err());
+        assert!(updates.is_empty());
+        assert!(read_entropy_state_packet(&buf[..n], 4, 7, &received, &mut updates).is_err());
+        assert!(updates.is_empty());
+        // Truncated or random bytes: never a panic; anything accepted holds only in-range values of known cubes
+        // (a range-coded stream has no spare bits to tell a cut from a shorter message).
+        let check = |bytes: &[u8], updates: &mut Vec<(u32, QuantizedState, Encoding)>| {
+            if read_entropy_state_packet(bytes, CUBES, 7, &received, updates).is_ok() {
+                for &(id, state, _) in updates.iter() {
+                    assert!(id < CUBES);
+                    assert_eq!(quantize_state(&crate::sync::quantize::dequantize_state(&state)), state);
+                }
+            } else {
+                assert!(updates.is_empty());
+            }
+        };
+        for len in 0..n {
+            check(&buf[..len], &mut updates);
+        }
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            let mut bytes = [0u8; 48];
+            for b in &mut bytes {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                *b = x as u8;
+            }
+            check(&bytes[..(x % 49) as usize], &mut updates);
         }
     }
 }
