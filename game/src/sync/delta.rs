@@ -129,11 +129,23 @@ fn residual_fits(state: &QuantizedState, reference: &QuantizedState, range: &Res
 /// past [`MAX_BASELINE_AGE_STEPS`] give absolute). Note the direction: the *current* state is tested against the
 /// baseline and against the prediction made from the baseline.
 pub fn choose_encoding(current: &QuantizedState, baseline: Option<(&QuantizedState, u32)>) -> Encoding {
+    choose(current, baseline, true)
+}
+
+/// [`choose_encoding`], or with the prediction encodings left out (to measure what prediction saves).
+fn choose(current: &QuantizedState, baseline: Option<(&QuantizedState, u32)>, allow_prediction: bool) -> Encoding {
     let Some((base, age)) = baseline.filter(|(_, age)| (1..=MAX_BASELINE_AGE_STEPS).contains(age)) else {
         return Encoding::Absolute;
     };
     if current == base {
         return Encoding::NotChanged;
+    }
+    if !allow_prediction {
+        return if residual_fits(current, base, &DELTA_RANGE) {
+            Encoding::Delta
+        } else {
+            Encoding::Absolute
+        };
     }
     let predicted = predict(base, age);
     if *current == predicted {
@@ -192,7 +204,16 @@ fn residual_bits(state: &QuantizedState, reference: &QuantizedState, range: &Res
 
 /// Builds the update the sender writes for `current`, choosing the encoding.
 pub fn make_update(current: &QuantizedState, baseline: Option<(&QuantizedState, u32)>) -> DeltaUpdate {
-    let encoding = choose_encoding(current, baseline);
+    make_update_with(current, baseline, true)
+}
+
+/// [`make_update`], optionally without the prediction encodings (for the bandwidth table's stages).
+pub fn make_update_with(
+    current: &QuantizedState,
+    baseline: Option<(&QuantizedState, u32)>,
+    allow_prediction: bool,
+) -> DeltaUpdate {
+    let encoding = choose(current, baseline, allow_prediction);
     DeltaUpdate {
         state: *current,
         encoding,

@@ -13,7 +13,7 @@
 use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
-use super::range_coder::{RangeCoderError, RangeDecoder, RangeEncoder, PROBABILITY_HALF};
+use super::range_coder::{BitModel, RangeCoderError, RangeDecoder, RangeEncoder};
 
 /// The fields of a state packet, each with its own models.
 pub mod context {
@@ -44,16 +44,16 @@ const LENGTH_CODED_BITS_MAX: u32 = 14;
 /// One context's adaptive models.
 #[derive(Clone, Copy, Debug)]
 struct Model {
-    flag: u16,
+    flag: BitModel,
     /// Binary tree over up to [`TREE_BITS_MAX`] bits, node 1 the root.
-    tree: [u16; 1 << TREE_BITS_MAX],
-    zero: u16,
-    sign: u16,
+    tree: [BitModel; 1 << TREE_BITS_MAX],
+    zero: BitModel,
+    sign: BitModel,
     /// Binary tree over the bit length (0..16) of a length-coded magnitude.
-    length: [u16; 16],
+    length: [BitModel; 16],
     /// For short magnitudes (bit length 2..=[`MODELLED_LENGTH_MAX`]), a tree per length over the bits below the
     /// leading one: small values that cluster (ages about one round trip) then cost well under their bits.
-    low: [[u16; 1 << (MODELLED_LENGTH_MAX - 1)]; MODELLED_LENGTH_MAX as usize - 1],
+    low: [[BitModel; 1 << (MODELLED_LENGTH_MAX - 1)]; MODELLED_LENGTH_MAX as usize - 1],
 }
 
 /// Longest magnitude whose lower bits are modelled; longer ones send those bits at even odds.
@@ -62,12 +62,12 @@ const MODELLED_LENGTH_MAX: u32 = 5;
 impl Default for Model {
     fn default() -> Self {
         Self {
-            flag: PROBABILITY_HALF,
-            tree: [PROBABILITY_HALF; 1 << TREE_BITS_MAX],
-            zero: PROBABILITY_HALF,
-            sign: PROBABILITY_HALF,
-            length: [PROBABILITY_HALF; 16],
-            low: [[PROBABILITY_HALF; 1 << (MODELLED_LENGTH_MAX - 1)]; MODELLED_LENGTH_MAX as usize - 1],
+            flag: BitModel::FRESH,
+            tree: [BitModel::FRESH; 1 << TREE_BITS_MAX],
+            zero: BitModel::FRESH,
+            sign: BitModel::FRESH,
+            length: [BitModel::FRESH; 16],
+            low: [[BitModel::FRESH; 1 << (MODELLED_LENGTH_MAX - 1)]; MODELLED_LENGTH_MAX as usize - 1],
         }
     }
 }
@@ -87,7 +87,7 @@ fn context_index(context: u32) -> usize {
 trait Coder {
     fn models(&mut self) -> &mut Models;
     fn context(&self) -> usize;
-    fn code_bit(&mut self, model: &mut u16, bit: bool) -> Result<bool, SerializeError>;
+    fn code_bit(&mut self, model: &mut BitModel, bit: bool) -> Result<bool, SerializeError>;
 
     /// A copy of the current context's models (put back with [`Coder::put_model`]).
     fn model(&mut self) -> Model {
@@ -103,7 +103,7 @@ trait Coder {
     fn code_direct(&mut self, value: u32, bits: u32) -> Result<u32, SerializeError>;
 
     /// `bits` bits of `value` down the tree `tree` (most significant first).
-    fn code_tree(&mut self, tree: &mut [u16], value: u32, bits: u32) -> Result<u32, SerializeError> {
+    fn code_tree(&mut self, tree: &mut [BitModel], value: u32, bits: u32) -> Result<u32, SerializeError> {
         let mut node = 1usize;
         for i in (0..bits).rev() {
             let bit = self.code_bit(&mut tree[node], (value >> i) & 1 != 0)?;
@@ -221,7 +221,7 @@ impl Coder for EntropyWriteStream<'_> {
         self.state.context
     }
 
-    fn code_bit(&mut self, model: &mut u16, bit: bool) -> Result<bool, SerializeError> {
+    fn code_bit(&mut self, model: &mut BitModel, bit: bool) -> Result<bool, SerializeError> {
         self.state.encoder.encode_bit(self.buf, model, bit).map_err(overflow)?;
         Ok(bit)
     }
@@ -266,7 +266,7 @@ impl Coder for EntropyReadStream<'_> {
         self.context
     }
 
-    fn code_bit(&mut self, model: &mut u16, _bit: bool) -> Result<bool, SerializeError> {
+    fn code_bit(&mut self, model: &mut BitModel, _bit: bool) -> Result<bool, SerializeError> {
         Ok(self.decoder.decode_bit(model))
     }
 

@@ -18,6 +18,7 @@ use tumble_net::{
     Endpoint, EndpointConfig, EndpointEvent, LinkConfig, LinkSim, PeerId, UdpTransport, MAX_PACKET_BYTES,
 };
 
+use super::bandwidth::{all_cubes_bits, RecordedPacket, RecordedUpdate, Recording};
 use super::delta::Encoding;
 use super::loopback::quantize_world;
 use super::predict::STEP_HZ;
@@ -224,7 +225,17 @@ impl Link {
 }
 
 /// Runs `config` on two copies of one scene: `authority` (the host's) and `remote` (the guest's), built alike.
-pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: World) -> Result<LoopbackReport> {
+pub fn run_loopback(config: &LoopbackConfig, authority: World, remote: World) -> Result<LoopbackReport> {
+    run_loopback_recorded(config, authority, remote, None)
+}
+
+/// [`run_loopback`], also recording what each packet carried into `recording` (for [`super::bandwidth`]).
+pub fn run_loopback_recorded(
+    config: &LoopbackConfig,
+    mut authority: World,
+    mut remote: World,
+    mut recording: Option<&mut Recording>,
+) -> Result<LoopbackReport> {
     let cubes = authority.body_count();
     if remote.body_count() != cubes {
         bail!("the two worlds differ in body count");
@@ -363,6 +374,9 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
                 free_flight[e as usize] += 1;
             }
         }
+        if let Some(rec) = recording.as_deref_mut() {
+            record_packet(rec, &sender, cubes, step, n);
+        }
         let send_s = link.now(link_time(tick, step, 0, dt));
         match link.host.send(send_s, PeerId(0), &buf[..n]) {
             Ok(transport) => {
@@ -479,6 +493,29 @@ pub fn run_loopback(config: &LoopbackConfig, mut authority: World, mut remote: W
             .map(|s| (s + 1 - last_throw_step) as f64 * step_s),
         bit_identical_at_end,
     })
+}
+
+/// Adds the packet the sender just wrote (`body_bytes` long) to `rec`.
+fn record_packet(rec: &mut Recording, sender: &Sender, cubes: usize, step: u64, body_bytes: usize) {
+    rec.cube_count = cubes as u32;
+    rec.seconds = (step + 1) as f64 / STEP_HZ as f64;
+    let mut packet = RecordedPacket {
+        sent_body_bytes: body_bytes,
+        ..RecordedPacket::default()
+    };
+    for id in 0..cubes as u32 {
+        if let Some((state, _)) = sender.captured(id, step) {
+            let (absolute, rest_bit) = all_cubes_bits(&state);
+            packet.all_cubes_absolute_bits += absolute;
+            packet.all_cubes_rest_bit_bits += rest_bit;
+        }
+    }
+    for &id in sender.last_packet().0 {
+        if let Some((state, baseline)) = sender.captured(id, step) {
+            packet.updates.push(RecordedUpdate { id, state, baseline });
+        }
+    }
+    rec.packets.push(packet);
 }
 
 /// Simulated time of sub-tick `k` of `step`, the run starting after `handshake_ticks` ticks: computed from

@@ -16,6 +16,7 @@
 //! - [`harness`]: the `tumble loopback` run: two worlds joined by `tumble-net` endpoints through the link
 //!   simulator (in memory on a simulated clock, or UDP on 127.0.0.1), and what the run measured.
 
+pub mod bandwidth;
 pub mod baseline;
 pub mod cube_state;
 pub mod delta;

@@ -96,6 +96,13 @@ impl Sender {
         Ok(n)
     }
 
+    /// Cube `id`'s state as captured for the last packet, and the acked baseline (state, age) it was encoded
+    /// against at `step` (until the next ack arrives). For the bandwidth table's recording.
+    pub fn captured(&self, id: u32, step: u64) -> Option<(QuantizedState, Option<(QuantizedState, u32)>)> {
+        let state = *self.states.get(id as usize)?;
+        Some((state, self.acked.baseline(id, step).map(|(b, age)| (*b, age))))
+    }
+
     /// The cubes the last packet carried, in packet order, with their encodings.
     pub fn last_packet(&self) -> (&[u32], &[Encoding]) {
         (&self.sent, &self.encodings)

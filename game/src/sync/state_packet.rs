@@ -258,7 +258,7 @@ pub fn write_entropy_state_packet(
 }
 
 /// Coding cost of each cube id beyond the information in the gaps (the length model learning), in bits.
-const ID_OVERHEAD_BITS: f64 = 1.0;
+const ID_OVERHEAD_BITS: f64 = 0.5;
 
 /// First pass of [`write_entropy_state_packet`]: fills `sent` in priority order (scribbling on `buf`).
 fn choose_entropy_updates(
