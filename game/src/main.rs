@@ -266,6 +266,7 @@ fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
             CodingKind::Entropy => PacketCoding::Entropy,
             CodingKind::BitPacked => PacketCoding::BitPacked,
         },
+        damage_every_n_packets: None,
     };
     let report = run_loopback(&config, authority, remote)?;
     println!("{}", report.to_json());

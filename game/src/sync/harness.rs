@@ -25,6 +25,7 @@ use super::predict::STEP_HZ;
 use super::priority::packet_budget_bytes;
 use super::quantize::{quantize_body_state, quantize_state};
 use super::receiver::Receiver;
+use super::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
 use super::sender::Sender;
 use super::state_packet::PacketCoding;
 use super::thrower::Thrower;
@@ -70,6 +71,9 @@ pub struct LoopbackConfig {
     pub link: LinkKind,
     /// How state packets are coded (both sides alike).
     pub coding: PacketCoding,
+    /// Damage every n-th state packet before it is sent (cut to half its length): the receiver must refuse it
+    /// and tell the sender, which must recover. For tests.
+    pub damage_every_n_packets: Option<u64>,
 }
 
 impl Default for LoopbackConfig {
@@ -85,6 +89,7 @@ impl Default for LoopbackConfig {
             seed: 1,
             link: LinkKind::Memory,
             coding: PacketCoding::default(),
+            damage_every_n_packets: None,
         }
     }
 }
@@ -327,6 +332,7 @@ pub fn run_loopback_recorded(
     }
 
     let mut sender = Sender::new(cubes);
+    let mut reject_notices = RejectNotices::default();
     let mut receiver = Receiver::new(cubes);
     sender.coding = config.coding;
     receiver.coding = config.coding;
@@ -378,7 +384,11 @@ pub fn run_loopback_recorded(
             record_packet(rec, &sender, cubes, step, n);
         }
         let send_s = link.now(link_time(tick, step, 0, dt));
-        match link.host.send(send_s, PeerId(0), &buf[..n]) {
+        let damaged = config
+            .damage_every_n_packets
+            .is_some_and(|every| every > 0 && (step + 1) % every == 0);
+        let len = if damaged { n / 2 } else { n };
+        match link.host.send(send_s, PeerId(0), &buf[..len]) {
             Ok(transport) => {
                 sender_sequence[usize::from(transport)] = Some(sequence);
                 packets_sent += 1;
@@ -388,14 +398,20 @@ pub fn run_loopback_recorded(
 
         for k in 0..SUBTICKS_PER_STEP {
             link.tick(link_time(tick, step, k, dt))?;
+            let now = link.now(link_time(tick, step, k, dt));
             while let Some(e) = link.guest.pop_event() {
                 match e {
                     EndpointEvent::Received { data, .. } => {
                         if let Err(err) = receiver.receive(&data, &mut remote) {
-                            // In one process the receiver's complaint reaches the sender at once; over a real link
-                            // it would travel back as a message.
+                            // The complaint travels back like any message (and may be lost: the next refusal
+                            // sends another).
                             tracing::warn!("state packet refused: {err}");
-                            sender.resync();
+                            let mut notice = [0u8; REJECT_NOTICE_BYTES];
+                            let refused = receiver.rejected_packets as u16;
+                            let n = write_reject_notice(&mut notice, refused)?;
+                            if let Err(e) = link.guest.send(now, PeerId(0), &notice[..n]) {
+                                tracing::warn!("reject notice not sent: {e}");
+                            }
                         }
                     }
                     EndpointEvent::Disconnected { reason, .. } => bail!("guest disconnected: {reason:?}"),
@@ -404,6 +420,11 @@ pub fn run_loopback_recorded(
             }
             while let Some(e) = link.host.pop_event() {
                 match e {
+                    EndpointEvent::Received { data, .. } => match read_reject_notice(&data) {
+                        Ok(refused) if reject_notices.is_new(refused) => sender.resync(),
+                        Ok(_) => {}
+                        Err(err) => tracing::warn!("unknown message from the guest refused: {err}"),
+                    },
                     EndpointEvent::Acked { sequence, .. } => {
                         if let Some(s) = sender_sequence[usize::from(sequence)].take() {
                             sender.on_acked(s);
@@ -632,6 +653,27 @@ mod tests {
         assert!(report.throws >= 9, "{}", report.to_json());
         assert!(report.bit_identical_at_end, "{}", report.to_json());
         assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
+    }
+
+    #[test]
+    fn damaged_packets_are_refused_and_the_sender_recovers_through_the_notice() {
+        // A 20 ms link each way; every 40th state packet cut short. Each is refused, the notice brings the sender
+        // back to absolute states, and the settled table still arrives exactly.
+        let config = LoopbackConfig {
+            seconds: 6.0,
+            latency_ms: 20.0,
+            damage_every_n_packets: Some(40),
+            ..LoopbackConfig::default()
+        };
+        let report = run_table64(&config);
+        assert!(report.packets_rejected >= 10, "{}", report.to_json());
+        assert!(report.bit_identical_at_end, "{}", report.to_json());
+        // Without the notice the sender would code against refused states forever: nearly every packet refused.
+        assert!(
+            report.packets_rejected < report.packets_sent / 10,
+            "{}",
+            report.to_json()
+        );
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod priority;
 pub mod quantize;
 pub mod range_coder;
 pub mod receiver;
+pub mod reject_notice;
 pub mod sender;
 pub mod state_packet;
 pub mod thrower;

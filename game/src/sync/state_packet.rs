@@ -33,6 +33,28 @@ pub enum PacketCoding {
 /// Updates in a row that did not fit after which an entropy-coded packet is closed: each try costs a copy of the
 /// coder's models, and by then the packet is full but for a few bits.
 const MAX_MISFITS: usize = 8;
+/// Bits of the check an entropy-coded packet ends with: a hash of what it carries. A range-coded stream has no
+/// spare bits, so a cut or altered one would otherwise decode to values that may all look valid.
+const CHECK_BITS: u32 = 8;
+
+/// Folds one update into an FNV-1a hash (the check of an entropy-coded packet).
+fn fold_check(hash: &mut u32, id: u32, state: &QuantizedState) {
+    let rotation = state.rotation.smallest_three.map(|c| c as i32);
+    let words = [id as i32, i32::from(state.rotation.largest), i32::from(state.at_rest)]
+        .into_iter()
+        .chain(state.position)
+        .chain(rotation)
+        .chain(state.linear_velocity)
+        .chain(state.angular_velocity);
+    for w in words {
+        for b in w.to_le_bytes() {
+            *hash = (*hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+}
+
+const CHECK_SEED: u32 = 0x811c_9dc5;
+
 /// An entropy-coded packet's decoder may read this many zero bytes past the end (the encoder drops trailing
 /// zeros, and a range decoder looks four bytes ahead); a stream that wants more is garbage.
 const MAX_ZERO_BYTES_PAST_END: usize = 16;
@@ -44,6 +66,8 @@ pub enum StatePacketError {
     Delta(#[from] DeltaError),
     #[error("cube {0} appears twice in one packet")]
     DuplicateCube(u32),
+    #[error("an entropy-coded packet's check byte does not match what it decoded to")]
+    CheckMismatch,
 }
 
 impl From<SerializeError> for StatePacketError {
@@ -222,7 +246,7 @@ fn read_update_after_id<S: Stream>(
 }
 
 /// [`write_state_packet`] through the range coder: the step, then per update a "more" flag, the gap from the
-/// previous cube id (ids ascend, so gaps are small) and the update, then a closing flag.
+/// previous cube id (ids ascend, so gaps are small) and the update, then a closing flag and an 8-bit check.
 ///
 /// Two passes: the first takes cubes in `order` while they fit, sizing each update as coded and the ids by how
 /// many bits ascending gaps among that many cubes need (an update that does not fit is taken back out; smaller ones
@@ -289,8 +313,9 @@ fn choose_entropy_updates(
         let baseline = acked.baseline(id, step);
         let mut update = make_update(&states[id as usize], baseline);
         let wrote = write_entropy_update(&mut w, &mut update, baseline.map(|(b, _)| *b));
-        // The ids, and the closing flag, need room too.
-        if wrote.is_err() || w.bytes_bound() + (more_id_bits / 8.0).ceil() as usize + 1 > w.capacity() {
+        // The ids, the closing flag and the check need room too.
+        let closing_bytes = 1 + CHECK_BITS as usize / 8;
+        if wrote.is_err() || w.bytes_bound() + (more_id_bits / 8.0).ceil() as usize + closing_bytes > w.capacity() {
             w.restore(&saved);
             misfits += 1;
             continue;
@@ -313,7 +338,9 @@ fn write_entropy_updates(
     let cube_count = states.len() as u32;
     encodings.clear();
     let mut w = EntropyWriteStream::new(buf);
-    w.serialize_bits(&mut (step as u32 & ((1 << STEP_BITS) - 1)), STEP_BITS)?;
+    let mut step_low = step as u32 & ((1 << STEP_BITS) - 1);
+    w.serialize_bits(&mut step_low, STEP_BITS)?;
+    let mut check = CHECK_SEED ^ step_low;
     let mut next_id = 0;
     for &id in sent {
         let baseline = acked.baseline(id, step);
@@ -325,11 +352,13 @@ fn write_entropy_updates(
         w.serialize_uint(&mut (id - next_id), cube_count - 1)?;
         next_id = id + 1;
         write_entropy_update(&mut w, &mut update, baseline.map(|(b, _)| *b))?;
+        fold_check(&mut check, id, &update.state);
         encodings.push(update.encoding);
     }
     let mut more = false;
     w.set_context(context::MORE);
     w.serialize_bool(&mut more)?;
+    w.serialize_bits(&mut (check & ((1 << CHECK_BITS) - 1)), CHECK_BITS)?;
     Ok(w.finish()?)
 }
 
@@ -343,8 +372,8 @@ fn write_entropy_update(
     Ok(())
 }
 
-/// [`read_state_packet`] for a packet [`write_entropy_state_packet`] wrote. Also refuses a stream with bytes after
-/// its end, or one that reads far past it.
+/// [`read_state_packet`] for a packet [`write_entropy_state_packet`] wrote. Also refuses a stream whose check does
+/// not match, with bytes after its end, or that reads far past it.
 pub fn read_entropy_state_packet(
     bytes: &[u8],
     cube_count: u32,
@@ -374,6 +403,7 @@ fn read_entropy_into(
     let mut step_low = 0;
     r.serialize_bits(&mut step_low, STEP_BITS)?;
     let step = unwrap_step(step_low as u16, newest_step);
+    let mut check = CHECK_SEED ^ step_low;
     let mut next_id = 0;
     loop {
         let mut more = false;
@@ -396,6 +426,14 @@ fn read_entropy_into(
         }
         next_id = id + 1;
         read_update_after_id(&mut r, id, step, received, updates)?;
+        if let Some((_, state, _)) = updates.last() {
+            fold_check(&mut check, id, state);
+        }
+    }
+    let mut sent_check = 0;
+    r.serialize_bits(&mut sent_check, CHECK_BITS)?;
+    if sent_check != check & ((1 << CHECK_BITS) - 1) {
+        return Err(StatePacketError::CheckMismatch);
     }
     if !r.ended_cleanly() {
         return Err(SerializeError::TrailingBytes.into());
@@ -577,8 +615,8 @@ mod tests {
         assert!(updates.is_empty());
         assert!(read_entropy_state_packet(&buf[..n], 4, 7, &received, &mut updates).is_err());
         assert!(updates.is_empty());
-        // Truncated or random bytes: never a panic; anything accepted holds only in-range values of known cubes
-        // (a range-coded stream has no spare bits to tell a cut from a shorter message).
+        // Random bytes: never a panic; anything accepted (1 in 256 garbage streams passes the check byte) holds
+        // only in-range values of known cubes.
         let check = |bytes: &[u8], updates: &mut Vec<(u32, QuantizedState, Encoding)>| {
             if read_entropy_state_packet(bytes, CUBES, 7, &received, updates).is_ok() {
                 for &(id, state, _) in updates.iter() {
@@ -589,8 +627,10 @@ mod tests {
                 assert!(updates.is_empty());
             }
         };
+        // A cut packet fails its check (or a bound) and is refused.
         for len in 0..n {
-            check(&buf[..len], &mut updates);
+            assert!(read_entropy_state_packet(&buf[..len], CUBES, 7, &received, &mut updates).is_err());
+            assert!(updates.is_empty());
         }
         let mut x = 0x2545_f491_4f6c_dd1du64;
         for _ in 0..20_000 {
