@@ -237,41 +237,344 @@ pub fn run_loopback(config: &LoopbackConfig, authority: World, remote: World) ->
 /// [`run_loopback`], also recording what each packet carried into `recording` (for [`super::bandwidth`]).
 pub fn run_loopback_recorded(
     config: &LoopbackConfig,
-    mut authority: World,
-    mut remote: World,
+    authority: World,
+    remote: World,
     mut recording: Option<&mut Recording>,
 ) -> Result<LoopbackReport> {
-    let cubes = authority.body_count();
-    if remote.body_count() != cubes {
-        bail!("the two worlds differ in body count");
+    let mut session = LoopbackSession::new(config, authority, remote)?;
+    while !session.is_finished() {
+        session.step(recording.as_deref_mut())?;
     }
-    if !(config.seconds.is_finite() && config.seconds > 0.0) {
-        bail!("--seconds must be positive");
-    }
-    let step_s = 1.0 / STEP_HZ as f64;
-    let dt = step_s / SUBTICKS_PER_STEP as f64;
-    let steps = (config.seconds * STEP_HZ as f64).round() as u64;
-    let body_budget = packet_budget_bytes(
-        config.kbps_budget,
-        STEP_HZ as u32,
-        (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
-        (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
-    ) as usize;
-    if body_budget == 0 {
-        bail!(
-            "--kbps-budget {} leaves no room for state at {STEP_HZ} packets a second",
-            config.kbps_budget
-        );
-    }
-    let mut thrower = match config.throw_every_s {
-        Some(t) if t.is_finite() && t > 0.0 => {
-            let last = steps.saturating_sub((SETTLE_S * STEP_HZ as f64) as u64);
-            Some(Thrower::new((t * STEP_HZ as f64).round() as u64, last, config.seed))
-        }
-        Some(_) => bail!("--throw-every-s must be positive"),
-        None => None,
-    };
+    session.report()
+}
 
+/// A loopback run one step at a time, so a view can draw both worlds as it goes; [`run_loopback`] drives one to
+/// its end.
+pub struct LoopbackSession {
+    config: LoopbackConfig,
+    authority: World,
+    remote: World,
+    link: Link,
+    /// Clock ticks the handshake took; the run's clock starts after them.
+    handshake_ticks: u64,
+    steps: u64,
+    step: u64,
+    thrower: Option<Thrower>,
+    sender: Sender,
+    receiver: Receiver,
+    reject_notices: RejectNotices,
+    buf: Vec<u8>,
+    /// Transport sequence → the sender's packet sequence (they advance together, but keep-alives could take
+    /// transport sequences, so the map makes no assumption). Indexed by sequence: no hash map.
+    sender_sequence: Vec<Option<u16>>,
+    next_sender_sequence: u16,
+    body_bytes: u64,
+    packets_sent: u64,
+    packets_lost: u64,
+    throws: u64,
+    last_throw_step: u64,
+    last_contact: Vec<u64>,
+    free_flight: [u64; 5],
+    second_rates: Vec<f64>,
+    bytes_at_second: u64,
+    wire_bytes_at_start: u64,
+    prev_remote: Vec<Option<(glam::Vec3, bool)>>,
+    rest_jitter_m: f64,
+    identical_since: Option<u64>,
+}
+
+/// Length of a clock tick (s).
+const TICK_S: f64 = 1.0 / (STEP_HZ as f64 * SUBTICKS_PER_STEP as f64);
+
+impl LoopbackSession {
+    /// Checks the configuration, joins the two endpoints (the handshake runs here) and gets both sides ready.
+    pub fn new(config: &LoopbackConfig, authority: World, mut remote: World) -> Result<Self> {
+        let cubes = authority.body_count();
+        if remote.body_count() != cubes {
+            bail!("the two worlds differ in body count");
+        }
+        if !(config.seconds.is_finite() && config.seconds > 0.0) {
+            bail!("--seconds must be positive");
+        }
+        let steps = (config.seconds * STEP_HZ as f64).round() as u64;
+        let body_budget = packet_budget_bytes(
+            config.kbps_budget,
+            STEP_HZ as u32,
+            (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
+            (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
+        ) as usize;
+        if body_budget == 0 {
+            bail!(
+                "--kbps-budget {} leaves no room for state at {STEP_HZ} packets a second",
+                config.kbps_budget
+            );
+        }
+        let thrower = match config.throw_every_s {
+            Some(t) if t.is_finite() && t > 0.0 => {
+                let last = steps.saturating_sub((SETTLE_S * STEP_HZ as f64) as u64);
+                Some(Thrower::new((t * STEP_HZ as f64).round() as u64, last, config.seed))
+            }
+            Some(_) => bail!("--throw-every-s must be positive"),
+            None => None,
+        };
+        let (link, handshake_ticks) = connect(config)?;
+
+        let mut sender = Sender::new(cubes);
+        let mut receiver = Receiver::new(cubes);
+        sender.coding = config.coding;
+        receiver.coding = config.coding;
+        Receiver::follow_authority_rest(&mut remote)?;
+        let bytes_at_second = link.host_wire_bytes();
+        Ok(Self {
+            config: config.clone(),
+            authority,
+            remote,
+            link,
+            handshake_ticks,
+            steps,
+            step: 0,
+            thrower,
+            sender,
+            receiver,
+            reject_notices: RejectNotices::default(),
+            buf: vec![0u8; body_budget],
+            sender_sequence: vec![None; usize::from(u16::MAX) + 1],
+            next_sender_sequence: 0,
+            body_bytes: 0,
+            packets_sent: 0,
+            packets_lost: 0,
+            throws: 0,
+            last_throw_step: 0,
+            last_contact: vec![0; cubes],
+            free_flight: [0; 5],
+            second_rates: Vec::with_capacity(config.seconds as usize + 1),
+            bytes_at_second,
+            wire_bytes_at_start: bytes_at_second,
+            prev_remote: vec![None; cubes],
+            rest_jitter_m: 0.0,
+            identical_since: None,
+        })
+    }
+
+    /// The authority side's world (the host's).
+    pub fn authority(&self) -> &World {
+        &self.authority
+    }
+
+    /// The non-authority side's world (the guest's).
+    pub fn remote(&self) -> &World {
+        &self.remote
+    }
+
+    /// Steps run so far, and in all.
+    pub fn progress(&self) -> (u64, u64) {
+        (self.step, self.steps)
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.step >= self.steps
+    }
+
+    /// One fixed step of both sides: throw, quantize, send, deliver, step, measure.
+    pub fn step(&mut self, recording: Option<&mut Recording>) -> Result<()> {
+        let step = self.step;
+        self.throw(step)?;
+        quantize_world(&mut self.authority)?;
+        quantize_world(&mut self.remote)?;
+        self.send(step, recording)?;
+        for k in 0..SUBTICKS_PER_STEP {
+            let now = self.link.tick(link_time(self.handshake_ticks, step, k, TICK_S))?;
+            self.guest_events(now)?;
+            self.host_events()?;
+        }
+        let report = self.authority.step();
+        for c in &report.contacts {
+            for body in [Some(c.a), c.b].into_iter().flatten() {
+                self.last_contact[body.index()] = step;
+                self.sender.activity[body.index()].record_collision(c.approach_speed);
+            }
+        }
+        self.remote.step();
+        self.measure(step)?;
+        self.step += 1;
+        Ok(())
+    }
+
+    fn throw(&mut self, step: u64) -> Result<()> {
+        if let Some(t) = self.thrower.as_mut() {
+            if let Some(id) = t.maybe_throw(step, &mut self.authority)? {
+                self.sender.activity[id.index()].record_interaction();
+                // A throw is a change no predictor can know about, like a contact.
+                self.last_contact[id.index()] = step;
+                self.last_throw_step = step;
+                self.throws += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes this step's state packet and hands it to the host's endpoint.
+    fn send(&mut self, step: u64, recording: Option<&mut Recording>) -> Result<()> {
+        let sequence = self.next_sender_sequence;
+        self.next_sender_sequence = sequence.wrapping_add(1);
+        let n = self
+            .sender
+            .write_packet(&self.authority, step, sequence, &mut self.buf)?;
+        self.body_bytes += n as u64;
+        let (sent, encodings) = self.sender.last_packet();
+        for (&id, &e) in sent.iter().zip(encodings) {
+            let awake = !self.authority.state(BodyId(id))?.at_rest;
+            if awake && step >= self.last_contact[id as usize] + FREE_FLIGHT_STEPS {
+                self.free_flight[e as usize] += 1;
+            }
+        }
+        if let Some(rec) = recording {
+            record_packet(rec, &self.sender, self.authority.body_count(), step, n);
+        }
+        let send_s = self.link.now(link_time(self.handshake_ticks, step, 0, TICK_S));
+        let damaged = self
+            .config
+            .damage_every_n_packets
+            .is_some_and(|every| every > 0 && (step + 1) % every == 0);
+        let len = if damaged { n / 2 } else { n };
+        match self.link.host.send(send_s, PeerId(0), &self.buf[..len]) {
+            Ok(transport) => {
+                self.sender_sequence[usize::from(transport)] = Some(sequence);
+                self.packets_sent += 1;
+            }
+            Err(e) => tracing::warn!("state packet not sent: {e}"),
+        }
+        Ok(())
+    }
+
+    /// The guest applies what arrived; a packet it refuses sends a reject notice back.
+    fn guest_events(&mut self, now: f64) -> Result<()> {
+        while let Some(e) = self.link.guest.pop_event() {
+            match e {
+                EndpointEvent::Received { data, .. } => {
+                    if let Err(err) = self.receiver.receive(&data, &mut self.remote) {
+                        // The complaint travels back like any message (and may be lost: the next refusal sends
+                        // another).
+                        tracing::warn!("state packet refused: {err}");
+                        let mut notice = [0u8; REJECT_NOTICE_BYTES];
+                        let n = write_reject_notice(&mut notice, self.receiver.rejected_packets as u16)?;
+                        if let Err(e) = self.link.guest.send(now, PeerId(0), &notice[..n]) {
+                            tracing::warn!("reject notice not sent: {e}");
+                        }
+                    }
+                }
+                EndpointEvent::Disconnected { reason, .. } => bail!("guest disconnected: {reason:?}"),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The host learns acks, losses and reject notices.
+    fn host_events(&mut self) -> Result<()> {
+        while let Some(e) = self.link.host.pop_event() {
+            match e {
+                EndpointEvent::Received { data, .. } => match read_reject_notice(&data) {
+                    Ok(refused) if self.reject_notices.is_new(refused) => self.sender.resync(),
+                    Ok(_) => {}
+                    Err(err) => tracing::warn!("unknown message from the guest refused: {err}"),
+                },
+                EndpointEvent::Acked { sequence, .. } => {
+                    if let Some(s) = self.sender_sequence[usize::from(sequence)].take() {
+                        self.sender.on_acked(s);
+                    }
+                }
+                EndpointEvent::Lost { sequence, .. } => {
+                    let ours = self.sender_sequence[usize::from(sequence)].take().is_some();
+                    self.packets_lost += u64::from(ours);
+                }
+                EndpointEvent::Disconnected { reason, .. } => bail!("host lost the guest: {reason:?}"),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Remote rest jitter, convergence and the per-second rate, after both worlds stepped.
+    fn measure(&mut self, step: u64) -> Result<()> {
+        // Remote rest jitter: movement over one step (snaps included) of a cube at rest before and after it, on
+        // the quantized state (what the next step starts from): the step that puts a cube to rest leaves it a
+        // fraction of a quantum off the grid, and the snap back is no visible movement.
+        for (i, prev) in self.prev_remote.iter_mut().enumerate() {
+            let id = BodyId(i as u32);
+            if self.remote.is_removed(id)? {
+                *prev = None;
+                continue;
+            }
+            let s = quantize_body_state(&self.remote.state(id)?);
+            if let Some((p, was_at_rest)) = *prev {
+                if was_at_rest && s.at_rest {
+                    self.rest_jitter_m = self.rest_jitter_m.max(f64::from((s.position - p).length()));
+                }
+            }
+            *prev = Some((s.position, s.at_rest));
+        }
+        if step >= self.last_throw_step {
+            if bit_identical(&self.authority, &self.remote)? {
+                self.identical_since.get_or_insert(step);
+            } else {
+                self.identical_since = None;
+            }
+        }
+        if (step + 1) % STEP_HZ as u64 == 0 {
+            let bytes = self.link.host_wire_bytes();
+            self.second_rates
+                .push((bytes - self.bytes_at_second) as f64 * 8.0 / 1000.0);
+            self.bytes_at_second = bytes;
+        }
+        Ok(())
+    }
+
+    /// What the run measured so far.
+    pub fn report(&self) -> Result<LoopbackReport> {
+        let step_s = 1.0 / STEP_HZ as f64;
+        let steps = self.step;
+        let wire_bytes = self.link.host_wire_bytes() - self.wire_bytes_at_start;
+        let mut max_divergence_m = 0.0f64;
+        for i in 0..self.authority.body_count() as u32 {
+            let id = BodyId(i);
+            if self.authority.is_removed(id)? || self.remote.is_removed(id)? {
+                continue;
+            }
+            let d = (self.authority.state(id)?.position - self.remote.state(id)?.position).length();
+            max_divergence_m = max_divergence_m.max(f64::from(d));
+        }
+        let bit_identical_at_end = bit_identical(&self.authority, &self.remote)?;
+        let updates: u64 = self.sender.updates_by_encoding.iter().sum();
+        Ok(LoopbackReport {
+            steps,
+            kbps_mean: wire_bytes as f64 * 8.0 / 1000.0 / (steps.max(1) as f64 * step_s),
+            kbps_p95: percentile(&mut self.second_rates.clone(), 0.95),
+            bits_per_cube_update: if updates > 0 {
+                self.body_bytes as f64 * 8.0 / updates as f64
+            } else {
+                0.0
+            },
+            updates_by_encoding: self.sender.updates_by_encoding,
+            free_flight_updates_by_encoding: self.free_flight,
+            packets_sent: self.packets_sent,
+            packets_lost: self.packets_lost,
+            packets_rejected: self.receiver.rejected_packets,
+            throws: self.throws,
+            max_divergence_m_at_end: max_divergence_m,
+            remote_rest_jitter_m: self.rest_jitter_m,
+            seconds_to_converge: self
+                .identical_since
+                .filter(|_| bit_identical_at_end)
+                .map(|s| (s + 1 - self.last_throw_step) as f64 * step_s),
+            bit_identical_at_end,
+        })
+    }
+}
+
+/// Builds the link the configuration asks for and runs the handshake on the simulated clock (the run's clock
+/// starts once the guest is in). Returns the link and the ticks the handshake took.
+fn connect(config: &LoopbackConfig) -> Result<(Link, u64)> {
     let link_config = LinkConfig {
         latency_ms: config.latency_ms,
         jitter_ms: config.jitter_ms,
@@ -311,12 +614,10 @@ pub fn run_loopback_recorded(
         host_addr,
         guest_addr,
     };
-
-    // Handshake on the simulated clock; the run's clock starts once the guest is in.
     let mut tick = 0u64;
     loop {
         tick += 1;
-        let now = link.tick(tick as f64 * dt)?;
+        let now = link.tick(tick as f64 * TICK_S)?;
         while link.host.pop_event().is_some() {}
         while let Some(e) = link.guest.pop_event() {
             if let EndpointEvent::ConnectFailed { reason } = e {
@@ -324,196 +625,12 @@ pub fn run_loopback_recorded(
             }
         }
         if link.guest.is_connected() && link.host.peers().next().is_some() {
-            break;
+            return Ok((link, tick));
         }
         if now > HANDSHAKE_LIMIT_S {
             bail!("no connection after {HANDSHAKE_LIMIT_S} s of simulated time");
         }
     }
-
-    let mut sender = Sender::new(cubes);
-    let mut reject_notices = RejectNotices::default();
-    let mut receiver = Receiver::new(cubes);
-    sender.coding = config.coding;
-    receiver.coding = config.coding;
-    Receiver::follow_authority_rest(&mut remote)?;
-    let mut buf = vec![0u8; body_budget];
-    // Transport sequence → the sender's packet sequence (they advance together, but keep-alives could take
-    // transport sequences, so the map makes no assumption). Indexed by sequence: no hash map.
-    let mut sender_sequence: Vec<Option<u16>> = vec![None; usize::from(u16::MAX) + 1];
-    let mut next_sender_sequence = 0u16;
-    let mut body_bytes = 0u64;
-    let mut packets_sent = 0u64;
-    let mut packets_lost = 0u64;
-    let mut throws = 0u64;
-    let mut last_throw_step = 0u64;
-    let mut last_contact = vec![0u64; cubes];
-    let mut free_flight = [0u64; 5];
-    let mut second_rates: Vec<f64> = Vec::with_capacity(config.seconds as usize + 1);
-    let mut bytes_at_second = link.host_wire_bytes();
-    let wire_bytes_at_start = bytes_at_second;
-    let mut prev_remote: Vec<Option<(glam::Vec3, bool)>> = vec![None; cubes];
-    let mut rest_jitter_m = 0.0f64;
-    let mut identical_since: Option<u64> = None;
-
-    for step in 0..steps {
-        if let Some(t) = thrower.as_mut() {
-            if let Some(id) = t.maybe_throw(step, &mut authority)? {
-                sender.activity[id.index()].record_interaction();
-                // A throw is a change no predictor can know about, like a contact.
-                last_contact[id.index()] = step;
-                last_throw_step = step;
-                throws += 1;
-            }
-        }
-        quantize_world(&mut authority)?;
-        quantize_world(&mut remote)?;
-
-        let sequence = next_sender_sequence;
-        next_sender_sequence = next_sender_sequence.wrapping_add(1);
-        let n = sender.write_packet(&authority, step, sequence, &mut buf)?;
-        body_bytes += n as u64;
-        let (sent, encodings) = sender.last_packet();
-        for (&id, &e) in sent.iter().zip(encodings) {
-            let awake = !authority.state(BodyId(id))?.at_rest;
-            if awake && step >= last_contact[id as usize] + FREE_FLIGHT_STEPS {
-                free_flight[e as usize] += 1;
-            }
-        }
-        if let Some(rec) = recording.as_deref_mut() {
-            record_packet(rec, &sender, cubes, step, n);
-        }
-        let send_s = link.now(link_time(tick, step, 0, dt));
-        let damaged = config
-            .damage_every_n_packets
-            .is_some_and(|every| every > 0 && (step + 1) % every == 0);
-        let len = if damaged { n / 2 } else { n };
-        match link.host.send(send_s, PeerId(0), &buf[..len]) {
-            Ok(transport) => {
-                sender_sequence[usize::from(transport)] = Some(sequence);
-                packets_sent += 1;
-            }
-            Err(e) => tracing::warn!("state packet not sent: {e}"),
-        }
-
-        for k in 0..SUBTICKS_PER_STEP {
-            link.tick(link_time(tick, step, k, dt))?;
-            let now = link.now(link_time(tick, step, k, dt));
-            while let Some(e) = link.guest.pop_event() {
-                match e {
-                    EndpointEvent::Received { data, .. } => {
-                        if let Err(err) = receiver.receive(&data, &mut remote) {
-                            // The complaint travels back like any message (and may be lost: the next refusal
-                            // sends another).
-                            tracing::warn!("state packet refused: {err}");
-                            let mut notice = [0u8; REJECT_NOTICE_BYTES];
-                            let refused = receiver.rejected_packets as u16;
-                            let n = write_reject_notice(&mut notice, refused)?;
-                            if let Err(e) = link.guest.send(now, PeerId(0), &notice[..n]) {
-                                tracing::warn!("reject notice not sent: {e}");
-                            }
-                        }
-                    }
-                    EndpointEvent::Disconnected { reason, .. } => bail!("guest disconnected: {reason:?}"),
-                    _ => {}
-                }
-            }
-            while let Some(e) = link.host.pop_event() {
-                match e {
-                    EndpointEvent::Received { data, .. } => match read_reject_notice(&data) {
-                        Ok(refused) if reject_notices.is_new(refused) => sender.resync(),
-                        Ok(_) => {}
-                        Err(err) => tracing::warn!("unknown message from the guest refused: {err}"),
-                    },
-                    EndpointEvent::Acked { sequence, .. } => {
-                        if let Some(s) = sender_sequence[usize::from(sequence)].take() {
-                            sender.on_acked(s);
-                        }
-                    }
-                    EndpointEvent::Lost { sequence, .. } => {
-                        packets_lost += u64::from(sender_sequence[usize::from(sequence)].take().is_some());
-                    }
-                    EndpointEvent::Disconnected { reason, .. } => bail!("host lost the guest: {reason:?}"),
-                    _ => {}
-                }
-            }
-        }
-
-        let report = authority.step();
-        for c in &report.contacts {
-            for body in [Some(c.a), c.b].into_iter().flatten() {
-                last_contact[body.index()] = step;
-                sender.activity[body.index()].record_collision(c.approach_speed);
-            }
-        }
-        remote.step();
-
-        // Remote rest jitter: movement over one step (snaps included) of a cube at rest before and after it, on
-        // the quantized state (what the next step starts from): the step that puts a cube to rest leaves it a
-        // fraction of a quantum off the grid, and the snap back is no visible movement.
-        for (i, prev) in prev_remote.iter_mut().enumerate() {
-            let id = BodyId(i as u32);
-            if remote.is_removed(id)? {
-                *prev = None;
-                continue;
-            }
-            let s = quantize_body_state(&remote.state(id)?);
-            if let Some((p, was_at_rest)) = *prev {
-                if was_at_rest && s.at_rest {
-                    rest_jitter_m = rest_jitter_m.max(f64::from((s.position - p).length()));
-                }
-            }
-            *prev = Some((s.position, s.at_rest));
-        }
-        if step >= last_throw_step {
-            if bit_identical(&authority, &remote)? {
-                identical_since.get_or_insert(step);
-            } else {
-                identical_since = None;
-            }
-        }
-        if (step + 1) % STEP_HZ as u64 == 0 {
-            let bytes = link.host_wire_bytes();
-            second_rates.push((bytes - bytes_at_second) as f64 * 8.0 / 1000.0);
-            bytes_at_second = bytes;
-        }
-    }
-
-    let wire_bytes = link.host_wire_bytes() - wire_bytes_at_start;
-    let mut max_divergence_m = 0.0f64;
-    for i in 0..cubes as u32 {
-        let id = BodyId(i);
-        if authority.is_removed(id)? || remote.is_removed(id)? {
-            continue;
-        }
-        let d = (authority.state(id)?.position - remote.state(id)?.position).length();
-        max_divergence_m = max_divergence_m.max(f64::from(d));
-    }
-    let bit_identical_at_end = bit_identical(&authority, &remote)?;
-
-    let updates: u64 = sender.updates_by_encoding.iter().sum();
-    Ok(LoopbackReport {
-        steps,
-        kbps_mean: wire_bytes as f64 * 8.0 / 1000.0 / (steps as f64 * step_s),
-        kbps_p95: percentile(&mut second_rates, 0.95),
-        bits_per_cube_update: if updates > 0 {
-            body_bytes as f64 * 8.0 / updates as f64
-        } else {
-            0.0
-        },
-        updates_by_encoding: sender.updates_by_encoding,
-        free_flight_updates_by_encoding: free_flight,
-        packets_sent,
-        packets_lost,
-        packets_rejected: receiver.rejected_packets,
-        throws,
-        max_divergence_m_at_end: max_divergence_m,
-        remote_rest_jitter_m: rest_jitter_m,
-        seconds_to_converge: identical_since
-            .filter(|_| bit_identical_at_end)
-            .map(|s| (s + 1 - last_throw_step) as f64 * step_s),
-        bit_identical_at_end,
-    })
 }
 
 /// Adds the packet the sender just wrote (`body_bytes` long) to `rec`.
