@@ -15,7 +15,7 @@ use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
 use super::rest::{min_half_cos, PoseHistory};
-use super::stack_order::StackOrder;
+use super::stack_order::{presses_from_above, StackOrder};
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
 /// Flushes denormal floats to zero while a step runs and puts the caller's setting back afterwards. Resting
@@ -703,7 +703,8 @@ impl World {
         }
         let sb = &mut self.solver_bodies;
 
-        self.stack.compute(&self.contacts.contacts, &self.simulated);
+        let up = -self.config.gravity.normalize_or_zero();
+        self.stack.compute(&self.contacts.contacts, &self.simulated, up);
         // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
         // supports always come before the contacts that rest on it. Small keys are sorted, not constraints.
         let level = &self.stack.level;
@@ -732,7 +733,10 @@ impl World {
             let level_b = if b == GROUND { 0 } else { level[b as usize] };
             // Which body holds the other up: the ground or anything not moving this step, else the lower level.
             let lower = match level[a].cmp(&level_b) {
+                // A fixed body pressing from above (a held cube set on a stack) holds nothing up.
+                _ if !b_simulated && presses_from_above(c, true, up) => 1,
                 _ if b == GROUND || !b_simulated => 2,
+                _ if !self.simulated[a] && presses_from_above(c, false, up) => 2,
                 _ if !self.simulated[a] => 1,
                 std::cmp::Ordering::Less => 1,
                 std::cmp::Ordering::Greater => 2,
