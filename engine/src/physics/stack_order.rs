@@ -143,3 +143,57 @@ mod tests {
         assert_eq!(order.level, vec![UNSUPPORTED, 0, 1]);
     }
 }
+
+#[cfg(test)]
+mod pressing_tests {
+    use super::tests_support::touching_with_normal;
+    use super::*;
+
+    #[test]
+    fn a_fixed_body_pressing_from_above_is_no_base() {
+        // Body 0 stands on the ground; body 1 (fixed: a held cube) presses on it from above; body 2 leans on a
+        // fixed body 3 from the side. Normals point from a to b.
+        let contacts = [
+            touching_with_normal(0, GROUND, -Vec3::Y),
+            touching_with_normal(0, 1, Vec3::Y),
+            touching_with_normal(2, 3, Vec3::X),
+            touching_with_normal(1, 4, -Vec3::Y),
+        ];
+        let mut order = StackOrder::default();
+        order.compute(&contacts, &[true, false, true, false, true], Vec3::Y);
+        assert_eq!(order.level[0], 0, "held up by the ground");
+        assert_eq!(order.level[2], 0, "a fixed body beside still holds");
+        assert_eq!(
+            order.level[4], UNSUPPORTED,
+            "body 4 hangs under the fixed body 1 (a is fixed, above)"
+        );
+        assert!(presses_from_above(&contacts[1], true, Vec3::Y));
+        assert!(!presses_from_above(&contacts[0], true, Vec3::Y));
+        assert!(presses_from_above(&contacts[3], false, Vec3::Y));
+    }
+}
+
+#[cfg(test)]
+mod tests_support {
+    use super::*;
+    use crate::physics::manifold::Manifold;
+
+    pub fn touching_with_normal(a: u32, b: u32, normal: Vec3) -> Contact {
+        let mut m = Manifold {
+            count: 1,
+            normal,
+            ..Manifold::default()
+        };
+        m.points[0].separation = 0.0;
+        Contact {
+            a,
+            b,
+            manifold: m,
+            updated: true,
+            fresh: false,
+            built: true,
+            built_at: [Vec3::ZERO; 2],
+            built_separation: [0.0; 4],
+        }
+    }
+}
