@@ -7,4 +7,6 @@
 //! Later issues add `render` (Vulkan on ash), `xr` (OpenXR) and `input` (winit/gilrs glue) beside these.
 
 pub mod physics;
+#[cfg(feature = "render")]
+pub mod render;
 pub mod scene;

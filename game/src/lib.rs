@@ -2,7 +2,9 @@
 //!
 //! - [`avatar`]: a player's head and hands as plain data, per fixed step, from any input source.
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
-//! - [`sync`]: state synchronisation; so far the quantizer both peers apply before every physics step.
+//! - [`screenshot`]: headless rendering of a scene to a PNG (`tumble screenshot`, the image test).
+//! - [`sync`]: state synchronisation: quantization, encoding, priority, delta, entropy coding, loopback harness.
 pub mod avatar;
 pub mod interaction;
+pub mod screenshot;
 pub mod sync;
