@@ -13,7 +13,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use tumble::screenshot;
-use tumble::sync::harness::{run_loopback, LinkKind, LoopbackConfig, DEFAULT_KBPS_BUDGET};
+use tumble::sync::harness::{LinkKind, LoopbackConfig, LoopbackSession, DEFAULT_KBPS_BUDGET};
 use tumble::sync::quantize::quantize_body_state;
 use tumble::sync::state_packet::PacketCoding;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
@@ -113,6 +113,9 @@ struct LoopbackArgs {
     /// The link: in memory on a simulated clock (deterministic), or UDP on 127.0.0.1 on the real clock
     #[arg(long, value_enum, default_value_t = SocketKind::Memory)]
     socket: SocketKind,
+    /// At the end, render both worlds side by side (authority left, non-authority right) into this PNG
+    #[arg(long, value_name = "PATH.png")]
+    screenshot: Option<PathBuf>,
     /// How state packets are coded: the adaptive range coder, or the plain bit packer (for comparison)
     #[arg(long, value_enum, default_value_t = CodingKind::Entropy)]
     coding: CodingKind,
@@ -321,10 +324,31 @@ fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
         },
         damage_every_n_packets: None,
     };
-    let report = run_loopback(&config, authority, remote)?;
-    println!("{}", report.to_json());
+    let mut session = LoopbackSession::new(&config, authority, remote)?;
+    while !session.is_finished() {
+        session.step(None)?;
+    }
+    println!("{}", session.report()?.to_json());
+    if let Some(out) = &args.screenshot {
+        // Both copies in the host's colour (player 1 has authority over every cube here).
+        let authority = vec![1u8; session.authority().body_count()];
+        let left = screenshot::world_cubes(session.authority(), &authority)?;
+        let right = screenshot::world_cubes(session.remote(), &authority)?;
+        let cubes = screenshot::side_by_side(&left, &right, LOOPBACK_GAP_M);
+        let options = screenshot::ShotOptions {
+            width: 960,
+            height: 540,
+            stereo: false,
+        };
+        let shot = screenshot::render_cubes(&cubes, &options)?;
+        screenshot::write_png(out, shot.width, shot.height, &shot.rgba)?;
+        tracing::info!(out = %out.display(), "both worlds written side by side");
+    }
     Ok(())
 }
+
+/// Space between the two worlds in a loopback picture (m).
+const LOOPBACK_GAP_M: f32 = 4.0;
 
 /// What every peer does before a step: each body snapped to exactly what the wire would carry.
 fn quantize_world(world: &mut World, ids: &[BodyId], fallen: &[bool]) -> anyhow::Result<()> {

@@ -67,6 +67,24 @@ pub fn world_cubes(world: &World, authority: &[u8]) -> Result<Vec<CubeInstance>,
     Ok(cubes)
 }
 
+/// Two worlds in one picture, as the reference's loopback scene showed them: `right` moved along +x so that its
+/// leftmost cube is `gap_m` beyond `left`'s rightmost. Too many cubes for the renderer → the first `MAX_CUBES`.
+pub fn side_by_side(left: &[CubeInstance], right: &[CubeInstance], gap_m: f32) -> Vec<CubeInstance> {
+    let reach = |c: &CubeInstance| c.half_extents.length();
+    let left_max = left.iter().map(|c| c.position.x + reach(c)).fold(f32::MIN, f32::max);
+    let right_min = right.iter().map(|c| c.position.x - reach(c)).fold(f32::MAX, f32::min);
+    let shift = if left.is_empty() || right.is_empty() {
+        0.0
+    } else {
+        left_max - right_min + gap_m
+    };
+    let moved = right.iter().map(|c| CubeInstance {
+        position: c.position + Vec3::X * shift,
+        ..*c
+    });
+    left.iter().copied().chain(moved).take(MAX_CUBES).collect()
+}
+
 /// The fixed camera for a set of cubes and an aspect ratio (width / height of one view): centre and distance from
 /// the cubes' bounding sphere. Returns (eye, target).
 pub fn camera_for(cubes: &[CubeInstance], aspect: f32) -> (Vec3, Vec3) {

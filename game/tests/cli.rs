@@ -128,6 +128,51 @@ fn screenshot_writes_a_png_of_the_requested_size() {
 }
 
 #[test]
+fn loopback_screenshot_shows_both_worlds_side_by_side() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_loopback.png");
+    let _ = std::fs::remove_file(&out);
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/table64.toml");
+    let o = tumble(&[
+        "loopback",
+        "--scene",
+        scene,
+        "--seconds",
+        "1",
+        "--latency-ms",
+        "20",
+        "--screenshot",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    assert!(report["packets_sent"].as_u64().unwrap() > 0);
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&out).expect("the PNG exists"),
+    ));
+    let mut reader = decoder.read_info().expect("a PNG");
+    let mut rgba = vec![0u8; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut rgba).unwrap();
+    let (w, h) = (info.width as usize, info.height as usize);
+    let channels = info.line_size / w;
+    // Cubes in the host's colour (blue) in both halves of the picture.
+    let blue_in = |x0: usize, x1: usize| {
+        (0..h)
+            .flat_map(|y| (x0..x1).map(move |x| (x, y)))
+            .filter(|&(x, y)| {
+                let p = &rgba[(y * w + x) * channels..];
+                u32::from(p[2]) > u32::from(p[0]) + 60 && p[2] > p[1]
+            })
+            .count()
+    };
+    let (left, right) = (blue_in(0, w / 2), blue_in(w / 2, w));
+    assert!(
+        left > w * h / 100 && right > w * h / 100,
+        "blue pixels: left {left}, right {right}"
+    );
+}
+
+#[test]
 fn screenshot_of_a_bad_scene_gives_the_loaders_error() {
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("never_written.png");
     let o = tumble(&[
