@@ -16,6 +16,10 @@
 //!   views are blitted into the swapchain image (side by side in the stereo preview) and the egui overlay
 //!   (`overlay.rs`, `egui-ash-renderer`) drawn on top. Swapchain rebuilt on resize, OUT_OF_DATE and SUBOPTIMAL;
 //!   nothing drawn while minimised. `engine/examples/present.rs` is a runnable example (`xvfb-run` works).
+//! - [`XrRenderer`] (`external.rs`): on the Vulkan instance/device an OpenXR runtime created
+//!   ([`ExternalVulkan`]), drawing both eyes into the runtime's 2-layer swapchain images ([`ExternalImage`]). The
+//!   module docs of `external.rs` list what to ask the runtime for: Vulkan 1.1, no extensions, the multiview
+//!   feature ([`required_device_features`]), swapchain usage COLOR_ATTACHMENT | TRANSFER_DST.
 //!
 //! Files: `device.rs` (instance, device choice, [`Gpu`]), `memory.rs`, `pipeline.rs` (shaders, render pass,
 //! pipelines), `shadow.rs`, `targets.rs`, `instances.rs` (frame data as the GPU reads it), `renderer.rs` (the frame
@@ -26,6 +30,7 @@
 
 mod device;
 mod error;
+mod external;
 mod instances;
 mod memory;
 mod offscreen;
@@ -42,6 +47,7 @@ pub use ash::vk;
 pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION};
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
+pub use external::{ExternalImage, XrRenderer};
 pub use offscreen::Offscreen;
 pub use overlay::OverlayFrame;
 pub use raw_window_handle;
