@@ -29,13 +29,19 @@ const EXIT_UNAVAILABLE: u8 = 2;
     version,
     about = "Tumble: a networked physics sandbox for VR",
     long_about = "Tumble: a networked physics sandbox for VR.\n\n\
-        With no subcommand, opens the desktop debug view (not built yet; needs a display).\n\
+        With no subcommand, opens the desktop debug view (needs a display; --scene FILE, default table64).\n\
         Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended.\n\
         Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Desktop view: the scene to open (TOML; the format is in assets/scenes/README.md)
+    #[arg(long, value_name = "FILE", default_value = tumble::desktop::scenes::DEFAULT_SCENE)]
+    scene: PathBuf,
+    /// Desktop view: close after N frames (smoke tests)
+    #[arg(long, value_name = "N", hide = true)]
+    frames: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -113,7 +119,7 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match cli.command {
-        None => desktop_view(),
+        None => desktop_view(&cli.scene, cli.frames),
         Some(Command::Vr) => {
             eprintln!("tumble: the VR client is not built yet (a later issue); try `tumble simulate --scene FILE`");
             ExitCode::from(EXIT_UNAVAILABLE)
@@ -159,22 +165,27 @@ fn init_logging() {
         .init();
 }
 
-/// The desktop debug view is a later issue; until then say so, and say where the headless modes are.
-fn desktop_view() -> ExitCode {
-    let has_display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
-    if has_display {
-        eprintln!("tumble: the desktop debug view is not built yet (a later issue).");
-    } else {
-        eprintln!(
-            "tumble: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set), \
-             so the desktop view cannot open."
-        );
+/// The desktop debug view; with no display, say so, and say where the headless modes are.
+fn desktop_view(scene: &std::path::Path, frames: Option<u64>) -> ExitCode {
+    let options = tumble::desktop::DesktopOptions {
+        scene: scene.to_path_buf(),
+        frames,
+    };
+    match tumble::desktop::run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(tumble::desktop::DesktopError::NoDisplay(why)) => {
+            eprintln!("tumble: no display found ({why}), so the desktop view cannot open.");
+            eprintln!(
+                "Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended"
+            );
+            eprintln!("(later: `tumble screenshot`). See `tumble --help`.");
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+        Err(e) => {
+            eprintln!("tumble: error: {e}");
+            ExitCode::FAILURE
+        }
     }
-    eprintln!("Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended");
-    eprintln!("(later: `tumble screenshot`). See `tumble --help`.");
-    ExitCode::from(EXIT_UNAVAILABLE)
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
