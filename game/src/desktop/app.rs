@@ -238,7 +238,9 @@ impl ApplicationHandler for DesktopApp {
             WindowEvent::MouseInput { state: s, .. } | WindowEvent::KeyboardInput { event: tumble_engine::input::winit::event::KeyEvent { state: s, .. }, .. }
                 if *s == tumble_engine::input::winit::event::ElementState::Released
         );
-        if !consumed || is_release || matches!(event, WindowEvent::CursorMoved { .. }) {
+        // Keys are ours unless a text field has focus (egui claims Tab for focus moves otherwise).
+        let key_for_us = matches!(event, WindowEvent::KeyboardInput { .. }) && !self.egui.egui_wants_keyboard_input();
+        if !consumed || key_for_us || is_release || matches!(event, WindowEvent::CursorMoved { .. }) {
             self.input.handle_window_event(&event);
         }
         match event {

@@ -63,9 +63,13 @@ pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
     if let Some(e) = app.window_error {
         return Err(DesktopError::NoDisplay(format!("no window could be opened: {e}")));
     }
+    let stats = &app.sim.stats;
     tracing::info!(
         frames = app.frames_shown,
-        steps = app.sim.stats.steps,
+        steps = stats.steps,
+        grabs = stats.grabs,
+        throws = stats.throws,
+        scene = %app.sim.scene_name,
         "desktop view closed"
     );
     Ok(())

@@ -73,7 +73,12 @@ impl DesktopSim {
         self.interaction.reset();
         self.poses.reset(&self.world);
         self.fixed.clear();
-        self.stats = SimStats::default();
+        // Grabs and throws count for the whole session; the rest describes the world.
+        self.stats = SimStats {
+            grabs: self.stats.grabs,
+            throws: self.stats.throws,
+            ..SimStats::default()
+        };
         self.count_bodies();
     }
 
