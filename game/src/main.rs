@@ -36,9 +36,9 @@ const EXIT_UNAVAILABLE: u8 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Desktop view: the scene to open (TOML; the format is in assets/scenes/README.md)
-    #[arg(long, value_name = "FILE", default_value = tumble::desktop::scenes::DEFAULT_SCENE)]
-    scene: PathBuf,
+    /// Desktop view: the scene to open (TOML; the format is in assets/scenes/README.md) [default: table64]
+    #[arg(long, value_name = "FILE")]
+    scene: Option<PathBuf>,
     /// Desktop view: close after N frames (smoke tests)
     #[arg(long, value_name = "N", hide = true)]
     frames: Option<u64>,
@@ -119,7 +119,7 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match cli.command {
-        None => desktop_view(&cli.scene, cli.frames),
+        None => desktop_view(cli.scene, cli.frames),
         Some(Command::Vr) => {
             eprintln!("tumble: the VR client is not built yet (a later issue); try `tumble simulate --scene FILE`");
             ExitCode::from(EXIT_UNAVAILABLE)
@@ -166,11 +166,8 @@ fn init_logging() {
 }
 
 /// The desktop debug view; with no display, say so, and say where the headless modes are.
-fn desktop_view(scene: &std::path::Path, frames: Option<u64>) -> ExitCode {
-    let options = tumble::desktop::DesktopOptions {
-        scene: scene.to_path_buf(),
-        frames,
-    };
+fn desktop_view(scene: Option<PathBuf>, frames: Option<u64>) -> ExitCode {
+    let options = tumble::desktop::DesktopOptions { scene, frames };
     match tumble::desktop::run(&options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(tumble::desktop::DesktopError::NoDisplay(why)) => {

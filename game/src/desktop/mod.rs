@@ -25,7 +25,8 @@ use tumble_engine::scene::SceneError;
 /// What `tumble` with no subcommand was asked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DesktopOptions {
-    pub scene: PathBuf,
+    /// `None`: [`scenes::default_scene`].
+    pub scene: Option<PathBuf>,
     /// Close after this many frames (smoke tests under a virtual display).
     pub frames: Option<u64>,
 }
@@ -54,8 +55,10 @@ pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
             "neither DISPLAY nor WAYLAND_DISPLAY is set".into(),
         ));
     }
-    let sim = sim::DesktopSim::load(&options.scene)?;
+    // Connecting to the display first: a named display that cannot be reached is "no display", whatever the scene.
     let event_loop = EventLoop::new().map_err(|e| DesktopError::NoDisplay(e.to_string()))?;
+    let scene = options.scene.clone().unwrap_or_else(scenes::default_scene);
+    let sim = sim::DesktopSim::load(&scene)?;
     let mut app = app::DesktopApp::new(sim, options.frames);
     event_loop
         .run_app(&mut app)

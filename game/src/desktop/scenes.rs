@@ -6,6 +6,16 @@ use std::path::{Path, PathBuf};
 /// The default scene of `tumble` with no arguments, relative to the working directory (the repository root).
 pub const DEFAULT_SCENE: &str = "assets/scenes/table64.toml";
 
+/// [`DEFAULT_SCENE`] when the working directory has it, else the copy in the source tree this binary was built
+/// from (so `tumble` also starts from another directory on the machine that built it).
+pub fn default_scene() -> PathBuf {
+    let relative = PathBuf::from(DEFAULT_SCENE);
+    if relative.is_file() {
+        return relative;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(DEFAULT_SCENE)
+}
+
 /// `*.toml` files in `dir`, sorted by name; an unreadable folder gives an empty list.
 pub fn list_scenes(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
@@ -67,5 +77,6 @@ mod tests {
         assert_eq!(step_scene(&scenes, &scenes[0], -1).unwrap(), *scenes.last().unwrap());
         assert_eq!(step_scene(&[], &table, 1), None);
         assert!(list_scenes(Path::new("/no/such/folder")).is_empty());
+        assert!(default_scene().is_file());
     }
 }
