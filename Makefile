@@ -1,7 +1,8 @@
 # The two set-up commands of the README (`make run`, `make test`) install what is missing and nothing more.
 
-# System packages: pkg-config and libudev for gamepads (gilrs).
-SYSTEM_PACKAGES := pkg-config libudev-dev
+# System packages: pkg-config and libudev for gamepads (gilrs); the Vulkan loader and Mesa's Vulkan drivers (lavapipe
+# renders on any CPU, so `tumble screenshot` and the image test in `make test` work without a GPU).
+SYSTEM_PACKAGES := pkg-config libudev-dev libvulkan1 mesa-vulkan-drivers
 
 .PHONY: run test bench vr system-packages toolchain
 

@@ -12,4 +12,6 @@
 #[cfg(feature = "input")]
 pub mod input;
 pub mod physics;
+#[cfg(feature = "render")]
+pub mod render;
 pub mod scene;

@@ -30,6 +30,7 @@ pub enum Action {
     ToggleStats,
     ToggleHelp,
     ToggleStereo,
+    ToggleRestingDebug,
     Quit,
 }
 
@@ -55,6 +56,7 @@ pub fn action_for_key(key: KeyCode) -> Option<Action> {
         KeyCode::F1 => Action::ToggleStats,
         KeyCode::F2 => Action::ToggleHelp,
         KeyCode::F3 => Action::ToggleStereo,
+        KeyCode::F4 => Action::ToggleRestingDebug,
         KeyCode::Escape => Action::Quit,
         _ => return None,
     })
@@ -206,6 +208,7 @@ mod tests {
             KeyCode::F1,
             KeyCode::F2,
             KeyCode::F3,
+            KeyCode::F4,
             KeyCode::Escape,
         ];
         let mut bound = [false; ACTION_COUNT];

@@ -14,6 +14,8 @@ use tumble_engine::input::winit::event::WindowEvent;
 use tumble_engine::input::winit::event_loop::{ActiveEventLoop, ControlFlow};
 use tumble_engine::input::winit::window::{Window, WindowId};
 use tumble_engine::input::{Action, FlyCamera, Gamepads, InputState};
+use tumble_engine::render::DEFAULT_LIGHT_DIRECTION;
+use tumble_engine::render::{DebugModes, FrameInput, OverlayFrame as RenderOverlay, Presenter, RenderError};
 
 use super::hands::DesktopHands;
 use super::overlay::{self, FrameTimes, OverlayData, OverlayToggles};
@@ -41,11 +43,15 @@ pub struct DesktopApp {
     hands: DesktopHands,
     gamepads: Gamepads,
     gamepad_connected: bool,
+    /// GPU time of the last finished frame (ms).
+    gpu_ms: Option<f32>,
     toggles: OverlayToggles,
     frames: FrameTimes,
     pub view: FrameView,
     pub overlay: OverlayFrame,
     egui: egui::Context,
+    /// Declared before the window: fields drop in order, and the presenter's surface must go before its window.
+    presenter: Option<Presenter>,
     window: Option<(Arc<Window>, egui_winit::State)>,
     last_frame: Option<Instant>,
     /// Exit after this many frames (for smoke tests under a virtual display).
@@ -54,6 +60,8 @@ pub struct DesktopApp {
     scene_error: Option<String>,
     /// Set when the window could not be created; the caller reports it.
     pub window_error: Option<String>,
+    /// Set when the renderer failed (no Vulkan, or a device error while running); the caller reports it.
+    pub render_error: Option<RenderError>,
 }
 
 impl DesktopApp {
@@ -67,17 +75,20 @@ impl DesktopApp {
             hands: DesktopHands::default(),
             gamepads: Gamepads::new(),
             gamepad_connected: false,
+            gpu_ms: None,
             toggles: OverlayToggles::default(),
             frames: FrameTimes::default(),
             view: FrameView::default(),
             overlay: OverlayFrame::default(),
             egui: egui::Context::default(),
+            presenter: None,
             window: None,
             last_frame: None,
             frames_left: frames,
             frames_shown: 0,
             scene_error: None,
             window_error: None,
+            render_error: None,
         }
     }
 
@@ -93,6 +104,7 @@ impl DesktopApp {
         self.toggles.stats ^= input.presses(Action::ToggleStats) % 2 == 1;
         self.toggles.help ^= input.presses(Action::ToggleHelp) % 2 == 1;
         self.toggles.stereo ^= input.presses(Action::ToggleStereo) % 2 == 1;
+        self.toggles.resting ^= input.presses(Action::ToggleRestingDebug) % 2 == 1;
         let delta =
             isize::from(input.was_pressed(Action::NextScene)) - isize::from(input.was_pressed(Action::PreviousScene));
         if delta != 0 {
@@ -150,11 +162,17 @@ impl DesktopApp {
             &self.sim.avatar,
             &self.sim.interaction,
         );
-        self.view.view = self.camera.view();
-        self.view.projection = self.camera.projection(size.x / size.y.max(1.0));
-        self.view.stereo = self.toggles.stereo;
+        let aspect = match self.presenter.as_mut() {
+            Some(p) => {
+                p.set_stereo_preview(self.toggles.stereo);
+                let (w, h) = p.view_extent();
+                w as f32 / h as f32
+            }
+            None => size.x / size.y.max(1.0),
+        };
+        self.view.set_camera(&self.camera, aspect, self.toggles.stereo);
         self.run_overlay(&window);
-        self.present();
+        self.present(event_loop);
         self.input.end_frame();
 
         self.frames_shown += 1;
@@ -180,6 +198,7 @@ impl DesktopApp {
             hands: self.hands.source.name(),
             held: self.sim.interaction.held_cubes().count(),
             gamepad_connected: self.gamepad_connected,
+            gpu_ms: self.gpu_ms,
             error: self.scene_error.as_deref(),
         };
         let toggles = self.toggles;
@@ -190,10 +209,33 @@ impl DesktopApp {
         self.overlay.primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);
     }
 
-    /// Hands the frame to the renderer. The renderer (`engine::render`, on its own branch) is not merged here yet:
-    /// until it is, the frame is built but not drawn, and the overlay's texture changes are dropped once seen.
-    fn present(&mut self) {
-        self.overlay.textures.clear();
+    /// Draws the frame and the overlay. A renderer error ends the view (the caller reports it).
+    fn present(&mut self, event_loop: &ActiveEventLoop) {
+        let Some(presenter) = self.presenter.as_mut() else {
+            self.overlay.textures.clear();
+            return;
+        };
+        let input = FrameInput {
+            views: &self.view.views,
+            cubes: &self.view.cubes,
+            avatars: &[],
+            contacts: &[],
+            light_direction: DEFAULT_LIGHT_DIRECTION,
+            debug: DebugModes {
+                resting: self.toggles.resting,
+                contacts: false,
+            },
+        };
+        let overlay = RenderOverlay {
+            primitives: &self.overlay.primitives,
+            textures_delta: &mut self.overlay.textures,
+            pixels_per_point: self.overlay.pixels_per_point,
+        };
+        if let Err(e) = presenter.render(&input, Some(overlay)) {
+            self.render_error = Some(e);
+            event_loop.exit();
+        }
+        self.gpu_ms = presenter.gpu_time_ms();
     }
 }
 
@@ -216,6 +258,19 @@ impl ApplicationHandler for DesktopApp {
                     None,
                     None,
                 );
+                let size = window.inner_size();
+                // SAFETY: the window is kept in `self.window`, which drops after `self.presenter` (field order).
+                match unsafe { Presenter::new(&*window, size.width, size.height) } {
+                    Ok(p) => {
+                        tracing::info!(gpu = %p.gpu().info.name, "renderer ready");
+                        self.presenter = Some(p);
+                    }
+                    Err(e) => {
+                        self.render_error = Some(e);
+                        event_loop.exit();
+                        return;
+                    }
+                }
                 event_loop.set_control_flow(ControlFlow::Poll);
                 tracing::info!(scene = %self.sim.scene_name, "desktop view open");
                 self.window = Some((window, state));
@@ -245,6 +300,11 @@ impl ApplicationHandler for DesktopApp {
         }
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let Some(p) = self.presenter.as_mut() {
+                    p.resize(size.width, size.height);
+                }
+            }
             WindowEvent::RedrawRequested => self.frame(event_loop),
             _ => {}
         }

@@ -20,6 +20,7 @@ pub mod view;
 use std::path::PathBuf;
 
 use tumble_engine::input::winit::event_loop::EventLoop;
+use tumble_engine::render::RenderError;
 use tumble_engine::scene::SceneError;
 
 /// What `tumble` with no subcommand was asked.
@@ -39,6 +40,9 @@ pub enum DesktopError {
     NoDisplay(String),
     #[error(transparent)]
     Scene(#[from] SceneError),
+    /// No Vulkan (exit 2, see `RenderError::is_unavailable`) or a device error.
+    #[error(transparent)]
+    Render(#[from] RenderError),
 }
 
 /// True when a display server is named in the environment.
@@ -63,8 +67,11 @@ pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
     event_loop
         .run_app(&mut app)
         .map_err(|e| DesktopError::NoDisplay(e.to_string()))?;
-    if let Some(e) = app.window_error {
+    if let Some(e) = app.window_error.take() {
         return Err(DesktopError::NoDisplay(format!("no window could be opened: {e}")));
+    }
+    if let Some(e) = app.render_error.take() {
+        return Err(DesktopError::Render(e));
     }
     let stats = &app.sim.stats;
     tracing::info!(

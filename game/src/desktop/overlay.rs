@@ -15,6 +15,8 @@ pub struct OverlayToggles {
     pub stats: bool,
     pub help: bool,
     pub stereo: bool,
+    /// Tint resting cubes (F4, the renderer's resting debug mode).
+    pub resting: bool,
 }
 
 impl Default for OverlayToggles {
@@ -23,6 +25,7 @@ impl Default for OverlayToggles {
             stats: true,
             help: false,
             stereo: false,
+            resting: false,
         }
     }
 }
@@ -88,6 +91,8 @@ pub struct OverlayData<'a> {
     pub hands: &'a str,
     pub held: usize,
     pub gamepad_connected: bool,
+    /// GPU time of the last finished frame (ms), when the renderer measures it.
+    pub gpu_ms: Option<f32>,
     /// Set when the last scene switch failed: the loader's message.
     pub error: Option<&'a str>,
 }
@@ -118,6 +123,9 @@ fn stats(ui: &mut Ui, d: &OverlayData, toggles: &OverlayToggles) {
         d.frames.mean_ms,
         d.sim.step_ms
     ));
+    if let Some(gpu) = d.gpu_ms {
+        ui.label(format!("GPU {gpu:.2} ms"));
+    }
     graph(ui, d.frames);
     ui.label(format!(
         "cubes {}, resting {}, awake {}",
@@ -184,7 +192,8 @@ pub const HELP: &[&str] = &[
     "  Start pause, Back reset, A single step",
     "R: reset    P / Space: pause    N: single step",
     "Tab / PageDown, PageUp: next / previous scene",
-    "F1: stats    F2: this help    F3: stereo preview    Esc: quit",
+    "F1: stats    F2: this help    F3: stereo preview    F4: tint resting cubes",
+    "Esc: quit",
 ];
 
 #[cfg(test)]
@@ -232,6 +241,7 @@ mod tests {
             hands: "mouse",
             held: 0,
             gamepad_connected: false,
+            gpu_ms: Some(1.5),
             error: None,
         };
         let toggles = OverlayToggles {
@@ -248,11 +258,12 @@ mod tests {
         assert!(text.contains("cubes 64, resting 60"), "{text}");
         assert!(text.contains("100 fps"), "{text}");
         assert!(text.contains("paused"), "{text}");
+        assert!(text.contains("GPU 1.50 ms"), "{text}");
         assert!(text.contains("F1: stats"), "{text}");
         let hidden = OverlayToggles {
             stats: false,
             help: false,
-            stereo: false,
+            ..OverlayToggles::default()
         };
         let mut out = ctx.run_ui(egui::RawInput::default(), |ui| draw(ui.ctx(), &data, &hidden));
         assert!(texts(&out).is_empty());

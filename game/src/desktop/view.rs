@@ -1,60 +1,30 @@
-//! What one frame shows, as plain data for the renderer: every cube's interpolated pose, size, colour and
-//! highlight, the hands, and the camera. Filled into reused buffers, so a running frame allocates nothing.
+//! What one frame shows, in the renderer's plain types: every cube's interpolated pose, size, authority colour and
+//! highlight flags, the hands as small paddles, and one view (two in the stereo preview). Filled into reused
+//! buffers, so a running frame allocates nothing.
 
-use glam::{Mat4, Quat, Vec3};
+use glam::Vec3;
+use tumble_engine::input::FlyCamera;
 use tumble_engine::physics::{BodyId, World};
+use tumble_engine::render::{
+    authority_rgb, CubeInstance, View, CUBE_HELD, CUBE_RESTING, CUBE_SELECTED, MAX_CUBES, PLAYER_RGB,
+};
 
 use super::interpolate::PoseBuffer;
 use crate::avatar::{Avatar, HandSide};
 use crate::interaction::Interaction;
 
-/// Authority colours (linear RGB): white for the default; blue, red, green, yellow for players 1-4.
-pub const AUTHORITY_COLOURS: [[f32; 3]; 5] = [
-    [0.9, 0.9, 0.9],
-    [0.2, 0.4, 1.0],
-    [1.0, 0.25, 0.2],
-    [0.25, 0.85, 0.3],
-    [1.0, 0.85, 0.2],
-];
-
-/// How a cube is highlighted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Highlight {
-    #[default]
-    None,
-    /// A hand would grab it now.
-    Hovered,
-    /// In a hand.
-    Held,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CubeDraw {
-    pub position: Vec3,
-    pub rotation: Quat,
-    pub half_extents: Vec3,
-    pub colour: [f32; 3],
-    pub highlight: Highlight,
-    pub at_rest: bool,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct HandDraw {
-    pub position: Vec3,
-    pub rotation: Quat,
-    pub grip: f32,
-    pub tracked: bool,
-}
+/// The hands drawn as flat paddles this big (half extents, m), in player 1's colour.
+pub const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.045, 0.025, 0.09);
+/// Eye separation of the stereo preview (m): a typical interpupillary distance.
+pub const EYE_SEPARATION_M: f32 = 0.064;
 
 /// One frame's scene.
 #[derive(Clone, Debug, Default)]
 pub struct FrameView {
-    pub cubes: Vec<CubeDraw>,
-    pub hands: Vec<HandDraw>,
-    pub view: Mat4,
-    pub projection: Mat4,
-    /// Both eyes side by side (the stereo preview).
-    pub stereo: bool,
+    /// Cubes, then the tracked hands.
+    pub cubes: Vec<CubeInstance>,
+    /// One view, or two (left, right) in the stereo preview.
+    pub views: Vec<View>,
 }
 
 impl FrameView {
@@ -62,39 +32,54 @@ impl FrameView {
     pub fn fill(&mut self, world: &World, poses: &PoseBuffer, alpha: f32, avatar: &Avatar, interaction: &Interaction) {
         self.cubes.clear();
         for (i, id) in world.body_ids().enumerate().take(poses.len()) {
-            if world.is_removed(id).unwrap_or(true) {
+            if world.is_removed(id).unwrap_or(true) || self.cubes.len() + 2 >= MAX_CUBES {
                 continue;
             }
             let (position, rotation) = poses.interpolated(i, alpha);
-            self.cubes.push(CubeDraw {
+            let resting = world.state(id).is_ok_and(|s| s.at_rest);
+            self.cubes.push(CubeInstance {
                 position,
                 rotation,
                 half_extents: world.half_extents(id).unwrap_or(Vec3::splat(0.5)),
-                colour: AUTHORITY_COLOURS[0],
-                highlight: highlight(interaction, id),
-                at_rest: world.state(id).is_ok_and(|s| s.at_rest),
+                colour: authority_rgb(0),
+                flags: flags(interaction, id) | if resting { CUBE_RESTING } else { 0 },
             });
         }
-        self.hands.clear();
         for side in HandSide::BOTH {
             let hand = avatar.hand(side);
-            self.hands.push(HandDraw {
-                position: hand.pose.position,
-                rotation: hand.pose.rotation,
-                grip: hand.grip,
-                tracked: hand.tracked,
-            });
+            if hand.tracked {
+                self.cubes.push(CubeInstance {
+                    position: hand.pose.position,
+                    rotation: hand.pose.rotation,
+                    half_extents: HAND_HALF_EXTENTS_M,
+                    colour: PLAYER_RGB[0],
+                    flags: 0,
+                });
+            }
+        }
+    }
+
+    /// The camera's view, or two eyes side by side; `aspect` is one view's width / height.
+    pub fn set_camera(&mut self, camera: &FlyCamera, aspect: f32, stereo: bool) {
+        self.views.clear();
+        let (eye, target) = (camera.position, camera.position + camera.forward());
+        let fov = tumble_engine::input::camera::FOV_Y_RAD;
+        if stereo {
+            self.views
+                .extend(View::stereo_pair(eye, target, fov, aspect, EYE_SEPARATION_M));
+        } else {
+            self.views.push(View::look_at(eye, target, fov, aspect));
         }
     }
 }
 
-fn highlight(interaction: &Interaction, id: BodyId) -> Highlight {
+fn flags(interaction: &Interaction, id: BodyId) -> u32 {
     if interaction.is_held(id) {
-        Highlight::Held
+        CUBE_HELD
     } else if HandSide::BOTH.iter().any(|&s| interaction.hand(s).hovered == Some(id)) {
-        Highlight::Hovered
+        CUBE_SELECTED
     } else {
-        Highlight::None
+        0
     }
 }
 
@@ -102,12 +87,13 @@ fn highlight(interaction: &Interaction, id: BodyId) -> Highlight {
 mod tests {
     use super::*;
     use crate::avatar::{AvatarInput, HandInput, Pose};
+    use glam::Quat;
     use tumble_engine::physics::{BodyDesc, WorldConfig};
 
     #[test]
-    fn hovered_and_held_cubes_are_highlighted() {
+    fn hovered_and_held_cubes_are_flagged_and_hands_drawn() {
         let mut world = World::new(WorldConfig::default()).unwrap();
-        for x in [0.0, 3.0] {
+        for x in [0.0, 3.0, 6.0] {
             world
                 .add_body(&BodyDesc {
                     position: Vec3::new(x, 0.5, 0.0),
@@ -134,9 +120,19 @@ mod tests {
         interaction.update(&mut world, &avatar).unwrap();
         let mut view = FrameView::default();
         view.fill(&world, &poses, 1.0, &avatar, &interaction);
-        let marks: Vec<_> = view.cubes.iter().map(|c| c.highlight).collect();
-        assert_eq!(marks, vec![Highlight::Hovered, Highlight::Held]);
-        assert_eq!(view.hands.len(), 2);
-        assert_eq!(view.hands[1].grip, 1.0);
+        let flags: Vec<_> = view.cubes.iter().map(|c| c.flags).collect();
+        assert_eq!(
+            flags,
+            vec![CUBE_SELECTED, CUBE_HELD, 0, 0, 0],
+            "three cubes, then two hands"
+        );
+        assert_eq!(view.cubes[4].position, Vec3::new(3.0, 1.05, 0.0));
+        assert_eq!(view.cubes[4].half_extents, HAND_HALF_EXTENTS_M);
+        view.set_camera(&FlyCamera::default(), 1.5, true);
+        assert_eq!(view.views.len(), 2);
+        let gap = view.views[0].eye_position().distance(view.views[1].eye_position());
+        assert!((gap - EYE_SEPARATION_M).abs() < 1e-4, "{gap}");
+        view.set_camera(&FlyCamera::default(), 1.5, false);
+        assert_eq!(view.views.len(), 1);
     }
 }

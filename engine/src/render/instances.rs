@@ -1,0 +1,235 @@
+//! The per-frame data as the shaders read it (`shaders/scene.wgsl`): the frame uniform block and one 64-byte
+//! record per box. Packing writes straight into the persistently mapped buffers: no allocation per frame.
+
+use glam::{Mat4, Quat, Vec3};
+
+use super::error::RenderError;
+use super::scene_data::{FrameInput, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES, MAX_VIEWS};
+
+/// Shader flag: draw the box in its flat colour (contact markers).
+const FLAG_UNLIT: u32 = 8;
+/// Shader debug bit: tint resting cubes.
+const DEBUG_RESTING: u32 = 1;
+
+/// Boxes an avatar is drawn with: head, left hand, right hand.
+const BOXES_PER_AVATAR: usize = 3;
+/// Head box half extents (m): a little wider than deep.
+const HEAD_HALF_EXTENTS_M: Vec3 = Vec3::new(0.10, 0.12, 0.11);
+/// Hand box half extents (m): a flat paddle along the hand's -z (pointing) axis.
+const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.045, 0.025, 0.09);
+/// Contact marker half extent (m).
+const CONTACT_MARKER_HALF_M: f32 = 0.025;
+/// Contact markers: magenta, unlit, so they read against any cube colour.
+const CONTACT_MARKER_RGB: [f32; 3] = [1.0, 0.1, 0.9];
+
+/// Boxes one frame can hold: every cube, avatar part and contact marker.
+pub(crate) const MAX_BOXES: usize = MAX_CUBES + MAX_AVATARS * BOXES_PER_AVATAR + MAX_CONTACT_MARKERS;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct GpuBox {
+    position: [f32; 3],
+    flags: u32,
+    rotation: [f32; 4],
+    half_extents: [f32; 3],
+    pad: u32,
+    colour: [f32; 4],
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct GpuFrame {
+    view_proj: [[f32; 16]; MAX_VIEWS],
+    inv_view_proj: [[f32; 16]; MAX_VIEWS],
+    eye_position: [[f32; 4]; MAX_VIEWS],
+    light_view_proj: [f32; 16],
+    light_towards: [f32; 4],
+    params: [u32; 4],
+}
+
+pub(crate) const GPU_BOX_BYTES: u64 = std::mem::size_of::<GpuBox>() as u64;
+pub(crate) const GPU_FRAME_BYTES: u64 = std::mem::size_of::<GpuFrame>() as u64;
+
+/// Checks the documented limits; the error says which.
+pub(crate) fn validate(input: &FrameInput) -> Result<(), RenderError> {
+    if input.views.is_empty() || input.views.len() > MAX_VIEWS {
+        return Err(RenderError::Input(format!(
+            "{} views (1 to {MAX_VIEWS})",
+            input.views.len()
+        )));
+    }
+    if input.cubes.len() > MAX_CUBES {
+        return Err(RenderError::Input(format!(
+            "{} cubes (at most {MAX_CUBES})",
+            input.cubes.len()
+        )));
+    }
+    if input.avatars.len() > MAX_AVATARS {
+        return Err(RenderError::Input(format!(
+            "{} avatars (at most {MAX_AVATARS})",
+            input.avatars.len()
+        )));
+    }
+    Ok(())
+}
+
+fn gpu_box(position: Vec3, rotation: Quat, half_extents: Vec3, colour: [f32; 3], flags: u32) -> GpuBox {
+    GpuBox {
+        position: position.to_array(),
+        flags,
+        rotation: rotation.normalize().to_array(),
+        half_extents: half_extents.to_array(),
+        pad: 0,
+        colour: [colour[0], colour[1], colour[2], 1.0],
+    }
+}
+
+/// Writes every box of the frame into `out` (mapped memory for [`MAX_BOXES`] records); returns the count.
+///
+/// # Safety
+/// `out` points to writable memory for at least [`MAX_BOXES`] `GpuBox` records that the GPU is not reading.
+pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox) -> u32 {
+    let mut n = 0usize;
+    let mut push = |b: GpuBox| {
+        if n < MAX_BOXES {
+            // SAFETY: n < MAX_BOXES, within the caller's buffer; unaligned-safe since the buffer is 64-byte aligned.
+            unsafe { out.add(n).write(b) };
+            n += 1;
+        }
+    };
+    for c in input.cubes {
+        push(gpu_box(c.position, c.rotation, c.half_extents, c.colour, c.flags & 7));
+    }
+    for a in input.avatars {
+        push(gpu_box(
+            a.head.position,
+            a.head.rotation,
+            HEAD_HALF_EXTENTS_M,
+            a.colour,
+            0,
+        ));
+        for hand in &a.hands {
+            push(gpu_box(hand.position, hand.rotation, HAND_HALF_EXTENTS_M, a.colour, 0));
+        }
+    }
+    if input.debug.contacts {
+        for &p in input.contacts.iter().take(MAX_CONTACT_MARKERS) {
+            push(gpu_box(
+                p,
+                Quat::IDENTITY,
+                Vec3::splat(CONTACT_MARKER_HALF_M),
+                CONTACT_MARKER_RGB,
+                FLAG_UNLIT,
+            ));
+        }
+    }
+    n as u32
+}
+
+/// The frame's uniform block.
+pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_px: u32) -> GpuFrame {
+    let mut frame = GpuFrame {
+        view_proj: [[0.0; 16]; MAX_VIEWS],
+        inv_view_proj: [[0.0; 16]; MAX_VIEWS],
+        eye_position: [[0.0; 4]; MAX_VIEWS],
+        light_view_proj: light_view_proj.to_cols_array(),
+        light_towards: (-input.light_direction.normalize_or(Vec3::NEG_Y))
+            .extend(0.0)
+            .to_array(),
+        params: [
+            if input.debug.resting { DEBUG_RESTING } else { 0 },
+            shadow_size_px,
+            0,
+            0,
+        ],
+    };
+    for (i, v) in input.views.iter().take(MAX_VIEWS).enumerate() {
+        let clip_from_world = v.clip_from_world();
+        frame.view_proj[i] = clip_from_world.to_cols_array();
+        frame.inv_view_proj[i] = clip_from_world.inverse().to_cols_array();
+        frame.eye_position[i] = v.eye_position().extend(1.0).to_array();
+    }
+    frame
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::scene_data::{Avatar, CubeInstance, Pose, View, CUBE_HELD, CUBE_RESTING};
+
+    fn cube(flags: u32) -> CubeInstance {
+        CubeInstance {
+            position: Vec3::new(1.0, 0.5, 2.0),
+            rotation: Quat::from_rotation_y(0.3),
+            half_extents: Vec3::splat(0.5),
+            colour: [0.1, 0.2, 0.3],
+            flags,
+        }
+    }
+
+    fn pack(input: &FrameInput) -> (Vec<GpuBox>, u32) {
+        let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
+        // SAFETY: `out` holds MAX_BOXES records.
+        let n = unsafe { write_boxes(input, out.as_mut_ptr()) };
+        (out, n)
+    }
+
+    #[test]
+    fn cubes_avatars_and_contact_markers_become_boxes_in_order() {
+        let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5)];
+        let cubes = [cube(CUBE_HELD | CUBE_RESTING | 0xF0), cube(0)];
+        let pose = Pose {
+            position: Vec3::Y,
+            rotation: Quat::IDENTITY,
+        };
+        let avatars = [Avatar {
+            head: pose,
+            hands: [pose, pose],
+            colour: [0.0, 0.0, 1.0],
+        }];
+        let contacts = [Vec3::ZERO; 3];
+        let mut input = FrameInput {
+            avatars: &avatars,
+            contacts: &contacts,
+            ..FrameInput::new(&views, &cubes)
+        };
+        let (boxes, n) = pack(&input);
+        assert_eq!(n, 2 + 3, "contacts are drawn only in the contacts debug mode");
+        // Flags the caller may set pass through; anything else (the shader's own bits) is masked off.
+        assert_eq!(boxes[0].flags, CUBE_HELD | CUBE_RESTING);
+        assert_eq!(boxes[0].colour, [0.1, 0.2, 0.3, 1.0]);
+        assert_eq!(boxes[2].half_extents, HEAD_HALF_EXTENTS_M.to_array());
+        assert_eq!(boxes[3].half_extents, HAND_HALF_EXTENTS_M.to_array());
+        input.debug.contacts = true;
+        let (boxes, n) = pack(&input);
+        assert_eq!(n, 2 + 3 + 3);
+        assert_eq!(boxes[7].flags, FLAG_UNLIT);
+    }
+
+    #[test]
+    fn frame_input_outside_the_limits_is_refused() {
+        let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5); 3];
+        assert!(validate(&FrameInput::new(&views[..0], &[])).is_err());
+        assert!(validate(&FrameInput::new(&views, &[])).is_err());
+        assert!(validate(&FrameInput::new(&views[..2], &[])).is_ok());
+        let many = vec![cube(0); MAX_CUBES + 1];
+        assert!(validate(&FrameInput::new(&views[..1], &many)).is_err());
+        assert!(validate(&FrameInput::new(&views[..1], &many[..MAX_CUBES])).is_ok());
+    }
+
+    #[test]
+    fn the_uniform_block_carries_both_eyes_and_the_light() {
+        let views = View::stereo_pair(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5, 0.064);
+        let frame = gpu_frame(&FrameInput::new(&views, &[]), Mat4::IDENTITY, 2048);
+        let left = Vec3::from_slice(&frame.eye_position[0][..3]);
+        let right = Vec3::from_slice(&frame.eye_position[1][..3]);
+        assert!(((right - left).length() - 0.064).abs() < 1e-4, "eyes {left} {right}");
+        assert!(right.x > left.x, "the second view is the right eye");
+        let towards = Vec3::from_slice(&frame.light_towards[..3]);
+        assert!(
+            (towards.length() - 1.0).abs() < 1e-5 && towards.y > 0.0,
+            "unit vector up towards the light"
+        );
+        assert_eq!(frame.params[1], 2048);
+    }
+}
