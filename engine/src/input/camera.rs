@@ -39,6 +39,18 @@ impl Default for FlyCamera {
 }
 
 impl FlyCamera {
+    /// A camera looking 20° down at a sphere (`center`, `radius` m) from the +z side, far enough back to see it all.
+    pub fn framing(center: Vec3, radius: f32) -> FlyCamera {
+        let pitch = -0.35f32;
+        let distance = radius.max(0.5) / (FOV_Y_RAD * 0.5).sin();
+        let back = Quat::from_rotation_x(pitch) * Vec3::Z;
+        FlyCamera {
+            position: center + back * distance,
+            yaw: 0.0,
+            pitch,
+        }
+    }
+
     pub fn rotation(&self) -> Quat {
         Quat::from_rotation_y(self.yaw) * Quat::from_rotation_x(self.pitch)
     }
@@ -107,6 +119,18 @@ mod tests {
         let pixel = Vec2::new((ndc.x + 1.0) * 0.5 * size.x, (1.0 - ndc.y) * 0.5 * size.y);
         assert!(pixel.distance(Vec2::new(100.0, 50.0)) < 0.01, "{pixel}");
         assert!((0.0..=1.0).contains(&ndc.z), "depth 0..1: {}", ndc.z);
+    }
+
+    #[test]
+    fn framing_puts_the_sphere_in_view() {
+        let (center, radius) = (Vec3::new(3.0, 2.0, -1.0), 6.0);
+        let camera = FlyCamera::framing(center, radius);
+        assert!(camera.forward().dot((center - camera.position).normalize()) > 0.9999);
+        let distance = camera.position.distance(center);
+        assert!(
+            radius / distance <= (FOV_Y_RAD * 0.5).sin() + 1e-6,
+            "the sphere fits the vertical field of view"
+        );
     }
 
     #[test]

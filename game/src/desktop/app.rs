@@ -67,11 +67,12 @@ pub struct DesktopApp {
 impl DesktopApp {
     pub fn new(sim: DesktopSim, frames: Option<u64>) -> DesktopApp {
         let dir = sim.scene_path.parent().map(PathBuf::from).unwrap_or_default();
+        let (center, radius) = sim.bounds();
         DesktopApp {
             scenes: list_scenes(&dir),
             sim,
             input: InputState::default(),
-            camera: FlyCamera::default(),
+            camera: FlyCamera::framing(center, radius),
             hands: DesktopHands::default(),
             gamepads: Gamepads::new(),
             gamepad_connected: false,
@@ -110,7 +111,11 @@ impl DesktopApp {
         if delta != 0 {
             if let Some(next) = step_scene(&self.scenes, &self.sim.scene_path, delta) {
                 match self.sim.switch_scene(&next) {
-                    Ok(()) => self.scene_error = None,
+                    Ok(()) => {
+                        self.scene_error = None;
+                        let (center, radius) = self.sim.bounds();
+                        self.camera = FlyCamera::framing(center, radius);
+                    }
                     Err(e) => {
                         tracing::warn!("{e}");
                         self.scene_error = Some(e.to_string());
