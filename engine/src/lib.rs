@@ -4,8 +4,13 @@
 //!   depends on no window, GPU or audio library, so servers, tests and benches run it anywhere.
 //! - [`scene`]: scene files (TOML under `assets/scenes/`) turned into bodies for a [`physics::World`].
 //!
-//! Later issues add `render` (Vulkan on ash), `xr` (OpenXR) and `input` (winit/gilrs glue) beside these.
+//! - [`input`] (feature `input`): winit and gilrs glue — keyboard, mouse and gamepad as plain per-frame data, a
+//!   free camera, and hand targets for the desktop view.
+//!
+//! Later issues add `render` (Vulkan on ash) and `xr` (OpenXR) beside these.
 
+#[cfg(feature = "input")]
+pub mod input;
 pub mod physics;
 #[cfg(feature = "render")]
 pub mod render;

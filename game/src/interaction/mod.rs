@@ -14,6 +14,16 @@
 //!   last steps, plus the spin's contribution at the cube's centre (v + ω × r) and the hand's spin. Below the
 //!   placing speeds it gets no velocity at all, so a cube put down on a stack stays where it was put.
 //!
+//! Per fixed step, from any input source (OpenXR, desktop, a [`script`]):
+//!
+//! ```text
+//! let input = AvatarInput { head: Some(head_pose), hands: [left, right] };   // HandInput: tracked, pose (grip
+//! avatar.update(&input, world.config().dt);                                  // pose), grip 0..1, ray (None: by
+//! interaction.update(&mut world, &avatar)?;                                   // reach), runtime velocities
+//! for e in interaction.events() { /* Grabbed → haptic pulse; Released → count */ }
+//! world.step();
+//! ```
+//!
 //! State for rendering (hovered and held cubes per hand) is in [`Interaction::hand`]; what happened this step (for
 //! haptics and counters) in [`Interaction::events`]; held cubes for state sync (never sent as state: they travel
 //! with the avatar) in [`Interaction::held_cubes`]. Nothing here allocates after [`Interaction::new`].
