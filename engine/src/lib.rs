@@ -4,7 +4,11 @@
 //!   depends on no window, GPU or audio library, so servers, tests and benches run it anywhere.
 //! - [`scene`]: scene files (TOML under `assets/scenes/`) turned into bodies for a [`physics::World`].
 //!
-//! Later issues add `render` (Vulkan on ash), `xr` (OpenXR) and `input` (winit/gilrs glue) beside these.
+//! - [`xr`] (cargo feature `xr`): the OpenXR session, its Vulkan device, swapchains, actions and frame loop.
+//!
+//! Later issues add `render` (Vulkan on ash) and `input` (winit/gilrs glue) beside these.
 
 pub mod physics;
 pub mod scene;
+#[cfg(feature = "xr")]
+pub mod xr;

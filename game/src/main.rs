@@ -44,8 +44,8 @@ enum Command {
     Simulate(SimulateArgs),
     /// Authority and non-authority worlds in one process, joined through the link simulator; JSON report
     Loopback(LoopbackArgs),
-    /// Start the VR client (not built yet)
-    Vr,
+    /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
+    Vr(tumble::vr::VrArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -114,10 +114,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => desktop_view(),
-        Some(Command::Vr) => {
-            eprintln!("tumble: the VR client is not built yet (a later issue); try `tumble simulate --scene FILE`");
-            ExitCode::from(EXIT_UNAVAILABLE)
-        }
+        Some(Command::Vr(args)) => match tumble::vr::run_cli(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: {e}");
+                ExitCode::from(if e.is_unavailable() { EXIT_UNAVAILABLE } else { 1 })
+            }
+        },
         Some(Command::Loopback(args)) => match loopback(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
