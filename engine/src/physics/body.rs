@@ -43,7 +43,7 @@ pub const MAX_FRICTION: f32 = 10.0;
 pub struct BodyDesc {
     pub kind: BodyKind,
     pub half_extents: Vec3,
-    /// kg/m³; mass = density × volume. Ignored for kinematic bodies.
+    /// kg/m³; mass = density × volume. A kinematic body uses it only if it is made dynamic (`World::set_kind`).
     pub density: f32,
     pub friction: f32,
     /// Bounciness in 0..=1, applied only above the world's restitution threshold.

@@ -48,6 +48,8 @@ pub enum PhysicsError {
     UnknownBody(u32),
     #[error("body {0} is not kinematic")]
     NotKinematic(u32),
+    #[error("body {0} has no mass (a kinematic body created without a density) and cannot become dynamic")]
+    Massless(u32),
     #[error("invalid world configuration: {0}")]
     InvalidConfig(&'static str),
 }

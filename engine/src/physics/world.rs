@@ -15,7 +15,7 @@ use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
 use super::rest::{min_half_cos, PoseHistory};
-use super::stack_order::StackOrder;
+use super::stack_order::{presses_from_above, StackOrder};
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
 /// Flushes denormal floats to zero while a step runs and puts the caller's setting back afterwards. Resting
@@ -292,15 +292,16 @@ impl World {
     pub fn add_body(&mut self, desc: &BodyDesc) -> Result<BodyId, PhysicsError> {
         let d = desc.validated()?;
         let id = BodyId(self.kind.len() as u32);
-        let (inv_mass, inv_inertia) = match d.kind {
-            BodyKind::Dynamic => {
-                let h = d.half_extents;
-                let mass = d.density * 8.0 * h.x * h.y * h.z;
-                // Solid box: I = m/3 (hy² + hz², …) with half extents.
-                let i = Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y) * (mass / 3.0);
-                (1.0 / mass, Vec3::ONE / i)
-            }
-            BodyKind::Kinematic => (0.0, Vec3::ZERO),
+        // Mass is kept for kinematic bodies too when they have a density, so `set_kind` can make them dynamic.
+        let has_mass = (f32::MIN_POSITIVE..=super::body::MAX_DENSITY_KG_M3).contains(&d.density);
+        let (inv_mass, inv_inertia) = if d.kind == BodyKind::Dynamic || has_mass {
+            let h = d.half_extents;
+            let mass = d.density * 8.0 * h.x * h.y * h.z;
+            // Solid box: I = m/3 (hy² + hz², …) with half extents.
+            let i = Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y) * (mass / 3.0);
+            (1.0 / mass, Vec3::ONE / i)
+        } else {
+            (0.0, Vec3::ZERO)
         };
         self.kind.push(d.kind);
         self.half.push(d.half_extents);
@@ -433,6 +434,27 @@ impl World {
         let (linear, angular) = validate_velocities((position - self.position[i]) * inv_dt, angular)?;
         self.linear_velocity[i] = linear;
         self.angular_velocity[i] = angular;
+        Ok(())
+    }
+
+    /// Makes a body dynamic or kinematic: a grabbed cube becomes kinematic (it follows the hand and pushes others),
+    /// a released one dynamic again. The body keeps its pose, loses its velocities (the caller sets the ones it
+    /// wants: a kinematic target, or the throw) and its rest history, and its contacts are recomputed next step.
+    /// A kinematic body created without a density has no mass and cannot become dynamic.
+    pub fn set_kind(&mut self, id: BodyId, kind: BodyKind) -> Result<(), PhysicsError> {
+        let i = self.check(id)?;
+        if self.kind[i] == kind {
+            return Ok(());
+        }
+        if kind == BodyKind::Dynamic && self.inv_mass[i] == 0.0 {
+            return Err(PhysicsError::Massless(id.0));
+        }
+        self.kind[i] = kind;
+        self.linear_velocity[i] = Vec3::ZERO;
+        self.angular_velocity[i] = Vec3::ZERO;
+        self.at_rest[i] = false;
+        self.moved_from_outside[i] = true;
+        self.history[i].clear();
         Ok(())
     }
 
@@ -681,7 +703,8 @@ impl World {
         }
         let sb = &mut self.solver_bodies;
 
-        self.stack.compute(&self.contacts.contacts, &self.simulated);
+        let up = -self.config.gravity.normalize_or_zero();
+        self.stack.compute(&self.contacts.contacts, &self.simulated, up);
         // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
         // supports always come before the contacts that rest on it. Small keys are sorted, not constraints.
         let level = &self.stack.level;
@@ -710,7 +733,10 @@ impl World {
             let level_b = if b == GROUND { 0 } else { level[b as usize] };
             // Which body holds the other up: the ground or anything not moving this step, else the lower level.
             let lower = match level[a].cmp(&level_b) {
+                // A fixed body pressing from above (a held cube set on a stack) holds nothing up.
+                _ if !b_simulated && presses_from_above(c, true, up) => 1,
                 _ if b == GROUND || !b_simulated => 2,
+                _ if !self.simulated[a] && presses_from_above(c, false, up) => 2,
                 _ if !self.simulated[a] => 1,
                 std::cmp::Ordering::Less => 1,
                 std::cmp::Ordering::Greater => 2,
@@ -833,5 +859,120 @@ impl World {
                 self.angular_velocity[i] = Vec3::ZERO;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cube(y: f32) -> BodyDesc {
+        BodyDesc {
+            position: Vec3::new(0.0, y, 0.0),
+            ..BodyDesc::default()
+        }
+    }
+
+    #[test]
+    fn a_kinematic_cube_ignores_gravity_and_falls_again_once_dynamic() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let id = world.add_body(&cube(2.0)).unwrap();
+        world.set_kind(id, BodyKind::Kinematic).unwrap();
+        assert_eq!(world.kind(id).unwrap(), BodyKind::Kinematic);
+        for _ in 0..30 {
+            world.step();
+        }
+        assert_eq!(
+            world.state(id).unwrap().position.y,
+            2.0,
+            "a kinematic body does not fall"
+        );
+        world.set_kind(id, BodyKind::Dynamic).unwrap();
+        for _ in 0..30 {
+            world.step();
+        }
+        assert!(world.state(id).unwrap().position.y < 1.9, "a dynamic body falls");
+    }
+
+    #[test]
+    fn a_kinematic_cube_follows_its_target_and_pushes_a_resting_cube() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let pushed = world.add_body(&cube(0.5)).unwrap();
+        let held = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(-1.5, 0.5, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        for _ in 0..60 {
+            world.step();
+        }
+        assert!(world.state(pushed).unwrap().at_rest);
+        world.set_kind(held, BodyKind::Kinematic).unwrap();
+        let mut x = -1.5;
+        for _ in 0..90 {
+            x += 0.01;
+            world
+                .set_kinematic_target(held, Vec3::new(x, 0.5, 0.0), Quat::IDENTITY)
+                .unwrap();
+            world.step();
+        }
+        let held_x = world.state(held).unwrap().position.x;
+        assert!((held_x - x).abs() < 1e-4, "held cube at {held_x}, target {x}");
+        let pushed_x = world.state(pushed).unwrap().position.x;
+        assert!(pushed_x > 0.3, "the pushed cube moved to {pushed_x}");
+        assert!(
+            pushed_x - held_x > 0.95,
+            "no deep overlap: {} m apart",
+            pushed_x - held_x
+        );
+    }
+
+    #[test]
+    fn set_kind_refuses_unknown_ids_and_massless_bodies_without_changing_anything() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let id = world.add_body(&cube(0.5)).unwrap();
+        assert_eq!(
+            world.set_kind(BodyId(7), BodyKind::Kinematic),
+            Err(PhysicsError::UnknownBody(7))
+        );
+        let hand = world
+            .add_body(&BodyDesc {
+                kind: BodyKind::Kinematic,
+                density: 0.0,
+                ..cube(3.0)
+            })
+            .unwrap();
+        assert_eq!(
+            world.set_kind(hand, BodyKind::Dynamic),
+            Err(PhysicsError::Massless(hand.0))
+        );
+        assert_eq!(world.kind(hand).unwrap(), BodyKind::Kinematic);
+        assert_eq!(world.kind(id).unwrap(), BodyKind::Dynamic);
+    }
+
+    #[test]
+    fn switching_kinds_stays_deterministic() {
+        let run = || {
+            let mut world = World::new(WorldConfig::default()).unwrap();
+            let ids: Vec<BodyId> = (0..3).map(|k| world.add_body(&cube(0.5 + k as f32)).unwrap()).collect();
+            for step in 0..200 {
+                if step == 20 {
+                    world.set_kind(ids[2], BodyKind::Kinematic).unwrap();
+                }
+                if (20..60).contains(&step) {
+                    let p = Vec3::new(0.0, 2.5 + 0.02 * (step - 20) as f32, 0.3);
+                    world
+                        .set_kinematic_target(ids[2], p, Quat::from_rotation_y(0.01 * step as f32))
+                        .unwrap();
+                }
+                if step == 60 {
+                    world.set_kind(ids[2], BodyKind::Dynamic).unwrap();
+                }
+                world.step();
+            }
+            world.checksum()
+        };
+        assert_eq!(run(), run());
     }
 }
