@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The VR path against a real OpenXR runtime with no headset: builds `tumble`, runs `tumble vr --frames N --json`
-# beside Monado's simulated headset in the Debian trixie root (scripts/vr-root.sh), and checks the report: at least
-# N stereo frames submitted while FOCUSED with both hands tracked. Needs root (CI runs as root).
+# The VR path against a real OpenXR runtime with no headset: builds `tumble`, runs
+# `tumble vr --frames N --scripted-grab --json` beside Monado's simulated headset in the Debian trixie root
+# (scripts/vr-root.sh), and checks the report: at least N stereo frames submitted while FOCUSED with both hands
+# tracked, and grabs, a hand-to-hand pass and releases through game::interaction with a haptic pulse per grab
+# (Monado's simulated simple controllers cannot squeeze, so the grip is scripted on their tracked poses; see
+# game/src/vr/scripted.rs). Needs root (CI runs as root).
 # Usage: scripts/test-vr.sh [FRAMES]
 set -euo pipefail
 
@@ -18,7 +21,8 @@ cd "$REPO"
 cargo build -p tumble
 mkdir -p target/vr
 report=target/vr/report.json
-scripts/vr-root.sh run -- target/debug/tumble vr --frames "$FRAMES" --max-seconds "$MAX_SECONDS" --json >"$report"
+scripts/vr-root.sh run -- target/debug/tumble vr --frames "$FRAMES" --max-seconds "$MAX_SECONDS" \
+    --scripted-grab --json >"$report"
 echo "test-vr: $(cat "$report")" >&2
 
 fail=0
@@ -40,6 +44,10 @@ check "left hand tracked" '.left_hand_tracked == true' '.left_hand_tracked_frame
 check "right hand tracked" '.right_hand_tracked == true' '.right_hand_tracked_frames'
 check "the session ended cleanly (EXITING)" '.final_session_state == "EXITING"' '.final_session_state'
 check "physics stepped" '.physics_steps > 0' '.physics_steps'
+check "grabs through game::interaction" '.grabs >= 2' '.grabs'
+check "a hand-to-hand pass" '.passes >= 1' '.passes'
+check "releases" '.releases >= 1' '.releases'
+check "a haptic pulse per grab" '.haptic_pulses == .grabs' '[.haptic_pulses, .grabs]'
 check "not timed out" '.timed_out == false' '.timed_out'
 if [ "$fail" -ne 0 ]; then
     echo "test-vr: FAILED; Monado's log: target/vr/monado-service.log" >&2
