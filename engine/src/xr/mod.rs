@@ -31,7 +31,7 @@ pub mod vulkan;
 
 pub use actions::{HandInput, HAND_COUNT};
 pub use lifecycle::{Lifecycle, SessionState};
-pub use session::{FrameTiming, XrSession, XrSessionConfig};
+pub use session::{DepthTarget, EyeView, FrameSubmitted, FrameTarget, FrameTiming, XrSession, XrSessionConfig};
 
 /// Why the VR session could not start or went on. [`XrError::is_unavailable`] tells "this machine has no VR"
 /// (exit code 2) from a failure (exit code 1).

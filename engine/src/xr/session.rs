@@ -11,6 +11,7 @@
 //!    two-layer swapchain in one multiview pass, and submits a projection layer (with depth where offered).
 
 use ash::vk;
+use glam::{Quat, Vec3};
 use openxr as xr;
 use xr::sys::Handle as _;
 
@@ -44,7 +45,42 @@ pub struct FrameTiming {
     pub should_render: bool,
 }
 
-/// What [`XrSession::end_frame`] submitted.
+/// One eye at the frame's predicted display time, in the play space (y up, metres; the field-of-view angles
+/// in radians, left and down negative), ready for a view and an asymmetric projection matrix.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EyeView {
+    pub position: Vec3,
+    pub orientation: Quat,
+    pub fov_left_rad: f32,
+    pub fov_right_rad: f32,
+    pub fov_up_rad: f32,
+    pub fov_down_rad: f32,
+}
+
+/// The depth swapchain image acquired for a frame.
+#[derive(Clone, Copy, Debug)]
+pub struct DepthTarget {
+    pub index: usize,
+    pub image: vk::Image,
+    /// A 2D-array view of both layers.
+    pub view: vk::ImageView,
+    pub format: vk::Format,
+}
+
+/// The swapchain images acquired for one frame, and the eyes to render into them (eye `i` → array layer `i`).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameTarget {
+    pub color_index: usize,
+    pub color_image: vk::Image,
+    /// A 2D-array view of both layers.
+    pub color_view: vk::ImageView,
+    pub color_format: vk::Format,
+    pub depth: Option<DepthTarget>,
+    pub extent: vk::Extent2D,
+    pub eyes: [EyeView; VIEW_COUNT as usize],
+}
+
+/// What [`XrSession::submit_frame`] submitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameSubmitted {
     /// Views in the projection layer: 2 for a stereo frame, 0 when nothing was rendered.
@@ -71,6 +107,8 @@ pub struct XrSession {
     blend_mode: xr::EnvironmentBlendMode,
     play_space_choice: PlaySpaceChoice,
     views: [xr::sys::View; VIEW_COUNT as usize],
+    /// Images are acquired for the current frame (between `acquire_frame` and `submit_frame`).
+    acquired: bool,
 }
 
 impl XrSession {
@@ -153,6 +191,7 @@ impl XrSession {
             blend_mode,
             play_space_choice,
             views: [empty_view; VIEW_COUNT as usize],
+            acquired: false,
         })
     }
 
@@ -261,37 +300,58 @@ impl XrSession {
         actions::pulse(&self.actions, &self.session, hand, duration_ns, amplitude)
     }
 
-    /// Renders and submits the frame begun by [`XrSession::wait_frame`]: views located now (as late as possible),
-    /// both eyes cleared to `rgba` in one multiview pass, one projection layer (+ depth). With `should_render` false,
-    /// or views the runtime cannot locate, an empty frame is submitted (the frame must still end).
-    pub fn end_frame(&mut self, timing: &FrameTiming, rgba: [f32; 4]) -> Result<FrameSubmitted, XrError> {
+    /// Locates both views at the frame's display time (as late as possible: call right before recording) and
+    /// acquires the swapchain images to render them into. `None` when there is nothing to render (the runtime said
+    /// not to, or cannot place the views); [`XrSession::submit_frame`] must follow either way.
+    ///
+    /// The caller renders eye 0 (left) into array layer 0 and eye 1 into layer 1, submits its GPU work, and leaves
+    /// the colour image in `COLOR_ATTACHMENT_OPTIMAL` (and the depth image, if it wrote one, in
+    /// `DEPTH_STENCIL_ATTACHMENT_OPTIMAL`): the compositor reads them once they are released.
+    pub fn acquire_frame(&mut self, timing: &FrameTiming) -> Result<Option<FrameTarget>, XrError> {
+        self.acquired = false;
         let time = xr::Time::from_nanos(timing.predicted_display_time_ns);
-        let located = timing.should_render && self.locate_views(time)?;
-        if !located {
-            self.submit(time, 0)?;
+        if !(timing.should_render && self.locate_views(time)?) {
+            return Ok(None);
+        }
+        let color_index = acquire(&mut self.color.handle)?;
+        let depth_index = match self.depth.as_mut() {
+            Some(depth) => Some(acquire(&mut depth.handle)?),
+            None => None,
+        };
+        self.acquired = true;
+        let eye = |v: &xr::sys::View| EyeView {
+            position: actions::vec3(v.pose.position),
+            orientation: actions::quat(v.pose.orientation),
+            fov_left_rad: v.fov.angle_left,
+            fov_right_rad: v.fov.angle_right,
+            fov_up_rad: v.fov.angle_up,
+            fov_down_rad: v.fov.angle_down,
+        };
+        Ok(Some(FrameTarget {
+            color_index,
+            color_image: self.color.images[color_index],
+            color_view: self.color.views[color_index],
+            color_format: self.color.format,
+            depth: self.depth.as_ref().zip(depth_index).map(|(d, i)| DepthTarget {
+                index: i,
+                image: d.images[i],
+                view: d.views[i],
+                format: d.format,
+            }),
+            extent: self.color.extent,
+            eyes: [eye(&self.views[0]), eye(&self.views[1])],
+        }))
+    }
+
+    /// Releases the images [`XrSession::acquire_frame`] acquired and ends the frame (`xrEndFrame`) with one
+    /// projection layer — with depth when `depth_written` and the runtime takes it — or with no layer when nothing
+    /// was acquired.
+    pub fn submit_frame(&mut self, timing: &FrameTiming, depth_written: bool) -> Result<FrameSubmitted, XrError> {
+        let time = xr::Time::from_nanos(timing.predicted_display_time_ns);
+        if !std::mem::take(&mut self.acquired) {
+            self.submit(time, 0, false)?;
             return Ok(FrameSubmitted { views: 0, depth: false });
         }
-        let color_index = self
-            .color
-            .handle
-            .acquire_image()
-            .map_err(xr_err("xrAcquireSwapchainImage"))? as usize;
-        self.color
-            .handle
-            .wait_image(xr::Duration::from_nanos(IMAGE_WAIT_NS))
-            .map_err(xr_err("xrWaitSwapchainImage"))?;
-        let mut depth_index = 0;
-        if let Some(depth) = self.depth.as_mut() {
-            depth_index = depth
-                .handle
-                .acquire_image()
-                .map_err(xr_err("xrAcquireSwapchainImage"))? as usize;
-            depth
-                .handle
-                .wait_image(xr::Duration::from_nanos(IMAGE_WAIT_NS))
-                .map_err(xr_err("xrWaitSwapchainImage"))?;
-        }
-        self.clear.clear(color_index, depth_index, rgba)?;
         self.color
             .handle
             .release_image()
@@ -302,11 +362,27 @@ impl XrSession {
                 .release_image()
                 .map_err(xr_err("xrReleaseSwapchainImage"))?;
         }
-        self.submit(time, VIEW_COUNT)?;
+        let depth = depth_written && self.depth.is_some();
+        self.submit(time, VIEW_COUNT, depth)?;
         Ok(FrameSubmitted {
             views: VIEW_COUNT,
-            depth: self.depth.is_some(),
+            depth,
         })
+    }
+
+    /// The first frame until a renderer draws one: [`XrSession::acquire_frame`], both eyes cleared to `rgba` (and
+    /// far depth) in one multiview pass, [`XrSession::submit_frame`].
+    pub fn end_frame(&mut self, timing: &FrameTiming, rgba: [f32; 4]) -> Result<FrameSubmitted, XrError> {
+        if let Some(target) = self.acquire_frame(timing)? {
+            let depth_index = target.depth.map_or(0, |d| d.index);
+            self.clear.clear(target.color_index, depth_index, rgba)?;
+        }
+        self.submit_frame(timing, true)
+    }
+
+    /// The Vulkan instance, device and queue the session renders with (for `engine::render`).
+    pub fn vulkan(&self) -> &XrVulkan {
+        &self.vulkan
     }
 
     /// Both views at `time` into the fixed array; false when the runtime cannot place them.
@@ -350,7 +426,7 @@ impl XrSession {
     }
 
     /// `xrEndFrame` with one projection layer of `views` views (none when 0), each chained to its depth info.
-    fn submit(&mut self, time: xr::Time, views: u32) -> Result<(), XrError> {
+    fn submit(&mut self, time: xr::Time, views: u32, with_depth: bool) -> Result<(), XrError> {
         let extent = xr::Extent2Di {
             width: self.color.extent.width as i32,
             height: self.color.extent.height as i32,
@@ -376,7 +452,7 @@ impl XrSession {
                 near_z: NEAR_Z_M,
                 far_z: FAR_Z_M,
             });
-        let has_depth = self.depth.is_some();
+        let has_depth = with_depth && self.depth.is_some();
         let projection_views: [xr::sys::CompositionLayerProjectionView; VIEW_COUNT as usize] =
             std::array::from_fn(|eye| xr::sys::CompositionLayerProjectionView {
                 ty: xr::sys::CompositionLayerProjectionView::TYPE,
@@ -477,6 +553,15 @@ impl Drop for XrSession {
         // The GPU must be done with the swapchain images before the runtime destroys them.
         let _ = self.clear.wait_idle();
     }
+}
+
+/// Acquires the next image of `swapchain` and waits until the compositor is done with it.
+fn acquire(swapchain: &mut xr::Swapchain<xr::Vulkan>) -> Result<usize, XrError> {
+    let index = swapchain.acquire_image().map_err(xr_err("xrAcquireSwapchainImage"))? as usize;
+    swapchain
+        .wait_image(xr::Duration::from_nanos(IMAGE_WAIT_NS))
+        .map_err(xr_err("xrWaitSwapchainImage"))?;
+    Ok(index)
 }
 
 /// One image size for both eyes: the larger of the runtime's recommended sizes.

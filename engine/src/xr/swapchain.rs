@@ -56,7 +56,10 @@ impl EyeSwapchain {
         aspect: vk::ImageAspectFlags,
     ) -> Result<EyeSwapchain, XrError> {
         let usage = if aspect == vk::ImageAspectFlags::COLOR {
-            xr::SwapchainUsageFlags::COLOR_ATTACHMENT | xr::SwapchainUsageFlags::SAMPLED
+            // TRANSFER_DST: a renderer may copy its own target in rather than draw into the swapchain directly.
+            xr::SwapchainUsageFlags::COLOR_ATTACHMENT
+                | xr::SwapchainUsageFlags::SAMPLED
+                | xr::SwapchainUsageFlags::TRANSFER_DST
         } else {
             xr::SwapchainUsageFlags::DEPTH_STENCIL_ATTACHMENT
         };
