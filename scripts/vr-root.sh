@@ -33,6 +33,7 @@ MONADO_ENV=(XRT_COMPOSITOR_NULL=1 SIMULATED_ENABLE=1 SIMULATED_LEFT=simple SIMUL
 # A short private runtime directory: Unix socket paths are limited to 108 bytes.
 RUNTIME_DIR=/tmp/xr
 SERVICE_SOCKET_WAIT_S=30
+# Grace before KILL for the service and the command on the way out.
 SERVICE_STOP_WAIT_S=5
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -111,9 +112,12 @@ build_root() {
     [ "$(id -u)" -eq 0 ] || die "building the root needs root (debootstrap, chroot)"
     command -v debootstrap >/dev/null || "$REPO/scripts/ensure-system-packages.sh" debootstrap
     mkdir -p "$(dirname "$ROOT")"
-    exec 9>"$ROOT.lock"
-    flock 9
+    # Exclusive: waits for runs using the old root to end. Released when this function's caller exits or
+    # closes fd 8.
+    exec 8>"$ROOT.lock"
+    flock 8
     if root_is_current; then
+        exec 8>&-
         return
     fi
     local mirror new started
@@ -132,6 +136,7 @@ build_root() {
     rm -rf --one-file-system "$ROOT"
     mv "$new" "$ROOT"
     echo "vr-root: root built in $(($(date +%s) - started)) s" >&2
+    exec 8>&-
 }
 
 # Inside the namespace: install the packages with apt in the fresh root.
@@ -174,18 +179,28 @@ root_env() {
     echo "${vars[@]}"
 }
 
+COMMAND_PID=
+stop_command() {
+    stop_pid "$COMMAND_PID"
+    COMMAND_PID=
+}
+
+# TERM, a few seconds' grace, then KILL.
+stop_pid() {
+    local pid=$1 i
+    [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < SERVICE_STOP_WAIT_S * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    kill -KILL "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
 SERVICE_PID=
 stop_service() {
-    if [ -n "$SERVICE_PID" ] && kill -0 "$SERVICE_PID" 2>/dev/null; then
-        kill -TERM "$SERVICE_PID" 2>/dev/null || true
-        local i
-        for ((i = 0; i < SERVICE_STOP_WAIT_S * 10; i++)); do
-            kill -0 "$SERVICE_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        kill -KILL "$SERVICE_PID" 2>/dev/null || true
-        wait "$SERVICE_PID" 2>/dev/null || true
-    fi
+    stop_pid "$SERVICE_PID"
     SERVICE_PID=
 }
 
@@ -194,7 +209,7 @@ inner_run() {
     local with_service=$1
     shift
     MOUNTED_ROOT=$ROOT
-    trap 'stop_service; unmount_root "$MOUNTED_ROOT"' EXIT
+    trap 'stop_command; stop_service; unmount_root "$MOUNTED_ROOT"' EXIT
     mount_root "$ROOT"
     trap 'exit 130' INT TERM
     local manifest env_vars
@@ -217,8 +232,13 @@ inner_run() {
         [ -S "$socket" ] || die "monado-service did not open $RUNTIME_DIR/monado_comp_ipc in ${SERVICE_SOCKET_WAIT_S} s"
         echo "vr-root: monado-service is up (log: $service_log)" >&2
     fi
+    # In the background with `wait`, so a signal to this script is handled at once (bash runs traps only between
+    # foreground commands); stdin is passed on explicitly (a background command would get /dev/null).
     local status=0
-    chroot "$ROOT" env -i "${env_vars[@]}" sh -c 'cd /tumble && exec "$@"' sh "$@" || status=$?
+    chroot "$ROOT" env -i "${env_vars[@]}" sh -c 'cd /tumble && exec "$@"' sh "$@" <&0 &
+    COMMAND_PID=$!
+    wait "$COMMAND_PID" || status=$?
+    COMMAND_PID=
     stop_service
     return "$status"
 }
@@ -239,8 +259,16 @@ main() {
             ;;
         run | shell)
             [ "$(id -u)" -eq 0 ] || die "running in the root needs root (chroot, mounts); CI runs as root"
-            mkdir -p "$LOG_DIR"
-            build_root
+            mkdir -p "$LOG_DIR" "$(dirname "$ROOT")"
+            # A shared lock for the whole run (held by the exec'd process below): a rebuild waits for running
+            # tests, and a run never sees a half-built root. Build (exclusive) only when the root is stale.
+            exec 9>"$ROOT.lock"
+            flock -s 9
+            if ! root_is_current; then
+                flock -u 9
+                build_root
+                flock -s 9
+            fi
             local with_service=1
             if [ "$cmd" = shell ]; then
                 set -- bash
@@ -252,10 +280,8 @@ main() {
                 if [ "${1:-}" = -- ]; then shift; fi
                 [ $# -gt 0 ] || die "run: which command? (scripts/vr-root.sh run -- COMMAND...)"
             fi
-            # Shared read lock: a rebuild waits for running tests, and a run never sees a half-built root.
-            exec 9>"$ROOT.lock"
-            flock -s 9
-            unshare --mount --propagation private -- "$0" __run "$with_service" "$@"
+            # exec: a signal to this script reaches the one that holds the mounts and the service.
+            exec unshare --mount --propagation private -- "$0" __run "$with_service" "$@"
             ;;
         *)
             sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
