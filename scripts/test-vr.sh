@@ -48,6 +48,9 @@ check "grabs through game::interaction" '.grabs >= 2' '.grabs'
 check "a hand-to-hand pass" '.passes >= 1' '.passes'
 check "releases" '.releases >= 1' '.releases'
 check "a haptic pulse per grab" '.haptic_pulses == .grabs' '[.haptic_pulses, .grabs]'
+check "no heap allocation in steady frames (counter live)" \
+    '.steady_frames >= 200 and .steady_frame_allocations == 0 and .allocations_total > 0' \
+    '[.steady_frames, .steady_frame_allocations, .allocations_total]'
 check "not timed out" '.timed_out == false' '.timed_out'
 if [ "$fail" -ne 0 ]; then
     echo "test-vr: FAILED; Monado's log: target/vr/monado-service.log" >&2

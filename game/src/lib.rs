@@ -1,9 +1,11 @@
 //! The game: the composition of the engine and the network (being written).
 //!
+//! - [`alloc_count`]: the counting allocator the binary installs, to report allocations in frame loops.
 //! - [`avatar`]: a player's head and hands as plain data, per fixed step, from any input source.
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
 //! - [`sync`]: state synchronisation; so far the quantizer both peers apply before every physics step.
 //! - [`vr`]: `tumble vr`, the game on an OpenXR headset (frame loop on the runtime's clock, 90 Hz physics beside it).
+pub mod alloc_count;
 pub mod avatar;
 pub mod interaction;
 pub mod sync;

@@ -17,6 +17,10 @@ use tumble::sync::quantize::quantize_body_state;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
+/// Counts heap allocations, so `tumble vr` can report those in its steady frame loop (there should be none).
+#[global_allocator]
+static ALLOCATOR: tumble::alloc_count::Counting = tumble::alloc_count::Counting;
+
 /// Steps `simulate` runs unless told otherwise: 10 s at the fixed 90 Hz step.
 const DEFAULT_STEPS: u64 = 900;
 

@@ -39,6 +39,9 @@ const GRAB_PULSE_NS: i64 = 30_000_000;
 const GRAB_PULSE_AMPLITUDE: f32 = 0.6;
 /// The fixed step (s), as the avatar's velocity estimate takes it.
 const STEP_S: f32 = 1.0 / 90.0;
+/// Focused frames before allocations are counted: the first frames bind the interaction profile and start the
+/// script (one-off work that may allocate).
+const WARM_UP_FRAMES: u64 = 30;
 /// The scene when none is given.
 pub const DEFAULT_SCENE: &str = "assets/scenes/table64.toml";
 
@@ -170,6 +173,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     }
     game.report.max_session_state = xr.lifecycle().max_state;
     game.report.final_session_state = xr.lifecycle().state;
+    game.report.allocations_total = crate::alloc_count::allocations();
     Ok(game.report)
 }
 
@@ -211,6 +215,8 @@ impl VrGame {
 
     /// One display frame: wait, hands at the predicted display time, the fixed steps up to it, render, submit.
     fn frame(&mut self, xr: &mut XrSession) -> Result<(), VrError> {
+        let allocations_before = crate::alloc_count::allocations();
+        let steady = self.report.frames_focused >= WARM_UP_FRAMES;
         let timing = xr.wait_frame()?;
         let work_started = Instant::now();
         self.prev_hands = Some(self.hands);
@@ -223,6 +229,10 @@ impl VrGame {
         self.simulate(xr, &timing, focused)?;
         let submitted = xr.end_frame(&timing, CLEAR_RGBA)?;
         self.count_frame(xr, &timing, submitted.views, work_started);
+        if steady && xr.lifecycle().input_active() {
+            self.report.steady_frames += 1;
+            self.report.steady_frame_allocations += crate::alloc_count::allocations() - allocations_before;
+        }
         Ok(())
     }
 

@@ -38,6 +38,12 @@ pub struct VrReport {
     /// The runtime's predicted display period, last seen (ms).
     pub display_period_ms: f64,
     pub timed_out: bool,
+    /// Focused frames after the warm-up, and the heap allocations our code made in them (should be 0; counted by
+    /// the binary's allocator, so 0 also when it is not installed — see `alloc_count`).
+    pub steady_frames: u64,
+    pub steady_frame_allocations: u64,
+    /// All allocations of the process's Rust code by the end (non-zero: proves the counter is live).
+    pub allocations_total: u64,
 }
 
 impl VrReport {
@@ -80,6 +86,9 @@ impl VrReport {
             "play_space": self.play_space,
             "bound_profiles": self.bound_profiles,
             "timed_out": self.timed_out,
+            "steady_frames": self.steady_frames,
+            "steady_frame_allocations": self.steady_frame_allocations,
+            "allocations_total": self.allocations_total,
         })
     }
 }
