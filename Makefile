@@ -1,9 +1,10 @@
 # The two set-up commands of the README (`make run`, `make test`) install what is missing and nothing more.
 
-# System packages: pkg-config and libudev for gamepads (gilrs).
-SYSTEM_PACKAGES := pkg-config libudev-dev
-# `make vr`: the OpenXR loader and the Vulkan loader (the runtime itself, SteamVR or Monado, is the user's).
-VR_PACKAGES := libopenxr-loader1 libvulkan1
+# System packages: pkg-config and libudev for gamepads (gilrs); the Vulkan loader and Mesa's Vulkan drivers (lavapipe
+# renders on any CPU, so `tumble screenshot` and the image test in `make test` work without a GPU).
+SYSTEM_PACKAGES := pkg-config libudev-dev libvulkan1 mesa-vulkan-drivers
+# `make vr`: the OpenXR loader (the runtime itself, SteamVR or Monado, is the user's).
+VR_PACKAGES := libopenxr-loader1
 
 .PHONY: run test test-vr bench vr system-packages toolchain
 

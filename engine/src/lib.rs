@@ -9,6 +9,8 @@
 //! Later issues add `render` (Vulkan on ash) and `input` (winit/gilrs glue) beside these.
 
 pub mod physics;
+#[cfg(feature = "render")]
+pub mod render;
 pub mod scene;
 #[cfg(feature = "xr")]
 pub mod xr;

@@ -12,9 +12,11 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
+use tumble::screenshot;
 use tumble::sync::harness::{run_loopback, LinkKind, LoopbackConfig, DEFAULT_KBPS_BUDGET};
 use tumble::sync::quantize::quantize_body_state;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
+use tumble_engine::render::RenderError;
 use tumble_engine::scene::load_scene;
 
 /// Counts heap allocations, so `tumble vr` can report those in its steady frame loop (there should be none).
@@ -34,7 +36,8 @@ const EXIT_UNAVAILABLE: u8 = 2;
     about = "Tumble: a networked physics sandbox for VR",
     long_about = "Tumble: a networked physics sandbox for VR.\n\n\
         With no subcommand, opens the desktop debug view (not built yet; needs a display).\n\
-        Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended.\n\
+        Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended;\n\
+        `tumble screenshot --scene FILE --out PATH.png` renders it offscreen to a PNG.\n\
         Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
 )]
 struct Cli {
@@ -48,8 +51,32 @@ enum Command {
     Simulate(SimulateArgs),
     /// Authority and non-authority worlds in one process, joined through the link simulator; JSON report
     Loopback(LoopbackArgs),
+    /// Step a scene headless, render it offscreen (no display needed) and write a PNG
+    Screenshot(ScreenshotArgs),
     /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
     Vr(tumble::vr::VrArgs),
+}
+
+#[derive(Args, Debug)]
+struct ScreenshotArgs {
+    /// Scene file (TOML; the format is in assets/scenes/README.md)
+    #[arg(long, value_name = "FILE")]
+    scene: PathBuf,
+    /// Where to write the PNG
+    #[arg(long, value_name = "PATH.png")]
+    out: PathBuf,
+    /// Fixed steps to run before the picture (90 per simulated second)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    steps: u64,
+    /// Image width in pixels (with --stereo, each eye gets half)
+    #[arg(long, value_name = "W", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=8192))]
+    width: u32,
+    /// Image height in pixels
+    #[arg(long, value_name = "H", default_value_t = 720, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    height: u32,
+    /// Both eyes side by side, 64 mm apart
+    #[arg(long)]
+    stereo: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -132,6 +159,14 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Screenshot(args)) => match screenshot(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                let unavailable = e.downcast_ref::<RenderError>().is_some_and(RenderError::is_unavailable);
+                ExitCode::from(if unavailable { EXIT_UNAVAILABLE } else { 1 })
+            }
+        },
         Some(Command::Simulate(args)) => match simulate(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -180,7 +215,7 @@ fn desktop_view() -> ExitCode {
         );
     }
     eprintln!("Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended");
-    eprintln!("(later: `tumble screenshot`). See `tumble --help`.");
+    eprintln!("`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG. See `tumble --help`.");
     ExitCode::from(EXIT_UNAVAILABLE)
 }
 
@@ -239,6 +274,24 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
             if all_at_rest { " (all)" } else { "" },
         );
     }
+    Ok(())
+}
+
+fn screenshot(args: &ScreenshotArgs) -> anyhow::Result<()> {
+    let scene = load_scene(&args.scene)?;
+    let mut world = scene.build_world(WorldConfig::default())?;
+    for _ in 0..args.steps {
+        world.step();
+    }
+    let cubes = screenshot::world_cubes(&world, &[])?;
+    let options = screenshot::ShotOptions {
+        width: args.width,
+        height: args.height,
+        stereo: args.stereo,
+    };
+    let shot = screenshot::render_cubes(&cubes, &options)?;
+    screenshot::write_png(&args.out, shot.width, shot.height, &shot.rgba)?;
+    tracing::info!(out = %args.out.display(), width = shot.width, height = shot.height, "screenshot written");
     Ok(())
 }
 

@@ -124,3 +124,70 @@ fn a_malformed_scene_names_the_file_and_line() {
     assert!(err.contains(path.to_str().unwrap()) && err.contains(":2"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+#[test]
+fn screenshot_writes_a_png_of_the_requested_size() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli_screenshot.png");
+    let _ = std::fs::remove_file(&out);
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/tower30.toml");
+    let out_arg = out.to_str().unwrap();
+    let o = tumble(&[
+        "screenshot",
+        "--scene",
+        scene,
+        "--out",
+        out_arg,
+        "--width",
+        "96",
+        "--height",
+        "64",
+        "--stereo",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&out).expect("the PNG exists"),
+    ));
+    let reader = decoder.read_info().expect("a PNG");
+    assert_eq!((reader.info().width, reader.info().height), (96, 64));
+}
+
+#[test]
+fn screenshot_of_a_bad_scene_gives_the_loaders_error() {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("never_written.png");
+    let o = tumble(&[
+        "screenshot",
+        "--scene",
+        "no/such/scene.toml",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains("no/such/scene.toml") && err.contains("cannot read scene file"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn screenshot_without_a_vulkan_driver_names_the_packages_and_exits_2() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/tower30.toml");
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("no_driver.png");
+    // The loader reads its driver list from these variables: point them at nothing.
+    let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(["screenshot", "--scene", scene, "--out", out.to_str().unwrap()])
+        .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+        .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run tumble");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("mesa-vulkan-drivers") && err.contains("libvulkan1"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}

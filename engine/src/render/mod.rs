@@ -1,0 +1,44 @@
+//! `engine::render`: Tumble's Vulkan renderer, on `ash` (feature `render`).
+//!
+//! One multiview main pass (`VK_KHR_multiview`, core in Vulkan 1.1) draws N views — 1 for the desktop, 2 for
+//! stereo — into a layered colour + depth target (MSAA where supported), after a shadow pass for the directional
+//! light. Every box (cubes, avatar heads and hands, contact markers) is one instanced draw; the ground is a quad
+//! with a procedural grid. Shaders are WGSL in `shaders/`, compiled to SPIR-V by `engine/build.rs` (naga).
+//!
+//! Per frame the caller passes plain data ([`FrameInput`]: views, cubes, avatars, contacts, light, debug modes);
+//! interpolating between physics steps is the caller's job. Nothing is allocated per frame: box and uniform
+//! buffers are sized once ([`MAX_CUBES`]) and stay mapped; two frames are in flight.
+//!
+//! Outputs, each a thin layer over [`Renderer`]:
+//! - [`Offscreen`] (`offscreen.rs`): headless, reads the pixels back (views side by side) — `tumble screenshot`
+//!   and the image test.
+//!
+//! Files: `device.rs` (instance, device choice, [`Gpu`]), `memory.rs`, `pipeline.rs` (shaders, render pass,
+//! pipelines), `shadow.rs`, `targets.rs`, `instances.rs` (frame data as the GPU reads it), `renderer.rs` (the frame
+//! loop), `scene_data.rs` (the caller's types), `error.rs`.
+//!
+//! No Vulkan loader or no usable device gives [`RenderError::NoLoader`] / [`RenderError::NoDevice`], whose message
+//! names the packages to install; [`RenderError::is_unavailable`] tells the binary to exit 2.
+
+mod device;
+mod error;
+mod instances;
+mod memory;
+mod offscreen;
+mod pipeline;
+mod renderer;
+mod scene_data;
+mod shadow;
+mod targets;
+
+pub use ash;
+pub use ash::vk;
+pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION};
+pub use error::{RenderError, VULKAN_PACKAGES_HINT};
+pub use offscreen::Offscreen;
+pub use renderer::{Renderer, ResultImage, FRAMES_IN_FLIGHT, MAX_EXTENT_PX, RESULT_FORMAT};
+pub use scene_data::{
+    authority_rgb, Avatar, CubeInstance, DebugModes, FrameInput, Pose, View, AUTHORITY_NONE_RGB, CUBE_HELD,
+    CUBE_RESTING, CUBE_SELECTED, DEFAULT_LIGHT_DIRECTION, FAR_M, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES,
+    MAX_VIEWS, NEAR_M, PLAYER_RGB,
+};

@@ -1,0 +1,337 @@
+//! Shader modules, the descriptor layout, the main multiview render pass and the three pipelines (ground and boxes
+//! in the main pass, boxes into the shadow map). The main pass's view mask depends on the view count, so
+//! [`MainPass`] is rebuilt when that changes (the stereo toggle), not per frame.
+
+use std::ffi::CStr;
+
+use ash::vk;
+
+use super::error::{RenderError, VkContext};
+
+/// Reads a SPIR-V file compiled by `engine/build.rs` (copied into aligned words once, at start-up).
+macro_rules! spirv {
+    ($name:literal) => {
+        include_bytes!(concat!(env!("OUT_DIR"), "/", $name, ".spv"))
+    };
+}
+
+/// A shader module and its entry point's name (naga keeps the WGSL function's name).
+#[derive(Clone, Copy)]
+pub(crate) struct Stage {
+    pub module: vk::ShaderModule,
+    pub entry: &'static CStr,
+}
+
+fn shader(device: &ash::Device, bytes: &[u8], entry: &'static CStr) -> Result<Stage, RenderError> {
+    let words = ash::util::read_spv(&mut std::io::Cursor::new(bytes)).map_err(|_| RenderError::Vulkan {
+        what: "reading SPIR-V",
+        result: vk::Result::ERROR_INVALID_SHADER_NV,
+    })?;
+    let info = vk::ShaderModuleCreateInfo::default().code(&words);
+    // SAFETY: valid device and SPIR-V from our build.
+    let module = unsafe { device.create_shader_module(&info, None) }.ctx("vkCreateShaderModule")?;
+    Ok(Stage { module, entry })
+}
+
+/// The shader modules, compiled at build time from `shaders/scene.wgsl`.
+pub(crate) struct Shaders {
+    pub vs_box: Stage,
+    pub fs_box: Stage,
+    pub vs_ground: Stage,
+    pub fs_ground: Stage,
+    pub vs_shadow: Stage,
+}
+
+impl Shaders {
+    pub fn new(device: &ash::Device) -> Result<Shaders, RenderError> {
+        Ok(Shaders {
+            vs_box: shader(device, spirv!("vs_box"), c"vs_box")?,
+            fs_box: shader(device, spirv!("fs_box"), c"fs_box")?,
+            vs_ground: shader(device, spirv!("vs_ground"), c"vs_ground")?,
+            fs_ground: shader(device, spirv!("fs_ground"), c"fs_ground")?,
+            vs_shadow: shader(device, spirv!("vs_shadow"), c"vs_shadow")?,
+        })
+    }
+
+    pub fn destroy(&self, device: &ash::Device) {
+        for s in [self.vs_box, self.fs_box, self.vs_ground, self.fs_ground, self.vs_shadow] {
+            // SAFETY: no pipeline is being created from them any more.
+            unsafe { device.destroy_shader_module(s.module, None) };
+        }
+    }
+}
+
+/// Set 0: frame uniforms, the box records, the shadow map and its comparison sampler.
+pub(crate) fn descriptor_layout(device: &ash::Device) -> Result<vk::DescriptorSetLayout, RenderError> {
+    let all = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
+    let binding = |b: u32, t: vk::DescriptorType| {
+        vk::DescriptorSetLayoutBinding::default()
+            .binding(b)
+            .descriptor_type(t)
+            .descriptor_count(1)
+            .stage_flags(all)
+    };
+    let bindings = [
+        binding(0, vk::DescriptorType::UNIFORM_BUFFER),
+        binding(1, vk::DescriptorType::STORAGE_BUFFER),
+        binding(2, vk::DescriptorType::SAMPLED_IMAGE),
+        binding(3, vk::DescriptorType::SAMPLER),
+    ];
+    let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+    // SAFETY: valid device.
+    unsafe { device.create_descriptor_set_layout(&info, None) }.ctx("vkCreateDescriptorSetLayout")
+}
+
+/// Formats and sample count of the main pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MainFormats {
+    pub colour: vk::Format,
+    pub depth: vk::Format,
+    pub samples: vk::SampleCountFlags,
+}
+
+/// The multiview render pass for one view count and its two pipelines.
+pub(crate) struct MainPass {
+    pub render_pass: vk::RenderPass,
+    pub ground: vk::Pipeline,
+    pub boxes: vk::Pipeline,
+    pub view_count: u32,
+}
+
+impl MainPass {
+    pub fn new(
+        device: &ash::Device,
+        shaders: &Shaders,
+        layout: vk::PipelineLayout,
+        formats: MainFormats,
+        view_count: u32,
+    ) -> Result<MainPass, RenderError> {
+        let render_pass = main_render_pass(device, formats, view_count)?;
+        let ground = graphics_pipeline(
+            device,
+            &PipelineDesc {
+                vs: shaders.vs_ground,
+                fs: Some(shaders.fs_ground),
+                layout,
+                render_pass,
+                samples: formats.samples,
+                cull: vk::CullModeFlags::NONE,
+                depth_bias: false,
+            },
+        );
+        let boxes = graphics_pipeline(
+            device,
+            &PipelineDesc {
+                vs: shaders.vs_box,
+                fs: Some(shaders.fs_box),
+                layout,
+                render_pass,
+                samples: formats.samples,
+                cull: vk::CullModeFlags::BACK,
+                depth_bias: false,
+            },
+        );
+        match (ground, boxes) {
+            (Ok(ground), Ok(boxes)) => Ok(MainPass {
+                render_pass,
+                ground,
+                boxes,
+                view_count,
+            }),
+            (ground, boxes) => {
+                // SAFETY: nothing uses these yet.
+                unsafe {
+                    for p in [ground.as_ref().ok(), boxes.as_ref().ok()].into_iter().flatten() {
+                        device.destroy_pipeline(*p, None);
+                    }
+                    device.destroy_render_pass(render_pass, None);
+                }
+                Err(ground.and(boxes).unwrap_err())
+            }
+        }
+    }
+
+    pub fn destroy(&self, device: &ash::Device) {
+        // SAFETY: the GPU is idle.
+        unsafe {
+            device.destroy_pipeline(self.ground, None);
+            device.destroy_pipeline(self.boxes, None);
+            device.destroy_render_pass(self.render_pass, None);
+        }
+    }
+}
+
+/// Attachments: with MSAA, 0 = multisampled colour, 1 = multisampled depth, 2 = single-sampled resolve (the
+/// result); without, 0 = colour (the result), 1 = depth. Each is a 2D array with one layer per view. The result
+/// ends in TRANSFER_SRC_OPTIMAL, ready to be read back, blitted to a swapchain or copied into XR images.
+fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Result<vk::RenderPass, RenderError> {
+    let msaa = f.samples != vk::SampleCountFlags::TYPE_1;
+    let colour = vk::AttachmentDescription::default()
+        .format(f.colour)
+        .samples(f.samples)
+        .load_op(vk::AttachmentLoadOp::CLEAR)
+        .store_op(if msaa {
+            vk::AttachmentStoreOp::DONT_CARE
+        } else {
+            vk::AttachmentStoreOp::STORE
+        })
+        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+        .final_layout(if msaa {
+            vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
+        } else {
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL
+        });
+    let depth = vk::AttachmentDescription::default()
+        .format(f.depth)
+        .samples(f.samples)
+        .load_op(vk::AttachmentLoadOp::CLEAR)
+        .store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+        .final_layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL);
+    let resolve = vk::AttachmentDescription::default()
+        .format(f.colour)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .load_op(vk::AttachmentLoadOp::DONT_CARE)
+        .store_op(vk::AttachmentStoreOp::STORE)
+        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+        .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
+    let attachments = [colour, depth, resolve];
+    let attachments = if msaa { &attachments[..] } else { &attachments[..2] };
+    let colour_ref = [vk::AttachmentReference {
+        attachment: 0,
+        layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+    }];
+    let depth_ref = vk::AttachmentReference {
+        attachment: 1,
+        layout: vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+    };
+    let resolve_ref = [vk::AttachmentReference {
+        attachment: 2,
+        layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+    }];
+    let mut subpass = vk::SubpassDescription::default()
+        .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+        .color_attachments(&colour_ref)
+        .depth_stencil_attachment(&depth_ref);
+    if msaa {
+        subpass = subpass.resolve_attachments(&resolve_ref);
+    }
+    let subpasses = [subpass];
+    // The targets are shared by the frames in flight: wait for the previous frame's writes and its copy out of
+    // the result (transfer) before clearing them; after the pass, the result is read by a transfer.
+    let deps = [
+        vk::SubpassDependency::default()
+            .src_subpass(vk::SUBPASS_EXTERNAL)
+            .dst_subpass(0)
+            .src_stage_mask(
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT
+                    | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS
+                    | vk::PipelineStageFlags::TRANSFER,
+            )
+            .dst_stage_mask(
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::EARLY_FRAGMENT_TESTS,
+            )
+            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE)
+            .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE),
+        vk::SubpassDependency::default()
+            .src_subpass(0)
+            .dst_subpass(vk::SUBPASS_EXTERNAL)
+            .src_stage_mask(vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)
+            .dst_stage_mask(vk::PipelineStageFlags::TRANSFER)
+            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ),
+    ];
+    // One bit per view: the multiview extension (core 1.1) repeats every draw for each layer.
+    let view_masks = [(1u32 << view_count) - 1];
+    let correlation = view_masks;
+    let mut multiview = vk::RenderPassMultiviewCreateInfo::default()
+        .view_masks(&view_masks)
+        .correlation_masks(&correlation);
+    let info = vk::RenderPassCreateInfo::default()
+        .attachments(attachments)
+        .subpasses(&subpasses)
+        .dependencies(&deps)
+        .push_next(&mut multiview);
+    // SAFETY: valid device; the info outlives the call.
+    unsafe { device.create_render_pass(&info, None) }.ctx("vkCreateRenderPass (main)")
+}
+
+pub(crate) struct PipelineDesc {
+    pub vs: Stage,
+    pub fs: Option<Stage>,
+    pub layout: vk::PipelineLayout,
+    pub render_pass: vk::RenderPass,
+    pub samples: vk::SampleCountFlags,
+    pub cull: vk::CullModeFlags,
+    /// Slope-scaled depth bias, for the shadow map.
+    pub depth_bias: bool,
+}
+
+/// A pipeline with no vertex input (shaders build geometry from vertex and instance indices), dynamic viewport
+/// and scissor, depth test on.
+pub(crate) fn graphics_pipeline(device: &ash::Device, d: &PipelineDesc) -> Result<vk::Pipeline, RenderError> {
+    let mut stages = vec![vk::PipelineShaderStageCreateInfo::default()
+        .stage(vk::ShaderStageFlags::VERTEX)
+        .module(d.vs.module)
+        .name(d.vs.entry)];
+    if let Some(fs) = d.fs {
+        stages.push(
+            vk::PipelineShaderStageCreateInfo::default()
+                .stage(vk::ShaderStageFlags::FRAGMENT)
+                .module(fs.module)
+                .name(fs.entry),
+        );
+    }
+    let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
+    let assembly = vk::PipelineInputAssemblyStateCreateInfo::default().topology(vk::PrimitiveTopology::TRIANGLE_LIST);
+    let viewport = vk::PipelineViewportStateCreateInfo::default()
+        .viewport_count(1)
+        .scissor_count(1);
+    let raster = vk::PipelineRasterizationStateCreateInfo::default()
+        .polygon_mode(vk::PolygonMode::FILL)
+        .cull_mode(d.cull)
+        .front_face(vk::FrontFace::COUNTER_CLOCKWISE)
+        .line_width(1.0)
+        .depth_bias_enable(d.depth_bias)
+        .depth_bias_constant_factor(if d.depth_bias { 1.5 } else { 0.0 })
+        .depth_bias_slope_factor(if d.depth_bias { 2.0 } else { 0.0 });
+    let multisample = vk::PipelineMultisampleStateCreateInfo::default().rasterization_samples(d.samples);
+    let depth = vk::PipelineDepthStencilStateCreateInfo::default()
+        .depth_test_enable(true)
+        .depth_write_enable(true)
+        .depth_compare_op(vk::CompareOp::LESS);
+    let blend_attachment =
+        [vk::PipelineColorBlendAttachmentState::default().color_write_mask(vk::ColorComponentFlags::RGBA)];
+    let blend = vk::PipelineColorBlendStateCreateInfo::default().attachments(if d.fs.is_some() {
+        &blend_attachment[..]
+    } else {
+        &[]
+    });
+    let dynamic_states = [vk::DynamicState::VIEWPORT, vk::DynamicState::SCISSOR];
+    let dynamic = vk::PipelineDynamicStateCreateInfo::default().dynamic_states(&dynamic_states);
+    let info = vk::GraphicsPipelineCreateInfo::default()
+        .stages(&stages)
+        .vertex_input_state(&vertex_input)
+        .input_assembly_state(&assembly)
+        .viewport_state(&viewport)
+        .rasterization_state(&raster)
+        .multisample_state(&multisample)
+        .depth_stencil_state(&depth)
+        .color_blend_state(&blend)
+        .dynamic_state(&dynamic)
+        .layout(d.layout)
+        .render_pass(d.render_pass)
+        .subpass(0);
+    // SAFETY: valid device; all referenced objects are alive.
+    let pipelines = unsafe { device.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
+    pipelines.map(|p| p[0]).map_err(|(_, result)| RenderError::Vulkan {
+        what: "vkCreateGraphicsPipelines",
+        result,
+    })
+}

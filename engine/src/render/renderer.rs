@@ -1,0 +1,524 @@
+//! [`Renderer`]: the frame loop shared by every output (offscreen readback, window, XR images). A frame is
+//! `begin_frame` (wait for this slot's previous use, write the mapped buffers, record the shadow and main passes)
+//! → the output records its copy/blit into the returned command buffer → `submit`. Two frames in flight, each
+//! with its own command buffer, fence, uniform and box buffers and timestamp queries; everything is made once, so
+//! a steady-state frame allocates nothing.
+
+use ash::vk;
+
+use super::device::Gpu;
+use super::error::{RenderError, VkContext};
+use super::instances::{gpu_frame, validate, write_boxes, GpuBox, GpuFrame, GPU_BOX_BYTES, GPU_FRAME_BYTES, MAX_BOXES};
+use super::memory::{create_buffer, destroy_buffer, Buffer};
+use super::pipeline::{descriptor_layout, graphics_pipeline, MainFormats, MainPass, PipelineDesc, Shaders};
+use super::scene_data::{FrameInput, MAX_VIEWS};
+use super::shadow::{light_view_proj, Shadow, SHADOW_SIZE_PX};
+use super::targets::Targets;
+
+/// Frames the CPU may record ahead of the GPU.
+pub const FRAMES_IN_FLIGHT: usize = 2;
+
+/// Colour format of the main pass's result: sRGB, so shaders write linear light and the bytes are display-ready.
+pub const RESULT_FORMAT: vk::Format = vk::Format::R8G8B8A8_SRGB;
+
+/// Sky colour behind everything (linear RGB).
+const CLEAR_RGB: [f32; 3] = [0.32, 0.45, 0.62];
+
+/// Timestamp queries per frame: start and end.
+const QUERIES_PER_FRAME: u32 = 2;
+
+struct FrameSlot {
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+    uniforms: Buffer,
+    boxes: Buffer,
+    set: vk::DescriptorSet,
+    queries: vk::QueryPool,
+    /// Submitted at least once since creation (its timestamps can be read after its fence).
+    submitted: bool,
+}
+
+/// The single-sampled image the last recorded main pass drew into: one layer per view, in
+/// `TRANSFER_SRC_OPTIMAL` once the pass has run, format [`RESULT_FORMAT`].
+#[derive(Clone, Copy, Debug)]
+pub struct ResultImage {
+    pub image: vk::Image,
+    pub extent: vk::Extent2D,
+    pub layers: u32,
+}
+
+/// The scene renderer: shadow pass + multiview main pass into its own layered target.
+pub struct Renderer {
+    device: ash::Device,
+    queue: vk::Queue,
+    memory_properties: vk::PhysicalDeviceMemoryProperties,
+    formats: MainFormats,
+    shaders: Shaders,
+    set_layout: vk::DescriptorSetLayout,
+    pipeline_layout: vk::PipelineLayout,
+    descriptor_pool: vk::DescriptorPool,
+    command_pool: vk::CommandPool,
+    shadow: Shadow,
+    shadow_pipeline: vk::Pipeline,
+    main: MainPass,
+    targets: Targets,
+    frames: Vec<FrameSlot>,
+    current: usize,
+    /// The slot `begin_frame` recorded into and `submit` has not sent yet.
+    recording: Option<usize>,
+    timestamp_period_ns: Option<f32>,
+    gpu_time_ms: Option<f32>,
+}
+
+impl Renderer {
+    /// A renderer drawing `view_count` views of `width` × `height` pixels each on `gpu`'s device and queue. The
+    /// `Gpu` must outlive the renderer.
+    pub fn new(gpu: &Gpu, width: u32, height: u32, view_count: u32) -> Result<Renderer, RenderError> {
+        check_size(width, height, view_count)?;
+        let device = gpu.device.clone();
+        let formats = MainFormats {
+            colour: RESULT_FORMAT,
+            depth: gpu.info.depth_format,
+            samples: gpu.info.msaa_samples,
+        };
+        let shaders = Shaders::new(&device)?;
+        let set_layout = descriptor_layout(&device)?;
+        let layouts = [set_layout];
+        let layout_info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
+        // SAFETY: valid device; every object made here is destroyed in Drop.
+        let pipeline_layout =
+            unsafe { device.create_pipeline_layout(&layout_info, None) }.ctx("vkCreatePipelineLayout")?;
+        let shadow = Shadow::new(&device, &gpu.memory_properties, gpu.info.depth_format)?;
+        let shadow_pipeline = graphics_pipeline(
+            &device,
+            &PipelineDesc {
+                vs: shaders.vs_shadow,
+                fs: None,
+                layout: pipeline_layout,
+                render_pass: shadow.render_pass,
+                samples: vk::SampleCountFlags::TYPE_1,
+                cull: vk::CullModeFlags::NONE,
+                depth_bias: true,
+            },
+        )?;
+        let main = MainPass::new(&device, &shaders, pipeline_layout, formats, view_count)?;
+        let extent = vk::Extent2D { width, height };
+        let targets = Targets::new(
+            &device,
+            &gpu.memory_properties,
+            formats,
+            main.render_pass,
+            extent,
+            view_count,
+        )?;
+        let descriptor_pool = create_descriptor_pool(&device)?;
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(gpu.queue_family)
+            .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
+        // SAFETY: as above.
+        let command_pool = unsafe { device.create_command_pool(&pool_info, None) }.ctx("vkCreateCommandPool")?;
+        let mut renderer = Renderer {
+            device,
+            queue: gpu.queue,
+            memory_properties: gpu.memory_properties,
+            formats,
+            shaders,
+            set_layout,
+            pipeline_layout,
+            descriptor_pool,
+            command_pool,
+            shadow,
+            shadow_pipeline,
+            main,
+            targets,
+            frames: Vec::with_capacity(FRAMES_IN_FLIGHT),
+            current: 0,
+            recording: None,
+            timestamp_period_ns: gpu.info.timestamp_period_ns,
+            gpu_time_ms: None,
+        };
+        for _ in 0..FRAMES_IN_FLIGHT {
+            let slot = renderer.create_slot()?;
+            renderer.frames.push(slot);
+        }
+        Ok(renderer)
+    }
+
+    fn create_slot(&self) -> Result<FrameSlot, RenderError> {
+        let d = &self.device;
+        let props = &self.memory_properties;
+        let uniforms = create_buffer(d, props, GPU_FRAME_BYTES, vk::BufferUsageFlags::UNIFORM_BUFFER, true)?;
+        let boxes = create_buffer(
+            d,
+            props,
+            GPU_BOX_BYTES * MAX_BOXES as u64,
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            true,
+        )?;
+        let cmd_info = vk::CommandBufferAllocateInfo::default()
+            .command_pool(self.command_pool)
+            .level(vk::CommandBufferLevel::PRIMARY)
+            .command_buffer_count(1);
+        let layouts = [self.set_layout];
+        let set_info = vk::DescriptorSetAllocateInfo::default()
+            .descriptor_pool(self.descriptor_pool)
+            .set_layouts(&layouts);
+        let query_info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(QUERIES_PER_FRAME);
+        // SAFETY: valid device and pools; destroyed in Drop.
+        unsafe {
+            let cmd = d.allocate_command_buffers(&cmd_info).ctx("vkAllocateCommandBuffers")?[0];
+            let fence = d
+                .create_fence(
+                    &vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED),
+                    None,
+                )
+                .ctx("vkCreateFence")?;
+            let set = d.allocate_descriptor_sets(&set_info).ctx("vkAllocateDescriptorSets")?[0];
+            let queries = d.create_query_pool(&query_info, None).ctx("vkCreateQueryPool")?;
+            let uniform_info = [vk::DescriptorBufferInfo {
+                buffer: uniforms.buffer,
+                offset: 0,
+                range: vk::WHOLE_SIZE,
+            }];
+            let box_info = [vk::DescriptorBufferInfo {
+                buffer: boxes.buffer,
+                offset: 0,
+                range: vk::WHOLE_SIZE,
+            }];
+            let image_info = [vk::DescriptorImageInfo {
+                sampler: vk::Sampler::null(),
+                image_view: self.shadow.image.view,
+                image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
+            }];
+            let sampler_info = [vk::DescriptorImageInfo {
+                sampler: self.shadow.sampler,
+                image_view: vk::ImageView::null(),
+                image_layout: vk::ImageLayout::UNDEFINED,
+            }];
+            let write = |binding, ty| {
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(binding)
+                    .descriptor_type(ty)
+            };
+            let writes = [
+                write(0, vk::DescriptorType::UNIFORM_BUFFER).buffer_info(&uniform_info),
+                write(1, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&box_info),
+                write(2, vk::DescriptorType::SAMPLED_IMAGE).image_info(&image_info),
+                write(3, vk::DescriptorType::SAMPLER).image_info(&sampler_info),
+            ];
+            d.update_descriptor_sets(&writes, &[]);
+            Ok(FrameSlot {
+                cmd,
+                fence,
+                uniforms,
+                boxes,
+                set,
+                queries,
+                submitted: false,
+            })
+        }
+    }
+
+    /// Changes the per-view size or the number of views (waits for the GPU; not for every frame).
+    pub fn resize(&mut self, width: u32, height: u32, view_count: u32) -> Result<(), RenderError> {
+        check_size(width, height, view_count)?;
+        let extent = vk::Extent2D { width, height };
+        if extent == self.targets.extent && view_count == self.targets.layers {
+            return Ok(());
+        }
+        self.wait_idle();
+        if view_count != self.main.view_count {
+            let main = MainPass::new(
+                &self.device,
+                &self.shaders,
+                self.pipeline_layout,
+                self.formats,
+                view_count,
+            )?;
+            self.main.destroy(&self.device);
+            self.main = main;
+        }
+        let targets = Targets::new(
+            &self.device,
+            &self.memory_properties,
+            self.formats,
+            self.main.render_pass,
+            extent,
+            view_count,
+        )?;
+        self.targets.destroy(&self.device);
+        self.targets = targets;
+        Ok(())
+    }
+
+    /// Starts a frame: waits until this slot's previous frame is done, writes the frame's data and records the
+    /// shadow pass and the main pass. The caller may record more into the returned command buffer (reading
+    /// [`Renderer::result_image`]) and must then call [`Renderer::submit`]. A different view count than the
+    /// renderer has resizes it first.
+    pub fn begin_frame(&mut self, input: &FrameInput) -> Result<vk::CommandBuffer, RenderError> {
+        validate(input)?;
+        if self.recording.is_some() {
+            return Err(RenderError::Input("begin_frame called twice without submit".into()));
+        }
+        let views = input.views.len() as u32;
+        if views != self.targets.layers {
+            self.resize(self.targets.extent.width, self.targets.extent.height, views)?;
+        }
+        let slot_index = self.current;
+        self.wait_slot(slot_index)?;
+        let slot = &self.frames[slot_index];
+        let light = light_view_proj(input);
+        // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; they are mapped, coherent
+        // and sized for one GpuFrame and MAX_BOXES GpuBoxes.
+        let box_count = unsafe {
+            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX));
+            write_boxes(input, slot.boxes.mapped as *mut GpuBox)
+        };
+        // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
+        unsafe { self.record(slot_index, box_count) }?;
+        self.recording = Some(slot_index);
+        Ok(self.frames[slot_index].cmd)
+    }
+
+    /// Waits for the slot's last submission and reads its GPU time.
+    fn wait_slot(&mut self, index: usize) -> Result<(), RenderError> {
+        let slot = &self.frames[index];
+        // SAFETY: valid fence and query pool of this device.
+        unsafe {
+            self.device
+                .wait_for_fences(&[slot.fence], true, u64::MAX)
+                .ctx("vkWaitForFences")?;
+            if let (true, Some(period_ns)) = (slot.submitted, self.timestamp_period_ns) {
+                let mut ticks = [0u64; QUERIES_PER_FRAME as usize];
+                let read =
+                    self.device
+                        .get_query_pool_results(slot.queries, 0, &mut ticks, vk::QueryResultFlags::TYPE_64);
+                if read.is_ok() {
+                    self.gpu_time_ms = Some(ticks[1].wrapping_sub(ticks[0]) as f32 * period_ns * 1e-6);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// The slot's command buffer is not in use by the GPU.
+    unsafe fn record(&self, index: usize, box_count: u32) -> Result<(), RenderError> {
+        let d = &self.device;
+        let slot = &self.frames[index];
+        let cmd = slot.cmd;
+        // SAFETY: per the function's contract; all bound objects are alive.
+        unsafe {
+            d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
+                .ctx("vkResetCommandBuffer")?;
+            let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            d.begin_command_buffer(cmd, &begin).ctx("vkBeginCommandBuffer")?;
+            d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERIES_PER_FRAME);
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, slot.queries, 0);
+
+            let shadow_extent = vk::Extent2D {
+                width: SHADOW_SIZE_PX,
+                height: SHADOW_SIZE_PX,
+            };
+            let clear_depth = vk::ClearValue {
+                depth_stencil: vk::ClearDepthStencilValue { depth: 1.0, stencil: 0 },
+            };
+            let shadow_clear = [clear_depth];
+            let begin = vk::RenderPassBeginInfo::default()
+                .render_pass(self.shadow.render_pass)
+                .framebuffer(self.shadow.framebuffer)
+                .render_area(shadow_extent.into())
+                .clear_values(&shadow_clear);
+            d.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
+            set_viewport(d, cmd, shadow_extent);
+            if box_count > 0 {
+                d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.shadow_pipeline);
+                self.bind_set(cmd, slot.set);
+                d.cmd_draw(cmd, 36, box_count, 0, 0);
+            }
+            d.cmd_end_render_pass(cmd);
+
+            let sky = vk::ClearValue {
+                color: vk::ClearColorValue {
+                    float32: [CLEAR_RGB[0], CLEAR_RGB[1], CLEAR_RGB[2], 1.0],
+                },
+            };
+            let clears = [sky, clear_depth, sky];
+            let extent = self.targets.extent;
+            let begin = vk::RenderPassBeginInfo::default()
+                .render_pass(self.main.render_pass)
+                .framebuffer(self.targets.framebuffer)
+                .render_area(extent.into())
+                .clear_values(&clears[..self.targets.attachment_count()]);
+            d.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
+            set_viewport(d, cmd, extent);
+            // Boxes first: they cover much of the ground, so its fragments fail the depth test early.
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.boxes);
+            self.bind_set(cmd, slot.set);
+            if box_count > 0 {
+                d.cmd_draw(cmd, 36, box_count, 0, 0);
+            }
+            d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.ground);
+            d.cmd_draw(cmd, 6, 1, 0, 0);
+            d.cmd_end_render_pass(cmd);
+        }
+        Ok(())
+    }
+
+    /// Binds the frame's descriptor set (after a pipeline: older validation layers track sets per pipeline).
+    fn bind_set(&self, cmd: vk::CommandBuffer, set: vk::DescriptorSet) {
+        // SAFETY: cmd is recording; the set matches the pipeline layout.
+        unsafe {
+            self.device.cmd_bind_descriptor_sets(
+                cmd,
+                vk::PipelineBindPoint::GRAPHICS,
+                self.pipeline_layout,
+                0,
+                &[set],
+                &[],
+            )
+        };
+    }
+
+    /// Ends and submits the frame begun by [`Renderer::begin_frame`], waiting on `waits` (each at the paired
+    /// stage) and signalling `signals`. Returns without waiting for the GPU.
+    pub fn submit(
+        &mut self,
+        waits: &[vk::Semaphore],
+        wait_stages: &[vk::PipelineStageFlags],
+        signals: &[vk::Semaphore],
+    ) -> Result<(), RenderError> {
+        let Some(index) = self.recording.take() else {
+            return Err(RenderError::Input("submit called without begin_frame".into()));
+        };
+        let slot = &mut self.frames[index];
+        let cmds = [slot.cmd];
+        let info = vk::SubmitInfo::default()
+            .wait_semaphores(waits)
+            .wait_dst_stage_mask(wait_stages)
+            .command_buffers(&cmds)
+            .signal_semaphores(signals);
+        // SAFETY: the command buffer was recorded by begin_frame (plus the caller's commands) and is not pending.
+        unsafe {
+            self.device
+                .cmd_write_timestamp(slot.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, slot.queries, 1);
+            self.device.end_command_buffer(slot.cmd).ctx("vkEndCommandBuffer")?;
+            self.device.reset_fences(&[slot.fence]).ctx("vkResetFences")?;
+            self.device
+                .queue_submit(self.queue, &[info], slot.fence)
+                .ctx("vkQueueSubmit")?;
+        }
+        slot.submitted = true;
+        self.current = (index + 1) % FRAMES_IN_FLIGHT;
+        Ok(())
+    }
+
+    /// Waits until the most recently submitted frame has finished on the GPU (offscreen readback needs this).
+    pub fn wait_last_submitted(&mut self) -> Result<(), RenderError> {
+        let last = (self.current + FRAMES_IN_FLIGHT - 1) % FRAMES_IN_FLIGHT;
+        self.wait_slot(last)
+    }
+
+    /// The image the main pass draws into (see [`ResultImage`]).
+    pub fn result_image(&self) -> ResultImage {
+        ResultImage {
+            image: self.targets.resolved.image,
+            extent: self.targets.extent,
+            layers: self.targets.layers,
+        }
+    }
+
+    /// GPU time of the most recent finished frame (ms), from timestamp queries; `None` before the first one or
+    /// on a queue without timestamps.
+    pub fn gpu_time_ms(&self) -> Option<f32> {
+        self.gpu_time_ms
+    }
+
+    /// The renderer's command pool (for one-off uploads such as the overlay's textures).
+    pub fn command_pool(&self) -> vk::CommandPool {
+        self.command_pool
+    }
+
+    /// Waits for every frame in flight.
+    pub fn wait_idle(&mut self) {
+        for i in 0..self.frames.len() {
+            let _ = self.wait_slot(i);
+        }
+    }
+}
+
+fn set_viewport(d: &ash::Device, cmd: vk::CommandBuffer, extent: vk::Extent2D) {
+    let viewport = vk::Viewport {
+        x: 0.0,
+        y: 0.0,
+        width: extent.width as f32,
+        height: extent.height as f32,
+        min_depth: 0.0,
+        max_depth: 1.0,
+    };
+    // SAFETY: cmd is recording.
+    unsafe {
+        d.cmd_set_viewport(cmd, 0, &[viewport]);
+        d.cmd_set_scissor(cmd, 0, &[extent.into()]);
+    }
+}
+
+/// The largest image side the renderer accepts (px): the minimum every Vulkan device supports.
+pub const MAX_EXTENT_PX: u32 = 4096;
+
+fn check_size(width: u32, height: u32, view_count: u32) -> Result<(), RenderError> {
+    if width == 0 || height == 0 || width > MAX_EXTENT_PX || height > MAX_EXTENT_PX {
+        return Err(RenderError::Input(format!(
+            "size {width}x{height} (each side 1 to {MAX_EXTENT_PX} px)"
+        )));
+    }
+    if view_count == 0 || view_count as usize > MAX_VIEWS {
+        return Err(RenderError::Input(format!("{view_count} views (1 to {MAX_VIEWS})")));
+    }
+    Ok(())
+}
+
+fn create_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, RenderError> {
+    let n = FRAMES_IN_FLIGHT as u32;
+    let size = |ty| vk::DescriptorPoolSize {
+        ty,
+        descriptor_count: n,
+    };
+    let sizes = [
+        size(vk::DescriptorType::UNIFORM_BUFFER),
+        size(vk::DescriptorType::STORAGE_BUFFER),
+        size(vk::DescriptorType::SAMPLED_IMAGE),
+        size(vk::DescriptorType::SAMPLER),
+    ];
+    let info = vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes);
+    // SAFETY: valid device.
+    unsafe { device.create_descriptor_pool(&info, None) }.ctx("vkCreateDescriptorPool")
+}
+
+impl Drop for Renderer {
+    fn drop(&mut self) {
+        self.wait_idle();
+        let d = &self.device;
+        // SAFETY: every frame has finished (waited above); nothing else holds these objects.
+        unsafe {
+            for slot in &self.frames {
+                d.destroy_fence(slot.fence, None);
+                d.destroy_query_pool(slot.queries, None);
+                destroy_buffer(d, &slot.uniforms);
+                destroy_buffer(d, &slot.boxes);
+            }
+            d.destroy_command_pool(self.command_pool, None);
+            d.destroy_descriptor_pool(self.descriptor_pool, None);
+            self.targets.destroy(d);
+            self.main.destroy(d);
+            d.destroy_pipeline(self.shadow_pipeline, None);
+            self.shadow.destroy(d);
+            d.destroy_pipeline_layout(self.pipeline_layout, None);
+            d.destroy_descriptor_set_layout(self.set_layout, None);
+            self.shaders.destroy(d);
+        }
+    }
+}

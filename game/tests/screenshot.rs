@@ -1,0 +1,253 @@
+//! The image test: a fixed scene rendered offscreen (lavapipe is enough) and checked two ways.
+//!
+//! 1. Facts computed here, independent of the reference: where each front-row cube's centre projects, the pixel
+//!    has that cube's authority colour (lit, so by which channels dominate, not exact values); points on the ground
+//!    show the neutral ground, not the sky; the frame is neither black nor flat.
+//! 2. Against the committed reference `tests/reference/authority_row_320x240.png`, with a perceptual tolerance:
+//!    each pixel's colour difference is ΔE*76 in CIELAB (D65); a pixel differs when ΔE > [`PIXEL_DELTA_E`]
+//!    (clearly visible, well above drivers' rounding), and the test fails when more than [`MAX_DIFFERING_FRACTION`]
+//!    of the pixels differ (room for edge pixels that another rasterizer covers differently). A failing run writes
+//!    the image it got next to the test binary's temp dir. `TUMBLE_UPDATE_REFERENCE=1` rewrites the reference.
+//!
+//! Without Vulkan the test fails with the renderer's message naming the packages (`make test` installs them).
+
+use std::path::{Path, PathBuf};
+
+use glam::Vec3;
+use tumble::screenshot::{project, render_cubes, world_cubes, write_png, Shot, ShotOptions};
+use tumble_engine::physics::WorldConfig;
+use tumble_engine::scene::parse_scene;
+
+/// ΔE*76 above which two pixels count as different.
+const PIXEL_DELTA_E: f32 = 6.0;
+/// Largest fraction of differing pixels the reference comparison allows.
+const MAX_DIFFERING_FRACTION: f32 = 0.01;
+
+const WIDTH: u32 = 320;
+const HEIGHT: u32 = 240;
+
+/// A row of five cubes, one per authority (none, players 1–4), and a short tower behind them.
+const SCENE: &str = r#"
+name = "authority_row"
+[[cube]]
+position = [-3.0, 0.5, 0.0]
+[[cube]]
+position = [-1.5, 0.5, 0.0]
+[[cube]]
+position = [0.0, 0.5, 0.0]
+[[cube]]
+position = [1.5, 0.5, 0.0]
+[[cube]]
+position = [3.0, 0.5, 0.0]
+[[tower]]
+base = [0.0, 0.0, -3.0]
+height = 3
+"#;
+
+/// Authority per body: 0 (none), 1..=4 for the row; the tower none, blue, red.
+const AUTHORITY: [u8; 8] = [0, 1, 2, 3, 4, 0, 1, 2];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hue {
+    Neutral,
+    Blue,
+    Red,
+    Green,
+    Yellow,
+    Other,
+}
+
+fn hue(p: [u8; 3]) -> Hue {
+    let [r, g, b] = p.map(i32::from);
+    let margin = 35;
+    if r > b + margin && g > b + margin && (r - g).abs() < 60 {
+        Hue::Yellow
+    } else if b > r + margin && b > g + margin / 2 {
+        Hue::Blue
+    } else if r > g + margin && r > b + margin {
+        Hue::Red
+    } else if g > r + margin && g > b + margin {
+        Hue::Green
+    } else if r.max(g).max(b) - r.min(g).min(b) < 30 {
+        Hue::Neutral
+    } else {
+        Hue::Other
+    }
+}
+
+fn pixel(shot: &Shot, x: u32, y: u32) -> [u8; 3] {
+    let i = ((y * shot.width + x) * 4) as usize;
+    [shot.rgba[i], shot.rgba[i + 1], shot.rgba[i + 2]]
+}
+
+fn render(stereo: bool, width: u32) -> Shot {
+    let scene = parse_scene(SCENE, "authority_row.toml").expect("the test scene parses");
+    let mut world = scene
+        .build_world(WorldConfig::default())
+        .expect("the test scene builds");
+    // Let the cubes settle onto the ground (they start exactly on it).
+    for _ in 0..30 {
+        world.step();
+    }
+    let cubes = world_cubes(&world, &AUTHORITY).expect("cubes");
+    render_cubes(&cubes, &ShotOptions { width, height: HEIGHT, stereo }).unwrap_or_else(|e| {
+        panic!("rendering failed: {e}\n(the image test needs Vulkan; `make test` installs libvulkan1 and mesa-vulkan-drivers)")
+    })
+}
+
+/// Checks the facts for the view `v` drawn at pixels `x0..x0 + w`.
+fn check_facts(shot: &Shot, v: usize, x0: u32, w: u32) {
+    let view = &shot.views[v];
+    let expected = [Hue::Neutral, Hue::Blue, Hue::Red, Hue::Green, Hue::Yellow];
+    for (i, want) in expected.iter().enumerate() {
+        let centre = Vec3::new(-3.0 + 1.5 * i as f32, 0.5, 0.0);
+        let (x, y) = project(view, centre, x0, w, shot.height).expect("cube in front of the camera");
+        assert!(
+            (x0 as f32..(x0 + w) as f32).contains(&x) && (0.0..shot.height as f32).contains(&y),
+            "cube {i} off screen"
+        );
+        let p = pixel(shot, x as u32, y as u32);
+        assert_eq!(
+            hue(p),
+            *want,
+            "view {v}: cube {i} at ({x:.0}, {y:.0}) is {p:?}, expected {want:?}"
+        );
+    }
+    // Ground in front of the row and to its side: neutral grey, and not sky-blue.
+    for point in [
+        Vec3::new(0.0, 0.0, 2.5),
+        Vec3::new(-4.5, 0.0, 2.0),
+        Vec3::new(4.5, 0.0, -1.5),
+    ] {
+        let (x, y) = project(view, point, x0, w, shot.height).expect("ground in front of the camera");
+        let p = pixel(shot, x as u32, y as u32);
+        assert_eq!(
+            hue(p),
+            Hue::Neutral,
+            "view {v}: ground at {point} ({x:.0}, {y:.0}) is {p:?}"
+        );
+        assert!(p.iter().all(|&c| c > 60), "view {v}: ground at {point} too dark: {p:?}");
+    }
+}
+
+/// Not black, not flat, no garbage: bright enough on average, hardly any pure black, many distinct colours.
+fn check_sane(shot: &Shot) {
+    let n = (shot.width * shot.height) as usize;
+    assert_eq!(shot.rgba.len(), n * 4);
+    let mut sum = 0u64;
+    let mut black = 0usize;
+    let mut seen = std::collections::BTreeSet::new();
+    for px in shot.rgba.chunks_exact(4) {
+        sum += u64::from(px[0]) + u64::from(px[1]) + u64::from(px[2]);
+        black += usize::from(px[..3].iter().all(|&c| c < 8));
+        seen.insert([px[0], px[1], px[2]]);
+        assert_eq!(px[3], 255, "alpha must be opaque");
+    }
+    let mean = sum as f32 / (3 * n) as f32;
+    assert!(mean > 60.0, "mean brightness {mean:.1}: the frame is (nearly) black");
+    assert!(black * 200 < n, "{black} of {n} pixels are black");
+    assert!(
+        seen.len() > 200,
+        "only {} distinct colours: a flat or broken frame",
+        seen.len()
+    );
+}
+
+fn srgb_to_lab(p: [u8; 3]) -> [f32; 3] {
+    let lin = p.map(|c| {
+        let c = f32::from(c) / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    });
+    let x = (0.4124 * lin[0] + 0.3576 * lin[1] + 0.1805 * lin[2]) / 0.95047;
+    let y = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2];
+    let z = (0.0193 * lin[0] + 0.1192 * lin[1] + 0.9505 * lin[2]) / 1.08883;
+    let f = |t: f32| {
+        if t > 0.008856 {
+            t.cbrt()
+        } else {
+            7.787 * t + 16.0 / 116.0
+        }
+    };
+    let (fx, fy, fz) = (f(x), f(y), f(z));
+    [116.0 * fy - 16.0, 500.0 * (fx - fy), 200.0 * (fy - fz)]
+}
+
+fn delta_e(a: [u8; 3], b: [u8; 3]) -> f32 {
+    let (a, b) = (srgb_to_lab(a), srgb_to_lab(b));
+    ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt()
+}
+
+fn read_png(path: &Path) -> (u32, u32, Vec<u8>) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .expect("reference PNG header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("reference PNG data");
+    assert_eq!(info.color_type, png::ColorType::Rgba, "reference must be RGBA8");
+    buf.truncate(info.buffer_size());
+    (info.width, info.height, buf)
+}
+
+fn reference_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/authority_row_320x240.png")
+}
+
+#[test]
+fn mono_frame_shows_cubes_in_authority_colours_on_the_ground() {
+    let shot = render(false, WIDTH);
+    assert_eq!((shot.width, shot.height), (WIDTH, HEIGHT));
+    check_sane(&shot);
+    check_facts(&shot, 0, 0, WIDTH);
+}
+
+#[test]
+fn mono_frame_matches_the_reference() {
+    let shot = render(false, WIDTH);
+    let reference = reference_path();
+    if std::env::var_os("TUMBLE_UPDATE_REFERENCE").is_some() {
+        write_png(&reference, shot.width, shot.height, &shot.rgba).expect("writing the reference");
+    }
+    let (w, h, expected) = read_png(&reference);
+    assert_eq!((w, h), (shot.width, shot.height), "reference size");
+    let mut differing = 0usize;
+    let mut worst = 0.0f32;
+    for (a, b) in shot.rgba.chunks_exact(4).zip(expected.chunks_exact(4)) {
+        let d = delta_e([a[0], a[1], a[2]], [b[0], b[1], b[2]]);
+        worst = worst.max(d);
+        differing += usize::from(d > PIXEL_DELTA_E);
+    }
+    let fraction = differing as f32 / (w * h) as f32;
+    if fraction > MAX_DIFFERING_FRACTION {
+        let got = Path::new(env!("CARGO_TARGET_TMPDIR")).join("authority_row_got.png");
+        let _ = write_png(&got, shot.width, shot.height, &shot.rgba);
+        panic!(
+            "{differing} pixels ({:.2} %) differ from {} by ΔE > {PIXEL_DELTA_E} (allowed {:.2} %, worst ΔE {worst:.1}); \
+             got {}",
+            fraction * 100.0,
+            reference.display(),
+            MAX_DIFFERING_FRACTION * 100.0,
+            got.display()
+        );
+    }
+}
+
+#[test]
+fn stereo_frame_has_both_eyes_side_by_side() {
+    let shot = render(true, 2 * WIDTH);
+    assert_eq!((shot.width, shot.height), (2 * WIDTH, HEIGHT));
+    assert_eq!(shot.views.len(), 2);
+    check_sane(&shot);
+    check_facts(&shot, 0, 0, WIDTH);
+    check_facts(&shot, 1, WIDTH, WIDTH);
+    // The eyes are 64 mm apart: the halves are alike but not identical.
+    let differing = (0..HEIGHT)
+        .flat_map(|y| (0..WIDTH).map(move |x| (x, y)))
+        .filter(|&(x, y)| pixel(&shot, x, y) != pixel(&shot, x + WIDTH, y))
+        .count();
+    assert!(differing > 0, "left and right eyes are identical");
+}

@@ -1,0 +1,204 @@
+// The main pass and the shadow pass of Tumble's renderer (engine/src/render). Compiled to SPIR-V by
+// engine/build.rs with naga. Boxes (cubes, avatar parts, contact markers) are one instanced draw with no vertex
+// buffer: the 36 corners come from the vertex index, the box from the instance storage buffer. Multiview: the view
+// index picks the eye's matrix, so one draw fills every layer of the target.
+
+struct Frame {
+    view_proj: array<mat4x4<f32>, 2>,
+    inv_view_proj: array<mat4x4<f32>, 2>,
+    eye_position: array<vec4<f32>, 2>,
+    light_view_proj: mat4x4<f32>,
+    // xyz: unit vector from the scene towards the light.
+    light_towards: vec4<f32>,
+    // x: debug bits (1 = tint resting cubes), y: shadow map size in texels.
+    params: vec4<u32>,
+}
+
+struct Instance {
+    position: vec3<f32>,
+    flags: u32,
+    rotation: vec4<f32>,
+    half_extents: vec3<f32>,
+    pad: u32,
+    colour: vec4<f32>,
+}
+
+@group(0) @binding(0) var<uniform> frame: Frame;
+@group(0) @binding(1) var<storage, read> instances: array<Instance>;
+@group(0) @binding(2) var shadow_map: texture_depth_2d;
+@group(0) @binding(3) var shadow_sampler: sampler_comparison;
+
+const FLAG_SELECTED: u32 = 1u;
+const FLAG_HELD: u32 = 2u;
+const FLAG_RESTING: u32 = 4u;
+const FLAG_UNLIT: u32 = 8u;
+const DEBUG_RESTING: u32 = 1u;
+
+fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
+    let t = 2.0 * cross(q.xyz, v);
+    return v + q.w * t + cross(q.xyz, t);
+}
+
+// One corner of a unit box (coordinates in -1..1) and its face normal, for vertex 0..35. Each face has a normal n
+// and two tangents with cross(t1, t2) = n, so (u, v) in the order below winds counter-clockwise seen from outside.
+fn box_corner(vertex: u32) -> array<vec3<f32>, 2> {
+    var normals = array<vec3<f32>, 6>(
+        vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(-1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0),
+        vec3<f32>(0.0, -1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 0.0, -1.0));
+    var tangent1 = array<vec3<f32>, 6>(
+        vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 0.0, 1.0),
+        vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0));
+    var tangent2 = array<vec3<f32>, 6>(
+        vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(1.0, 0.0, 0.0),
+        vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(1.0, 0.0, 0.0));
+    var corners = array<vec2<f32>, 6>(
+        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, -1.0), vec2<f32>(1.0, 1.0),
+        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, 1.0), vec2<f32>(-1.0, 1.0));
+    let face = vertex / 6u;
+    let uv = corners[vertex % 6u];
+    let n = normals[face];
+    return array<vec3<f32>, 2>(n + uv.x * tangent1[face] + uv.y * tangent2[face], n);
+}
+
+struct BoxOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) world: vec3<f32>,
+    @location(1) normal: vec3<f32>,
+    @location(2) local: vec3<f32>,
+    @location(3) @interpolate(flat) instance: u32,
+}
+
+@vertex
+fn vs_box(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance: u32,
+          @builtin(view_index) view: u32) -> BoxOut {
+    let box = instances[instance];
+    let corner = box_corner(vertex);
+    let world = box.position + rotate(box.rotation, corner[0] * box.half_extents);
+    var out: BoxOut;
+    out.clip = frame.view_proj[view] * vec4<f32>(world, 1.0);
+    out.world = world;
+    out.normal = rotate(box.rotation, corner[1]);
+    out.local = corner[0];
+    out.instance = instance;
+    return out;
+}
+
+// Fraction of the light that reaches a point, from the shadow map with a 3x3 percentage-closer filter.
+fn sunlight(world: vec3<f32>, normal: vec3<f32>) -> f32 {
+    let texel = 1.0 / f32(frame.params.y);
+    // Push the sample point off the surface along its normal: no acne on faces that grazes the light.
+    let offset_world = world + normal * 0.02;
+    let clip = frame.light_view_proj * vec4<f32>(offset_world, 1.0);
+    let ndc = clip.xyz / clip.w;
+    let uv = ndc.xy * 0.5 + vec2<f32>(0.5, 0.5);
+    if (uv.x <= 0.0 || uv.x >= 1.0 || uv.y <= 0.0 || uv.y >= 1.0 || ndc.z >= 1.0) {
+        return 1.0;
+    }
+    var lit = 0.0;
+    for (var dy = -1; dy <= 1; dy = dy + 1) {
+        for (var dx = -1; dx <= 1; dx = dx + 1) {
+            let o = vec2<f32>(f32(dx), f32(dy)) * texel;
+            lit = lit + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + o, ndc.z - 0.0015);
+        }
+    }
+    return lit / 9.0;
+}
+
+fn shade(albedo: vec3<f32>, world: vec3<f32>, normal: vec3<f32>) -> vec3<f32> {
+    let l = frame.light_towards.xyz;
+    let direct = max(dot(normal, l), 0.0) * sunlight(world, normal);
+    // Hemisphere ambient: brighter from above, so faces turned away from the sun still read as solid.
+    let sky = 0.30 + 0.15 * normal.y;
+    return albedo * (sky + 0.85 * direct);
+}
+
+@fragment
+fn fs_box(in: BoxOut) -> @location(0) vec4<f32> {
+    let box = instances[in.instance];
+    if ((box.flags & FLAG_UNLIT) != 0u) {
+        return vec4<f32>(box.colour.rgb, 1.0);
+    }
+    let n = normalize(in.normal);
+    var albedo = box.colour.rgb;
+    if ((frame.params.x & DEBUG_RESTING) != 0u && (box.flags & FLAG_RESTING) != 0u) {
+        albedo = albedo * vec3<f32>(0.45, 0.55, 1.0);
+    }
+    var colour = shade(albedo, in.world, n);
+    // Darken the box's edges so cubes in a stack stay apart: the second largest local coordinate nears 1 there.
+    let a = abs(in.local);
+    let edge = max(min(a.x, a.y), max(min(a.y, a.z), min(a.x, a.z)));
+    let width = 0.045 / max(min(box.half_extents.x, min(box.half_extents.y, box.half_extents.z)), 0.01);
+    colour = colour * (1.0 - 0.45 * smoothstep(1.0 - width, 1.0, edge));
+    if ((box.flags & FLAG_HELD) != 0u) {
+        colour = mix(colour, vec3<f32>(1.0, 0.85, 0.3), 0.45);
+    } else if ((box.flags & FLAG_SELECTED) != 0u) {
+        colour = colour + vec3<f32>(0.18, 0.18, 0.12);
+    }
+    return vec4<f32>(colour, 1.0);
+}
+
+// The ground is the plane y = 0 found per pixel: a full-screen quad whose fragments cast their view ray onto
+// the plane and write the hit's depth. Unbounded, and no huge triangle reaches the clipper (lavapipe in Mesa 22
+// drops clipped triangles in multiview layers other than the first).
+struct GroundOut {
+    @builtin(position) clip: vec4<f32>,
+    @location(0) ndc: vec2<f32>,
+}
+
+@vertex
+fn vs_ground(@builtin(vertex_index) vertex: u32) -> GroundOut {
+    // Two triangles exactly covering the viewport: nothing to clip.
+    var corners = array<vec2<f32>, 6>(
+        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, -1.0), vec2<f32>(1.0, 1.0),
+        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, 1.0), vec2<f32>(-1.0, 1.0));
+    let xy = corners[vertex];
+    var out: GroundOut;
+    out.clip = vec4<f32>(xy, 0.5, 1.0);
+    out.ndc = xy;
+    return out;
+}
+
+struct GroundFragment {
+    @builtin(frag_depth) depth: f32,
+    @location(0) colour: vec4<f32>,
+}
+
+@fragment
+fn fs_ground(in: GroundOut, @builtin(view_index) view: u32) -> GroundFragment {
+    let inverse = frame.inv_view_proj[view];
+    let near4 = inverse * vec4<f32>(in.ndc, 0.0, 1.0);
+    let far4 = inverse * vec4<f32>(in.ndc, 1.0, 1.0);
+    let near = near4.xyz / near4.w;
+    let ray = far4.xyz / far4.w - near;
+    // Fraction of the way from the near to the far plane where the ray meets y = 0; outside 0..1 it misses.
+    let t = -near.y / min(ray.y, -1e-9);
+    if (ray.y >= 0.0 || t < 0.0 || t > 1.0) {
+        discard;
+    }
+    let world = near + ray * t;
+    let clip = frame.view_proj[view] * vec4<f32>(world, 1.0);
+    let p = world.xz;
+    // Grid lines one metre apart, a pixel wide whatever the distance (screen-space derivatives), every fifth
+    // line stronger; both fade out far away where they would only shimmer.
+    let w = max(fwidth(p), vec2<f32>(1e-4, 1e-4));
+    let g1 = abs(fract(p - 0.5) - 0.5) / w;
+    let line1 = 1.0 - min(min(g1.x, g1.y), 1.0);
+    let g5 = abs(fract(p / 5.0 - 0.5) - 0.5) * 5.0 / w;
+    let line5 = 1.0 - min(min(g5.x, g5.y), 1.0);
+    let eye = frame.eye_position[view].xyz;
+    let fade = clamp(1.0 - distance(eye, world) / 60.0, 0.0, 1.0);
+    let base = vec3<f32>(0.42, 0.44, 0.40);
+    let albedo = mix(base, vec3<f32>(0.20, 0.21, 0.19), max(line1 * 0.6, line5) * fade);
+    var out: GroundFragment;
+    out.depth = clip.z / clip.w;
+    out.colour = vec4<f32>(shade(albedo, world, vec3<f32>(0.0, 1.0, 0.0)), 1.0);
+    return out;
+}
+
+@vertex
+fn vs_shadow(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance: u32) -> @builtin(position) vec4<f32> {
+    let box = instances[instance];
+    let corner = box_corner(vertex);
+    let world = box.position + rotate(box.rotation, corner[0] * box.half_extents);
+    return frame.light_view_proj * vec4<f32>(world, 1.0);
+}
