@@ -370,12 +370,17 @@ impl XrSession {
         })
     }
 
-    /// The first frame until a renderer draws one: [`XrSession::acquire_frame`], both eyes cleared to `rgba` (and
-    /// far depth) in one multiview pass, [`XrSession::submit_frame`].
+    /// Clears both eyes of an acquired target to `rgba` (and far depth) in one multiview pass: the frame when no
+    /// renderer draws one.
+    pub fn clear_target(&mut self, target: &FrameTarget, rgba: [f32; 4]) -> Result<(), XrError> {
+        let depth_index = target.depth.map_or(0, |d| d.index);
+        self.clear.clear(target.color_index, depth_index, rgba)
+    }
+
+    /// [`XrSession::acquire_frame`], [`XrSession::clear_target`], [`XrSession::submit_frame`] (with depth).
     pub fn end_frame(&mut self, timing: &FrameTiming, rgba: [f32; 4]) -> Result<FrameSubmitted, XrError> {
         if let Some(target) = self.acquire_frame(timing)? {
-            let depth_index = target.depth.map_or(0, |d| d.index);
-            self.clear.clear(target.color_index, depth_index, rgba)?;
+            self.clear_target(&target, rgba)?;
         }
         self.submit_frame(timing, true)
     }

@@ -7,6 +7,7 @@
 //! JSON report (the numbers `make test-vr` checks against Monado's simulated headset).
 
 pub mod clock;
+pub mod draw;
 pub mod hands;
 pub mod report;
 pub mod scripted;
@@ -17,11 +18,14 @@ use std::time::{Duration, Instant};
 use glam::Vec3;
 use tumble_engine::physics::{PhysicsError, World, WorldConfig};
 use tumble_engine::scene::load_scene;
-use tumble_engine::xr::{FrameTiming, HandInput as XrHand, SessionState, XrError, XrSession, XrSessionConfig};
+use tumble_engine::xr::{
+    FrameSubmitted, FrameTiming, HandInput as XrHand, SessionState, XrError, XrSession, XrSessionConfig,
+};
 
 use crate::avatar::{Avatar, HAND_COUNT};
 use crate::interaction::{Interaction, InteractionEvent};
 use clock::StepClock;
+use draw::VrRenderer;
 use hands::{avatar_input_at, HandsAt};
 pub use report::VrReport;
 
@@ -55,6 +59,10 @@ pub struct VrOptions {
     pub max_seconds: Option<f64>,
     /// Drive the grips by script (see [`scripted`]) where the controllers cannot squeeze.
     pub scripted_grab: bool,
+    /// Clear both eyes to a plain colour (with a depth layer) instead of drawing the scene.
+    pub clear_only: bool,
+    /// Draw each eye in a pass of its own rather than one multiview pass (a driver workaround).
+    pub pass_per_eye: bool,
 }
 
 /// Why `tumble vr` stopped early.
@@ -66,6 +74,8 @@ pub enum VrError {
     Scene(#[from] tumble_engine::scene::SceneError),
     #[error("physics refused an interaction: {0}")]
     Physics(#[from] PhysicsError),
+    #[error("renderer: {0}")]
+    Render(#[from] tumble_engine::render::RenderError),
 }
 
 impl VrError {
@@ -93,6 +103,13 @@ pub struct VrArgs {
     /// For runtimes whose controllers cannot squeeze (Monado's simulated simple controllers)
     #[arg(long)]
     pub scripted_grab: bool,
+    /// Clear both eyes to a plain colour instead of drawing the scene (isolates runtime problems from rendering)
+    #[arg(long)]
+    pub clear_only: bool,
+    /// Draw each eye in a pass of its own instead of one multiview pass: a workaround for drivers whose multiview
+    /// fails (Mesa 25.0's lavapipe crashes in the two-view pass)
+    #[arg(long)]
+    pub pass_per_eye: bool,
     /// Print one JSON object on stdout instead of a summary on stderr
     #[arg(long)]
     pub json: bool,
@@ -105,6 +122,8 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
         frames: args.frames,
         max_seconds: args.max_seconds,
         scripted_grab: args.scripted_grab,
+        clear_only: args.clear_only,
+        pass_per_eye: args.pass_per_eye,
     })?;
     if args.json {
         println!("{}", report.to_json());
@@ -128,7 +147,13 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let mut xr = XrSession::new(&XrSessionConfig {
         app_name: "Tumble".into(),
     })?;
-    let mut game = VrGame::new(world, options.scripted_grab);
+    let renderer = if options.clear_only {
+        None
+    } else {
+        Some(VrRenderer::new(&xr, world.body_count(), options.pass_per_eye)?)
+    };
+    // Declared after `xr`, so dropped before it: the renderer uses the session's device.
+    let mut game = VrGame::new(world, options.scripted_grab, renderer);
     game.report = VrReport {
         runtime: xr.runtime_name().to_owned(),
         system: xr.system_name().to_owned(),
@@ -138,6 +163,11 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         depth_layer: xr.has_depth_layer(),
         play_space: xr.play_space_name(),
         bound_profiles: xr.bound_profiles(),
+        renderer: match (options.clear_only, options.pass_per_eye) {
+            (true, _) => "clear",
+            (false, false) => "engine::render (one multiview pass)",
+            (false, true) => "engine::render (one pass per eye)",
+        },
         grab_driver: if options.scripted_grab {
             scripted::GRAB_DRIVER_SCRIPTED
         } else {
@@ -189,13 +219,15 @@ struct VrGame {
     /// The play space's origin in the world (where the player stands).
     origin: Vec3,
     scripted_grab: bool,
+    /// The scene renderer; `None` clears the eyes to a colour instead.
+    renderer: Option<VrRenderer>,
     /// Steps since the scripted grip started (once both hands were first tracked while focused).
     script_step: Option<u32>,
     report: VrReport,
 }
 
 impl VrGame {
-    fn new(world: World, scripted_grab: bool) -> VrGame {
+    fn new(world: World, scripted_grab: bool, renderer: Option<VrRenderer>) -> VrGame {
         VrGame {
             world,
             avatar: Avatar::default(),
@@ -208,6 +240,7 @@ impl VrGame {
             },
             origin: Vec3::ZERO,
             scripted_grab,
+            renderer,
             script_step: None,
             report: VrReport::default(),
         }
@@ -227,13 +260,29 @@ impl VrGame {
             self.start_script();
         }
         self.simulate(xr, &timing, focused)?;
-        let submitted = xr.end_frame(&timing, CLEAR_RGBA)?;
+        let submitted = self.render(xr, &timing)?;
+        self.report.frames_with_depth += u64::from(submitted.depth);
         self.count_frame(xr, &timing, submitted.views, work_started);
         if steady && xr.lifecycle().input_active() {
             self.report.steady_frames += 1;
             self.report.steady_frame_allocations += crate::alloc_count::allocations() - allocations_before;
         }
         Ok(())
+    }
+
+    /// Views located now (as late as possible), the scene drawn into the acquired images (or cleared), submitted.
+    fn render(&mut self, xr: &mut XrSession, timing: &FrameTiming) -> Result<FrameSubmitted, VrError> {
+        let mut depth_written = false;
+        if let Some(target) = xr.acquire_frame(timing)? {
+            match self.renderer.as_mut() {
+                Some(r) => r.draw(&target, self.origin, &self.world, &self.avatar, &self.interaction)?,
+                None => {
+                    xr.clear_target(&target, CLEAR_RGBA)?;
+                    depth_written = true;
+                }
+            }
+        }
+        Ok(xr.submit_frame(timing, depth_written)?)
     }
 
     /// Places the play space over the target cube, once both hands are tracked, and starts the grip script.

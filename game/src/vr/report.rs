@@ -14,6 +14,10 @@ pub struct VrReport {
     pub depth_layer: bool,
     pub play_space: &'static str,
     pub bound_profiles: usize,
+    /// "engine::render" (the scene) or "clear" (`--clear-only`: a plain colour with a depth layer).
+    pub renderer: &'static str,
+    /// Submitted frames that carried a depth layer (`XR_KHR_composition_layer_depth`).
+    pub frames_with_depth: u64,
     /// Frames that carried a projection layer (stereo: `views` each).
     pub frames_submitted: u64,
     /// Frames ended without a layer (the runtime said not to render, or views could not be located).
@@ -85,6 +89,8 @@ impl VrReport {
             "depth_layer": self.depth_layer,
             "play_space": self.play_space,
             "bound_profiles": self.bound_profiles,
+            "renderer": self.renderer,
+            "frames_with_depth": self.frames_with_depth,
             "timed_out": self.timed_out,
             "steady_frames": self.steady_frames,
             "steady_frame_allocations": self.steady_frame_allocations,
