@@ -19,7 +19,6 @@ const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 pub const VULKAN_API_VERSION: u32 = vk::API_VERSION_1_1;
 
 /// Device extensions the renderer needs beyond core 1.1 when drawing to a window (none for offscreen or XR).
-#[allow(dead_code)] // used by the windowed path (next)
 pub const WINDOW_DEVICE_EXTENSIONS: &[&CStr] = &[ash::khr::swapchain::NAME];
 
 type Messenger = (debug_utils::Instance, vk::DebugUtilsMessengerEXT);
@@ -84,7 +83,6 @@ impl Gpu {
 
     /// A device that can present to windows on `display`, chosen among those whose graphics queue can present to
     /// `surface_for` 's surface. Returns the surface too (the caller owns it).
-    #[allow(dead_code)] // used by the windowed path (next)
     pub(crate) fn for_window(
         display: RawDisplayHandle,
         create_surface: &dyn Fn(&ash::Entry, &ash::Instance) -> Result<vk::SurfaceKHR, RenderError>,

@@ -21,6 +21,9 @@ pub enum RenderError {
     /// The caller's frame data breaks a documented limit (too many cubes or views, a zero extent, ...).
     #[error("bad frame input: {0}")]
     Input(String),
+    /// The window or its surface cannot be used (bad handle, unsupported surface).
+    #[error("window: {0}")]
+    Window(String),
     /// The egui overlay renderer failed.
     #[error("overlay: {0}")]
     Overlay(String),

@@ -151,3 +151,85 @@ pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_p
     }
     frame
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::scene_data::{Avatar, CubeInstance, Pose, View, CUBE_HELD, CUBE_RESTING};
+
+    fn cube(flags: u32) -> CubeInstance {
+        CubeInstance {
+            position: Vec3::new(1.0, 0.5, 2.0),
+            rotation: Quat::from_rotation_y(0.3),
+            half_extents: Vec3::splat(0.5),
+            colour: [0.1, 0.2, 0.3],
+            flags,
+        }
+    }
+
+    fn pack(input: &FrameInput) -> (Vec<GpuBox>, u32) {
+        let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
+        // SAFETY: `out` holds MAX_BOXES records.
+        let n = unsafe { write_boxes(input, out.as_mut_ptr()) };
+        (out, n)
+    }
+
+    #[test]
+    fn cubes_avatars_and_contact_markers_become_boxes_in_order() {
+        let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5)];
+        let cubes = [cube(CUBE_HELD | CUBE_RESTING | 0xF0), cube(0)];
+        let pose = Pose {
+            position: Vec3::Y,
+            rotation: Quat::IDENTITY,
+        };
+        let avatars = [Avatar {
+            head: pose,
+            hands: [pose, pose],
+            colour: [0.0, 0.0, 1.0],
+        }];
+        let contacts = [Vec3::ZERO; 3];
+        let mut input = FrameInput {
+            avatars: &avatars,
+            contacts: &contacts,
+            ..FrameInput::new(&views, &cubes)
+        };
+        let (boxes, n) = pack(&input);
+        assert_eq!(n, 2 + 3, "contacts are drawn only in the contacts debug mode");
+        // Flags the caller may set pass through; anything else (the shader's own bits) is masked off.
+        assert_eq!(boxes[0].flags, CUBE_HELD | CUBE_RESTING);
+        assert_eq!(boxes[0].colour, [0.1, 0.2, 0.3, 1.0]);
+        assert_eq!(boxes[2].half_extents, HEAD_HALF_EXTENTS_M.to_array());
+        assert_eq!(boxes[3].half_extents, HAND_HALF_EXTENTS_M.to_array());
+        input.debug.contacts = true;
+        let (boxes, n) = pack(&input);
+        assert_eq!(n, 2 + 3 + 3);
+        assert_eq!(boxes[7].flags, FLAG_UNLIT);
+    }
+
+    #[test]
+    fn frame_input_outside_the_limits_is_refused() {
+        let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5); 3];
+        assert!(validate(&FrameInput::new(&views[..0], &[])).is_err());
+        assert!(validate(&FrameInput::new(&views, &[])).is_err());
+        assert!(validate(&FrameInput::new(&views[..2], &[])).is_ok());
+        let many = vec![cube(0); MAX_CUBES + 1];
+        assert!(validate(&FrameInput::new(&views[..1], &many)).is_err());
+        assert!(validate(&FrameInput::new(&views[..1], &many[..MAX_CUBES])).is_ok());
+    }
+
+    #[test]
+    fn the_uniform_block_carries_both_eyes_and_the_light() {
+        let views = View::stereo_pair(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5, 0.064);
+        let frame = gpu_frame(&FrameInput::new(&views, &[]), Mat4::IDENTITY, 2048);
+        let left = Vec3::from_slice(&frame.eye_position[0][..3]);
+        let right = Vec3::from_slice(&frame.eye_position[1][..3]);
+        assert!(((right - left).length() - 0.064).abs() < 1e-4, "eyes {left} {right}");
+        assert!(right.x > left.x, "the second view is the right eye");
+        let towards = Vec3::from_slice(&frame.light_towards[..3]);
+        assert!(
+            (towards.length() - 1.0).abs() < 1e-5 && towards.y > 0.0,
+            "unit vector up towards the light"
+        );
+        assert_eq!(frame.params[1], 2048);
+    }
+}

@@ -12,6 +12,14 @@
 //! Outputs, each a thin layer over [`Renderer`]:
 //! - [`Offscreen`] (`offscreen.rs`): headless, reads the pixels back (views side by side) — `tumble screenshot`
 //!   and the image test.
+//! - [`Presenter`] (`swapchain.rs`): a window (raw-window-handle 0.6, e.g. winit 0.30) through `ash-window`; the
+//!   views are blitted into the swapchain image (side by side in the stereo preview) and the egui overlay
+//!   (`overlay.rs`, `egui-ash-renderer`) drawn on top. Swapchain rebuilt on resize, OUT_OF_DATE and SUBOPTIMAL;
+//!   nothing drawn while minimised. `engine/examples/present.rs` is a runnable example (`xvfb-run` works).
+//! - [`XrRenderer`] (`external.rs`): on the Vulkan instance/device an OpenXR runtime created
+//!   ([`ExternalVulkan`]), drawing both eyes into the runtime's 2-layer swapchain images ([`ExternalImage`]). The
+//!   module docs of `external.rs` list what to ask the runtime for: Vulkan 1.1, no extensions, the multiview
+//!   feature ([`required_device_features`]), swapchain usage COLOR_ATTACHMENT | TRANSFER_DST.
 //!
 //! Files: `device.rs` (instance, device choice, [`Gpu`]), `memory.rs`, `pipeline.rs` (shaders, render pass,
 //! pipelines), `shadow.rs`, `targets.rs`, `instances.rs` (frame data as the GPU reads it), `renderer.rs` (the frame
@@ -22,23 +30,31 @@
 
 mod device;
 mod error;
+mod external;
 mod instances;
 mod memory;
 mod offscreen;
+mod overlay;
 mod pipeline;
 mod renderer;
 mod scene_data;
 mod shadow;
+mod swapchain;
 mod targets;
 
 pub use ash;
 pub use ash::vk;
 pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION};
+pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
+pub use external::{ExternalImage, XrRenderer};
 pub use offscreen::Offscreen;
+pub use overlay::OverlayFrame;
+pub use raw_window_handle;
 pub use renderer::{Renderer, ResultImage, FRAMES_IN_FLIGHT, MAX_EXTENT_PX, RESULT_FORMAT};
 pub use scene_data::{
     authority_rgb, Avatar, CubeInstance, DebugModes, FrameInput, Pose, View, AUTHORITY_NONE_RGB, CUBE_HELD,
     CUBE_RESTING, CUBE_SELECTED, DEFAULT_LIGHT_DIRECTION, FAR_M, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES,
     MAX_VIEWS, NEAR_M, PLAYER_RGB,
 };
+pub use swapchain::{FrameStatus, Presenter};

@@ -416,6 +416,18 @@ impl Renderer {
         Ok(())
     }
 
+    /// The frame slot (0..FRAMES_IN_FLIGHT) the next `begin_frame` records into, for per-slot resources of an output
+    /// (semaphores, deferred frees).
+    pub fn next_slot(&self) -> usize {
+        self.current
+    }
+
+    /// Drops the frame `begin_frame` recorded without submitting it (the swapchain went out of date); the next
+    /// `begin_frame` reuses the slot.
+    pub fn abandon_frame(&mut self) {
+        self.recording = None;
+    }
+
     /// Waits until the most recently submitted frame has finished on the GPU (offscreen readback needs this).
     pub fn wait_last_submitted(&mut self) -> Result<(), RenderError> {
         let last = (self.current + FRAMES_IN_FLIGHT - 1) % FRAMES_IN_FLIGHT;

@@ -175,3 +175,47 @@ impl<'a> FrameInput<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_symmetric_fov_gives_the_usual_perspective() {
+        let half = 0.6f32;
+        let ours = View::projection_from_fov(-half, half, half, -half);
+        let glam = Mat4::perspective_rh(2.0 * half, 1.0, NEAR_M, FAR_M);
+        assert!(ours.abs_diff_eq(glam, 1e-4), "{ours} vs {glam}");
+    }
+
+    #[test]
+    fn clip_space_is_vulkans_with_y_down() {
+        let v = View::look_at(Vec3::new(0.0, 0.0, 5.0), Vec3::ZERO, 1.0, 1.0);
+        let above = v.clip_from_world() * Vec3::new(0.0, 1.0, 0.0).extend(1.0);
+        assert!(
+            above.y / above.w < 0.0,
+            "a point above the centre is in the upper half (negative y)"
+        );
+        let depth = |p: Vec3| {
+            let c = v.clip_from_world() * p.extend(1.0);
+            c.z / c.w
+        };
+        assert!(
+            depth(Vec3::new(0.0, 0.0, 4.0)) < depth(Vec3::ZERO),
+            "nearer is smaller depth"
+        );
+        assert!((0.0..=1.0).contains(&depth(Vec3::ZERO)));
+        assert!((v.eye_position() - Vec3::new(0.0, 0.0, 5.0)).length() < 1e-5);
+    }
+
+    #[test]
+    fn authority_colours_are_white_then_the_four_players() {
+        assert_eq!(authority_rgb(0), AUTHORITY_NONE_RGB);
+        assert_eq!(authority_rgb(9), AUTHORITY_NONE_RGB);
+        let [blue, red, green, yellow] = [1, 2, 3, 4].map(authority_rgb);
+        assert!(blue[2] > blue[0] && blue[2] > blue[1]);
+        assert!(red[0] > red[1] && red[0] > red[2]);
+        assert!(green[1] > green[0] && green[1] > green[2]);
+        assert!(yellow[0] > yellow[2] && yellow[1] > yellow[2]);
+    }
+}

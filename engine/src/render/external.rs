@@ -1,0 +1,351 @@
+//! Rendering into images someone else owns: OpenXR swapchain images (`XR_KHR_vulkan_enable2`).
+//!
+//! The OpenXR runtime creates the Vulkan instance and device (through `xrCreateVulkanInstanceKHR` /
+//! `xrCreateVulkanDeviceKHR`), so the renderer is built on those handles with [`XrRenderer::new`]. What to ask the
+//! runtime for:
+//! - instance: API version [`VULKAN_API_VERSION`] (1.1); no instance extensions;
+//! - device: no extensions; enable the multiview feature — chain [`required_device_features`] into the
+//!   `VkDeviceCreateInfo`; one queue from a graphics family;
+//! - swapchain images: a 2-layer array (`arraySize = 2`, one layer per eye), usage `COLOR_ATTACHMENT |
+//!   TRANSFER_DST` (`XR_SWAPCHAIN_USAGE_COLOR_ATTACHMENT_BIT | XR_SWAPCHAIN_USAGE_TRANSFER_DST_BIT`), any colour
+//!   format the device can blit to (an sRGB one such as `R8G8B8A8_SRGB` keeps colours right).
+//!
+//! Per frame, after `xrWaitSwapchainImage`: [`XrRenderer::render`] with the two eyes' views and the image; it
+//! draws the multiview pass into the renderer's own target and blits each layer into the image's matching layer,
+//! leaving the image in the layout it came in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR), then submits. Call
+//! `xrReleaseSwapchainImage` after it returns. Depth images are not written (submit no depth layer).
+
+use ash::vk;
+
+use super::device::{ExternalVulkan, Gpu};
+use super::error::RenderError;
+use super::renderer::Renderer;
+use super::scene_data::FrameInput;
+
+#[allow(unused_imports)] // for the module docs' links
+use super::device::{required_device_features, VULKAN_API_VERSION};
+
+/// One externally owned colour image to render into.
+#[derive(Clone, Copy, Debug)]
+pub struct ExternalImage {
+    pub image: vk::Image,
+    /// Size of each layer in pixels.
+    pub extent: vk::Extent2D,
+    /// Layers to fill, one per view (2 for a stereo swapchain image).
+    pub layers: u32,
+    /// The layout the image is in now and must be left in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR).
+    pub layout: vk::ImageLayout,
+}
+
+/// The renderer on a device that an OpenXR runtime created.
+pub struct XrRenderer {
+    // Drop order: the renderer's objects go before the (unowned) device wrapper.
+    renderer: Renderer,
+    gpu: Gpu,
+}
+
+impl XrRenderer {
+    /// Builds the renderer on the runtime's handles (not destroyed on drop) for eyes of `width` × `height`.
+    pub fn new(handles: ExternalVulkan, width: u32, height: u32) -> Result<XrRenderer, RenderError> {
+        let gpu = Gpu::from_external(handles);
+        let renderer = Renderer::new(&gpu, width, height, 2)?;
+        Ok(XrRenderer { renderer, gpu })
+    }
+
+    /// The device facts (name, MSAA, timestamps).
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// GPU time of the most recent finished frame (ms).
+    pub fn gpu_time_ms(&self) -> Option<f32> {
+        self.renderer.gpu_time_ms()
+    }
+
+    /// Draws `input` (one view per layer of `target`) and copies it into `target`; submitted on return.
+    pub fn render(&mut self, input: &FrameInput, target: &ExternalImage) -> Result<(), RenderError> {
+        render_into(&mut self.renderer, &self.gpu.device, input, target)
+    }
+}
+
+/// Records the frame and its blit into `target`, then submits (shared by [`XrRenderer`] and the tests).
+pub(crate) fn render_into(
+    renderer: &mut Renderer,
+    device: &ash::Device,
+    input: &FrameInput,
+    target: &ExternalImage,
+) -> Result<(), RenderError> {
+    if input.views.len() as u32 != target.layers || target.extent.width == 0 || target.extent.height == 0 {
+        return Err(RenderError::Input(format!(
+            "{} views for an image of {} layers, {}x{}",
+            input.views.len(),
+            target.layers,
+            target.extent.width,
+            target.extent.height
+        )));
+    }
+    renderer.resize(target.extent.width, target.extent.height, target.layers)?;
+    let cmd = renderer.begin_frame(input)?;
+    let result = renderer.result_image();
+    let range = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: target.layers,
+    };
+    let barrier = |old, new, src, dst| {
+        vk::ImageMemoryBarrier::default()
+            .src_access_mask(src)
+            .dst_access_mask(dst)
+            .old_layout(old)
+            .new_layout(new)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(target.image)
+            .subresource_range(range)
+    };
+    let any = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
+    let to_dst = barrier(
+        target.layout,
+        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        any,
+        vk::AccessFlags::TRANSFER_WRITE,
+    );
+    let back = barrier(
+        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+        target.layout,
+        vk::AccessFlags::TRANSFER_WRITE,
+        any,
+    );
+    let (w, h) = (target.extent.width as i32, target.extent.height as i32);
+    let layers = vk::ImageSubresourceLayers {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        mip_level: 0,
+        base_array_layer: 0,
+        layer_count: target.layers,
+    };
+    let corners = [vk::Offset3D::default(), vk::Offset3D { x: w, y: h, z: 1 }];
+    // Same size, all layers at once; a blit rather than a copy so any colour format works.
+    let blit = vk::ImageBlit {
+        src_subresource: layers,
+        src_offsets: corners,
+        dst_subresource: layers,
+        dst_offsets: corners,
+    };
+    // SAFETY: cmd is recording; the result image is in TRANSFER_SRC_OPTIMAL after the main pass; the caller owns
+    // `target` for this frame and said which layout it is in.
+    unsafe {
+        device.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &[to_dst],
+        );
+        device.cmd_blit_image(
+            cmd,
+            result.image,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            target.image,
+            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+            &[blit],
+            vk::Filter::NEAREST,
+        );
+        device.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &[back],
+        );
+    }
+    renderer.submit(&[], &[], &[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::render::memory::{create_buffer, create_image, destroy_buffer, destroy_image, ImageDesc};
+    use crate::render::{authority_rgb, CubeInstance, View};
+    use glam::{Quat, Vec3};
+
+    /// A stand-in for an OpenXR swapchain image: a 2-layer image in COLOR_ATTACHMENT_OPTIMAL, filled through
+    /// `render_into` (what `XrRenderer::render` calls), then read back: both eyes see the red cube.
+    #[test]
+    fn renders_both_eyes_into_an_external_two_layer_image() {
+        let gpu = Gpu::headless().unwrap_or_else(|e| panic!("{e}"));
+        let (w, h) = (64u32, 48u32);
+        let extent = vk::Extent2D { width: w, height: h };
+        let image = create_image(
+            &gpu.device,
+            &gpu.memory_properties,
+            &ImageDesc {
+                extent,
+                layers: 2,
+                format: vk::Format::R8G8B8A8_SRGB,
+                samples: vk::SampleCountFlags::TYPE_1,
+                usage: vk::ImageUsageFlags::COLOR_ATTACHMENT
+                    | vk::ImageUsageFlags::TRANSFER_DST
+                    | vk::ImageUsageFlags::TRANSFER_SRC,
+                aspect: vk::ImageAspectFlags::COLOR,
+            },
+        )
+        .expect("image");
+        let bytes = u64::from(w * h * 4 * 2);
+        let readback = create_buffer(
+            &gpu.device,
+            &gpu.memory_properties,
+            bytes,
+            vk::BufferUsageFlags::TRANSFER_DST,
+            true,
+        )
+        .expect("buffer");
+        let mut renderer = Renderer::new(&gpu, w, h, 2).expect("renderer");
+        let cube = CubeInstance {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            rotation: Quat::IDENTITY,
+            half_extents: Vec3::splat(0.5),
+            colour: authority_rgb(2),
+            flags: 0,
+        };
+        let views = View::stereo_pair(
+            Vec3::new(0.0, 1.5, 3.0),
+            Vec3::new(0.0, 0.5, 0.0),
+            1.0,
+            4.0 / 3.0,
+            0.064,
+        );
+        let cubes = [cube];
+        let input = FrameInput::new(&views, &cubes);
+        // The runtime hands images over in COLOR_ATTACHMENT_OPTIMAL; get ours there first (UNDEFINED is not a
+        // layout the image may be left in).
+        transition(&gpu, image.image);
+        let target = ExternalImage {
+            image: image.image,
+            extent,
+            layers: 2,
+            layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+        };
+        render_into(&mut renderer, &gpu.device, &input, &target).expect("render");
+        renderer.wait_last_submitted().expect("wait");
+        read_back(&gpu, image.image, extent, readback.buffer);
+        // SAFETY: the copy finished (waited); the buffer is mapped and `bytes` long.
+        let pixels = unsafe { std::slice::from_raw_parts(readback.mapped, bytes as usize) };
+        for layer in 0..2usize {
+            let centre = layer * (w * h * 4) as usize + (((h / 2) * w + w / 2) * 4) as usize;
+            let [r, g, b] = [pixels[centre], pixels[centre + 1], pixels[centre + 2]];
+            assert!(
+                r > g + 40 && r > b + 40,
+                "layer {layer}: the red cube should cover the centre, got {r},{g},{b}"
+            );
+        }
+        drop(renderer);
+        destroy_buffer(&gpu.device, &readback);
+        destroy_image(&gpu.device, &image);
+    }
+
+    /// Records and runs one-off commands in their own pool, waiting for the queue.
+    fn one_off(gpu: &Gpu, record: impl FnOnce(vk::CommandBuffer)) {
+        let d = &gpu.device;
+        // SAFETY: test-only one-off submission on an idle queue.
+        unsafe {
+            let pool = d
+                .create_command_pool(
+                    &vk::CommandPoolCreateInfo::default().queue_family_index(gpu.queue_family),
+                    None,
+                )
+                .unwrap();
+            let cmd = d
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(pool)
+                        .command_buffer_count(1),
+                )
+                .unwrap()[0];
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                .unwrap();
+            record(cmd);
+            d.end_command_buffer(cmd).unwrap();
+            let cmds = [cmd];
+            d.queue_submit(
+                gpu.queue,
+                &[vk::SubmitInfo::default().command_buffers(&cmds)],
+                vk::Fence::null(),
+            )
+            .unwrap();
+            d.queue_wait_idle(gpu.queue).unwrap();
+            d.destroy_command_pool(pool, None);
+        }
+    }
+
+    fn transition(gpu: &Gpu, image: vk::Image) {
+        let barrier = vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(crate::render::memory::layers_range(vk::ImageAspectFlags::COLOR, 2));
+        // SAFETY: test-only commands on valid handles.
+        one_off(gpu, |cmd| unsafe {
+            gpu.device.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[barrier],
+            )
+        });
+    }
+
+    fn read_back(gpu: &Gpu, image: vk::Image, extent: vk::Extent2D, buffer: vk::Buffer) {
+        let barrier = vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+            .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(crate::render::memory::layers_range(vk::ImageAspectFlags::COLOR, 2));
+        let region = vk::BufferImageCopy {
+            buffer_offset: 0,
+            buffer_row_length: 0,
+            buffer_image_height: 0,
+            image_subresource: vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 2,
+            },
+            image_offset: vk::Offset3D::default(),
+            image_extent: vk::Extent3D {
+                width: extent.width,
+                height: extent.height,
+                depth: 1,
+            },
+        };
+        // SAFETY: test-only commands on valid handles.
+        one_off(gpu, |cmd| unsafe {
+            gpu.device.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::PipelineStageFlags::TRANSFER,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[barrier],
+            );
+            gpu.device
+                .cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::TRANSFER_SRC_OPTIMAL, buffer, &[region]);
+        });
+    }
+}
