@@ -4,10 +4,14 @@
 //!   depends on no window, GPU or audio library, so servers, tests and benches run it anywhere.
 //! - [`scene`]: scene files (TOML under `assets/scenes/`) turned into bodies for a [`physics::World`].
 //!
-//! - [`xr`] (cargo feature `xr`): the OpenXR session, its Vulkan device, swapchains, actions and frame loop.
+//! - [`input`] (feature `input`): winit and gilrs glue — keyboard, mouse and gamepad as plain per-frame data, a
+//!   free camera, and hand targets for the desktop view.
+//! - [`xr`] (feature `xr`): the OpenXR session, its Vulkan device, swapchains, actions and frame loop.
 //!
-//! Later issues add `render` (Vulkan on ash) and `input` (winit/gilrs glue) beside these.
+//! `render` (feature `render`) is the Vulkan renderer on ash.
 
+#[cfg(feature = "input")]
+pub mod input;
 pub mod physics;
 #[cfg(feature = "render")]
 pub mod render;

@@ -35,7 +35,7 @@ const EXIT_UNAVAILABLE: u8 = 2;
     version,
     about = "Tumble: a networked physics sandbox for VR",
     long_about = "Tumble: a networked physics sandbox for VR.\n\n\
-        With no subcommand, opens the desktop debug view (not built yet; needs a display).\n\
+        With no subcommand, opens the desktop debug view (needs a display; --scene FILE, default table64).\n\
         Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended;\n\
         `tumble screenshot --scene FILE --out PATH.png` renders it offscreen to a PNG.\n\
         Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
@@ -43,6 +43,12 @@ const EXIT_UNAVAILABLE: u8 = 2;
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Desktop view: the scene to open (TOML; the format is in assets/scenes/README.md) [default: table64]
+    #[arg(long, value_name = "FILE")]
+    scene: Option<PathBuf>,
+    /// Desktop view: close after N frames (smoke tests)
+    #[arg(long, value_name = "N", hide = true)]
+    frames: Option<u64>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -144,7 +150,7 @@ fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match cli.command {
-        None => desktop_view(),
+        None => desktop_view(cli.scene, cli.frames),
         Some(Command::Vr(args)) => match tumble::vr::run_cli(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -201,22 +207,28 @@ fn init_logging() {
         .init();
 }
 
-/// The desktop debug view is a later issue; until then say so, and say where the headless modes are.
-fn desktop_view() -> ExitCode {
-    let has_display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()));
-    if has_display {
-        eprintln!("tumble: the desktop debug view is not built yet (a later issue).");
-    } else {
-        eprintln!(
-            "tumble: no display found (neither DISPLAY nor WAYLAND_DISPLAY is set), \
-             so the desktop view cannot open."
-        );
+/// The desktop debug view; with no display, say so, and say where the headless modes are.
+fn desktop_view(scene: Option<PathBuf>, frames: Option<u64>) -> ExitCode {
+    let options = tumble::desktop::DesktopOptions { scene, frames };
+    match tumble::desktop::run(&options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(tumble::desktop::DesktopError::NoDisplay(why)) => {
+            eprintln!("tumble: no display found ({why}), so the desktop view cannot open.");
+            eprintln!(
+                "Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended"
+            );
+            eprintln!("`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG. See `tumble --help`.");
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+        Err(tumble::desktop::DesktopError::Render(e)) if e.is_unavailable() => {
+            eprintln!("tumble: {e}");
+            ExitCode::from(EXIT_UNAVAILABLE)
+        }
+        Err(e) => {
+            eprintln!("tumble: error: {e}");
+            ExitCode::FAILURE
+        }
     }
-    eprintln!("Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended");
-    eprintln!("`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG. See `tumble --help`.");
-    ExitCode::from(EXIT_UNAVAILABLE)
 }
 
 fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {

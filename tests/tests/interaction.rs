@@ -285,3 +285,53 @@ fn a_cube_passes_from_hand_to_hand_and_is_put_down_by_the_other() {
         end.position
     );
 }
+
+#[test]
+fn a_hand_that_closes_just_before_a_thrown_cube_arrives_catches_it() {
+    let mut world = World::new(tumble_engine::physics::WorldConfig::default()).unwrap();
+    let cube = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    // The right hand lifts the cube by its +x face to 2.5 m, pulls back, and throws it along +x at 4 m/s, letting
+    // go at step 140 with the cube's centre at x = 0.
+    let v = 4.0;
+    let right = HandScript::starting_at(Vec3::new(0.55, 0.5, 0.0))
+        .grip_to(10, 1.0)
+        .move_to(60, Vec3::new(0.55, 2.5, 0.0))
+        .move_to(100, Vec3::new(0.55 - v * 30.0 * DT, 2.5, 0.0))
+        .hold_until(110)
+        .move_to(139, Vec3::new(0.55 - v * DT, 2.5, 0.0))
+        .key(140, Vec3::new(0.55, 2.5, 0.0), 0.0)
+        .move_to(150, Vec3::new(0.55, 3.5, 0.0))
+        .build()
+        .unwrap();
+    // The left hand waits 1.6 m down the line, a little low for the fall, and squeezes about 60 ms before the cube's
+    // face reaches it (0.25 s after the release).
+    let catch_at = Vec3::new(1.6, 2.5 - 0.2, 0.0);
+    let left = HandScript::starting_at(catch_at)
+        .hold_until(155)
+        .grip_to(158, 1.0)
+        .move_to(250, catch_at)
+        .build()
+        .unwrap();
+    let mut bot = Bot::new(AvatarScript {
+        hands: [Some(left), Some(right)],
+        head: None,
+    });
+    bot.run_until(&mut world, 250);
+    let grabs: Vec<_> = bot
+        .events
+        .iter()
+        .filter_map(|e| match *e {
+            InteractionEvent::Grabbed { hand, .. } => Some(hand),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(grabs, vec![HandSide::Right, HandSide::Left], "{:?}", bot.events);
+    assert_eq!(bot.interaction.held_cubes().collect::<Vec<_>>(), vec![cube]);
+    let y = world.state(cube).unwrap().position.y;
+    assert!(y > 2.0, "held in the air, at {y}");
+}

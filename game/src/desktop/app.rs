@@ -1,0 +1,329 @@
+//! The window and its event loop (winit 0.30 `ApplicationHandler`): each redraw is one frame — poll the gamepad,
+//! apply the keys (reset, pause, single step, scene, overlays), move the camera, turn the input into hands, take the
+//! physics steps due, fill the frame's view, build the overlay — and then asks for the next. Input reaches egui
+//! first; what the overlay does not take drives the camera and the hands.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glam::Vec2;
+use tumble_engine::input::winit::application::ApplicationHandler;
+use tumble_engine::input::winit::dpi::LogicalSize;
+use tumble_engine::input::winit::event::WindowEvent;
+use tumble_engine::input::winit::event_loop::{ActiveEventLoop, ControlFlow};
+use tumble_engine::input::winit::window::{Window, WindowId};
+use tumble_engine::input::{Action, FlyCamera, Gamepads, InputState};
+use tumble_engine::render::DEFAULT_LIGHT_DIRECTION;
+use tumble_engine::render::{DebugModes, FrameInput, OverlayFrame as RenderOverlay, Presenter, RenderError};
+
+use super::hands::DesktopHands;
+use super::overlay::{self, FrameTimes, OverlayData, OverlayToggles};
+use super::scenes::{list_scenes, step_scene};
+use super::sim::DesktopSim;
+use super::view::FrameView;
+
+/// Shortest time between frames (s): at most 240 frames per second.
+pub const MIN_FRAME_S: f64 = 1.0 / 240.0;
+
+/// The overlay as the renderer's egui pass takes it: texture changes not yet uploaded, and this frame's meshes.
+#[derive(Default)]
+pub struct OverlayFrame {
+    pub textures: egui::TexturesDelta,
+    pub primitives: Vec<egui::ClippedPrimitive>,
+    pub pixels_per_point: f32,
+}
+
+/// The desktop view's state between frames.
+pub struct DesktopApp {
+    pub sim: DesktopSim,
+    scenes: Vec<PathBuf>,
+    input: InputState,
+    camera: FlyCamera,
+    hands: DesktopHands,
+    gamepads: Gamepads,
+    gamepad_connected: bool,
+    /// GPU time of the last finished frame (ms).
+    gpu_ms: Option<f32>,
+    toggles: OverlayToggles,
+    frames: FrameTimes,
+    pub view: FrameView,
+    pub overlay: OverlayFrame,
+    egui: egui::Context,
+    /// Declared before the window: fields drop in order, and the presenter's surface must go before its window.
+    presenter: Option<Presenter>,
+    window: Option<(Arc<Window>, egui_winit::State)>,
+    last_frame: Option<Instant>,
+    /// Exit after this many frames (for smoke tests under a virtual display).
+    frames_left: Option<u64>,
+    pub frames_shown: u64,
+    scene_error: Option<String>,
+    /// Set when the window could not be created; the caller reports it.
+    pub window_error: Option<String>,
+    /// Set when the renderer failed (no Vulkan, or a device error while running); the caller reports it.
+    pub render_error: Option<RenderError>,
+}
+
+impl DesktopApp {
+    pub fn new(sim: DesktopSim, frames: Option<u64>) -> DesktopApp {
+        let dir = sim.scene_path.parent().map(PathBuf::from).unwrap_or_default();
+        DesktopApp {
+            scenes: list_scenes(&dir),
+            sim,
+            input: InputState::default(),
+            camera: FlyCamera::default(),
+            hands: DesktopHands::default(),
+            gamepads: Gamepads::new(),
+            gamepad_connected: false,
+            gpu_ms: None,
+            toggles: OverlayToggles::default(),
+            frames: FrameTimes::default(),
+            view: FrameView::default(),
+            overlay: OverlayFrame::default(),
+            egui: egui::Context::default(),
+            presenter: None,
+            window: None,
+            last_frame: None,
+            frames_left: frames,
+            frames_shown: 0,
+            scene_error: None,
+            window_error: None,
+            render_error: None,
+        }
+    }
+
+    /// The keys that act once per press.
+    fn apply_commands(&mut self, pad_pause: bool, pad_reset: bool) {
+        let input = &self.input;
+        if input.was_pressed(Action::Reset) || pad_reset {
+            self.sim.reset();
+        }
+        if input.presses(Action::Pause) % 2 == 1 || pad_pause {
+            self.sim.paused = !self.sim.paused;
+        }
+        self.toggles.stats ^= input.presses(Action::ToggleStats) % 2 == 1;
+        self.toggles.help ^= input.presses(Action::ToggleHelp) % 2 == 1;
+        self.toggles.stereo ^= input.presses(Action::ToggleStereo) % 2 == 1;
+        self.toggles.resting ^= input.presses(Action::ToggleRestingDebug) % 2 == 1;
+        let delta =
+            isize::from(input.was_pressed(Action::NextScene)) - isize::from(input.was_pressed(Action::PreviousScene));
+        if delta != 0 {
+            if let Some(next) = step_scene(&self.scenes, &self.sim.scene_path, delta) {
+                match self.sim.switch_scene(&next) {
+                    Ok(()) => self.scene_error = None,
+                    Err(e) => {
+                        tracing::warn!("{e}");
+                        self.scene_error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+    }
+
+    fn frame(&mut self, event_loop: &ActiveEventLoop) {
+        let Some((window, _)) = self.window.as_ref() else {
+            return;
+        };
+        let window = window.clone();
+        let now = Instant::now();
+        let frame_s = self.last_frame.map_or(0.0, |t| (now - t).as_secs_f64());
+        self.last_frame = Some(now);
+        self.frames.push(frame_s as f32 * 1000.0);
+
+        let pad = self.gamepads.poll();
+        self.gamepad_connected = pad.connected;
+        if self.input.was_pressed(Action::Quit) {
+            event_loop.exit();
+            return;
+        }
+        self.apply_commands(pad.pause_pressed, pad.reset_pressed);
+        self.camera.update(&self.input, frame_s as f32);
+        let size = window.inner_size();
+        let size = Vec2::new(size.width as f32, size.height as f32);
+        let pointer_free = !self.egui.egui_wants_pointer_input();
+        let hands = self.hands.avatar_input(
+            &self.camera,
+            &self.input,
+            size,
+            &pad,
+            &self.sim.world,
+            &self.sim.interaction,
+            frame_s as f32,
+            pointer_free,
+        );
+        self.sim.advance(frame_s, &hands);
+        if self.input.was_pressed(Action::SingleStep) || pad.step_pressed {
+            self.sim.single_step(&hands);
+        }
+        self.view.fill(
+            &self.sim.world,
+            &self.sim.poses,
+            self.sim.alpha(),
+            &self.sim.avatar,
+            &self.sim.interaction,
+        );
+        let aspect = match self.presenter.as_mut() {
+            Some(p) => {
+                p.set_stereo_preview(self.toggles.stereo);
+                let (w, h) = p.view_extent();
+                w as f32 / h as f32
+            }
+            None => size.x / size.y.max(1.0),
+        };
+        self.view.set_camera(&self.camera, aspect, self.toggles.stereo);
+        self.run_overlay(&window);
+        self.present(event_loop);
+        self.input.end_frame();
+
+        self.frames_shown += 1;
+        if let Some(left) = self.frames_left.as_mut() {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                event_loop.exit();
+            }
+        }
+    }
+
+    /// Builds the overlay for this frame. Its shapes go to the renderer's egui pass.
+    fn run_overlay(&mut self, window: &Window) {
+        let Some((_, state)) = self.window.as_mut() else {
+            return;
+        };
+        let raw = state.take_egui_input(window);
+        let data = OverlayData {
+            scene: &self.sim.scene_name,
+            paused: self.sim.paused,
+            sim: &self.sim.stats,
+            frames: &self.frames,
+            hands: self.hands.source.name(),
+            held: self.sim.interaction.held_cubes().count(),
+            gamepad_connected: self.gamepad_connected,
+            gpu_ms: self.gpu_ms,
+            error: self.scene_error.as_deref(),
+        };
+        let toggles = self.toggles;
+        let output = self.egui.run_ui(raw, |ui| overlay::draw(ui.ctx(), &data, &toggles));
+        state.handle_platform_output(window, output.platform_output);
+        self.overlay.textures.append(output.textures_delta);
+        self.overlay.pixels_per_point = output.pixels_per_point;
+        self.overlay.primitives = self.egui.tessellate(output.shapes, output.pixels_per_point);
+    }
+
+    /// Draws the frame and the overlay. A renderer error ends the view (the caller reports it).
+    fn present(&mut self, event_loop: &ActiveEventLoop) {
+        let Some(presenter) = self.presenter.as_mut() else {
+            self.overlay.textures.clear();
+            return;
+        };
+        let input = FrameInput {
+            views: &self.view.views,
+            cubes: &self.view.cubes,
+            avatars: &[],
+            contacts: &[],
+            light_direction: DEFAULT_LIGHT_DIRECTION,
+            debug: DebugModes {
+                resting: self.toggles.resting,
+                contacts: false,
+            },
+        };
+        let overlay = RenderOverlay {
+            primitives: &self.overlay.primitives,
+            textures_delta: &mut self.overlay.textures,
+            pixels_per_point: self.overlay.pixels_per_point,
+        };
+        if let Err(e) = presenter.render(&input, Some(overlay)) {
+            self.render_error = Some(e);
+            event_loop.exit();
+        }
+        self.gpu_ms = presenter.gpu_time_ms();
+    }
+}
+
+impl ApplicationHandler for DesktopApp {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.window.is_some() {
+            return;
+        }
+        let attributes = Window::default_attributes()
+            .with_title(format!("Tumble — {}", self.sim.scene_name))
+            .with_inner_size(LogicalSize::new(1280.0, 720.0));
+        match event_loop.create_window(attributes) {
+            Ok(window) => {
+                let window = Arc::new(window);
+                let state = egui_winit::State::new(
+                    self.egui.clone(),
+                    egui::ViewportId::ROOT,
+                    &window,
+                    Some(window.scale_factor() as f32),
+                    None,
+                    None,
+                );
+                let size = window.inner_size();
+                // SAFETY: the window is kept in `self.window`, which drops after `self.presenter` (field order).
+                match unsafe { Presenter::new(&*window, size.width, size.height) } {
+                    Ok(p) => {
+                        tracing::info!(gpu = %p.gpu().info.name, "renderer ready");
+                        self.presenter = Some(p);
+                    }
+                    Err(e) => {
+                        self.render_error = Some(e);
+                        event_loop.exit();
+                        return;
+                    }
+                }
+                event_loop.set_control_flow(ControlFlow::Poll);
+                tracing::info!(scene = %self.sim.scene_name, "desktop view open");
+                self.window = Some((window, state));
+            }
+            Err(e) => {
+                self.window_error = Some(e.to_string());
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        let Some((window, state)) = self.window.as_mut() else {
+            return;
+        };
+        let consumed = state.on_window_event(window, &event).consumed;
+        // Releases always reach the input state, so a button let go over the overlay does not stick.
+        let is_release = matches!(
+            &event,
+            WindowEvent::MouseInput { state: s, .. } | WindowEvent::KeyboardInput { event: tumble_engine::input::winit::event::KeyEvent { state: s, .. }, .. }
+                if *s == tumble_engine::input::winit::event::ElementState::Released
+        );
+        // Keys are ours unless a text field has focus (egui claims Tab for focus moves otherwise).
+        let key_for_us = matches!(event, WindowEvent::KeyboardInput { .. }) && !self.egui.egui_wants_keyboard_input();
+        if !consumed || key_for_us || is_release || matches!(event, WindowEvent::CursorMoved { .. }) {
+            self.input.handle_window_event(&event);
+        }
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let Some(p) = self.presenter.as_mut() {
+                    p.resize(size.width, size.height);
+                }
+            }
+            WindowEvent::RedrawRequested => self.frame(event_loop),
+            _ => {}
+        }
+    }
+
+    /// Asks for the next frame, but no sooner than [`MIN_FRAME_S`] after the last (vsync usually paces frames
+    /// more slowly; this keeps a window that presents nothing, or presents without vsync, from spinning a core).
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        let Some((window, _)) = self.window.as_ref() else {
+            return;
+        };
+        let next = self
+            .last_frame
+            .map_or_else(Instant::now, |t| t + Duration::from_secs_f64(MIN_FRAME_S));
+        if Instant::now() >= next {
+            event_loop.set_control_flow(ControlFlow::Poll);
+            window.request_redraw();
+        } else {
+            event_loop.set_control_flow(ControlFlow::WaitUntil(next));
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! The desktop debug view (`tumble` with no subcommand): a window on the scene with a free camera, mouse and
+//! gamepad hands driving [`crate::interaction`], fixed 90 Hz physics decoupled from the frame rate with
+//! interpolated poses, and an egui overlay.
+//!
+//! - [`sim`]: the simulation side (world, player, fixed-step clock, stats), no window — tested headless;
+//! - [`fixed_step`], [`interpolate`]: the clock and the pose blending;
+//! - [`hands`]: keyboard, mouse and gamepad (via `engine::input`) → `AvatarInput`;
+//! - [`view`]: the frame as plain data for the renderer; [`overlay`]: the egui panels;
+//! - [`scenes`]: cycling through scene files; [`app`]: the winit event loop.
+
+pub mod app;
+pub mod fixed_step;
+pub mod hands;
+pub mod interpolate;
+pub mod overlay;
+pub mod scenes;
+pub mod sim;
+pub mod view;
+
+use std::path::PathBuf;
+
+use tumble_engine::input::winit::event_loop::EventLoop;
+use tumble_engine::render::RenderError;
+use tumble_engine::scene::SceneError;
+
+/// What `tumble` with no subcommand was asked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DesktopOptions {
+    /// `None`: [`scenes::default_scene`].
+    pub scene: Option<PathBuf>,
+    /// Close after this many frames (smoke tests under a virtual display).
+    pub frames: Option<u64>,
+}
+
+/// Why the desktop view did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DesktopError {
+    /// No display to open a window on (exit code 2: unavailable here).
+    #[error("{0}")]
+    NoDisplay(String),
+    #[error(transparent)]
+    Scene(#[from] SceneError),
+    /// No Vulkan (exit 2, see `RenderError::is_unavailable`) or a device error.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
+/// True when a display server is named in the environment.
+pub fn display_named() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|s| !s.is_empty()))
+}
+
+/// Opens the window and runs until it is closed (or `frames` have been shown).
+pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
+    if !display_named() {
+        return Err(DesktopError::NoDisplay(
+            "neither DISPLAY nor WAYLAND_DISPLAY is set".into(),
+        ));
+    }
+    // Connecting to the display first: a named display that cannot be reached is "no display", whatever the scene.
+    let event_loop = EventLoop::new().map_err(|e| DesktopError::NoDisplay(e.to_string()))?;
+    let scene = options.scene.clone().unwrap_or_else(scenes::default_scene);
+    let sim = sim::DesktopSim::load(&scene)?;
+    let mut app = app::DesktopApp::new(sim, options.frames);
+    event_loop
+        .run_app(&mut app)
+        .map_err(|e| DesktopError::NoDisplay(e.to_string()))?;
+    if let Some(e) = app.window_error.take() {
+        return Err(DesktopError::NoDisplay(format!("no window could be opened: {e}")));
+    }
+    if let Some(e) = app.render_error.take() {
+        return Err(DesktopError::Render(e));
+    }
+    let stats = &app.sim.stats;
+    tracing::info!(
+        frames = app.frames_shown,
+        steps = stats.steps,
+        grabs = stats.grabs,
+        throws = stats.throws,
+        scene = %app.sim.scene_name,
+        "desktop view closed"
+    );
+    Ok(())
+}
