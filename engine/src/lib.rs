@@ -6,8 +6,9 @@
 //!
 //! - [`input`] (feature `input`): winit and gilrs glue — keyboard, mouse and gamepad as plain per-frame data, a
 //!   free camera, and hand targets for the desktop view.
+//! - [`xr`] (feature `xr`): the OpenXR session, its Vulkan device, swapchains, actions and frame loop.
 //!
-//! Later issues add `render` (Vulkan on ash) and `xr` (OpenXR) beside these.
+//! `render` (feature `render`) is the Vulkan renderer on ash.
 
 #[cfg(feature = "input")]
 pub mod input;
@@ -15,3 +16,5 @@ pub mod physics;
 #[cfg(feature = "render")]
 pub mod render;
 pub mod scene;
+#[cfg(feature = "xr")]
+pub mod xr;

@@ -20,6 +20,10 @@ use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::render::RenderError;
 use tumble_engine::scene::load_scene;
 
+/// Counts heap allocations, so `tumble vr` can report those in its steady frame loop (there should be none).
+#[global_allocator]
+static ALLOCATOR: tumble::alloc_count::Counting = tumble::alloc_count::Counting;
+
 /// Steps `simulate` runs unless told otherwise: 10 s at the fixed 90 Hz step.
 const DEFAULT_STEPS: u64 = 900;
 
@@ -56,8 +60,8 @@ enum Command {
     Loopback(LoopbackArgs),
     /// Step a scene headless, render it offscreen (no display needed) and write a PNG
     Screenshot(ScreenshotArgs),
-    /// Start the VR client (not built yet)
-    Vr,
+    /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
+    Vr(tumble::vr::VrArgs),
 }
 
 #[derive(Args, Debug)]
@@ -160,10 +164,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => desktop_view(cli.scene, cli.frames),
-        Some(Command::Vr) => {
-            eprintln!("tumble: the VR client is not built yet (a later issue); try `tumble simulate --scene FILE`");
-            ExitCode::from(EXIT_UNAVAILABLE)
-        }
+        Some(Command::Vr(args)) => match tumble::vr::run_cli(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: {e}");
+                ExitCode::from(if e.is_unavailable() { EXIT_UNAVAILABLE } else { 1 })
+            }
+        },
         Some(Command::Loopback(args)) => match loopback(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -41,11 +41,35 @@ fn a_display_that_cannot_be_reached_is_no_display() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// Here there is no headset: either no OpenXR loader (the message names the package) or a loader with no runtime
+/// (the message says what to start). Either way exit code 2, nothing on stdout, no panic. (The session itself is
+/// tested against Monado by `make test-vr`.)
 #[test]
-fn vr_is_not_built_yet() {
-    let o = tumble(&["vr"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("not built yet"), "{}", stderr(&o));
+fn vr_without_a_loader_or_runtime_says_what_is_missing() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(["vr", "--frames", "10", "--json"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("XR_RUNTIME_JSON", "/nonexistent/openxr_runtime.json")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run tumble");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("libopenxr-loader1") || err.contains("start SteamVR (and make it the OpenXR runtime) or Monado"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn vr_with_a_bad_scene_names_the_file() {
+    let o = tumble(&["vr", "--scene", "no/such/scene.toml"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no/such/scene.toml"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

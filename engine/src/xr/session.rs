@@ -1,0 +1,590 @@
+//! A whole VR session: runtime, Vulkan, session, play space, swapchains, actions and the frame loop.
+//!
+//! The caller's loop, once per display frame:
+//! 1. [`XrSession::poll_events`] handles lifecycle events (begins and ends the session as the runtime asks) and
+//!    says whether to go on; while the session is not running there is no frame to make (sleep a little);
+//! 2. [`XrSession::wait_frame`] blocks until the runtime wants the next frame and begins it, giving the predicted
+//!    display time;
+//! 3. [`XrSession::locate_hands`] syncs the actions (only while focused) and locates both hands at that time —
+//!    then the caller steps its simulation with them;
+//! 4. [`XrSession::end_frame`] locates the views as late as possible, renders (for now: clears) both eyes into the
+//!    two-layer swapchain in one multiview pass, and submits a projection layer (with depth where offered).
+
+use ash::vk;
+use glam::{Quat, Vec3};
+use openxr as xr;
+use xr::sys::Handle as _;
+
+use super::actions::{self, Actions, HandInput, HandSpaces, HAND_COUNT};
+use super::clear::ClearPass;
+use super::lifecycle::{Lifecycle, LifecycleAction, SessionState};
+use super::runtime::{self, Runtime};
+use super::space::{create_play_space, PlaySpaceChoice};
+use super::swapchain::{pick_format, EyeSwapchain, COLOR_FORMATS, DEPTH_FORMATS, VIEW_COUNT};
+use super::vulkan::XrVulkan;
+use super::{xr_err, XrError};
+
+const VIEW_CONFIGURATION: xr::ViewConfigurationType = xr::ViewConfigurationType::PRIMARY_STEREO;
+/// Depth range written to the depth swapchain (m), given to the compositor with the depth layer.
+pub const NEAR_Z_M: f32 = 0.05;
+pub const FAR_Z_M: f32 = 100.0;
+/// Longest wait for a swapchain image the runtime has handed back (ns): the runtime releases them within a frame.
+const IMAGE_WAIT_NS: i64 = 1_000_000_000;
+
+/// Options of a session.
+#[derive(Clone, Debug)]
+pub struct XrSessionConfig {
+    pub app_name: String,
+}
+
+/// One frame's timing, from `xrWaitFrame`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameTiming {
+    pub predicted_display_time_ns: i64,
+    pub predicted_display_period_ns: i64,
+    pub should_render: bool,
+}
+
+/// One eye at the frame's predicted display time, in the play space (y up, metres; the field-of-view angles
+/// in radians, left and down negative), ready for a view and an asymmetric projection matrix.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EyeView {
+    pub position: Vec3,
+    pub orientation: Quat,
+    pub fov_left_rad: f32,
+    pub fov_right_rad: f32,
+    pub fov_up_rad: f32,
+    pub fov_down_rad: f32,
+}
+
+/// The depth swapchain image acquired for a frame.
+#[derive(Clone, Copy, Debug)]
+pub struct DepthTarget {
+    pub index: usize,
+    pub image: vk::Image,
+    /// A 2D-array view of both layers.
+    pub view: vk::ImageView,
+    pub format: vk::Format,
+}
+
+/// The swapchain images acquired for one frame, and the eyes to render into them (eye `i` → array layer `i`).
+#[derive(Clone, Copy, Debug)]
+pub struct FrameTarget {
+    pub color_index: usize,
+    pub color_image: vk::Image,
+    /// A 2D-array view of both layers.
+    pub color_view: vk::ImageView,
+    pub color_format: vk::Format,
+    pub depth: Option<DepthTarget>,
+    pub extent: vk::Extent2D,
+    pub eyes: [EyeView; VIEW_COUNT as usize],
+}
+
+/// What [`XrSession::submit_frame`] submitted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameSubmitted {
+    /// Views in the projection layer: 2 for a stereo frame, 0 when nothing was rendered.
+    pub views: u32,
+    pub depth: bool,
+}
+
+/// Everything a VR session owns. Fields drop in declaration order: what is made from the session and the device
+/// first, then the session, then Vulkan, then the OpenXR instance.
+pub struct XrSession {
+    clear: ClearPass,
+    color: EyeSwapchain,
+    depth: Option<EyeSwapchain>,
+    hand_spaces: HandSpaces,
+    play_space: xr::Space,
+    frame_stream: xr::FrameStream<xr::Vulkan>,
+    frame_waiter: xr::FrameWaiter,
+    session: xr::Session<xr::Vulkan>,
+    actions: Actions,
+    vulkan: XrVulkan,
+    runtime: Runtime,
+    lifecycle: Lifecycle,
+    event_buffer: xr::EventDataBuffer,
+    blend_mode: xr::EnvironmentBlendMode,
+    play_space_choice: PlaySpaceChoice,
+    views: [xr::sys::View; VIEW_COUNT as usize],
+    /// Images are acquired for the current frame (between `acquire_frame` and `submit_frame`).
+    acquired: bool,
+}
+
+impl XrSession {
+    /// Connects to the runtime and builds the session up to (not including) `xrBeginSession`, which waits for the
+    /// runtime's READY.
+    pub fn new(config: &XrSessionConfig) -> Result<XrSession, XrError> {
+        let runtime = runtime::connect(&config.app_name)?;
+        let instance = runtime.instance.clone();
+        let vulkan = XrVulkan::new(&runtime)?;
+        // Actions and their bindings must exist before the session's action sets are attached.
+        let actions = Actions::new(&instance)?;
+        // SAFETY: the handles are the live instance, physical device and device made through this runtime for
+        // this system, and the queue family has the queue we use.
+        let (session, frame_waiter, frame_stream) = unsafe {
+            instance.create_session::<xr::Vulkan>(
+                runtime.system,
+                &xr::vulkan::SessionCreateInfo {
+                    instance: ash::vk::Handle::as_raw(vulkan.instance.handle()) as _,
+                    physical_device: ash::vk::Handle::as_raw(vulkan.physical_device) as _,
+                    device: ash::vk::Handle::as_raw(vulkan.device.handle()) as _,
+                    queue_family_index: vulkan.queue_family_index,
+                    queue_index: 0,
+                },
+            )
+        }
+        .map_err(xr_err("xrCreateSession"))?;
+        session
+            .attach_action_sets(&[&actions.set])
+            .map_err(xr_err("xrAttachSessionActionSets"))?;
+        let (play_space, play_space_choice) = create_play_space(&session)?;
+        let hand_spaces = HandSpaces::new(&actions, &session)?;
+
+        let blend_mode = instance
+            .enumerate_environment_blend_modes(runtime.system, VIEW_CONFIGURATION)
+            .map_err(xr_err("xrEnumerateEnvironmentBlendModes"))?
+            .first()
+            .copied()
+            .ok_or_else(|| XrError::Unsupported("an environment blend mode".into()))?;
+        let extent = eye_extent(&runtime)?;
+        let formats = session
+            .enumerate_swapchain_formats()
+            .map_err(xr_err("xrEnumerateSwapchainFormats"))?;
+        let formats: Vec<i64> = formats.into_iter().map(|f| f as i64).collect();
+        let color_format = pick_format(&formats, &COLOR_FORMATS)
+            .ok_or_else(|| XrError::Unsupported(format!("an 8-bit RGBA swapchain format (offered: {formats:?})")))?;
+        let color = EyeSwapchain::new(&session, &vulkan, color_format, extent, vk::ImageAspectFlags::COLOR)?;
+        let depth = match pick_format(&formats, &DEPTH_FORMATS).filter(|_| runtime.depth_layer) {
+            Some(f) => Some(EyeSwapchain::new(
+                &session,
+                &vulkan,
+                f,
+                extent,
+                vk::ImageAspectFlags::DEPTH,
+            )?),
+            None => None,
+        };
+        let clear = ClearPass::new(&vulkan, &color, depth.as_ref())?;
+        tracing::info!(space = ?play_space_choice.ty, blend = ?blend_mode, depth = depth.is_some(),
+            bound_profiles = actions.bound_profiles, "OpenXR session created");
+        let empty_view = xr::sys::View {
+            ty: xr::sys::View::TYPE,
+            next: std::ptr::null_mut(),
+            pose: xr::Posef::IDENTITY,
+            fov: xr::Fovf::default(),
+        };
+        Ok(XrSession {
+            clear,
+            color,
+            depth,
+            hand_spaces,
+            play_space,
+            frame_stream,
+            frame_waiter,
+            session,
+            actions,
+            vulkan,
+            runtime,
+            lifecycle: Lifecycle::default(),
+            event_buffer: xr::EventDataBuffer::new(),
+            blend_mode,
+            play_space_choice,
+            views: [empty_view; VIEW_COUNT as usize],
+            acquired: false,
+        })
+    }
+
+    /// Handles every pending event. Returns false once the session is over (exiting, lost, or exit requested and
+    /// nothing left to end).
+    pub fn poll_events(&mut self) -> Result<bool, XrError> {
+        loop {
+            let event = self
+                .runtime
+                .instance
+                .poll_event(&mut self.event_buffer)
+                .map_err(xr_err("xrPollEvent"))?;
+            let Some(event) = event else { break };
+            let action = match event {
+                xr::Event::SessionStateChanged(e) => {
+                    let state = SessionState::from_xr(e.state());
+                    tracing::info!(state = state.name(), "session state");
+                    self.lifecycle.on_state_changed(state)
+                }
+                xr::Event::InstanceLossPending(_) => {
+                    tracing::warn!("the OpenXR instance is about to be lost");
+                    self.lifecycle.on_instance_loss_pending()
+                }
+                xr::Event::InteractionProfileChanged(_) => {
+                    self.log_interaction_profiles();
+                    LifecycleAction::None
+                }
+                xr::Event::EventsLost(e) => {
+                    tracing::warn!(lost = e.lost_event_count(), "OpenXR events lost");
+                    LifecycleAction::None
+                }
+                _ => LifecycleAction::None,
+            };
+            match action {
+                LifecycleAction::Begin => {
+                    self.session
+                        .begin(VIEW_CONFIGURATION)
+                        .map_err(xr_err("xrBeginSession"))?;
+                }
+                LifecycleAction::End => {
+                    self.session.end().map_err(xr_err("xrEndSession"))?;
+                }
+                LifecycleAction::Exit | LifecycleAction::None => {}
+            }
+        }
+        let done = self.lifecycle.exiting || (self.lifecycle.exit_requested && !self.lifecycle.running);
+        Ok(!done)
+    }
+
+    /// Asks the runtime to end the session (it answers STOPPING, then EXITING); without a running session there
+    /// is nothing to wait for.
+    pub fn request_exit(&mut self) -> Result<(), XrError> {
+        if self.lifecycle.exit_requested {
+            return Ok(());
+        }
+        self.lifecycle.exit_requested = true;
+        if self.lifecycle.running {
+            self.session.request_exit().map_err(xr_err("xrRequestExitSession"))?;
+        }
+        Ok(())
+    }
+
+    pub fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
+    }
+
+    /// True while frames are to be made (between begin and end of the session).
+    pub fn is_running(&self) -> bool {
+        self.lifecycle.running
+    }
+
+    /// Blocks until the runtime wants the next frame (`xrWaitFrame`), then begins it (`xrBeginFrame`).
+    pub fn wait_frame(&mut self) -> Result<FrameTiming, XrError> {
+        let state = self.frame_waiter.wait().map_err(xr_err("xrWaitFrame"))?;
+        self.frame_stream.begin().map_err(xr_err("xrBeginFrame"))?;
+        Ok(FrameTiming {
+            predicted_display_time_ns: state.predicted_display_time.as_nanos(),
+            predicted_display_period_ns: state.predicted_display_period.as_nanos(),
+            should_render: state.should_render,
+        })
+    }
+
+    /// Syncs the actions (while focused) and locates both hands at the frame's predicted display time.
+    pub fn locate_hands(&mut self, timing: &FrameTiming, hands: &mut [HandInput; HAND_COUNT]) -> Result<(), XrError> {
+        let focused = self.lifecycle.input_active();
+        if focused {
+            let active = [xr::ActiveActionSet::new(&self.actions.set)];
+            self.session.sync_actions(&active).map_err(xr_err("xrSyncActions"))?;
+        }
+        actions::read_hands(
+            &self.actions,
+            &self.hand_spaces,
+            &self.session,
+            &self.play_space,
+            xr::Time::from_nanos(timing.predicted_display_time_ns),
+            focused,
+            hands,
+        )
+    }
+
+    /// A haptic pulse on `hand` (0 left, 1 right); ignored while not focused.
+    pub fn pulse(&mut self, hand: usize, duration_ns: i64, amplitude: f32) -> Result<(), XrError> {
+        if !self.lifecycle.input_active() || hand >= HAND_COUNT {
+            return Ok(());
+        }
+        actions::pulse(&self.actions, &self.session, hand, duration_ns, amplitude)
+    }
+
+    /// Locates both views at the frame's display time (as late as possible: call right before recording) and
+    /// acquires the swapchain images to render them into. `None` when there is nothing to render (the runtime said
+    /// not to, or cannot place the views); [`XrSession::submit_frame`] must follow either way.
+    ///
+    /// The caller renders eye 0 (left) into array layer 0 and eye 1 into layer 1, submits its GPU work, and leaves
+    /// the colour image in `COLOR_ATTACHMENT_OPTIMAL` (and the depth image, if it wrote one, in
+    /// `DEPTH_STENCIL_ATTACHMENT_OPTIMAL`): the compositor reads them once they are released.
+    pub fn acquire_frame(&mut self, timing: &FrameTiming) -> Result<Option<FrameTarget>, XrError> {
+        self.acquired = false;
+        let time = xr::Time::from_nanos(timing.predicted_display_time_ns);
+        if !(timing.should_render && self.locate_views(time)?) {
+            return Ok(None);
+        }
+        let color_index = acquire(&mut self.color.handle)?;
+        let depth_index = match self.depth.as_mut() {
+            Some(depth) => Some(acquire(&mut depth.handle)?),
+            None => None,
+        };
+        self.acquired = true;
+        let eye = |v: &xr::sys::View| EyeView {
+            position: actions::vec3(v.pose.position),
+            orientation: actions::quat(v.pose.orientation),
+            fov_left_rad: v.fov.angle_left,
+            fov_right_rad: v.fov.angle_right,
+            fov_up_rad: v.fov.angle_up,
+            fov_down_rad: v.fov.angle_down,
+        };
+        Ok(Some(FrameTarget {
+            color_index,
+            color_image: self.color.images[color_index],
+            color_view: self.color.views[color_index],
+            color_format: self.color.format,
+            depth: self.depth.as_ref().zip(depth_index).map(|(d, i)| DepthTarget {
+                index: i,
+                image: d.images[i],
+                view: d.views[i],
+                format: d.format,
+            }),
+            extent: self.color.extent,
+            eyes: [eye(&self.views[0]), eye(&self.views[1])],
+        }))
+    }
+
+    /// Releases the images [`XrSession::acquire_frame`] acquired and ends the frame (`xrEndFrame`) with one
+    /// projection layer — with depth when `depth_written` and the runtime takes it — or with no layer when nothing
+    /// was acquired.
+    pub fn submit_frame(&mut self, timing: &FrameTiming, depth_written: bool) -> Result<FrameSubmitted, XrError> {
+        let time = xr::Time::from_nanos(timing.predicted_display_time_ns);
+        if !std::mem::take(&mut self.acquired) {
+            self.submit(time, 0, false)?;
+            return Ok(FrameSubmitted { views: 0, depth: false });
+        }
+        self.color
+            .handle
+            .release_image()
+            .map_err(xr_err("xrReleaseSwapchainImage"))?;
+        if let Some(depth) = self.depth.as_mut() {
+            depth
+                .handle
+                .release_image()
+                .map_err(xr_err("xrReleaseSwapchainImage"))?;
+        }
+        let depth = depth_written && self.depth.is_some();
+        self.submit(time, VIEW_COUNT, depth)?;
+        Ok(FrameSubmitted {
+            views: VIEW_COUNT,
+            depth,
+        })
+    }
+
+    /// Clears both eyes of an acquired target to `rgba` (and far depth) in one multiview pass: the frame when no
+    /// renderer draws one.
+    pub fn clear_target(&mut self, target: &FrameTarget, rgba: [f32; 4]) -> Result<(), XrError> {
+        let depth_index = target.depth.map_or(0, |d| d.index);
+        self.clear.clear(target.color_index, depth_index, rgba)
+    }
+
+    /// [`XrSession::acquire_frame`], [`XrSession::clear_target`], [`XrSession::submit_frame`] (with depth).
+    pub fn end_frame(&mut self, timing: &FrameTiming, rgba: [f32; 4]) -> Result<FrameSubmitted, XrError> {
+        if let Some(target) = self.acquire_frame(timing)? {
+            self.clear_target(&target, rgba)?;
+        }
+        self.submit_frame(timing, true)
+    }
+
+    /// The Vulkan instance, device and queue the session renders with (for `engine::render`).
+    pub fn vulkan(&self) -> &XrVulkan {
+        &self.vulkan
+    }
+
+    /// Both views at `time` into the fixed array; false when the runtime cannot place them.
+    fn locate_views(&mut self, time: xr::Time) -> Result<bool, XrError> {
+        let info = xr::sys::ViewLocateInfo {
+            ty: xr::sys::ViewLocateInfo::TYPE,
+            next: std::ptr::null(),
+            view_configuration_type: VIEW_CONFIGURATION,
+            display_time: time,
+            space: self.play_space.as_raw(),
+        };
+        let mut state = xr::sys::ViewState {
+            ty: xr::sys::ViewState::TYPE,
+            next: std::ptr::null_mut(),
+            view_state_flags: xr::ViewStateFlags::EMPTY,
+        };
+        let mut count = 0u32;
+        for v in &mut self.views {
+            v.ty = xr::sys::View::TYPE;
+            v.next = std::ptr::null_mut();
+        }
+        // SAFETY: the output array has room for VIEW_COUNT views, which is what we say; the info is valid.
+        let result = unsafe {
+            (self.runtime.instance.fp().locate_views)(
+                self.session.as_raw(),
+                &info,
+                &mut state,
+                VIEW_COUNT,
+                &mut count,
+                self.views.as_mut_ptr(),
+            )
+        };
+        if result.into_raw() < 0 {
+            return Err(XrError::Xr {
+                what: "xrLocateViews",
+                result,
+            });
+        }
+        let valid = xr::ViewStateFlags::ORIENTATION_VALID | xr::ViewStateFlags::POSITION_VALID;
+        Ok(count == VIEW_COUNT && state.view_state_flags.contains(valid))
+    }
+
+    /// `xrEndFrame` with one projection layer of `views` views (none when 0), each chained to its depth info.
+    fn submit(&mut self, time: xr::Time, views: u32, with_depth: bool) -> Result<(), XrError> {
+        let extent = xr::Extent2Di {
+            width: self.color.extent.width as i32,
+            height: self.color.extent.height as i32,
+        };
+        let rect = xr::Rect2Di {
+            offset: xr::Offset2Di { x: 0, y: 0 },
+            extent,
+        };
+        let depth_infos: [xr::sys::CompositionLayerDepthInfoKHR; VIEW_COUNT as usize] =
+            std::array::from_fn(|eye| xr::sys::CompositionLayerDepthInfoKHR {
+                ty: xr::sys::CompositionLayerDepthInfoKHR::TYPE,
+                next: std::ptr::null(),
+                sub_image: xr::sys::SwapchainSubImage {
+                    swapchain: self
+                        .depth
+                        .as_ref()
+                        .map_or(xr::sys::Swapchain::NULL, |d| d.handle.as_raw()),
+                    image_rect: rect,
+                    image_array_index: eye as u32,
+                },
+                min_depth: 0.0,
+                max_depth: 1.0,
+                near_z: NEAR_Z_M,
+                far_z: FAR_Z_M,
+            });
+        let has_depth = with_depth && self.depth.is_some();
+        let projection_views: [xr::sys::CompositionLayerProjectionView; VIEW_COUNT as usize] =
+            std::array::from_fn(|eye| xr::sys::CompositionLayerProjectionView {
+                ty: xr::sys::CompositionLayerProjectionView::TYPE,
+                next: if has_depth {
+                    &depth_infos[eye] as *const _ as *const _
+                } else {
+                    std::ptr::null()
+                },
+                pose: self.views[eye].pose,
+                fov: self.views[eye].fov,
+                sub_image: xr::sys::SwapchainSubImage {
+                    swapchain: self.color.handle.as_raw(),
+                    image_rect: rect,
+                    image_array_index: eye as u32,
+                },
+            });
+        let layer = xr::sys::CompositionLayerProjection {
+            ty: xr::sys::CompositionLayerProjection::TYPE,
+            next: std::ptr::null(),
+            layer_flags: xr::CompositionLayerFlags::EMPTY,
+            space: self.play_space.as_raw(),
+            view_count: views,
+            views: projection_views.as_ptr(),
+        };
+        let layers = [&layer as *const _ as *const xr::sys::CompositionLayerBaseHeader];
+        let info = xr::sys::FrameEndInfo {
+            ty: xr::sys::FrameEndInfo::TYPE,
+            next: std::ptr::null(),
+            display_time: time,
+            environment_blend_mode: self.blend_mode,
+            layer_count: if views > 0 { 1 } else { 0 },
+            layers: layers.as_ptr(),
+        };
+        // SAFETY: every pointer in the chain points at locals alive for the call; the frame was begun.
+        let result = unsafe { (self.runtime.instance.fp().end_frame)(self.session.as_raw(), &info) };
+        if result.into_raw() < 0 {
+            return Err(XrError::Xr {
+                what: "xrEndFrame",
+                result,
+            });
+        }
+        Ok(())
+    }
+
+    fn log_interaction_profiles(&self) {
+        for (hand, &path) in self.actions.hand_paths.iter().enumerate() {
+            let profile = self
+                .session
+                .current_interaction_profile(path)
+                .ok()
+                .filter(|p| *p != xr::Path::NULL)
+                .and_then(|p| self.runtime.instance.path_to_string(p).ok());
+            tracing::info!(
+                hand,
+                profile = profile.as_deref().unwrap_or("none"),
+                "interaction profile"
+            );
+        }
+    }
+
+    pub fn runtime_name(&self) -> &str {
+        &self.runtime.runtime_name
+    }
+
+    pub fn system_name(&self) -> &str {
+        &self.runtime.system_name
+    }
+
+    pub fn device_name(&self) -> &str {
+        &self.vulkan.device_name
+    }
+
+    /// Size of each eye's image (pixels).
+    pub fn eye_extent(&self) -> (u32, u32) {
+        (self.color.extent.width, self.color.extent.height)
+    }
+
+    pub fn has_depth_layer(&self) -> bool {
+        self.depth.is_some()
+    }
+
+    /// "STAGE", or "LOCAL" with an estimated floor.
+    pub fn play_space_name(&self) -> &'static str {
+        if self.play_space_choice.ty == xr::ReferenceSpaceType::STAGE {
+            "STAGE"
+        } else {
+            "LOCAL"
+        }
+    }
+
+    pub fn bound_profiles(&self) -> usize {
+        self.actions.bound_profiles
+    }
+}
+
+impl Drop for XrSession {
+    fn drop(&mut self) {
+        // The GPU must be done with the swapchain images before the runtime destroys them.
+        let _ = self.clear.wait_idle();
+    }
+}
+
+/// Acquires the next image of `swapchain` and waits until the compositor is done with it.
+fn acquire(swapchain: &mut xr::Swapchain<xr::Vulkan>) -> Result<usize, XrError> {
+    let index = swapchain.acquire_image().map_err(xr_err("xrAcquireSwapchainImage"))? as usize;
+    swapchain
+        .wait_image(xr::Duration::from_nanos(IMAGE_WAIT_NS))
+        .map_err(xr_err("xrWaitSwapchainImage"))?;
+    Ok(index)
+}
+
+/// One image size for both eyes: the larger of the runtime's recommended sizes.
+fn eye_extent(runtime: &Runtime) -> Result<vk::Extent2D, XrError> {
+    let views = runtime
+        .instance
+        .enumerate_view_configuration_views(runtime.system, VIEW_CONFIGURATION)
+        .map_err(xr_err("xrEnumerateViewConfigurationViews"))?;
+    if views.len() != VIEW_COUNT as usize {
+        return Err(XrError::Unsupported(format!(
+            "stereo (the system has {} views)",
+            views.len()
+        )));
+    }
+    let width = views.iter().map(|v| v.recommended_image_rect_width).max().unwrap_or(0);
+    let height = views.iter().map(|v| v.recommended_image_rect_height).max().unwrap_or(0);
+    if width == 0 || height == 0 {
+        return Err(XrError::Unsupported("a non-empty view size".into()));
+    }
+    Ok(vk::Extent2D { width, height })
+}

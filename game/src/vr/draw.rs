@@ -1,0 +1,284 @@
+//! Drawing a VR frame with `engine::render`: the renderer runs on the session's own Vulkan device (made through
+//! the runtime), draws both eyes in its one multiview pass into its layered target, and the frame's command buffer
+//! then copies that target into the swapchain image the runtime handed us (layer 0 left eye, layer 1 right), ending
+//! in the layout the compositor reads. The eyes come from the runtime at the frame's predicted display time; cubes,
+//! hands and highlights from the world and `game::interaction`. Nothing here allocates per frame.
+
+use glam::Vec3;
+use tumble_engine::physics::{BodyId, World};
+use tumble_engine::render::{
+    ash, authority_rgb, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, CUBE_HELD,
+    CUBE_RESTING, CUBE_SELECTED, MAX_CUBES, PLAYER_RGB, RESULT_FORMAT,
+};
+use tumble_engine::xr::{FrameTarget, XrSession};
+
+use crate::avatar::{Avatar, HandSide};
+use crate::interaction::Interaction;
+
+/// A hand drawn as a box this size (half extents, m): about a fist.
+const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.04, 0.04, 0.06);
+/// Boxes beyond the world's bodies: the two hands.
+const HAND_BOXES: usize = 2;
+
+/// The scene renderer on the session's device, and the frame data it reuses.
+pub struct VrRenderer {
+    // Field order is drop order: the renderers before the (non-owning) Gpu whose device they use.
+    /// One renderer drawing both eyes in one multiview pass; or, with `pass_per_eye`, one per eye drawing one view.
+    renderers: Vec<Renderer>,
+    gpu: Gpu,
+    cubes: Vec<CubeInstance>,
+}
+
+impl VrRenderer {
+    /// A renderer for `xr`'s eye size and two views. The session must outlive it. `pass_per_eye` draws each eye in
+    /// a pass of its own instead of one multiview pass: a fallback for drivers whose multiview fails (Mesa 25.0's
+    /// lavapipe crashes in the renderer's two-view pass; see docs/vr-test-bed.md).
+    pub fn new(xr: &XrSession, body_count: usize, pass_per_eye: bool) -> Result<VrRenderer, RenderError> {
+        if body_count + HAND_BOXES > MAX_CUBES {
+            return Err(RenderError::Input(format!(
+                "the scene has {body_count} bodies; the renderer draws at most {MAX_CUBES}"
+            )));
+        }
+        let v = xr.vulkan();
+        let gpu = Gpu::from_external(ExternalVulkan {
+            entry: v.entry.clone(),
+            instance: v.instance.clone(),
+            physical_device: v.physical_device,
+            device: v.device.clone(),
+            queue_family: v.queue_family_index,
+            queue_index: 0,
+        });
+        let (width, height) = xr.eye_extent();
+        let renderers = if pass_per_eye {
+            vec![
+                Renderer::new(&gpu, width, height, 1)?,
+                Renderer::new(&gpu, width, height, 1)?,
+            ]
+        } else {
+            vec![Renderer::new(&gpu, width, height, 2)?]
+        };
+        tracing::info!(width, height, msaa = ?gpu.info.msaa_samples, pass_per_eye, "VR renderer on the session's device");
+        Ok(VrRenderer {
+            renderers,
+            gpu,
+            cubes: Vec::with_capacity(body_count + HAND_BOXES),
+        })
+    }
+
+    /// Draws the world into `target` and submits. `origin` is the play space's origin in the world.
+    pub fn draw(
+        &mut self,
+        target: &FrameTarget,
+        origin: Vec3,
+        world: &World,
+        avatar: &Avatar,
+        interaction: &Interaction,
+    ) -> Result<(), RenderError> {
+        let eye = |i: usize| {
+            let e = &target.eyes[i];
+            View::from_pose_fov(
+                e.position + origin,
+                e.orientation,
+                e.fov_left_rad,
+                e.fov_right_rad,
+                e.fov_up_rad,
+                e.fov_down_rad,
+            )
+        };
+        let views = [eye(0), eye(1)];
+        self.fill_cubes(world, interaction);
+        // The hands as small boxes in the player's colour (our own head would fill the view from inside).
+        for side in HandSide::BOTH {
+            let h = avatar.hand(side);
+            if h.tracked {
+                self.cubes.push(CubeInstance {
+                    position: h.pose.position,
+                    rotation: h.pose.rotation,
+                    half_extents: HAND_HALF_EXTENTS_M,
+                    colour: PLAYER_RGB[0],
+                    flags: 0,
+                });
+            }
+        }
+        if let [renderer] = self.renderers.as_mut_slice() {
+            let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
+            // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
+            unsafe { record_copy(&self.gpu.device, renderer, cmd, target, 0, 2) };
+            return renderer.submit(&[], &[], &[]);
+        }
+        for (eye, renderer) in self.renderers.iter_mut().enumerate() {
+            let cmd = renderer.begin_frame(&FrameInput::new(&views[eye..=eye], &self.cubes))?;
+            // SAFETY: as above; each eye writes its own layer of the swapchain image.
+            unsafe { record_copy(&self.gpu.device, renderer, cmd, target, eye as u32, 1) };
+            renderer.submit(&[], &[], &[])?;
+        }
+        Ok(())
+    }
+
+    /// The world's bodies as boxes, highlighted where a hand hovers or holds them.
+    fn fill_cubes(&mut self, world: &World, interaction: &Interaction) {
+        self.cubes.clear();
+        for id in (0..world.body_count() as u32).map(BodyId) {
+            if world.is_removed(id).unwrap_or(true) {
+                continue;
+            }
+            let (Ok(state), Ok(half_extents)) = (world.state(id), world.half_extents(id)) else {
+                continue;
+            };
+            let mut flags = if state.at_rest { CUBE_RESTING } else { 0 };
+            for side in HandSide::BOTH {
+                let h = interaction.hand(side);
+                if h.held.is_some_and(|held| held.body == id) {
+                    flags |= CUBE_HELD;
+                }
+                if h.hovered == Some(id) {
+                    flags |= CUBE_SELECTED;
+                }
+            }
+            self.cubes.push(CubeInstance {
+                position: state.position,
+                rotation: state.rotation,
+                half_extents,
+                colour: authority_rgb(0),
+                flags,
+            });
+        }
+    }
+
+    /// GPU time of the last finished frame (ms), when the queue has timestamps (the first renderer's).
+    pub fn gpu_time_ms(&self) -> Option<f32> {
+        self.renderers.first().and_then(Renderer::gpu_time_ms)
+    }
+}
+
+/// Copies (or blits, when the formats differ) `layers` layers of the renderer's result into the swapchain image
+/// from layer `first_layer` on, leaving them in COLOR_ATTACHMENT_OPTIMAL for the compositor.
+///
+/// # Safety
+/// `cmd` is recording `renderer`'s frame; `target`'s colour image is acquired for this frame.
+unsafe fn record_copy(
+    d: &ash::Device,
+    renderer: &Renderer,
+    cmd: vk::CommandBuffer,
+    target: &FrameTarget,
+    first_layer: u32,
+    layers: u32,
+) {
+    let result = renderer.result_image();
+    let src_layers = vk::ImageSubresourceRange {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        base_mip_level: 0,
+        level_count: 1,
+        base_array_layer: 0,
+        layer_count: layers,
+    };
+    let dst_layers = vk::ImageSubresourceRange {
+        base_array_layer: first_layer,
+        ..src_layers
+    };
+    let to_transfer = [
+        // The main pass wrote the result; the copy reads it.
+        vk::ImageMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
+            .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+            .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(result.image)
+            .subresource_range(src_layers),
+        // The swapchain image's old contents do not matter.
+        vk::ImageMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::empty())
+            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(target.color_image)
+            .subresource_range(dst_layers),
+    ];
+    let sub = vk::ImageSubresourceLayers {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        mip_level: 0,
+        base_array_layer: 0,
+        layer_count: layers,
+    };
+    let dst_sub = vk::ImageSubresourceLayers {
+        base_array_layer: first_layer,
+        ..sub
+    };
+    let extent = vk::Extent3D {
+        width: result.extent.width.min(target.extent.width),
+        height: result.extent.height.min(target.extent.height),
+        depth: 1,
+    };
+    // SAFETY: per the function's contract.
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &to_transfer,
+        );
+        if target.color_format == RESULT_FORMAT {
+            let region = vk::ImageCopy {
+                src_subresource: sub,
+                src_offset: vk::Offset3D::default(),
+                dst_subresource: dst_sub,
+                dst_offset: vk::Offset3D::default(),
+                extent,
+            };
+            d.cmd_copy_image(
+                cmd,
+                result.image,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                target.color_image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &[region],
+            );
+        } else {
+            let corner = vk::Offset3D {
+                x: extent.width as i32,
+                y: extent.height as i32,
+                z: 1,
+            };
+            let region = vk::ImageBlit {
+                src_subresource: sub,
+                src_offsets: [vk::Offset3D::default(), corner],
+                dst_subresource: dst_sub,
+                dst_offsets: [vk::Offset3D::default(), corner],
+            };
+            d.cmd_blit_image(
+                cmd,
+                result.image,
+                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+                target.color_image,
+                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
+                &[region],
+                vk::Filter::NEAREST,
+            );
+        }
+        let to_compositor = [vk::ImageMemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_READ)
+            .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
+            .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(target.color_image)
+            .subresource_range(dst_layers)];
+        d.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::TRANSFER,
+            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &to_compositor,
+        );
+    }
+}

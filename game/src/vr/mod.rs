@@ -1,0 +1,382 @@
+//! `tumble vr`: the game on an OpenXR headset. The frame loop runs on the runtime's clock (`xrWaitFrame`); the
+//! simulation runs beside it at the fixed 90 Hz step, as many steps per display frame as the predicted display
+//! time has advanced (none on some frames at 120 Hz, two on some at 72 Hz), so physics never depends on the
+//! headset's refresh rate. Hands are located at the frame's predicted display time right before the steps.
+//!
+//! With `--frames N` it stops after N stereo frames submitted while focused with both hands tracked, and prints a
+//! JSON report (the numbers `make test-vr` checks against Monado's simulated headset).
+
+pub mod clock;
+pub mod draw;
+pub mod hands;
+pub mod report;
+pub mod scripted;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use glam::Vec3;
+use tumble_engine::physics::{PhysicsError, World, WorldConfig};
+use tumble_engine::scene::load_scene;
+use tumble_engine::xr::{
+    FrameSubmitted, FrameTiming, HandInput as XrHand, SessionState, XrError, XrSession, XrSessionConfig,
+};
+
+use crate::avatar::{Avatar, HAND_COUNT};
+use crate::interaction::{Interaction, InteractionEvent};
+use clock::StepClock;
+use draw::VrRenderer;
+use hands::{avatar_input_at, HandsAt};
+pub use report::VrReport;
+
+/// The fixed physics step (ns): 90 Hz.
+pub const STEP_NS: i64 = 1_000_000_000 / 90;
+/// Most steps one display frame may run (100 ms of simulation): after a longer stall the simulation drops time
+/// rather than spiral. Monado's null compositor paces frames at 20 Hz (4.5 steps a frame), so this must be above 5.
+pub const MAX_STEPS_PER_FRAME: u32 = 9;
+/// How long to sleep between event polls while the session is not running (the runtime has no frame for us).
+const IDLE_POLL: Duration = Duration::from_millis(10);
+/// Background colour both eyes are cleared to until the renderer draws the scene (linear RGBA).
+const CLEAR_RGBA: [f32; 4] = [0.12, 0.16, 0.22, 1.0];
+/// The haptic pulse on a grab: short and firm enough to feel through a controller.
+const GRAB_PULSE_NS: i64 = 30_000_000;
+const GRAB_PULSE_AMPLITUDE: f32 = 0.6;
+/// The fixed step (s), as the avatar's velocity estimate takes it.
+const STEP_S: f32 = 1.0 / 90.0;
+/// Focused frames before allocations are counted: the first frames bind the interaction profile and start the
+/// script (one-off work that may allocate).
+const WARM_UP_FRAMES: u64 = 30;
+/// The scene when none is given.
+pub const DEFAULT_SCENE: &str = "assets/scenes/table64.toml";
+
+/// What `tumble vr` was asked to do.
+#[derive(Clone, Debug)]
+pub struct VrOptions {
+    pub scene: PathBuf,
+    /// Stop after this many stereo frames submitted while focused with both hands tracked.
+    pub frames: Option<u64>,
+    /// Give up (request exit, report) after this long.
+    pub max_seconds: Option<f64>,
+    /// Drive the grips by script (see [`scripted`]) where the controllers cannot squeeze.
+    pub scripted_grab: bool,
+    /// Clear both eyes to a plain colour (with a depth layer) instead of drawing the scene.
+    pub clear_only: bool,
+    /// Draw each eye in a pass of its own rather than one multiview pass (a driver workaround).
+    pub pass_per_eye: bool,
+}
+
+/// Why `tumble vr` stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum VrError {
+    #[error(transparent)]
+    Xr(#[from] XrError),
+    #[error(transparent)]
+    Scene(#[from] tumble_engine::scene::SceneError),
+    #[error("physics refused an interaction: {0}")]
+    Physics(#[from] PhysicsError),
+    #[error("renderer: {0}")]
+    Render(#[from] tumble_engine::render::RenderError),
+}
+
+impl VrError {
+    /// VR is not available on this machine (exit code 2), rather than a failure.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(self, VrError::Xr(e) if e.is_unavailable())
+    }
+}
+
+/// `tumble vr`'s command line.
+#[derive(clap::Args, Debug, Clone)]
+pub struct VrArgs {
+    /// Scene file (TOML; the format is in assets/scenes/README.md)
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_SCENE)]
+    pub scene: PathBuf,
+    /// Stop after N stereo frames submitted while focused with both hands tracked (default: until the runtime
+    /// ends the session)
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+    /// Give up after S seconds (request exit and report what was reached)
+    #[arg(long, value_name = "S")]
+    pub max_seconds: Option<f64>,
+    /// Grab test mode: a scripted grip closes and opens the hands on a cycle (right grabs, left takes over, both
+    /// let go), on the runtime's tracked hand poses, with the play space placed so both hands hover over a cube.
+    /// For runtimes whose controllers cannot squeeze (Monado's simulated simple controllers)
+    #[arg(long)]
+    pub scripted_grab: bool,
+    /// Clear both eyes to a plain colour instead of drawing the scene (isolates runtime problems from rendering)
+    #[arg(long)]
+    pub clear_only: bool,
+    /// Draw each eye in a pass of its own instead of one multiview pass: a workaround for drivers whose multiview
+    /// fails (Mesa 25.0's lavapipe crashes in the two-view pass)
+    #[arg(long)]
+    pub pass_per_eye: bool,
+    /// Print one JSON object on stdout instead of a summary on stderr
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `tumble vr`: runs, then reports (JSON on stdout, or a line on stderr).
+pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
+    let report = run(&VrOptions {
+        scene: args.scene.clone(),
+        frames: args.frames,
+        max_seconds: args.max_seconds,
+        scripted_grab: args.scripted_grab,
+        clear_only: args.clear_only,
+        pass_per_eye: args.pass_per_eye,
+    })?;
+    if args.json {
+        println!("{}", report.to_json());
+    } else {
+        eprintln!(
+            "vr: {} stereo frames ({} focused with both hands tracked), reached {}, {} grabs, {:.2} ms CPU per frame",
+            report.frames_submitted,
+            report.frames_focused_hands_tracked,
+            report.max_session_state.name(),
+            report.grabs,
+            report.mean_cpu_frame_ms()
+        );
+    }
+    Ok(())
+}
+
+/// Runs the VR client until the runtime ends the session, or `options.frames` are done.
+pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
+    let scene = load_scene(&options.scene)?;
+    let world = scene.build_world(WorldConfig::default())?;
+    let mut xr = XrSession::new(&XrSessionConfig {
+        app_name: "Tumble".into(),
+    })?;
+    let renderer = if options.clear_only {
+        None
+    } else {
+        Some(VrRenderer::new(&xr, world.body_count(), options.pass_per_eye)?)
+    };
+    // Declared after `xr`, so dropped before it: the renderer uses the session's device.
+    let mut game = VrGame::new(world, options.scripted_grab, renderer);
+    game.report = VrReport {
+        runtime: xr.runtime_name().to_owned(),
+        system: xr.system_name().to_owned(),
+        device: xr.device_name().to_owned(),
+        eye_width: xr.eye_extent().0,
+        eye_height: xr.eye_extent().1,
+        depth_layer: xr.has_depth_layer(),
+        play_space: xr.play_space_name(),
+        bound_profiles: xr.bound_profiles(),
+        renderer: match (options.clear_only, options.pass_per_eye) {
+            (true, _) => "clear",
+            (false, false) => "engine::render (one multiview pass)",
+            (false, true) => "engine::render (one pass per eye)",
+        },
+        grab_driver: if options.scripted_grab {
+            scripted::GRAB_DRIVER_SCRIPTED
+        } else {
+            scripted::GRAB_DRIVER_CONTROLLERS
+        },
+        ..VrReport::default()
+    };
+    tracing::info!(scene = %scene.name, bodies = game.world.body_count(), "VR session ready; waiting for the runtime");
+
+    let started = Instant::now();
+    loop {
+        if !xr.poll_events()? {
+            break;
+        }
+        let out_of_time = options
+            .max_seconds
+            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
+        let enough = options
+            .frames
+            .is_some_and(|n| game.report.frames_focused_hands_tracked >= n);
+        if out_of_time || enough {
+            game.report.timed_out |= out_of_time && !enough;
+            xr.request_exit()?;
+            if !xr.is_running() {
+                break;
+            }
+        }
+        if !xr.is_running() {
+            std::thread::sleep(IDLE_POLL);
+            continue;
+        }
+        game.frame(&mut xr)?;
+    }
+    game.report.max_session_state = xr.lifecycle().max_state;
+    game.report.final_session_state = xr.lifecycle().state;
+    game.report.allocations_total = crate::alloc_count::allocations();
+    Ok(game.report)
+}
+
+/// The simulation side of a VR session: the world, the player's avatar and interaction, and the clocks.
+struct VrGame {
+    world: World,
+    avatar: Avatar,
+    interaction: Interaction,
+    clock: StepClock,
+    /// Hands at the last two frames' display times (for per-step interpolation).
+    prev_hands: Option<HandsAt>,
+    hands: HandsAt,
+    /// The play space's origin in the world (where the player stands).
+    origin: Vec3,
+    scripted_grab: bool,
+    /// The scene renderer; `None` clears the eyes to a colour instead.
+    renderer: Option<VrRenderer>,
+    /// Steps since the scripted grip started (once both hands were first tracked while focused).
+    script_step: Option<u32>,
+    report: VrReport,
+}
+
+impl VrGame {
+    fn new(world: World, scripted_grab: bool, renderer: Option<VrRenderer>) -> VrGame {
+        VrGame {
+            world,
+            avatar: Avatar::default(),
+            interaction: Interaction::default(),
+            clock: StepClock::default(),
+            prev_hands: None,
+            hands: HandsAt {
+                time_ns: 0,
+                hands: [XrHand::default(); HAND_COUNT],
+            },
+            origin: Vec3::ZERO,
+            scripted_grab,
+            renderer,
+            script_step: None,
+            report: VrReport::default(),
+        }
+    }
+
+    /// One display frame: wait, hands at the predicted display time, the fixed steps up to it, render, submit.
+    fn frame(&mut self, xr: &mut XrSession) -> Result<(), VrError> {
+        let allocations_before = crate::alloc_count::allocations();
+        let steady = self.report.frames_focused >= WARM_UP_FRAMES;
+        let timing = xr.wait_frame()?;
+        let work_started = Instant::now();
+        self.prev_hands = Some(self.hands);
+        self.hands.time_ns = timing.predicted_display_time_ns;
+        xr.locate_hands(&timing, &mut self.hands.hands)?;
+        let focused = xr.lifecycle().input_active();
+        if self.scripted_grab && focused && self.script_step.is_none() {
+            self.start_script();
+        }
+        self.simulate(xr, &timing, focused)?;
+        let submitted = self.render(xr, &timing)?;
+        self.report.frames_with_depth += u64::from(submitted.depth);
+        self.count_frame(xr, &timing, submitted.views, work_started);
+        if steady && xr.lifecycle().input_active() {
+            self.report.steady_frames += 1;
+            self.report.steady_frame_allocations += crate::alloc_count::allocations() - allocations_before;
+        }
+        Ok(())
+    }
+
+    /// Views located now (as late as possible), the scene drawn into the acquired images (or cleared), submitted.
+    fn render(&mut self, xr: &mut XrSession, timing: &FrameTiming) -> Result<FrameSubmitted, VrError> {
+        let mut depth_written = false;
+        if let Some(target) = xr.acquire_frame(timing)? {
+            match self.renderer.as_mut() {
+                Some(r) => r.draw(&target, self.origin, &self.world, &self.avatar, &self.interaction)?,
+                None => {
+                    xr.clear_target(&target, CLEAR_RGBA)?;
+                    depth_written = true;
+                }
+            }
+        }
+        Ok(xr.submit_frame(timing, depth_written)?)
+    }
+
+    /// Places the play space over the target cube, once both hands are tracked, and starts the grip script.
+    fn start_script(&mut self) {
+        let [left, right] = &self.hands.hands;
+        if !(left.tracked && right.tracked) {
+            return;
+        }
+        let midpoint = (left.grip_position + right.grip_position) * 0.5;
+        let placed = scripted::target_cube(&self.world)
+            .and_then(|cube| scripted::play_space_origin_for(&self.world, cube, midpoint));
+        if let Some(origin) = placed {
+            self.origin = origin;
+            // The hands jump with the play space: no velocity from the move.
+            self.prev_hands = None;
+            self.avatar = Avatar::default();
+            self.script_step = Some(0);
+            tracing::info!(origin = ?origin, "scripted grab: play space placed over a cube");
+        }
+    }
+
+    /// The fixed steps due by this frame's display time, each with the hands interpolated to its time.
+    fn simulate(&mut self, xr: &mut XrSession, timing: &FrameTiming, focused: bool) -> Result<(), VrError> {
+        let first_step_ns = self.clock.sim_time_ns().unwrap_or(timing.predicted_display_time_ns) + STEP_NS;
+        let steps = self.clock.steps_due(timing.predicted_display_time_ns);
+        for k in 0..steps {
+            let step_ns = first_step_ns + i64::from(k) * STEP_NS;
+            let grips = self.grips(focused);
+            let input = avatar_input_at(self.prev_hands.as_ref(), &self.hands, step_ns, grips, self.origin);
+            self.avatar.update(&input, STEP_S);
+            self.interaction.update(&mut self.world, &self.avatar)?;
+            self.world.step();
+            self.report.physics_steps += 1;
+            // By index: the events live in the interaction, which `on_event` does not touch.
+            for i in 0..self.interaction.events().len() {
+                let event = self.interaction.events()[i];
+                self.on_event(xr, event)?;
+            }
+            if let Some(s) = self.script_step.as_mut() {
+                *s += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// The grip of each hand this step: the controllers' squeeze (zero while not focused), or the larger of it and
+    /// the script's in scripted mode.
+    fn grips(&self, focused: bool) -> [f32; HAND_COUNT] {
+        let squeeze = [self.hands.hands[0].squeeze, self.hands.hands[1].squeeze];
+        match self.script_step.filter(|_| focused) {
+            Some(step) => {
+                let script = scripted::scripted_grips(step);
+                [squeeze[0].max(script[0]), squeeze[1].max(script[1])]
+            }
+            None => squeeze,
+        }
+    }
+
+    fn on_event(&mut self, xr: &mut XrSession, event: InteractionEvent) -> Result<(), VrError> {
+        match event {
+            InteractionEvent::Grabbed {
+                hand, from_other_hand, ..
+            } => {
+                self.report.grabs += 1;
+                self.report.passes += u64::from(from_other_hand);
+                if xr.lifecycle().input_active() {
+                    xr.pulse(hand.index(), GRAB_PULSE_NS, GRAB_PULSE_AMPLITUDE)?;
+                    self.report.haptic_pulses += 1;
+                }
+            }
+            InteractionEvent::Released { .. } => self.report.releases += 1,
+        }
+        Ok(())
+    }
+
+    fn count_frame(&mut self, xr: &XrSession, timing: &FrameTiming, views: u32, work_started: Instant) {
+        let report = &mut self.report;
+        report.cpu_frame_ms_total += work_started.elapsed().as_secs_f64() * 1e3;
+        report.display_period_ms = timing.predicted_display_period_ns as f64 / 1e6;
+        if views == 0 {
+            report.frames_empty += 1;
+            return;
+        }
+        report.frames_submitted += 1;
+        report.views = report.views.max(views);
+        if xr.lifecycle().state == SessionState::Focused {
+            report.frames_focused += 1;
+            let hands = &self.hands.hands;
+            for (count, hand) in report.hand_tracked_frames.iter_mut().zip(hands) {
+                *count += u64::from(hand.tracked);
+            }
+            if hands.iter().all(|h| h.tracked) {
+                report.frames_focused_hands_tracked += 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The numbers of one `tumble vr` run, and its JSON report.
+
+use serde_json::json;
+use tumble_engine::xr::{SessionState, HAND_COUNT};
+
+/// Counters of one run, for the JSON report.
+#[derive(Clone, Debug, Default)]
+pub struct VrReport {
+    pub runtime: String,
+    pub system: String,
+    pub device: String,
+    pub eye_width: u32,
+    pub eye_height: u32,
+    pub depth_layer: bool,
+    pub play_space: &'static str,
+    pub bound_profiles: usize,
+    /// "engine::render" (the scene) or "clear" (`--clear-only`: a plain colour with a depth layer).
+    pub renderer: &'static str,
+    /// Submitted frames that carried a depth layer (`XR_KHR_composition_layer_depth`).
+    pub frames_with_depth: u64,
+    /// Frames that carried a projection layer (stereo: `views` each).
+    pub frames_submitted: u64,
+    /// Frames ended without a layer (the runtime said not to render, or views could not be located).
+    pub frames_empty: u64,
+    /// Views per submitted frame (2 for stereo), the most seen.
+    pub views: u32,
+    pub frames_focused: u64,
+    /// Submitted while focused with both hands tracked: what `--frames` counts.
+    pub frames_focused_hands_tracked: u64,
+    pub hand_tracked_frames: [u64; HAND_COUNT],
+    pub max_session_state: SessionState,
+    pub final_session_state: SessionState,
+    pub physics_steps: u64,
+    /// `Grabbed` events from `game::interaction` (hand-to-hand passes included), and how many were passes.
+    pub grabs: u64,
+    pub passes: u64,
+    pub releases: u64,
+    pub haptic_pulses: u64,
+    /// How the grip was driven (controllers, or the scripted grip of `--scripted-grab`).
+    pub grab_driver: &'static str,
+    pub cpu_frame_ms_total: f64,
+    /// The runtime's predicted display period, last seen (ms).
+    pub display_period_ms: f64,
+    pub timed_out: bool,
+    /// Focused frames after the warm-up, and the heap allocations our code made in them (should be 0; counted by
+    /// the binary's allocator, so 0 also when it is not installed — see `alloc_count`).
+    pub steady_frames: u64,
+    pub steady_frame_allocations: u64,
+    /// All allocations of the process's Rust code by the end (non-zero: proves the counter is live).
+    pub allocations_total: u64,
+}
+
+impl VrReport {
+    pub fn mean_cpu_frame_ms(&self) -> f64 {
+        let frames = self.frames_submitted + self.frames_empty;
+        if frames == 0 {
+            0.0
+        } else {
+            self.cpu_frame_ms_total / frames as f64
+        }
+    }
+
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "frames_submitted": self.frames_submitted,
+            "views": self.views,
+            "max_session_state": self.max_session_state.name(),
+            "left_hand_tracked": self.hand_tracked_frames[0] > 0,
+            "right_hand_tracked": self.hand_tracked_frames[1] > 0,
+            "grabs": self.grabs,
+            "passes": self.passes,
+            "releases": self.releases,
+            "haptic_pulses": self.haptic_pulses,
+            "grab_driver": self.grab_driver,
+            "mean_cpu_frame_ms": self.mean_cpu_frame_ms(),
+            "frames_empty": self.frames_empty,
+            "frames_focused": self.frames_focused,
+            "frames_focused_hands_tracked": self.frames_focused_hands_tracked,
+            "left_hand_tracked_frames": self.hand_tracked_frames[0],
+            "right_hand_tracked_frames": self.hand_tracked_frames[1],
+            "final_session_state": self.final_session_state.name(),
+            "physics_steps": self.physics_steps,
+            "display_period_ms": self.display_period_ms,
+            "runtime": self.runtime,
+            "system": self.system,
+            "vulkan_device": self.device,
+            "eye_width": self.eye_width,
+            "eye_height": self.eye_height,
+            "depth_layer": self.depth_layer,
+            "play_space": self.play_space,
+            "bound_profiles": self.bound_profiles,
+            "renderer": self.renderer,
+            "frames_with_depth": self.frames_with_depth,
+            "timed_out": self.timed_out,
+            "steady_frames": self.steady_frames,
+            "steady_frame_allocations": self.steady_frame_allocations,
+            "allocations_total": self.allocations_total,
+        })
+    }
+}
