@@ -172,6 +172,31 @@ fn rest_detection_puts_a_dropped_cube_to_sleep_and_outside_changes_wake_it() {
 }
 
 #[test]
+fn contact_points_of_a_cube_on_the_ground_are_its_four_bottom_corners() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    world
+        .add_body(&BodyDesc {
+            position: Vec3::new(2.0, 0.5, -1.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    for _ in 0..30 {
+        world.step();
+    }
+    let mut points = Vec::with_capacity(8);
+    world.contact_points(&mut points, 8);
+    assert_eq!(points.len(), 4, "{points:?}");
+    for p in &points {
+        assert!(
+            p.y.abs() < 0.01 && (p.x - 2.0).abs() < 0.51 && (p.z + 1.0).abs() < 0.51,
+            "{p:?}"
+        );
+    }
+    world.contact_points(&mut points, 3);
+    assert_eq!(points.len(), 3, "capped");
+}
+
+#[test]
 fn a_body_without_rest_detection_rests_only_when_told() {
     // Two cubes dropped side by side; the second is under another peer's authority (rest detection off).
     let mut world = World::new(WorldConfig::default()).unwrap();

@@ -31,6 +31,7 @@ pub enum Action {
     ToggleHelp,
     ToggleStereo,
     ToggleRestingDebug,
+    ToggleContactsDebug,
     Quit,
 }
 
@@ -57,6 +58,7 @@ pub fn action_for_key(key: KeyCode) -> Option<Action> {
         KeyCode::F2 => Action::ToggleHelp,
         KeyCode::F3 => Action::ToggleStereo,
         KeyCode::F4 => Action::ToggleRestingDebug,
+        KeyCode::F5 => Action::ToggleContactsDebug,
         KeyCode::Escape => Action::Quit,
         _ => return None,
     })
@@ -209,6 +211,7 @@ mod tests {
             KeyCode::F2,
             KeyCode::F3,
             KeyCode::F4,
+            KeyCode::F5,
             KeyCode::Escape,
         ];
         let mut bound = [false; ACTION_COUNT];

@@ -396,7 +396,7 @@ pub fn solve(
         largest = largest.max(change[0].abs()).max(change[1].abs()).max(change[2].abs());
         let count = c.count as usize;
         for k in 0..count {
-            let p = &mut c.points[if pass % 2 == 0 { k } else { count - 1 - k }];
+            let p = &mut c.points[if pass.is_multiple_of(2) { k } else { count - 1 - k }];
             // Speculative: a gap may close this step, no more. Overlap is the position pass's job.
             let min_speed = -p.separation.max(0.0) * inv_dt;
             let vn = pair.speed(c.normal, &p.normal);

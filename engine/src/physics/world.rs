@@ -473,6 +473,21 @@ impl World {
         Ok(())
     }
 
+    /// World-space points of the touching contacts (at most `max`), for a debug view; `out` is cleared first and
+    /// only grows up to `max`, so a buffer reserved once is never reallocated.
+    pub fn contact_points(&self, out: &mut Vec<Vec3>, max: usize) {
+        out.clear();
+        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
+            let centre = self.position[c.a as usize];
+            for p in c.manifold.points() {
+                if out.len() == max {
+                    return;
+                }
+                out.push(centre + p.anchor_a);
+            }
+        }
+    }
+
     /// True when every dynamic body still in the simulation is at rest.
     pub fn all_at_rest(&self) -> bool {
         (0..self.kind.len()).all(|i| self.kind[i] != BodyKind::Dynamic || self.removed[i] || self.at_rest[i])

@@ -7,15 +7,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use glam::Vec2;
+use glam::{Vec2, Vec3};
 use tumble_engine::input::winit::application::ApplicationHandler;
 use tumble_engine::input::winit::dpi::LogicalSize;
 use tumble_engine::input::winit::event::WindowEvent;
 use tumble_engine::input::winit::event_loop::{ActiveEventLoop, ControlFlow};
 use tumble_engine::input::winit::window::{Window, WindowId};
 use tumble_engine::input::{Action, FlyCamera, Gamepads, InputState};
-use tumble_engine::render::DEFAULT_LIGHT_DIRECTION;
 use tumble_engine::render::{DebugModes, FrameInput, OverlayFrame as RenderOverlay, Presenter, RenderError};
+use tumble_engine::render::{DEFAULT_LIGHT_DIRECTION, MAX_CONTACT_MARKERS};
 
 use super::hands::DesktopHands;
 use super::overlay::{self, FrameTimes, OverlayData, OverlayToggles};
@@ -62,6 +62,8 @@ pub struct DesktopApp {
     pub window_error: Option<String>,
     /// Set when the renderer failed (no Vulkan, or a device error while running); the caller reports it.
     pub render_error: Option<RenderError>,
+    /// Contact points to mark (F5), refilled each frame into capacity reserved once.
+    contacts: Vec<Vec3>,
 }
 
 impl DesktopApp {
@@ -90,6 +92,7 @@ impl DesktopApp {
             scene_error: None,
             window_error: None,
             render_error: None,
+            contacts: Vec::with_capacity(MAX_CONTACT_MARKERS),
         }
     }
 
@@ -106,6 +109,7 @@ impl DesktopApp {
         self.toggles.help ^= input.presses(Action::ToggleHelp) % 2 == 1;
         self.toggles.stereo ^= input.presses(Action::ToggleStereo) % 2 == 1;
         self.toggles.resting ^= input.presses(Action::ToggleRestingDebug) % 2 == 1;
+        self.toggles.contacts ^= input.presses(Action::ToggleContactsDebug) % 2 == 1;
         let delta =
             isize::from(input.was_pressed(Action::NextScene)) - isize::from(input.was_pressed(Action::PreviousScene));
         if delta != 0 {
@@ -220,15 +224,19 @@ impl DesktopApp {
             self.overlay.textures.clear();
             return;
         };
+        self.contacts.clear();
+        if self.toggles.contacts {
+            self.sim.world.contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
+        }
         let input = FrameInput {
             views: &self.view.views,
             cubes: &self.view.cubes,
             avatars: &[],
-            contacts: &[],
+            contacts: &self.contacts,
             light_direction: DEFAULT_LIGHT_DIRECTION,
             debug: DebugModes {
                 resting: self.toggles.resting,
-                contacts: false,
+                contacts: self.toggles.contacts,
             },
         };
         let overlay = RenderOverlay {

@@ -17,6 +17,8 @@ pub struct OverlayToggles {
     pub stereo: bool,
     /// Tint resting cubes (F4, the renderer's resting debug mode).
     pub resting: bool,
+    /// Mark contact points (F5, the renderer's contacts debug mode).
+    pub contacts: bool,
 }
 
 impl Default for OverlayToggles {
@@ -26,6 +28,7 @@ impl Default for OverlayToggles {
             help: false,
             stereo: false,
             resting: false,
+            contacts: false,
         }
     }
 }
@@ -192,7 +195,7 @@ pub const HELP: &[&str] = &[
     "  Start pause, Back reset, A single step",
     "R: reset    P / Space: pause    N: single step",
     "Tab / PageDown, PageUp: next / previous scene",
-    "F1: stats    F2: this help    F3: stereo preview    F4: tint resting cubes",
+    "F1: stats    F2: this help    F3: stereo preview    F4: tint resting cubes    F5: contact points",
     "Esc: quit",
 ];
 

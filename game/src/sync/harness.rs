@@ -435,7 +435,7 @@ impl LoopbackSession {
         let damaged = self
             .config
             .damage_every_n_packets
-            .is_some_and(|every| every > 0 && (step + 1) % every == 0);
+            .is_some_and(|every| every > 0 && (step + 1).is_multiple_of(every));
         let len = if damaged { n / 2 } else { n };
         match self.link.host.send(send_s, PeerId(0), &self.buf[..len]) {
             Ok(transport) => {
@@ -521,7 +521,7 @@ impl LoopbackSession {
                 self.identical_since = None;
             }
         }
-        if (step + 1) % STEP_HZ as u64 == 0 {
+        if (step + 1).is_multiple_of(STEP_HZ as u64) {
             let bytes = self.link.host_wire_bytes();
             self.second_rates
                 .push((bytes - self.bytes_at_second) as f64 * 8.0 / 1000.0);

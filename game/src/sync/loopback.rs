@@ -76,7 +76,7 @@ mod tests {
 
         /// Throws a cube if it is time, and says which.
         fn maybe_throw(&mut self, step: u64, world: &mut World, sender: &mut Sender) -> Option<u32> {
-            if step == 0 || step % self.every != 0 || step + 900 > self.end {
+            if step == 0 || !step.is_multiple_of(self.every) || step + 900 > self.end {
                 return None;
             }
             let cube = (self.next() % world.body_count() as u64) as u32;

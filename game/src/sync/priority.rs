@@ -277,7 +277,7 @@ mod tests {
     #[test]
     fn packets_fill_to_the_budget_skipping_what_does_not_fit() {
         let order = [0, 1, 2, 3, 4];
-        let bits = |id: u32| if id % 2 == 0 { 216 } else { 117 };
+        let bits = |id: u32| if id.is_multiple_of(2) { 216 } else { 117 };
         let mut selected = Vec::new();
         // Awake (216 bits) and resting (117 bits) cubes alternate. In 400 bits: 0 and 1 (333); neither 2 (549) nor
         // 3 (450) fits. In 460 bits, 2 is skipped but 3 still fits.

@@ -284,7 +284,7 @@ mod tests {
         let mut rng = Rng::new(7);
         for len in [0usize, 1, 2, 7, 8, 31, 100, 1000, 5000] {
             for bias in [2u32, 10, 100] {
-                let bits: Vec<bool> = (0..len).map(|_| rng.next_u32() % bias == 0).collect();
+                let bits: Vec<bool> = (0..len).map(|_| rng.next_u32().is_multiple_of(bias)).collect();
                 round_trip(&bits);
             }
         }
@@ -294,7 +294,7 @@ mod tests {
     fn skewed_bits_cost_less_than_a_bit_each() {
         // 2,000 modelled bits, one in 50 set; every third is direct (a full bit): about 667 + a little.
         let mut rng = Rng::new(3);
-        let bits: Vec<bool> = (0..2000).map(|_| rng.next_u32() % 50 == 0).collect();
+        let bits: Vec<bool> = (0..2000).map(|_| rng.next_u32().is_multiple_of(50)).collect();
         let n = round_trip(&bits);
         assert!(n * 8 < 667 + 400, "{} bits", n * 8);
     }

@@ -53,7 +53,7 @@ impl Thrower {
     /// would bring them back).
     pub fn maybe_throw(&mut self, step: u64, world: &mut World) -> Result<Option<BodyId>, PhysicsError> {
         let count = world.body_count() as u64;
-        if step == 0 || step % self.every_steps != 0 || step > self.last_throw_step || count == 0 {
+        if step == 0 || !step.is_multiple_of(self.every_steps) || step > self.last_throw_step || count == 0 {
             return Ok(None);
         }
         let id = BodyId((self.next() % count) as u32);
