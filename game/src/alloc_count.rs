@@ -1,6 +1,7 @@
 //! A counting wrapper around the system allocator, so `tumble` can report heap allocations in its frame loops
-//! (the standard is none per physics step or rendered frame once running). The binary installs it as its global
-//! allocator; libraries and tests are untouched. One relaxed atomic add per allocation is its whole cost.
+//! (the standard is none per physics step or rendered frame once running). The binary and the no-allocation tests
+//! (`tests/tests/*no_alloc.rs`) install it as their global allocator; libraries are untouched. One relaxed atomic add
+//! per allocation is its whole cost.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};

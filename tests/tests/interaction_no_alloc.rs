@@ -1,34 +1,13 @@
 //! Holding, carrying (pushing other cubes) and throwing a cube allocates nothing per step: script sampling, avatar
 //! update, interaction update and the physics step, watched by a counting global allocator.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tumble::alloc_count::{allocations as allocations_so_far, Counting};
 
 use glam::Vec3;
 use tumble::avatar::Avatar;
 use tumble::interaction::script::{AvatarScript, HandScript};
 use tumble::interaction::{Interaction, InteractionEvent};
 use tumble_tests::scene_world;
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -56,7 +35,7 @@ fn holding_carrying_and_throwing_allocate_nothing() {
     let (mut grabs, mut releases) = (0, 0);
     let mut allocations = 0;
     for step in 0..300 {
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations_so_far();
         avatar.update(&script.sample(step), 1.0 / 90.0);
         interaction.update(&mut world, &avatar).unwrap();
         for e in interaction.events() {
@@ -68,7 +47,7 @@ fn holding_carrying_and_throwing_allocate_nothing() {
         world.step();
         // The first grab's step is the warm-up: everything after it must be allocation-free.
         if step > 20 {
-            allocations += ALLOCATIONS.load(Ordering::Relaxed) - before;
+            allocations += allocations_so_far() - before;
         }
     }
     assert_eq!((grabs, releases), (1, 1));

@@ -1,29 +1,8 @@
 //! Once a scene is running, a physics step allocates nothing: a counting global allocator watches the steps.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tumble::alloc_count::{allocations as allocations_so_far, Counting};
 
 use tumble_tests::scene_world;
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -36,11 +15,11 @@ fn running_scenes_step_without_allocating() {
         for _ in 0..warm_up {
             world.step();
         }
-        let before = ALLOCATIONS.load(Ordering::Relaxed);
+        let before = allocations_so_far();
         for _ in 0..100 {
             world.step();
         }
-        let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+        let allocations = allocations_so_far() - before;
         assert_eq!(allocations, 0, "{name}: {allocations} allocations in 100 steps");
     }
 }

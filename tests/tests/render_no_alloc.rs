@@ -2,31 +2,10 @@
 //! offscreen stereo frames of 1,000 cubes (instance and uniform buffers are preallocated and stay mapped, the
 //! command buffers are reused). The driver's own allocations (C, e.g. lavapipe's) are not ours and not counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use tumble::alloc_count::{allocations as allocations_so_far, Counting};
 
 use glam::{Quat, Vec3};
 use tumble_engine::render::{authority_rgb, CubeInstance, FrameInput, Offscreen, View, CUBE_RESTING};
-
-struct Counting;
-
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -53,13 +32,13 @@ fn rendered_frames_do_not_allocate() {
     for _ in 0..3 {
         offscreen.render(&input).expect("warm-up frame");
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = allocations_so_far();
     let mut checksum = 0u64;
     for _ in 0..10 {
         let pixels = offscreen.render(&input).expect("frame");
         checksum += u64::from(pixels[pixels.len() / 2]);
     }
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let allocations = allocations_so_far() - before;
     assert_eq!(allocations, 0, "{allocations} allocations in 10 frames");
     assert!(checksum > 0, "frames were drawn");
 }
