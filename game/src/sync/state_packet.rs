@@ -171,8 +171,17 @@ pub fn read_state_packet(
     received: &ReceivedStates,
     updates: &mut Vec<(u32, QuantizedState, Encoding)>,
 ) -> Result<u64, StatePacketError> {
+    whole_or_nothing(updates, |u| read_into(bytes, cube_count, newest_step, received, u))
+}
+
+/// Runs a packet reader on a cleared `updates`, and clears it again if the packet is refused: a packet is taken
+/// whole or not at all.
+fn whole_or_nothing(
+    updates: &mut Vec<(u32, QuantizedState, Encoding)>,
+    read: impl FnOnce(&mut Vec<(u32, QuantizedState, Encoding)>) -> Result<u64, StatePacketError>,
+) -> Result<u64, StatePacketError> {
     updates.clear();
-    let result = read_into(bytes, cube_count, newest_step, received, updates);
+    let result = read(updates);
     if result.is_err() {
         updates.clear();
     }
@@ -312,7 +321,8 @@ fn choose_entropy_updates(
         let saved = w.save();
         let baseline = acked.baseline(id, step);
         let mut update = make_update(&states[id as usize], baseline);
-        let wrote = write_entropy_update(&mut w, &mut update, baseline.map(|(b, _)| *b));
+        let base = baseline.map(|(b, _)| *b);
+        let wrote = serialize_update(&mut w, &mut update, |_| base);
         // The ids, the closing flag and the check need room too.
         let closing_bytes = 1 + CHECK_BITS as usize / 8;
         if wrote.is_err() || w.bytes_bound() + (more_id_bits / 8.0).ceil() as usize + closing_bytes > w.capacity() {
@@ -351,7 +361,8 @@ fn write_entropy_updates(
         w.set_context(context::CUBE_ID);
         w.serialize_uint(&mut (id - next_id), cube_count - 1)?;
         next_id = id + 1;
-        write_entropy_update(&mut w, &mut update, baseline.map(|(b, _)| *b))?;
+        let base = baseline.map(|(b, _)| *b);
+        serialize_update(&mut w, &mut update, |_| base)?;
         fold_check(&mut check, id, &update.state);
         encodings.push(update.encoding);
     }
@@ -360,16 +371,6 @@ fn write_entropy_updates(
     w.serialize_bool(&mut more)?;
     w.serialize_bits(&mut (check & ((1 << CHECK_BITS) - 1)), CHECK_BITS)?;
     Ok(w.finish()?)
-}
-
-/// The "more" flag (first pass only) and the update; the id is the caller's.
-fn write_entropy_update(
-    w: &mut EntropyWriteStream,
-    update: &mut DeltaUpdate,
-    baseline: Option<QuantizedState>,
-) -> Result<(), StatePacketError> {
-    serialize_update(w, update, |_| baseline)?;
-    Ok(())
 }
 
 /// [`read_state_packet`] for a packet [`write_entropy_state_packet`] wrote. Also refuses a stream whose check does
@@ -381,12 +382,9 @@ pub fn read_entropy_state_packet(
     received: &ReceivedStates,
     updates: &mut Vec<(u32, QuantizedState, Encoding)>,
 ) -> Result<u64, StatePacketError> {
-    updates.clear();
-    let result = read_entropy_into(bytes, cube_count, newest_step, received, updates);
-    if result.is_err() {
-        updates.clear();
-    }
-    result
+    whole_or_nothing(updates, |u| {
+        read_entropy_into(bytes, cube_count, newest_step, received, u)
+    })
 }
 
 fn read_entropy_into(
