@@ -4,17 +4,14 @@
 
 use glam::Vec3;
 use tumble_engine::input::FlyCamera;
-use tumble_engine::physics::{BodyId, World};
-use tumble_engine::render::{
-    authority_rgb, CubeInstance, View, CUBE_HELD, CUBE_RESTING, CUBE_SELECTED, MAX_CUBES, PLAYER_RGB,
-};
+use tumble_engine::physics::World;
+use tumble_engine::render::{authority_rgb, CubeInstance, View, MAX_CUBES};
 
 use super::interpolate::PoseBuffer;
-use crate::avatar::{Avatar, HandSide};
+use crate::avatar::Avatar;
+use crate::draw::{cube_flags, push_hand_boxes};
 use crate::interaction::Interaction;
 
-/// The hands drawn as flat paddles this big (half extents, m), in player 1's colour.
-pub const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.045, 0.025, 0.09);
 /// Eye separation of the stereo preview (m): a typical interpupillary distance.
 pub const EYE_SEPARATION_M: f32 = 0.064;
 
@@ -42,21 +39,10 @@ impl FrameView {
                 rotation,
                 half_extents: world.half_extents(id).unwrap_or(Vec3::splat(0.5)),
                 colour: authority_rgb(0),
-                flags: flags(interaction, id) | if resting { CUBE_RESTING } else { 0 },
+                flags: cube_flags(interaction, id, resting),
             });
         }
-        for side in HandSide::BOTH {
-            let hand = avatar.hand(side);
-            if hand.tracked {
-                self.cubes.push(CubeInstance {
-                    position: hand.pose.position,
-                    rotation: hand.pose.rotation,
-                    half_extents: HAND_HALF_EXTENTS_M,
-                    colour: PLAYER_RGB[0],
-                    flags: 0,
-                });
-            }
-        }
+        push_hand_boxes(avatar, &mut self.cubes);
     }
 
     /// The camera's view, or two eyes side by side; `aspect` is one view's width / height.
@@ -73,22 +59,14 @@ impl FrameView {
     }
 }
 
-fn flags(interaction: &Interaction, id: BodyId) -> u32 {
-    if interaction.is_held(id) {
-        CUBE_HELD
-    } else if HandSide::BOTH.iter().any(|&s| interaction.hand(s).hovered == Some(id)) {
-        CUBE_SELECTED
-    } else {
-        0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::avatar::{AvatarInput, HandInput, Pose};
+    use crate::draw::HAND_HALF_EXTENTS_M;
     use glam::Quat;
     use tumble_engine::physics::{BodyDesc, WorldConfig};
+    use tumble_engine::render::{CUBE_HELD, CUBE_SELECTED};
 
     #[test]
     fn hovered_and_held_cubes_are_flagged_and_hands_drawn() {

@@ -7,16 +7,15 @@
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    ash, authority_rgb, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, CUBE_HELD,
-    CUBE_RESTING, CUBE_SELECTED, MAX_CUBES, PLAYER_RGB, RESULT_FORMAT,
+    ash, authority_rgb, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES,
+    RESULT_FORMAT,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
-use crate::avatar::{Avatar, HandSide};
+use crate::avatar::Avatar;
+use crate::draw::{cube_flags, push_hand_boxes};
 use crate::interaction::Interaction;
 
-/// A hand drawn as a box this size (half extents, m): about a fist.
-const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.04, 0.04, 0.06);
 /// Boxes beyond the world's bodies: the two hands.
 const HAND_BOXES: usize = 2;
 
@@ -87,19 +86,7 @@ impl VrRenderer {
         };
         let views = [eye(0), eye(1)];
         self.fill_cubes(world, interaction);
-        // The hands as small boxes in the player's colour (our own head would fill the view from inside).
-        for side in HandSide::BOTH {
-            let h = avatar.hand(side);
-            if h.tracked {
-                self.cubes.push(CubeInstance {
-                    position: h.pose.position,
-                    rotation: h.pose.rotation,
-                    half_extents: HAND_HALF_EXTENTS_M,
-                    colour: PLAYER_RGB[0],
-                    flags: 0,
-                });
-            }
-        }
+        push_hand_boxes(avatar, &mut self.cubes);
         if let [renderer] = self.renderers.as_mut_slice() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
             // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
@@ -125,22 +112,12 @@ impl VrRenderer {
             let (Ok(state), Ok(half_extents)) = (world.state(id), world.half_extents(id)) else {
                 continue;
             };
-            let mut flags = if state.at_rest { CUBE_RESTING } else { 0 };
-            for side in HandSide::BOTH {
-                let h = interaction.hand(side);
-                if h.held.is_some_and(|held| held.body == id) {
-                    flags |= CUBE_HELD;
-                }
-                if h.hovered == Some(id) {
-                    flags |= CUBE_SELECTED;
-                }
-            }
             self.cubes.push(CubeInstance {
                 position: state.position,
                 rotation: state.rotation,
                 half_extents,
                 colour: authority_rgb(0),
-                flags,
+                flags: cube_flags(interaction, id, state.at_rest),
             });
         }
     }
