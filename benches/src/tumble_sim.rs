@@ -2,7 +2,7 @@
 //! quantize round trip that state sync applies to every body before every step.
 
 use anyhow::{Context, Result};
-use tumble::sync::quantize::{dequantize_state, quantize_state};
+use tumble::sync::codec::quantize::{dequantize_state, quantize_state};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
 
 use crate::runner::Simulation;

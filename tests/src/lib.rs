@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use glam::Vec3;
-use tumble::sync::quantize::quantize_body_state;
+use tumble::sync::codec::quantize::quantize_body_state;
 use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
 

@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::json;
-use tumble::sync::bandwidth::{stage_costs, stage_costs_json, Recording, StageCost};
-use tumble::sync::harness::{run_loopback_recorded, LoopbackConfig, LoopbackReport};
+use tumble::harness::bandwidth::{stage_costs, stage_costs_json, Recording, StageCost};
+use tumble::harness::loopback::{run_loopback_recorded, LoopbackConfig, LoopbackReport};
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
 

@@ -158,6 +158,19 @@ impl Interaction {
         self.held_cubes().any(|b| b == body)
     }
 
+    /// Lets go of `body` without touching the world, when another player won it (the session sets its state and
+    /// kind). Returns whether a hand held it. No event: nothing was released by this player.
+    pub fn forget(&mut self, body: BodyId) -> bool {
+        let mut held = false;
+        for hand in &mut self.hands {
+            if hand.held.is_some_and(|h| h.body == body) {
+                hand.held = None;
+                held = true;
+            }
+        }
+        held
+    }
+
     /// Forgets every hold without touching the world: for a world that was rebuilt (scene reset or load).
     pub fn reset(&mut self) {
         self.hands = [HandInteraction::default(); HAND_COUNT];

@@ -9,8 +9,8 @@
 //! States are keyed by the step they describe (a `u64` that never wraps), packets by their 16-bit sequence. Both
 //! structures are flat arrays sized once, indexed by cube id and by sequence or step modulo their depth.
 
-use super::delta::MAX_BASELINE_AGE_STEPS;
-use super::quantize::QuantizedState;
+use crate::sync::codec::delta::MAX_BASELINE_AGE_STEPS;
+use crate::sync::codec::quantize::QuantizedState;
 
 /// Sent packets whose contents are remembered until acked: 256 at 90 packets a second is 2.8 s, longer than any
 /// ack can take before the transport gives the packet up.
@@ -138,7 +138,7 @@ impl ReceivedStates {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::quantize::QuantizedRotation;
+    use crate::sync::codec::quantize::QuantizedRotation;
 
     fn state(x: i32) -> QuantizedState {
         QuantizedState {
@@ -147,6 +147,7 @@ mod tests {
             linear_velocity: [0; 3],
             angular_velocity: [0; 3],
             at_rest: true,
+            stamp: crate::sync::codec::stamp::AuthorityStamp::DEFAULT,
         }
     }
 

@@ -8,12 +8,12 @@
 use thiserror::Error;
 use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 
-use super::baseline::{AckedBaselines, ReceivedStates};
-use super::cube_state::{cube_id_bits, serialize_cube_id, CubeStateError, MAX_CUBES};
-use super::delta::{make_update, serialize_update, DeltaError, DeltaUpdate, Encoding};
-use super::entropy_stream::{context, EntropyReadStream, EntropyWriteStream};
-use super::priority::fill_packet;
-use super::quantize::QuantizedState;
+use crate::sync::codec::cube_state::{cube_id_bits, serialize_cube_id, CubeStateError, MAX_CUBES};
+use crate::sync::codec::delta::{make_update, serialize_update, DeltaError, DeltaUpdate, Encoding};
+use crate::sync::codec::entropy_stream::{context, EntropyReadStream, EntropyWriteStream};
+use crate::sync::codec::quantize::QuantizedState;
+use crate::sync::link::baseline::{AckedBaselines, ReceivedStates};
+use crate::sync::link::priority::fill_packet;
 
 /// Bits of the step number on the wire; the receiver restores the rest from the newest step it has seen.
 pub const STEP_BITS: u32 = 16;
@@ -40,12 +40,20 @@ const CHECK_BITS: u32 = 8;
 /// Folds one update into an FNV-1a hash (the check of an entropy-coded packet).
 fn fold_check(hash: &mut u32, id: u32, state: &QuantizedState) {
     let rotation = state.rotation.smallest_three.map(|c| c as i32);
-    let words = [id as i32, i32::from(state.rotation.largest), i32::from(state.at_rest)]
-        .into_iter()
-        .chain(state.position)
-        .chain(rotation)
-        .chain(state.linear_velocity)
-        .chain(state.angular_velocity);
+    let stamp = &state.stamp;
+    let words = [
+        id as i32,
+        i32::from(state.rotation.largest),
+        i32::from(state.at_rest),
+        i32::from(stamp.authority),
+        i32::from(stamp.authority_seq),
+        i32::from(stamp.ownership_seq),
+    ]
+    .into_iter()
+    .chain(state.position)
+    .chain(rotation)
+    .chain(state.linear_velocity)
+    .chain(state.angular_velocity);
     for w in words {
         for b in w.to_le_bytes() {
             *hash = (*hash ^ u32::from(b)).wrapping_mul(0x0100_0193);
@@ -89,6 +97,22 @@ pub fn unwrap_step(low: u16, reference: u64) -> u64 {
     let diff = (i64::from(low) - (reference % WRAP as u64) as i64).rem_euclid(WRAP);
     let diff = if diff >= WRAP / 2 { diff - WRAP } else { diff };
     reference.saturating_add_signed(diff)
+}
+
+/// Where a receiver that has seen no packet yet puts the first step it reads: the low bits as they are, lifted
+/// far from zero. Only differences between steps matter to a receiver (baseline ages, which state is newer), so
+/// a guest that joins when the host's step is past half a wrap must not unwrap its first step against 0: that
+/// would put it half a wrap in the past, and every later packet would look older than... nothing, or be
+/// misordered for minutes.
+pub const FIRST_STEP_ORIGIN: u64 = 1 << 32;
+
+/// The full step of a packet whose low bits are `low`, given the newest step this receiver has read (`None`
+/// before the first).
+pub fn restore_step(low: u16, newest_step: Option<u64>) -> u64 {
+    match newest_step {
+        Some(newest) => unwrap_step(low, newest),
+        None => FIRST_STEP_ORIGIN + u64::from(low),
+    }
 }
 
 fn count_bits(cube_count: u32) -> u32 {
@@ -167,7 +191,7 @@ pub fn write_state_packet(
 pub fn read_state_packet(
     bytes: &[u8],
     cube_count: u32,
-    newest_step: u64,
+    newest_step: Option<u64>,
     received: &ReceivedStates,
     updates: &mut Vec<(u32, QuantizedState, Encoding)>,
 ) -> Result<u64, StatePacketError> {
@@ -191,7 +215,7 @@ fn whole_or_nothing(
 fn read_into(
     bytes: &[u8],
     cube_count: u32,
-    newest_step: u64,
+    newest_step: Option<u64>,
     received: &ReceivedStates,
     updates: &mut Vec<(u32, QuantizedState, Encoding)>,
 ) -> Result<u64, StatePacketError> {
@@ -201,7 +225,7 @@ fn read_into(
     let mut r = ReadStream::new(bytes);
     let (mut step_low, mut count) = (0, 0);
     serialize_header(&mut r, &mut step_low, &mut count, cube_count)?;
-    let step = unwrap_step(step_low as u16, newest_step);
+    let step = restore_step(step_low as u16, newest_step);
     // Each update takes at least the id and two bits: a count beyond what the bytes can hold is garbage.
     if count as usize * (cube_id_bits(cube_count) as usize + 2) > r.bits_left() {
         return Err(SerializeError::ReadPastEnd.into());
@@ -240,10 +264,11 @@ fn read_update_after_id<S: Stream>(
     let mut update = DeltaUpdate {
         state: QuantizedState {
             position: [0; 3],
-            rotation: super::quantize::QuantizedRotation::IDENTITY,
+            rotation: crate::sync::codec::quantize::QuantizedRotation::IDENTITY,
             linear_velocity: [0; 3],
             angular_velocity: [0; 3],
             at_rest: true,
+            stamp: crate::sync::codec::stamp::AuthorityStamp::DEFAULT,
         },
         encoding: Encoding::Absolute,
         baseline_age: 0,
@@ -378,7 +403,7 @@ fn write_entropy_updates(
 pub fn read_entropy_state_packet(
     bytes: &[u8],
     cube_count: u32,
-    newest_step: u64,
+    newest_step: Option<u64>,
     received: &ReceivedStates,
     updates: &mut Vec<(u32, QuantizedState, Encoding)>,
 ) -> Result<u64, StatePacketError> {
@@ -390,7 +415,7 @@ pub fn read_entropy_state_packet(
 fn read_entropy_into(
     bytes: &[u8],
     cube_count: u32,
-    newest_step: u64,
+    newest_step: Option<u64>,
     received: &ReceivedStates,
     updates: &mut Vec<(u32, QuantizedState, Encoding)>,
 ) -> Result<u64, StatePacketError> {
@@ -400,7 +425,7 @@ fn read_entropy_into(
     let mut r = EntropyReadStream::new(bytes);
     let mut step_low = 0;
     r.serialize_bits(&mut step_low, STEP_BITS)?;
-    let step = unwrap_step(step_low as u16, newest_step);
+    let step = restore_step(step_low as u16, newest_step);
     let mut check = CHECK_SEED ^ step_low;
     let mut next_id = 0;
     loop {
@@ -442,8 +467,8 @@ fn read_entropy_into(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::predict::predict;
-    use crate::sync::quantize::quantize_state;
+    use crate::sync::codec::predict::predict;
+    use crate::sync::codec::quantize::quantize_state;
     use glam::{Quat, Vec3};
     use tumble_engine::physics::BodyState;
 
@@ -480,7 +505,7 @@ mod tests {
         let n = write_state_packet(&mut buf, 1000, &states, &order, &acked, &mut sent, &mut encodings).unwrap();
         assert!(n <= 200 && sent.len() >= 8, "{n} bytes, {} cubes", sent.len());
         assert!(encodings.iter().all(|&e| e == Encoding::Absolute));
-        let step = read_state_packet(&buf[..n], CUBES, 999, &received, &mut updates).unwrap();
+        let step = read_state_packet(&buf[..n], CUBES, Some(999), &received, &mut updates).unwrap();
         assert_eq!(step, 1000);
         for &(id, state, _) in &updates {
             assert_eq!(state, states[id as usize]);
@@ -493,7 +518,7 @@ mod tests {
         // Ten steps later the awake ones are where the predictor says, the resting ones unchanged.
         let later: Vec<QuantizedState> = states.iter().map(|s| predict(s, 10)).collect();
         let n2 = write_state_packet(&mut buf, 1010, &later, &order, &acked, &mut sent, &mut encodings).unwrap();
-        let step = read_state_packet(&buf[..n2], CUBES, 1000, &received, &mut updates).unwrap();
+        let step = read_state_packet(&buf[..n2], CUBES, Some(1000), &received, &mut updates).unwrap();
         assert_eq!(step, 1010);
         // The cubes sent before now cost a few bits each, which leaves room for more absolute ones than before.
         assert!(updates.len() > first.len(), "{} then {}", first.len(), updates.len());
@@ -522,19 +547,19 @@ mod tests {
         let (mut sent, mut encodings, mut updates) = (Vec::new(), Vec::new(), Vec::new());
         let mut buf = [0u8; 1200];
         let n = write_state_packet(&mut buf, 7, &states, &[3, 1, 4], &acked, &mut sent, &mut encodings).unwrap();
-        assert!(read_state_packet(&buf[..n], CUBES, 7, &received, &mut updates).is_ok());
+        assert!(read_state_packet(&buf[..n], CUBES, Some(7), &received, &mut updates).is_ok());
         assert_eq!(updates.len(), 3);
         // Truncated, or read as if the scene were smaller (cube 4 unknown): rejected, nothing returned.
         for len in 0..n {
-            assert!(read_state_packet(&buf[..len], CUBES, 7, &received, &mut updates).is_err());
+            assert!(read_state_packet(&buf[..len], CUBES, Some(7), &received, &mut updates).is_err());
             assert!(updates.is_empty());
         }
-        let err = read_state_packet(&buf[..n], 4, 7, &received, &mut updates);
+        let err = read_state_packet(&buf[..n], 4, Some(7), &received, &mut updates);
         assert!(err.is_err() && updates.is_empty(), "{err:?}");
         // The same cube twice.
         let n = write_state_packet(&mut buf, 7, &states, &[2, 2], &acked, &mut sent, &mut encodings).unwrap();
         assert_eq!(
-            read_state_packet(&buf[..n], CUBES, 7, &received, &mut updates),
+            read_state_packet(&buf[..n], CUBES, Some(7), &received, &mut updates),
             Err(StatePacketError::DuplicateCube(2))
         );
         // Random bytes never panic.
@@ -547,7 +572,7 @@ mod tests {
                 x ^= x << 17;
                 *b = x as u8;
             }
-            let _ = read_state_packet(&bytes[..(x % 49) as usize], CUBES, 7, &received, &mut updates);
+            let _ = read_state_packet(&bytes[..(x % 49) as usize], CUBES, Some(7), &received, &mut updates);
         }
     }
 
@@ -564,7 +589,7 @@ mod tests {
         let n = write_entropy_state_packet(&mut buf, 500, &states, &order, &acked, &mut sent, &mut encodings).unwrap();
         assert_eq!(sent.len(), CUBES as usize);
         assert!(sent.windows(2).all(|w| w[0] < w[1]), "ids ascend");
-        let step = read_entropy_state_packet(&buf[..n], CUBES, 499, &received, &mut updates).unwrap();
+        let step = read_entropy_state_packet(&buf[..n], CUBES, Some(499), &received, &mut updates).unwrap();
         assert_eq!(step, 500);
         for &(id, state, _) in &updates {
             assert_eq!(state, states[id as usize]);
@@ -586,7 +611,7 @@ mod tests {
             "entropy {} vs bit-packed {packed_count}",
             sent.len()
         );
-        let step = read_entropy_state_packet(&small[..n], CUBES, 500, &received, &mut updates).unwrap();
+        let step = read_entropy_state_packet(&small[..n], CUBES, Some(500), &received, &mut updates).unwrap();
         assert_eq!(step, 510);
         assert_eq!(updates.len(), sent.len());
         for (&(id, state, encoding), (&s, &e)) in updates.iter().zip(sent.iter().zip(&encodings)) {
@@ -604,22 +629,25 @@ mod tests {
         let mut buf = [0u8; 1200];
         let n =
             write_entropy_state_packet(&mut buf, 7, &states, &[3, 1, 4], &acked, &mut sent, &mut encodings).unwrap();
-        assert!(read_entropy_state_packet(&buf[..n], CUBES, 7, &received, &mut updates).is_ok());
+        assert!(read_entropy_state_packet(&buf[..n], CUBES, Some(7), &received, &mut updates).is_ok());
         assert_eq!(updates.len(), 3);
         // Trailing bytes, or a scene too small for cube 4: rejected, nothing returned.
         let mut long = buf[..n].to_vec();
         long.extend_from_slice(&[9, 9, 9, 9, 9, 9, 9, 9]);
-        assert!(read_entropy_state_packet(&long, CUBES, 7, &received, &mut updates).is_err());
+        assert!(read_entropy_state_packet(&long, CUBES, Some(7), &received, &mut updates).is_err());
         assert!(updates.is_empty());
-        assert!(read_entropy_state_packet(&buf[..n], 4, 7, &received, &mut updates).is_err());
+        assert!(read_entropy_state_packet(&buf[..n], 4, Some(7), &received, &mut updates).is_err());
         assert!(updates.is_empty());
         // Random bytes: never a panic; anything accepted (1 in 256 garbage streams passes the check byte) holds
         // only in-range values of known cubes.
         let check = |bytes: &[u8], updates: &mut Vec<(u32, QuantizedState, Encoding)>| {
-            if read_entropy_state_packet(bytes, CUBES, 7, &received, updates).is_ok() {
+            if read_entropy_state_packet(bytes, CUBES, Some(7), &received, updates).is_ok() {
                 for &(id, state, _) in updates.iter() {
                     assert!(id < CUBES);
-                    assert_eq!(quantize_state(&crate::sync::quantize::dequantize_state(&state)), state);
+                    assert_eq!(
+                        quantize_state(&crate::sync::codec::quantize::dequantize_state(&state)),
+                        state
+                    );
                 }
             } else {
                 assert!(updates.is_empty());
@@ -627,7 +655,7 @@ mod tests {
         };
         // A cut packet fails its check (or a bound) and is refused.
         for len in 0..n {
-            assert!(read_entropy_state_packet(&buf[..len], CUBES, 7, &received, &mut updates).is_err());
+            assert!(read_entropy_state_packet(&buf[..len], CUBES, Some(7), &received, &mut updates).is_err());
             assert!(updates.is_empty());
         }
         let mut x = 0x2545_f491_4f6c_dd1du64;

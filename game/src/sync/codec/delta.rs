@@ -2,11 +2,14 @@
 //! `age` steps ago). Encodings, cheapest first:
 //!
 //! - **not changed**: the state is the baseline (most resting cubes);
-//! - **predicted**: the state is the ballistic prediction from the baseline ([`super::predict`]), which both ends
+//! - **predicted**: the state is the ballistic prediction from the baseline ([`crate::sync::codec::predict`]), which both ends
 //!   compute bit for bit (most cubes in free flight);
 //! - **prediction error**: each field differs from the prediction by a few units;
 //! - **delta**: each field differs from the baseline by a bounded amount;
 //! - **absolute**: the full state, also whenever there is no usable baseline.
+//!
+//! The authority stamp rides in the state: "not changed" and "predicted" carry the baseline's, the residual
+//! encodings code it against the baseline's (one flag when unchanged), absolute against the default stamp.
 //!
 //! The sender picks the first that applies ([`choose_encoding`]), comparing the *current* state with the baseline
 //! and the prediction (the reference sample had this comparison reversed, so its predicted path was never taken).
@@ -18,13 +21,14 @@ use thiserror::Error;
 use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
-use super::cube_state::{serialize_absolute, signed_range, CubeStateError};
-use super::entropy_stream::context;
-use super::predict::predict;
-use super::quantize::{
+use crate::sync::codec::cube_state::{serialize_absolute, signed_range, CubeStateError};
+use crate::sync::codec::entropy_stream::context;
+use crate::sync::codec::predict::predict;
+use crate::sync::codec::quantize::{
     dequantize_rotation, quantize_rotation, QuantizedRotation, QuantizedState, ANGULAR_VELOCITY_BITS,
     LINEAR_VELOCITY_BITS, POSITION_BITS, ROTATION_COMPONENT_MAX,
 };
+use crate::sync::codec::stamp::{serialize_stamp, AuthorityStamp};
 
 /// Oldest usable baseline, in steps (2.8 s at 90 Hz): an age fits in 8 bits; 0 means "absolute, no baseline".
 pub const MAX_BASELINE_AGE_STEPS: u32 = 255;
@@ -381,6 +385,7 @@ pub fn serialize_update<S: Stream>(
     if age == 0 {
         update.encoding = Encoding::Absolute;
         serialize_absolute(s, &mut update.state)?;
+        serialize_stamp(s, &mut update.state.stamp, &AuthorityStamp::DEFAULT)?;
         return Ok(());
     }
     let base = baseline_of(age).ok_or(DeltaError::UnknownBaseline { age })?;
@@ -407,12 +412,14 @@ pub fn serialize_update<S: Stream>(
                 return mismatch;
             }
             serialize_residual(s, &mut update.state, &predicted, &PREDICTION_ERROR_RANGE)?;
+            serialize_stamp(s, &mut update.state.stamp, &base.stamp)?;
         }
         Encoding::Delta => {
             if S::IS_WRITING && !residual_fits(&update.state, &base, &DELTA_RANGE) {
                 return mismatch;
             }
             serialize_residual(s, &mut update.state, &base, &DELTA_RANGE)?;
+            serialize_stamp(s, &mut update.state.stamp, &base.stamp)?;
         }
         // Absolute goes with age 0 (checked above) and the flag chain never reads it: an error, not a panic.
         Encoding::Absolute => return mismatch,
@@ -423,7 +430,7 @@ pub fn serialize_update<S: Stream>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::quantize::{dequantize_state, quantize_state};
+    use crate::sync::codec::quantize::{dequantize_state, quantize_state};
     use glam::{Quat, Vec3};
     use tumble_engine::physics::{BodyDesc, BodyState, World, WorldConfig};
     use tumble_net::{ReadStream, WriteStream};
@@ -479,7 +486,8 @@ mod tests {
             angular_velocity: [0; 3],
             ..base
         };
-        // Bits: 8 for the age, then the flag chain and the payload.
+        // Bits: 8 for the age, then the flag chain and the payload; residual and absolute updates end with the
+        // authority stamp's "same as the reference" flag (+ 1).
         let cases = [
             (base, Some((&base, age)), Encoding::NotChanged, 8 + 1),
             (resting, Some((&resting, 200)), Encoding::NotChanged, 8 + 1),
@@ -489,19 +497,24 @@ mod tests {
                 nudged,
                 Some((&base, age)),
                 Encoding::PredictionError,
-                8 + 3 + 1 + 17 + 3,
+                8 + 3 + 1 + 17 + 3 + 1,
             ),
             // at rest + position (flag + large + 3 × 12) + rotation flag + linear (flag + large + 3 × 11) + angular.
-            (moved, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 38 + 1 + 35 + 1),
+            (
+                moved,
+                Some((&base, age)),
+                Encoding::Delta,
+                8 + 3 + 1 + 38 + 1 + 35 + 1 + 1,
+            ),
             // at rest + position (flag + small + 3 × 5) + three flags.
-            (crept, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 17 + 3),
-            (far, Some((&base, age)), Encoding::Absolute, 8 + 210),
-            (base, None, Encoding::Absolute, 8 + 210),
+            (crept, Some((&base, age)), Encoding::Delta, 8 + 3 + 1 + 17 + 3 + 1),
+            (far, Some((&base, age)), Encoding::Absolute, 8 + 210 + 1),
+            (base, None, Encoding::Absolute, 8 + 210 + 1),
             (
                 resting,
                 Some((&base, MAX_BASELINE_AGE_STEPS + 1)),
                 Encoding::Absolute,
-                8 + 111,
+                8 + 111 + 1,
             ),
         ];
         for (k, (state, baseline, encoding, bits)) in cases.into_iter().enumerate() {

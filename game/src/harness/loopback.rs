@@ -18,17 +18,17 @@ use tumble_net::{
     Endpoint, EndpointConfig, EndpointEvent, LinkConfig, LinkSim, PeerId, UdpTransport, MAX_PACKET_BYTES,
 };
 
-use super::bandwidth::{all_cubes_bits, RecordedPacket, RecordedUpdate, Recording};
-use super::delta::Encoding;
-use super::loopback::quantize_world;
-use super::predict::STEP_HZ;
-use super::priority::packet_budget_bytes;
-use super::quantize::{quantize_body_state, quantize_state};
-use super::receiver::Receiver;
-use super::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
-use super::sender::Sender;
-use super::state_packet::PacketCoding;
-use super::thrower::Thrower;
+use crate::harness::bandwidth::{all_cubes_bits, RecordedPacket, RecordedUpdate, Recording};
+use crate::harness::thrower::Thrower;
+use crate::sync::codec::delta::Encoding;
+use crate::sync::codec::predict::STEP_HZ;
+use crate::sync::codec::quantize::quantize_world;
+use crate::sync::codec::quantize::{quantize_body_state, quantize_state};
+use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
+use crate::sync::codec::state_packet::PacketCoding;
+use crate::sync::link::priority::packet_budget_bytes;
+use crate::sync::link::receiver::Receiver;
+use crate::sync::link::sender::Sender;
 
 /// IP (20) + UDP (8) header bytes every datagram carries on a real wire, counted in the reported rates.
 pub const IP_UDP_HEADER_BYTES: usize = 28;
@@ -234,7 +234,7 @@ pub fn run_loopback(config: &LoopbackConfig, authority: World, remote: World) ->
     run_loopback_recorded(config, authority, remote, None)
 }
 
-/// [`run_loopback`], also recording what each packet carried into `recording` (for [`super::bandwidth`]).
+/// [`run_loopback`], also recording what each packet carried into `recording` (for [`crate::harness::bandwidth`]).
 pub fn run_loopback_recorded(
     config: &LoopbackConfig,
     authority: World,

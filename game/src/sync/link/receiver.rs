@@ -4,21 +4,24 @@
 
 use tumble_engine::physics::{BodyId, World};
 
-use super::baseline::ReceivedStates;
-use super::delta::Encoding;
-use super::quantize::{dequantize_state, quantize_state, QuantizedState};
-use super::sender::SyncError;
-use super::state_packet::{read_entropy_state_packet, read_state_packet, PacketCoding};
+use crate::sync::codec::delta::Encoding;
+use crate::sync::codec::quantize::{dequantize_state, quantize_state, QuantizedState};
+use crate::sync::codec::state_packet::{read_entropy_state_packet, read_state_packet, PacketCoding};
+use crate::sync::link::baseline::ReceivedStates;
+use crate::sync::link::sender::SyncError;
 
 /// Receiver state for one connection. Cube ids are body ids.
 #[derive(Debug)]
 pub struct Receiver {
     cube_count: u32,
     received: ReceivedStates,
-    newest_step: u64,
+    /// The newest step read so far (on this receiver's own scale: see `FIRST_STEP_ORIGIN`); `None` before the first.
+    newest_step: Option<u64>,
     /// Per cube, the step of the state last applied (older ones arriving late are kept as baselines only).
     applied_step: Vec<Option<u64>>,
     updates: Vec<(u32, QuantizedState, Encoding)>,
+    /// The step of the last packet read.
+    last_step: u64,
     /// Packets refused as malformed.
     pub rejected_packets: u64,
     /// How packets are coded; the sender must use the same.
@@ -40,9 +43,10 @@ impl Receiver {
         Self {
             cube_count: cube_count as u32,
             received: ReceivedStates::new(cube_count),
-            newest_step: 0,
+            newest_step: None,
             applied_step: vec![None; cube_count],
             updates: Vec::with_capacity(cube_count),
+            last_step: 0,
             rejected_packets: 0,
             coding: PacketCoding::default(),
         }
@@ -50,6 +54,20 @@ impl Receiver {
 
     /// Reads one packet and applies it to `world`. Returns the number of cubes snapped.
     pub fn receive(&mut self, bytes: &[u8], world: &mut World) -> Result<usize, SyncError> {
+        self.read(bytes)?;
+        let mut applied = 0;
+        for i in 0..self.updates.len() {
+            if let Some((id, state)) = self.take_fresh(i) {
+                apply_state(world, id, &state)?;
+                applied += 1;
+            }
+        }
+        Ok(applied)
+    }
+
+    /// Reads one packet whole (or refuses it and counts it), keeping every state it carries as a baseline. The
+    /// updates are then at `0..update_count()` for [`Receiver::take_fresh`]; nothing is applied.
+    pub fn read(&mut self, bytes: &[u8]) -> Result<u64, SyncError> {
         let read = match self.coding {
             PacketCoding::BitPacked => read_state_packet,
             PacketCoding::Entropy => read_entropy_state_packet,
@@ -67,36 +85,50 @@ impl Receiver {
                 return Err(e.into());
             }
         };
-        self.newest_step = self.newest_step.max(step);
-        let mut applied = 0;
+        self.newest_step = Some(self.newest_step.map_or(step, |n| n.max(step)));
         for &(id, state, _) in &self.updates {
             self.received.insert(id, step, state);
-            let slot = &mut self.applied_step[id as usize];
-            if slot.is_none_or(|s| s < step) {
-                *slot = Some(step);
-                let mut body = dequantize_state(&state);
-                let local = quantize_state(&world.state(BodyId(id))?);
-                if state.at_rest
-                    && local.at_rest
-                    && (state.position, state.rotation) != (local.position, local.rotation)
-                {
-                    // A resting cube the authority moved must have been awake there in between (perhaps for a
-                    // single step no packet carried): it is awake here too until a resting state arrives for the
-                    // pose it now has, so a resting cube never jumps.
-                    body.at_rest = false;
-                }
-                world.set_state(BodyId(id), &body)?;
-                applied += 1;
-            }
         }
-        Ok(applied)
+        self.last_step = step;
+        Ok(step)
     }
+
+    /// Updates the last [`Receiver::read`] produced.
+    pub fn update_count(&self) -> usize {
+        self.updates.len()
+    }
+
+    /// Update `i` of the last read packet, if it is newer than anything applied to its cube; marks it applied.
+    /// (An older state arriving late is a baseline only.)
+    pub fn take_fresh(&mut self, i: usize) -> Option<(BodyId, QuantizedState)> {
+        let (id, state, _) = *self.updates.get(i)?;
+        let slot = &mut self.applied_step[id as usize];
+        if slot.is_none_or(|s| s < self.last_step) {
+            *slot = Some(self.last_step);
+            Some((BodyId(id), state))
+        } else {
+            None
+        }
+    }
+}
+
+/// Snaps cube `id` of `world` to a received state. A resting cube the authority moved must have been awake there in
+/// between (perhaps for a single step no packet carried): it is applied awake until a resting state arrives for the
+/// pose it now has, so a resting cube never jumps.
+pub fn apply_state(world: &mut World, id: BodyId, state: &QuantizedState) -> Result<(), SyncError> {
+    let mut body = dequantize_state(state);
+    let local = quantize_state(&world.state(id)?);
+    if state.at_rest && local.at_rest && (state.position, state.rotation) != (local.position, local.rotation) {
+        body.at_rest = false;
+    }
+    world.set_state(id, &body)?;
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::sender::Sender;
+    use crate::sync::link::sender::Sender;
     use glam::Vec3;
     use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
 
@@ -133,6 +165,35 @@ mod tests {
             let got = quantize_state(&remote.state(id).unwrap());
             assert_eq!(got.position, quantize_state(&moved).position);
             assert_eq!(got.at_rest, want_rest, "packet {step}");
+        }
+    }
+
+    #[test]
+    fn a_receiver_that_starts_late_applies_from_its_first_packet() {
+        // A guest joining six minutes in: the sender's step is past half the 16-bit wrap. Every packet must be
+        // applied, deltas included (the receiver used to unwrap the first step against 0 and apply nothing).
+        let id = BodyId(0);
+        let mut authority = resting_cube_world(0.5);
+        let mut remote = resting_cube_world(0.5);
+        Receiver::follow_authority_rest(&mut remote).unwrap();
+        let (mut sender, mut receiver) = (Sender::new(1), Receiver::new(1));
+        let mut buf = [0u8; 64];
+        for k in 0..20u64 {
+            let step = 40_000 + k;
+            let moved = BodyState {
+                position: Vec3::new(0.001 * k as f32, 0.5, 0.0),
+                ..authority.state(id).unwrap()
+            };
+            authority.set_state(id, &moved).unwrap();
+            let n = sender.write_packet(&authority, step, step as u16, &mut buf).unwrap();
+            assert_eq!(
+                receiver.receive(&buf[..n], &mut remote).unwrap(),
+                1,
+                "packet for step {step}"
+            );
+            sender.on_acked(step as u16);
+            let got = quantize_state(&remote.state(id).unwrap());
+            assert_eq!(got.position, quantize_state(&moved).position);
         }
     }
 }

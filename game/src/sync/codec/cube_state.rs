@@ -10,8 +10,8 @@ use thiserror::Error;
 use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
-use super::entropy_stream::context;
-use super::quantize::{
+use crate::sync::codec::entropy_stream::context;
+use crate::sync::codec::quantize::{
     dequantize_rotation, quantize_rotation, QuantizedRotation, QuantizedState, ANGULAR_VELOCITY_BITS,
     LINEAR_VELOCITY_BITS, POSITION_BITS, ROTATION_COMPONENT_MAX, ROTATION_INDEX_BITS, STATE_BITS_AT_REST,
     STATE_BITS_AWAKE,
@@ -130,7 +130,7 @@ pub fn serialize_absolute<S: Stream>(s: &mut S, state: &mut QuantizedState) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::quantize::quantize_state;
+    use crate::sync::codec::quantize::quantize_state;
     use glam::{Quat, Vec3};
     use tumble_engine::physics::BodyState;
     use tumble_net::{ReadStream, WriteStream};
@@ -163,6 +163,7 @@ mod tests {
             linear_velocity: [9; 3],
             angular_velocity: [11; 3],
             at_rest: false,
+            stamp: crate::sync::codec::stamp::AuthorityStamp::DEFAULT,
         }
     }
 
@@ -189,6 +190,7 @@ mod tests {
                             linear_velocity: edges(LINEAR_VELOCITY_BITS),
                             angular_velocity: edges(ANGULAR_VELOCITY_BITS),
                             at_rest,
+                            stamp: crate::sync::codec::stamp::AuthorityStamp::DEFAULT,
                         };
                         state.position.rotate_left(k % 3);
                         state.linear_velocity.rotate_left((k + 1) % 3);

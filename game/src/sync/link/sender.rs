@@ -5,11 +5,16 @@
 use thiserror::Error;
 use tumble_engine::physics::{BodyId, PhysicsError, World};
 
-use super::baseline::AckedBaselines;
-use super::delta::Encoding;
-use super::priority::{accumulate, mark_sent, order_by_priority, tick_activity, CubeActivity};
-use super::quantize::{quantize_state, QuantizedState};
-use super::state_packet::{write_entropy_state_packet, write_state_packet, PacketCoding, StatePacketError};
+use crate::sync::codec::delta::Encoding;
+use crate::sync::codec::quantize::{quantize_state, QuantizedState};
+use crate::sync::codec::stamp::AuthorityStamp;
+use crate::sync::codec::state_packet::{
+    write_entropy_state_packet, write_state_packet, PacketCoding, StatePacketError,
+};
+use crate::sync::link::baseline::AckedBaselines;
+use crate::sync::link::priority::{
+    accumulate, mark_sent, order_by_priority, tick_activity, CubeActivity, HELD_PRIORITY,
+};
 
 /// Why a state packet could not be produced.
 #[derive(Debug, Error)]
@@ -55,7 +60,8 @@ impl Sender {
     }
 
     /// One step: capture the world's quantized states (the world has just been quantized, so this is exact),
-    /// accumulate priorities, and write packet `sequence` for `step` into `buf`. Returns the bytes written.
+    /// accumulate priorities, and write packet `sequence` for `step` into `buf`. Returns the bytes written. Every
+    /// cube goes with the default authority stamp and may be sent (one-way sync).
     pub fn write_packet(
         &mut self,
         world: &World,
@@ -63,13 +69,35 @@ impl Sender {
         sequence: u16,
         buf: &mut [u8],
     ) -> Result<usize, SyncError> {
+        self.write_packet_for(world, &[], |_| true, step, sequence, buf)
+    }
+
+    /// [`Sender::write_packet`] for a peer of a multi-player session: each cube's state carries its stamp from
+    /// `stamps` (indexed by cube; default for cubes past its end), and only cubes for which `sendable(id)` holds
+    /// may go (the others' accumulators are pinned as a held cube's are: those cubes belong to someone else, or
+    /// travel in an avatar).
+    pub fn write_packet_for(
+        &mut self,
+        world: &World,
+        stamps: &[AuthorityStamp],
+        sendable: impl Fn(u32) -> bool,
+        step: u64,
+        sequence: u16,
+        buf: &mut [u8],
+    ) -> Result<usize, SyncError> {
         self.states.clear();
         for i in 0..self.accumulators.len() {
-            let state = quantize_state(&world.state(BodyId(i as u32))?);
+            let mut state = quantize_state(&world.state(BodyId(i as u32))?);
+            state.stamp = stamps.get(i).copied().unwrap_or_default();
             self.activity[i].awake = !state.at_rest;
             self.states.push(state);
         }
         accumulate(&mut self.accumulators, &self.activity);
+        for (i, acc) in self.accumulators.iter_mut().enumerate() {
+            if !sendable(i as u32) {
+                *acc = HELD_PRIORITY;
+            }
+        }
         tick_activity(&mut self.activity);
         order_by_priority(&self.accumulators, &mut self.order);
         let write = match self.coding {

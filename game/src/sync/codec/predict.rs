@@ -11,7 +11,7 @@
 //! turned, renormalised with an integer square root and re-encoded, then made canonical by the same rule the
 //! quantizer uses.
 
-use super::quantize::{
+use crate::sync::codec::quantize::{
     QuantizedRotation, QuantizedState, ANGULAR_VELOCITY_UNITS_PER_RAD_S, LINEAR_VELOCITY_BITS,
     LINEAR_VELOCITY_UNITS_PER_M_S, POSITION_BITS, POSITION_UNITS_PER_M, ROTATION_COMPONENT_MAX,
 };
@@ -173,6 +173,7 @@ pub fn predict_step(s: &QuantizedState) -> QuantizedState {
         linear_velocity: v,
         angular_velocity: s.angular_velocity,
         at_rest: false,
+        stamp: s.stamp,
     }
 }
 
@@ -184,7 +185,7 @@ pub fn predict(s: &QuantizedState, steps: u32) -> QuantizedState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::quantize::{dequantize_rotation, dequantize_state, quantize_rotation, quantize_state};
+    use crate::sync::codec::quantize::{dequantize_rotation, dequantize_state, quantize_rotation, quantize_state};
     use glam::{Quat, Vec3};
     use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
 
@@ -268,6 +269,7 @@ mod tests {
             linear_velocity: [i32::MAX, i32::MIN, i32::MAX],
             angular_velocity: [1 << 16, -(1 << 16), 1 << 16],
             at_rest: false,
+            stamp: crate::sync::codec::stamp::AuthorityStamp::DEFAULT,
         };
         let p = predict(&s, 5);
         assert!(p.rotation.largest < 4);

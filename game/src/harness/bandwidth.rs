@@ -16,11 +16,11 @@ use serde_json::{json, Value};
 use tumble_net::packet::{CONNECTED_HEADER_BYTES, MAX_PAYLOAD_BYTES};
 use tumble_net::{Stream, WriteStream};
 
-use super::cube_state::cube_id_bits;
-use super::delta::{make_update_with, serialize_update};
-use super::harness::IP_UDP_HEADER_BYTES;
-use super::quantize::{QuantizedState, AT_REST_BITS, STATE_BITS_AT_REST, STATE_BITS_AWAKE};
-use super::state_packet::{MAX_UPDATES_PER_PACKET, STEP_BITS};
+use crate::harness::loopback::IP_UDP_HEADER_BYTES;
+use crate::sync::codec::cube_state::cube_id_bits;
+use crate::sync::codec::delta::{make_update_with, serialize_update};
+use crate::sync::codec::quantize::{QuantizedState, AT_REST_BITS, STATE_BITS_AT_REST, STATE_BITS_AWAKE};
+use crate::sync::codec::state_packet::{MAX_UPDATES_PER_PACKET, STEP_BITS};
 
 /// One update as the sender chose it: the cube, its state, and the acked baseline (state, age) it had.
 #[derive(Clone, Copy, Debug)]
@@ -167,7 +167,7 @@ pub fn stage_costs_json(costs: &[StageCost]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::harness::{run_loopback_recorded, LoopbackConfig};
+    use crate::harness::loopback::{run_loopback_recorded, LoopbackConfig};
     use std::path::Path;
     use tumble_engine::physics::WorldConfig;
     use tumble_engine::scene::load_scene;

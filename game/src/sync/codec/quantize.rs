@@ -12,7 +12,9 @@
 use std::f64::consts::SQRT_2;
 
 use glam::{Quat, Vec3};
-use tumble_engine::physics::BodyState;
+
+use crate::sync::codec::stamp::AuthorityStamp;
+use tumble_engine::physics::{BodyId, BodyState, PhysicsError, World};
 
 /// Position resolution: 1/4096 m (0.24 mm) per unit, round to nearest, so the error is at most 1/8192 m.
 pub const POSITION_UNITS_PER_M: f32 = 4096.0;
@@ -86,6 +88,12 @@ impl QuantizedRotation {
     };
 }
 
+impl Default for QuantizedRotation {
+    fn default() -> Self {
+        Self::IDENTITY
+    }
+}
+
 /// A body state as integers, ready for the bit packer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct QuantizedState {
@@ -97,6 +105,10 @@ pub struct QuantizedState {
     /// Units of 1/[`ANGULAR_VELOCITY_UNITS_PER_RAD_S`] rad/s, signed [`ANGULAR_VELOCITY_BITS`]-bit range; zero at rest.
     pub angular_velocity: [i32; 3],
     pub at_rest: bool,
+    /// Who may move the cube and how recent that claim is. Not physics: quantizing a body gives the default stamp,
+    /// and the sender fills in the authority table's. It rides in the state so that baselines, "not changed" and
+    /// prediction cover it with no extra bookkeeping.
+    pub stamp: AuthorityStamp,
 }
 
 /// Fixed point: `round(x · units)` clamped to the signed `bits`-bit range. With power-of-two `units` the product
@@ -208,6 +220,7 @@ pub fn quantize_state(s: &BodyState) -> QuantizedState {
         linear_velocity,
         angular_velocity,
         at_rest: s.at_rest,
+        stamp: AuthorityStamp::DEFAULT,
     }
 }
 
@@ -233,6 +246,20 @@ pub fn dequantize_state(q: &QuantizedState) -> BodyState {
 /// The round trip both sides apply before every step; applying it twice changes nothing, bit for bit.
 pub fn quantize_body_state(s: &BodyState) -> BodyState {
     dequantize_state(&quantize_state(s))
+}
+
+/// What both sides do before every step: every body still in the simulation snapped to exactly what the wire
+/// would carry, so the non-authority side extrapolates from the very values the authority side has.
+pub fn quantize_world(world: &mut World) -> Result<(), PhysicsError> {
+    for i in 0..world.body_count() as u32 {
+        let id = BodyId(i);
+        // Setting a removed body's state would put it back into the simulation.
+        if !world.is_removed(id)? {
+            let state = quantize_body_state(&world.state(id)?);
+            world.set_state(id, &state)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

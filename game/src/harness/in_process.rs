@@ -1,36 +1,19 @@
 //! Loopback: an authority world and a non-authority world in one process, the first sending state to the second
-//! through [`Sender`](super::sender::Sender) and [`Receiver`](super::receiver::Receiver). Here the link is a test
-//! fixture (fixed latency, periodic loss); [`harness`](super::harness) joins the two over `tumble-net` and its link
+//! through [`Sender`](crate::sync::link::sender::Sender) and [`Receiver`](crate::sync::link::receiver::Receiver). Here the link is a test
+//! fixture (fixed latency, periodic loss); [`harness`](crate::harness::loopback) joins the two over `tumble-net` and its link
 //! simulator for `tumble loopback`.
-
-use tumble_engine::physics::{BodyId, PhysicsError, World};
-
-use super::quantize::quantize_body_state;
-
-/// What both sides do before every step: every body still in the simulation snapped to exactly what the wire
-/// would carry, so the non-authority side extrapolates from the very values the authority side has.
-pub fn quantize_world(world: &mut World) -> Result<(), PhysicsError> {
-    for i in 0..world.body_count() as u32 {
-        let id = BodyId(i);
-        // Setting a removed body's state would put it back into the simulation.
-        if !world.is_removed(id)? {
-            let state = quantize_body_state(&world.state(id)?);
-            world.set_state(id, &state)?;
-        }
-    }
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::sync::delta::Encoding;
-    use crate::sync::quantize::quantize_state;
-    use crate::sync::receiver::Receiver;
-    use crate::sync::sender::Sender;
+    use crate::sync::codec::delta::Encoding;
+    use crate::sync::codec::quantize::quantize_state;
+    use crate::sync::codec::quantize::quantize_world;
+    use crate::sync::link::receiver::Receiver;
+    use crate::sync::link::sender::Sender;
     use std::collections::VecDeque;
     use std::path::Path;
     use tumble_engine::physics::WorldConfig;
+    use tumble_engine::physics::{BodyId, World};
     use tumble_engine::scene::load_scene;
 
     /// Bytes per packet the wire adds beyond the state body: IP + UDP (28) and an estimate of the transport header

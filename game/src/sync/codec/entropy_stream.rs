@@ -1,4 +1,4 @@
-//! `Stream`s that entropy-code with [`super::range_coder`]: the same serialize functions that drive the bit
+//! `Stream`s that entropy-code with [`crate::sync::codec::range_coder`]: the same serialize functions that drive the bit
 //! packer write and read through them, so the two paths cannot disagree on fields, ranges or order.
 //!
 //! Each field names its [`context`] before it is serialized; each context has its own adaptive models, fresh
@@ -13,7 +13,7 @@
 use tumble_net::serialize::bits_required;
 use tumble_net::{SerializeError, Stream};
 
-use super::range_coder::{BitModel, RangeCoderError, RangeDecoder, RangeEncoder};
+use crate::sync::codec::range_coder::{BitModel, RangeCoderError, RangeDecoder, RangeEncoder};
 
 /// The fields of a state packet, each with its own models.
 pub mod context {
@@ -32,8 +32,12 @@ pub mod context {
     /// Residuals: `RESIDUAL + 3 * field + part`, field 0..4 (position, rotation, linear, angular velocity), part
     /// 0 the "exact" flag, 1 the "small" flag, 2 the values.
     pub const RESIDUAL: u32 = 12;
+    /// The authority stamp: the "same as the reference" flag, the authority index, the two sequences.
+    pub const STAMP_SAME: u32 = 24;
+    pub const STAMP_AUTHORITY: u32 = 25;
+    pub const STAMP_SEQUENCE: u32 = 26;
     /// Contexts in all.
-    pub const COUNT: usize = 24;
+    pub const COUNT: usize = 27;
 }
 
 /// Widest integer range coded down a tree (6 bits).

@@ -1,0 +1,458 @@
+//! Authority and ownership per cube, and the host as their arbiter.
+//!
+//! Every peer keeps an [`AuthorityTable`]: per cube an [`AuthorityStamp`] (authority index 0 = default, 1–4 = a
+//! player; authority and ownership sequences, 16-bit, wrap-safe) and the player holding it (0 = nobody). The peer
+//! with authority over a cube simulates it for everyone and sends its state; the others snap to what arrives.
+//! Default cubes are the host's to simulate. The rules, in the order they apply:
+//!
+//! 1. **Grab** ([`AuthorityTable::grab`]): ownership sequence + 1, authority sequence + 1, authority = the grabber,
+//!    holder = the grabber. A cube another player holds (as this peer knows it) cannot be grabbed: ownership is
+//!    exclusive until release. Held cubes travel in the holder's avatar, never as cube state.
+//! 2. **Release**: the holder is cleared; authority stays with the player, who now sends the thrown cube's state.
+//! 3. **Touch** ([`AuthorityTable::spread_by_contact`]): after each step, an awake cube under the local player's
+//!    authority (held or not: a held cube pushing a stack would otherwise be corrected by the host) takes authority
+//!    over every default cube it touches, and those over the default cubes they touch, through the whole contact
+//!    graph: authority sequence + 1 each. Only default cubes are taken by touch; another player's cubes are not.
+//! 4. **Recency** ([`rules::compare_claims`]): the newer ownership sequence wins; with equal ownership, the newer
+//!    authority sequence wins.
+//! 5. **Host judgement** ([`rules::judge_claim`]): a guest's update (cube state, or a held cube in its avatar) is a
+//!    claim. The host takes it when it is newer than its own stamp, or as recent with the same authority (the
+//!    player's further updates under a claim already taken). A tie with another authority goes to the claim the
+//!    host saw first. A cube held by another player is refused. Refused updates are counted, never applied and
+//!    never relayed; the host then goes on sending its own view to that guest, which corrects it (rule 6).
+//! 6. **Guest acceptance** ([`rules::guest_accepts`]): a guest takes the host's stamp and state when newer than its
+//!    own, or as recent with another authority (the host broke a tie: its word is final); it ignores older news
+//!    and echoes of its own claim. A guest that loses a cube it was holding lets go of it.
+//! 7. **Forgery** ([`rules::judge_claim`]): a claim that names another authority than its sender, or runs a sequence
+//!    further ahead than an honest player can in a round trip, is refused.
+//! 8. **Return to default** ([`AuthorityTable::return_rested`], host only): a cube under a player's authority that
+//!    is not held and has been at rest on the host for [`RETURN_TO_DEFAULT_STEPS`] returns to default: authority
+//!    sequence + 1. For a guest's cube the host's copy rests only when the guest's resting state arrived, so this
+//!    is also the host's confirmation that the final state is committed: until it arrives the guest keeps the
+//!    cube's authority and keeps sending its last state (nothing is lost under any loss rate).
+//! 9. **Leaving** ([`AuthorityTable::release_player`], host): a player who leaves or times out has every cube it had
+//!    authority over or held returned to default (authority sequence + 1) and woken, and its slot freed.
+//!
+//! A change of authority never moves a cube by itself: the stamp changes, the state does not.
+
+pub mod rules;
+
+use tumble_engine::physics::{BodyId, BodyKind, ContactReport, PhysicsError, World};
+
+use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY};
+
+/// Steps a player's cube must rest on the host before it returns to default: 60 steps is two thirds of a second.
+pub const RETURN_TO_DEFAULT_STEPS: u32 = 60;
+/// No player holds the cube.
+pub const NOBODY: u8 = 0;
+
+/// One peer's view of every cube's authority and ownership. Flat arrays indexed by cube (body) id.
+#[derive(Clone, Debug)]
+pub struct AuthorityTable {
+    /// The local player's authority index (1–4), or 0 for a headless host.
+    me: u8,
+    is_host: bool,
+    stamps: Vec<AuthorityStamp>,
+    holders: Vec<u8>,
+    /// Consecutive steps at rest while under a player's authority (host: for rule 8).
+    rest_steps: Vec<u32>,
+}
+
+impl AuthorityTable {
+    pub fn new(cube_count: usize, me: u8, is_host: bool) -> Self {
+        Self {
+            me,
+            is_host,
+            stamps: vec![AuthorityStamp::DEFAULT; cube_count],
+            holders: vec![NOBODY; cube_count],
+            rest_steps: vec![0; cube_count],
+        }
+    }
+
+    pub fn me(&self) -> u8 {
+        self.me
+    }
+
+    pub fn is_host(&self) -> bool {
+        self.is_host
+    }
+
+    pub fn len(&self) -> usize {
+        self.stamps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stamps.is_empty()
+    }
+
+    pub fn stamps(&self) -> &[AuthorityStamp] {
+        &self.stamps
+    }
+
+    pub fn stamp(&self, cube: u32) -> AuthorityStamp {
+        self.stamps[cube as usize]
+    }
+
+    pub fn holder(&self, cube: u32) -> u8 {
+        self.holders[cube as usize]
+    }
+
+    /// True when this peer simulates the cube for everyone: it is under the local player's authority, or it is a
+    /// default cube and this peer is the host.
+    pub fn is_local_authority(&self, cube: u32) -> bool {
+        let a = self.stamps[cube as usize].authority;
+        (a != DEFAULT_AUTHORITY && a == self.me) || (a == DEFAULT_AUTHORITY && self.is_host)
+    }
+
+    /// Rule 1, as the grabbing peer applies it. Returns false (and changes nothing) when another player holds it.
+    pub fn grab(&mut self, cube: u32) -> bool {
+        let i = cube as usize;
+        if self.holders[i] != NOBODY && self.holders[i] != self.me {
+            return false;
+        }
+        let s = &mut self.stamps[i];
+        if self.holders[i] != self.me {
+            s.ownership_seq = s.ownership_seq.wrapping_add(1);
+            s.authority_seq = s.authority_seq.wrapping_add(1);
+        }
+        s.authority = self.me;
+        self.holders[i] = self.me;
+        self.rest_steps[i] = 0;
+        true
+    }
+
+    /// Rule 2.
+    pub fn release(&mut self, cube: u32) {
+        if self.holders[cube as usize] == self.me {
+            self.holders[cube as usize] = NOBODY;
+        }
+    }
+
+    /// Takes the stamp and holder the host's judgement (or the host's news) settled on.
+    pub fn set(&mut self, cube: u32, stamp: AuthorityStamp, holder: u8) {
+        let i = cube as usize;
+        if self.stamps[i] != stamp {
+            self.rest_steps[i] = 0;
+        }
+        self.stamps[i] = stamp;
+        self.holders[i] = holder;
+    }
+
+    /// Sets only the holder (a remote avatar picked the cube up or let it go).
+    pub fn set_holder(&mut self, cube: u32, holder: u8) {
+        self.holders[cube as usize] = holder;
+    }
+
+    /// Rule 3 after a step: spreads the local player's authority from its awake cubes to the default cubes they
+    /// touch, through the contact graph. Returns how many cubes were taken. `contacts` is the step's report.
+    pub fn spread_by_contact(&mut self, world: &World, contacts: &[ContactReport]) -> Result<u32, PhysicsError> {
+        if self.me == DEFAULT_AUTHORITY {
+            return Ok(0);
+        }
+        let mut taken = 0;
+        // A pass per link of the longest chain; each pass is one sweep over the step's contacts.
+        loop {
+            let mut changed = false;
+            for c in contacts {
+                let Some(b) = c.b else { continue };
+                for (from, to) in [(c.a, b), (b, c.a)] {
+                    if self.takes(world, from, to)? {
+                        let s = &mut self.stamps[to.index()];
+                        s.authority = self.me;
+                        s.authority_seq = s.authority_seq.wrapping_add(1);
+                        self.rest_steps[to.index()] = 0;
+                        taken += 1;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                return Ok(taken);
+            }
+        }
+    }
+
+    fn takes(&self, world: &World, from: BodyId, to: BodyId) -> Result<bool, PhysicsError> {
+        let (f, t) = (from.index(), to.index());
+        if f >= self.stamps.len() || t >= self.stamps.len() {
+            return Ok(false);
+        }
+        Ok(self.stamps[f].authority == self.me
+            && self.stamps[t].authority == DEFAULT_AUTHORITY
+            && self.holders[t] == NOBODY
+            && !world.state(from)?.at_rest
+            && world.kind(to)? == BodyKind::Dynamic)
+    }
+
+    /// Rule 8 (host only), after a step: counts rest under a player's authority and returns to default the cubes
+    /// that rested long enough. Calls `returned(cube, previous_authority)` for each. Does nothing on a guest.
+    pub fn return_rested(&mut self, world: &World, mut returned: impl FnMut(u32, u8)) -> Result<(), PhysicsError> {
+        if !self.is_host {
+            return Ok(());
+        }
+        for i in 0..self.stamps.len() {
+            let id = BodyId(i as u32);
+            let resting = !world.is_removed(id)? && world.state(id)?.at_rest;
+            let player_owned = self.stamps[i].authority != DEFAULT_AUTHORITY && self.holders[i] == NOBODY;
+            self.rest_steps[i] = if resting && player_owned {
+                self.rest_steps[i] + 1
+            } else {
+                0
+            };
+            if self.rest_steps[i] >= RETURN_TO_DEFAULT_STEPS {
+                let s = &mut self.stamps[i];
+                let previous = s.authority;
+                s.authority = DEFAULT_AUTHORITY;
+                s.authority_seq = s.authority_seq.wrapping_add(1);
+                self.rest_steps[i] = 0;
+                returned(i as u32, previous);
+            }
+        }
+        Ok(())
+    }
+
+    /// Rule 9 (host): every cube `player` had authority over or held goes back to default. Calls `returned(cube)`
+    /// for each, so the caller can wake it and make it dynamic.
+    pub fn release_player(&mut self, player: u8, mut returned: impl FnMut(u32)) {
+        for i in 0..self.stamps.len() {
+            let held = self.holders[i] == player;
+            if self.stamps[i].authority == player || held {
+                if held {
+                    self.holders[i] = NOBODY;
+                }
+                let s = &mut self.stamps[i];
+                s.authority = DEFAULT_AUTHORITY;
+                s.authority_seq = s.authority_seq.wrapping_add(1);
+                self.rest_steps[i] = 0;
+                returned(i as u32);
+            }
+        }
+    }
+
+    /// Cubes per authority index 0..=4.
+    pub fn counts(&self) -> [u32; 5] {
+        let mut n = [0u32; 5];
+        for s in &self.stamps {
+            n[usize::from(s.authority.min(4))] += 1;
+        }
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+    use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
+
+    /// Three cubes in a row on the ground, touching, at rest.
+    fn row() -> World {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        for x in 0..3 {
+            let id = world
+                .add_body(&BodyDesc {
+                    position: Vec3::new(x as f32 * 1.0, 0.5, 0.0),
+                    ..BodyDesc::default()
+                })
+                .unwrap();
+            let s = world.state(id).unwrap();
+            world.set_state(id, &BodyState { at_rest: true, ..s }).unwrap();
+        }
+        world
+    }
+
+    #[test]
+    fn rule_1_a_grab_bumps_both_sequences_and_is_exclusive() {
+        let mut t = AuthorityTable::new(2, 2, false);
+        assert!(t.grab(0));
+        assert_eq!(
+            t.stamp(0),
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 1,
+                ownership_seq: 1
+            }
+        );
+        assert_eq!(t.holder(0), 2);
+        // Grabbing again with the other hand (a pass) is no new claim.
+        assert!(t.grab(0));
+        assert_eq!(t.stamp(0).ownership_seq, 1);
+        // A cube another player holds cannot be grabbed.
+        t.set(
+            1,
+            AuthorityStamp {
+                authority: 3,
+                authority_seq: 1,
+                ownership_seq: 1,
+            },
+            3,
+        );
+        assert!(!t.grab(1));
+        assert_eq!(t.stamp(1).authority, 3);
+        // Rule 2: release keeps authority.
+        t.release(0);
+        assert_eq!((t.holder(0), t.stamp(0).authority), (NOBODY, 2));
+    }
+
+    #[test]
+    fn rule_3_touch_spreads_through_the_contact_graph_only_to_default_cubes() {
+        let mut world = row();
+        let mut t = AuthorityTable::new(3, 2, false);
+        // Cube 0 is mine and awake; cube 1 touches it and cube 2 touches cube 1.
+        t.set(
+            0,
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 1,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        let s = world.state(BodyId(0)).unwrap();
+        world
+            .set_state(
+                BodyId(0),
+                &BodyState {
+                    at_rest: false,
+                    linear_velocity: Vec3::X,
+                    ..s
+                },
+            )
+            .unwrap();
+        let touching = |a: u32, b: u32| ContactReport {
+            a: BodyId(a),
+            b: Some(BodyId(b)),
+            normal: Vec3::X,
+            max_normal_impulse: 1.0,
+            approach_speed: 1.0,
+        };
+        // Listed so that one pass cannot reach cube 2 before cube 1 is taken, and cube 1 is awake only once hit.
+        let contacts = [touching(1, 2), touching(0, 1)];
+        let s1 = world.state(BodyId(1)).unwrap();
+        world.set_state(BodyId(1), &BodyState { at_rest: false, ..s1 }).unwrap();
+        assert_eq!(t.spread_by_contact(&world, &contacts).unwrap(), 2);
+        assert_eq!(
+            t.stamp(1),
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 1,
+                ownership_seq: 0
+            }
+        );
+        assert_eq!(t.stamp(2).authority, 2);
+        // Another player's cube is not taken by touch.
+        let mut t = AuthorityTable::new(3, 2, false);
+        t.set(
+            0,
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 1,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        t.set(
+            1,
+            AuthorityStamp {
+                authority: 3,
+                authority_seq: 4,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        assert_eq!(t.spread_by_contact(&world, &contacts).unwrap(), 0);
+        assert_eq!(t.stamp(1).authority, 3);
+        // A resting cube of mine spreads nothing.
+        let mut t = AuthorityTable::new(3, 2, false);
+        t.set(
+            2,
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 1,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        world.set_state(BodyId(1), &BodyState { at_rest: true, ..s1 }).unwrap();
+        let s2 = world.state(BodyId(2)).unwrap();
+        world.set_state(BodyId(2), &BodyState { at_rest: true, ..s2 }).unwrap();
+        assert_eq!(t.spread_by_contact(&world, &contacts).unwrap(), 0);
+    }
+
+    #[test]
+    fn rule_8_the_host_returns_a_rested_unheld_cube_after_the_wait_and_only_then() {
+        let world = row();
+        let mut host = AuthorityTable::new(3, 1, true);
+        let claim = AuthorityStamp {
+            authority: 3,
+            authority_seq: 7,
+            ownership_seq: 2,
+        };
+        host.set(0, claim, NOBODY);
+        host.set(1, claim, 3);
+        let mut returned = Vec::new();
+        for _ in 0..RETURN_TO_DEFAULT_STEPS - 1 {
+            host.return_rested(&world, |c, _| returned.push(c)).unwrap();
+        }
+        assert!(returned.is_empty(), "not before {RETURN_TO_DEFAULT_STEPS} steps");
+        host.return_rested(&world, |c, _| returned.push(c)).unwrap();
+        assert_eq!(returned, vec![0], "the held cube stays");
+        assert_eq!(
+            host.stamp(0),
+            AuthorityStamp {
+                authority: 0,
+                authority_seq: 8,
+                ownership_seq: 2
+            }
+        );
+        // A guest never returns cubes itself.
+        let mut guest = AuthorityTable::new(3, 3, false);
+        guest.set(0, claim, NOBODY);
+        for _ in 0..2 * RETURN_TO_DEFAULT_STEPS {
+            guest
+                .return_rested(&world, |_, _| panic!("a guest returned a cube"))
+                .unwrap();
+        }
+        assert_eq!(guest.stamp(0), claim);
+    }
+
+    #[test]
+    fn rule_9_a_leaving_player_leaves_nothing_behind() {
+        let mut host = AuthorityTable::new(3, 1, true);
+        host.set(
+            0,
+            AuthorityStamp {
+                authority: 3,
+                authority_seq: 2,
+                ownership_seq: 1,
+            },
+            3,
+        );
+        host.set(
+            1,
+            AuthorityStamp {
+                authority: 3,
+                authority_seq: 5,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        host.set(
+            2,
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 1,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        let mut returned = Vec::new();
+        host.release_player(3, |c| returned.push(c));
+        assert_eq!(returned, vec![0, 1]);
+        assert_eq!(
+            (host.stamp(0).authority, host.holder(0), host.stamp(0).authority_seq),
+            (0, NOBODY, 3)
+        );
+        assert_eq!(host.stamp(2).authority, 2);
+    }
+}

@@ -1,0 +1,17 @@
+//! Harnesses: runs of whole worlds joined through `tumble-net` and its link simulator, and what they measure.
+//! Each world learns about the others only through packets; a harness may compare the worlds' final states.
+//!
+//! - [`loopback`]: `tumble loopback`: an authority world and a non-authority world joined by two endpoints (in
+//!   memory on a simulated clock, or UDP on 127.0.0.1), stepped one step at a time; the JSON report.
+//! - [`session`]: `tumble session`: a host and up to three guests, each its own world, joined through the link
+//!   simulator in memory; what each would draw is watched for pops, rest jitter and conflicts.
+//! - [`thrower`]: the seeded scripted thrower of the loopback run.
+//! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
+//! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
+
+pub mod bandwidth;
+#[cfg(test)]
+mod in_process;
+pub mod loopback;
+pub mod session;
+pub mod thrower;

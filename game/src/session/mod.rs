@@ -1,0 +1,10 @@
+//! Sessions: a host and up to three guests in a star. Each guest talks only to the host through `tumble-net`
+//! (handshake with a challenge, timeouts); the host judges every claim (`crate::authority`) and relays every
+//! player's cubes and holds to the others, with the priority accumulator and delta baselines per connection.
+//!
+//! - [`message`]: what travels inside a connected packet: the state message (header with welcome and held cubes,
+//!   then a state packet body) and the reject notice.
+//! - [`peer`]: one player's machine: its world, authority table, hands and connections, stepped by a driver.
+
+pub mod message;
+pub mod peer;

@@ -1,0 +1,694 @@
+//! One player's machine in a session: its own world, its authority table, its hands, and its connections — to
+//! every guest on the host, to the host on a guest. It does no I/O and keeps no clock: a harness or a game loop
+//! drives it one fixed step at a time, and moves its endpoint's datagrams.
+//!
+//! Per step, in order: [`Peer::play`] (hands → interaction → grabs and releases claim cubes), [`Peer::quantize`],
+//! [`Peer::send`], then the network delivers and [`Peer::receive`] judges (host) or accepts (guest) what arrived,
+//! then [`Peer::simulate`] steps the physics and does the authority bookkeeping (touch, rest, return to default).
+
+use glam::Vec3;
+use thiserror::Error;
+use tumble_engine::physics::{BodyId, BodyKind, BodyState, PhysicsError, World};
+use tumble_net::packet::CONNECTED_HEADER_BYTES;
+use tumble_net::{Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
+
+use crate::authority::rules::{guest_accepts, judge_claim, RejectCounts, RejectReason};
+use crate::authority::{AuthorityTable, NOBODY};
+use crate::avatar::{Avatar, AvatarInput};
+use crate::interaction::{Interaction, InteractionEvent};
+use crate::session::message::{
+    header_bytes, read_message, write_state_message, Hold, Message, MessageError, StateHeader, Welcome,
+};
+use crate::sync::codec::quantize::{dequantize_rotation, quantize_state, quantize_world, POSITION_UNITS_PER_M};
+use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
+use crate::sync::codec::stamp::DEFAULT_AUTHORITY;
+use crate::sync::link::priority::packet_budget_bytes;
+use crate::sync::link::receiver::{apply_state, Receiver};
+use crate::sync::link::sender::{Sender, SyncError};
+
+/// IP (20) + UDP (8) bytes every datagram carries on a real wire, counted in budgets and rates.
+pub const IP_UDP_HEADER_BYTES: usize = 28;
+/// Packets per second per connection: one per 90 Hz step.
+pub const PACKETS_PER_S: u32 = 90;
+/// Players in a session, host included.
+pub const MAX_PLAYERS: usize = 4;
+
+/// Why a peer stopped.
+#[derive(Debug, Error)]
+pub enum PeerError {
+    #[error(transparent)]
+    Physics(#[from] PhysicsError),
+    #[error(transparent)]
+    Sync(#[from] SyncError),
+    #[error(transparent)]
+    Message(#[from] MessageError),
+    #[error("the host's scene differs: {host_cubes} cubes (checksum {host_checksum:08x}), ours {our_cubes} ({our_checksum:08x})")]
+    SceneMismatch {
+        host_cubes: u32,
+        host_checksum: u32,
+        our_cubes: u32,
+        our_checksum: u32,
+    },
+    #[error("--kbps-budget {kbps} leaves {bytes} bytes a packet: too few for the message header and one cube update")]
+    BudgetTooSmall { kbps: u32, bytes: usize },
+}
+
+/// How a peer sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerConfig {
+    /// Per connection and direction, IP/UDP headers included (kbps).
+    pub kbps_budget: u32,
+}
+
+/// The player index a guest in endpoint slot `peer` gets: the host is player 1, guests 2..=4.
+pub fn guest_player(peer: PeerId) -> u8 {
+    peer.0 + 2
+}
+
+/// What a peer counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PeerStats {
+    /// Updates the host refused, by reason (host only).
+    pub rejected: RejectCounts,
+    /// Claims of this peer that the host's word overrode (a conflict lost, a stale claim corrected).
+    pub corrections: u64,
+    /// Largest position change such an override made (m).
+    pub correction_max_m: f64,
+    /// Cubes this peer was holding when another player won them.
+    pub holds_lost: u64,
+    pub grabs: u64,
+    pub throws: u64,
+    /// Messages refused whole as malformed.
+    pub malformed: u64,
+    /// Authority changes this peer saw (stamps whose authority index changed).
+    pub authority_changes: u64,
+}
+
+/// One connection's sync state.
+struct Link {
+    peer: PeerId,
+    /// The remote player's index (on a guest, the host's: 1).
+    player: u8,
+    sender: Sender,
+    receiver: Receiver,
+    reject_notices: RejectNotices,
+    /// Transport sequence → the sender's packet sequence, indexed by transport sequence (no hash map).
+    sender_sequence: Vec<Option<u16>>,
+    next_sender_sequence: u16,
+    /// Transport sequence of a packet that carried the welcome; once one is acked the welcome stops.
+    welcome_sequences: Vec<bool>,
+    welcome_acked: bool,
+    /// Newest header step processed from this link (holds are taken from newer headers only).
+    newest_header_step: Option<u32>,
+}
+
+impl Link {
+    fn new(peer: PeerId, player: u8, cubes: usize) -> Self {
+        Self {
+            peer,
+            player,
+            sender: Sender::new(cubes),
+            receiver: Receiver::new(cubes),
+            reject_notices: RejectNotices::default(),
+            sender_sequence: vec![None; usize::from(u16::MAX) + 1],
+            next_sender_sequence: 0,
+            welcome_sequences: vec![false; usize::from(u16::MAX) + 1],
+            welcome_acked: false,
+            newest_header_step: None,
+        }
+    }
+}
+
+/// A host or a guest, with its world.
+pub struct Peer {
+    is_host: bool,
+    pub world: World,
+    pub table: AuthorityTable,
+    pub interaction: Interaction,
+    pub avatar: Avatar,
+    endpoint: Endpoint,
+    /// Host: one per endpoint slot; guest: `[0]` is the host.
+    links: Vec<Option<Link>>,
+    config: PeerConfig,
+    step: u64,
+    cube_count: u32,
+    scene_checksum: u32,
+    /// The rest-detection flag each cube has in `world` (on only where this peer simulates for everyone).
+    rest_detection: Vec<bool>,
+    /// Per cube: the authority index last seen, to count changes.
+    last_authority: Vec<u8>,
+    /// Per cube: the step its authority index last changed here (for the hand-over pop meter).
+    pub authority_changed_step: Vec<u64>,
+    body_buf: Vec<u8>,
+    message_buf: Vec<u8>,
+    pub stats: PeerStats,
+    /// Host: cubes returned to default in the last step, with the authority they had.
+    returned: Vec<(u32, u8)>,
+    /// A guest that has not been welcomed yet has no player index and does not play.
+    welcomed: bool,
+}
+
+impl Peer {
+    /// A host on `endpoint` (made with `Endpoint::host`). `playing`: the host has hands (player 1); otherwise it
+    /// is a dedicated host (authority index 0 only).
+    pub fn host(world: World, endpoint: Endpoint, config: PeerConfig, playing: bool) -> Result<Peer, PeerError> {
+        let me = if playing { 1 } else { DEFAULT_AUTHORITY };
+        let slots = MAX_PLAYERS - 1;
+        Peer::new(world, endpoint, config, true, me, slots)
+    }
+
+    /// A guest on `endpoint` (made with `Endpoint::join`); it plays once the host's welcome arrives.
+    pub fn guest(world: World, endpoint: Endpoint, config: PeerConfig) -> Result<Peer, PeerError> {
+        Peer::new(world, endpoint, config, false, DEFAULT_AUTHORITY, 1)
+    }
+
+    fn new(
+        mut world: World,
+        endpoint: Endpoint,
+        config: PeerConfig,
+        is_host: bool,
+        me: u8,
+        slots: usize,
+    ) -> Result<Peer, PeerError> {
+        let cubes = world.body_count();
+        let budget = packet_budget_bytes(
+            config.kbps_budget,
+            PACKETS_PER_S,
+            (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
+            (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
+        ) as usize;
+        // A welcome, and room for at least one absolute update. (Holds may take the packet past the budget: a held
+        // cube must travel.)
+        let worst = StateHeader {
+            welcome: Some(Welcome::default()),
+            ..StateHeader::default()
+        };
+        let header = header_bytes(&worst, cubes as u32).unwrap_or(usize::MAX);
+        if budget < header.saturating_add(MIN_BODY_BYTES) {
+            return Err(PeerError::BudgetTooSmall {
+                kbps: config.kbps_budget,
+                bytes: budget,
+            });
+        }
+        let scene_checksum = world.checksum() as u32;
+        let mut rest_detection = vec![true; cubes];
+        let table = AuthorityTable::new(cubes, me, is_host);
+        for (i, flag) in rest_detection.iter_mut().enumerate() {
+            *flag = table.is_local_authority(i as u32);
+            world.set_rest_detection(BodyId(i as u32), *flag)?;
+        }
+        let mut links = Vec::with_capacity(slots);
+        links.resize_with(slots, || None);
+        if !is_host {
+            links[0] = Some(Link::new(PeerId(0), 1, cubes));
+        }
+        Ok(Peer {
+            is_host,
+            world,
+            table,
+            interaction: Interaction::default(),
+            avatar: Avatar::default(),
+            endpoint,
+            links,
+            config,
+            step: 0,
+            cube_count: cubes as u32,
+            scene_checksum,
+            rest_detection,
+            last_authority: vec![DEFAULT_AUTHORITY; cubes],
+            authority_changed_step: vec![0; cubes],
+            body_buf: vec![0u8; budget.max(MIN_BODY_BYTES)],
+            message_buf: vec![0u8; MAX_PACKET_BYTES],
+            stats: PeerStats::default(),
+            welcomed: is_host,
+            returned: Vec::with_capacity(cubes),
+        })
+    }
+
+    pub fn is_host(&self) -> bool {
+        self.is_host
+    }
+
+    /// This peer's player index (0 for a dedicated host or a guest not yet welcomed).
+    pub fn player(&self) -> u8 {
+        self.table.me()
+    }
+
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint {
+        &mut self.endpoint
+    }
+
+    pub fn step_count(&self) -> u64 {
+        self.step
+    }
+
+    /// Remote players connected (host: guests; guest: the host once welcomed).
+    pub fn connected_players(&self) -> impl Iterator<Item = u8> + '_ {
+        self.links.iter().flatten().map(|l| l.player)
+    }
+
+    /// The hands act on the world: grabs claim cubes (rule 1), releases keep authority (rule 2).
+    pub fn play(&mut self, input: &AvatarInput) -> Result<(), PeerError> {
+        if !self.welcomed || self.table.me() == DEFAULT_AUTHORITY {
+            return Ok(());
+        }
+        self.avatar.update(input, self.world.config().dt);
+        self.interaction.update(&mut self.world, &self.avatar)?;
+        for i in 0..self.interaction.events().len() {
+            match self.interaction.events()[i] {
+                InteractionEvent::Grabbed { body, .. } => {
+                    self.table.grab(body.0);
+                    self.stats.grabs += 1;
+                    self.record_interaction(body);
+                }
+                InteractionEvent::Released {
+                    body, linear_velocity, ..
+                } => {
+                    self.table.release(body.0);
+                    if linear_velocity.length() > 0.0 {
+                        self.stats.throws += 1;
+                    }
+                    self.record_interaction(body);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn record_interaction(&mut self, body: BodyId) {
+        for link in self.links.iter_mut().flatten() {
+            if let Some(a) = link.sender.activity.get_mut(body.index()) {
+                a.record_interaction();
+            }
+        }
+    }
+
+    /// Both sides quantize every body before every step.
+    pub fn quantize(&mut self) -> Result<(), PeerError> {
+        quantize_world(&mut self.world)?;
+        Ok(())
+    }
+
+    /// Sends this step's message on every connection.
+    pub fn send(&mut self, now_s: f64) -> Result<(), PeerError> {
+        for slot in 0..self.links.len() {
+            if self.links[slot].is_some() {
+                self.send_on(slot, now_s)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn holds_for(&self, to_player: u8) -> Result<StateHeader, PeerError> {
+        let mut header = StateHeader {
+            sender_step: self.step as u32,
+            ..StateHeader::default()
+        };
+        for cube in 0..self.cube_count {
+            let holder = self.table.holder(cube);
+            // A guest tells only its own holds; the host relays everyone's but the receiver's own.
+            let tell = if self.is_host {
+                holder != NOBODY && holder != to_player
+            } else {
+                holder != NOBODY && holder == self.table.me()
+            };
+            if tell {
+                let q = quantize_state(&self.world.state(BodyId(cube))?);
+                header.push_hold(Hold {
+                    player: holder,
+                    cube,
+                    stamp: self.table.stamp(cube),
+                    position: q.position,
+                    rotation: q.rotation,
+                });
+            }
+        }
+        Ok(header)
+    }
+
+    fn send_on(&mut self, slot: usize, now_s: f64) -> Result<(), PeerError> {
+        let (player, welcome_acked) = {
+            let link = self.links[slot].as_ref().expect("checked by the caller");
+            (link.player, link.welcome_acked)
+        };
+        let mut header = self.holds_for(player)?;
+        if self.is_host && !welcome_acked {
+            header.welcome = Some(Welcome {
+                player,
+                cube_count: self.cube_count,
+                scene_checksum: self.scene_checksum,
+            });
+        }
+        let head = header_bytes(&header, self.cube_count)?;
+        let body_len = self.body_buf.len().saturating_sub(head).max(MIN_BODY_BYTES);
+        let me = self.table.me();
+        let is_host = self.is_host;
+        let table = &self.table;
+        let link = self.links[slot].as_mut().expect("checked by the caller");
+        let sequence = link.next_sender_sequence;
+        link.next_sender_sequence = sequence.wrapping_add(1);
+        let sendable = |c: u32| {
+            let s = table.stamp(c);
+            table.holder(c) == NOBODY
+                && if is_host {
+                    s.authority != player
+                } else {
+                    s.authority == me && me != DEFAULT_AUTHORITY
+                }
+        };
+        let n = link.sender.write_packet_for(
+            &self.world,
+            table.stamps(),
+            sendable,
+            self.step,
+            sequence,
+            &mut self.body_buf[..body_len],
+        )?;
+        let m = write_state_message(&mut self.message_buf, &header, self.cube_count, &self.body_buf[..n])?;
+        match self.endpoint.send(now_s, link.peer, &self.message_buf[..m]) {
+            Ok(transport) => {
+                link.sender_sequence[usize::from(transport)] = Some(sequence);
+                link.welcome_sequences[usize::from(transport)] = header.welcome.is_some();
+            }
+            Err(e) => tracing::debug!("state message not sent: {e}"),
+        }
+        Ok(())
+    }
+
+    /// Handles everything the endpoint has for us: connections, acks, messages (judged on the host, accepted or
+    /// ignored on a guest).
+    pub fn receive(&mut self, now_s: f64) -> Result<(), PeerError> {
+        while let Some(event) = self.endpoint.pop_event() {
+            match event {
+                EndpointEvent::Connected { peer } if self.is_host => {
+                    if let Some(slot) = self.links.get_mut(usize::from(peer.0)) {
+                        *slot = Some(Link::new(peer, guest_player(peer), self.cube_count as usize));
+                    }
+                }
+                EndpointEvent::Disconnected { peer, .. } if self.is_host => self.guest_left(peer)?,
+                EndpointEvent::Received { peer, data, .. } => self.on_message(peer, &data, now_s)?,
+                EndpointEvent::Acked { peer, sequence } => {
+                    if let Some(link) = self.link_mut(peer) {
+                        if let Some(s) = link.sender_sequence[usize::from(sequence)].take() {
+                            link.sender.on_acked(s);
+                        }
+                        if link.welcome_sequences[usize::from(sequence)] {
+                            link.welcome_acked = true;
+                        }
+                    }
+                }
+                EndpointEvent::Lost { peer, sequence } => {
+                    if let Some(link) = self.link_mut(peer) {
+                        link.sender_sequence[usize::from(sequence)] = None;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn link_mut(&mut self, peer: PeerId) -> Option<&mut Link> {
+        let slot = if self.is_host { usize::from(peer.0) } else { 0 };
+        self.links.get_mut(slot).and_then(|l| l.as_mut())
+    }
+
+    /// Rule 9: a guest left or timed out.
+    fn guest_left(&mut self, peer: PeerId) -> Result<(), PeerError> {
+        let Some(link) = self.links.get_mut(usize::from(peer.0)).and_then(|l| l.take()) else {
+            return Ok(());
+        };
+        let mut returned = Vec::new();
+        self.table.release_player(link.player, |c| returned.push(c));
+        for c in returned {
+            wake_dynamic(&mut self.world, BodyId(c))?;
+        }
+        Ok(())
+    }
+
+    fn on_message(&mut self, peer: PeerId, data: &[u8], now_s: f64) -> Result<(), PeerError> {
+        let message = match read_message(data, self.cube_count) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!("message refused: {e}");
+                self.refuse(RejectReason::Malformed);
+                return Ok(());
+            }
+        };
+        match message {
+            Message::RejectNotice(bytes) => {
+                if let (Ok(refused), Some(link)) = (read_reject_notice(bytes), self.link_mut(peer)) {
+                    if link.reject_notices.is_new(refused) {
+                        link.sender.resync();
+                    }
+                }
+            }
+            Message::State { header, body } => {
+                if !self.is_host {
+                    self.take_welcome(&header)?;
+                }
+                let Some(link) = self.link_mut(peer) else { return Ok(()) };
+                if let Err(e) = link.receiver.read(body) {
+                    tracing::debug!("state body refused: {e}");
+                    let mut notice = [0u8; REJECT_NOTICE_BYTES];
+                    let count = link.receiver.rejected_packets as u16;
+                    let link_peer = link.peer;
+                    self.refuse(RejectReason::Malformed);
+                    if let Ok(n) = write_reject_notice(&mut notice, count) {
+                        let _ = self.endpoint.send(now_s, link_peer, &notice[..n]);
+                    }
+                    return Ok(());
+                }
+                // Headers are ordered by the sender's step (wrap-safe over 32 bits): holds come from the newest only.
+                let newer = link
+                    .newest_header_step
+                    .is_none_or(|s| (header.sender_step.wrapping_sub(s) as i32) > 0);
+                if newer {
+                    link.newest_header_step = Some(header.sender_step);
+                }
+                let player = link.player;
+                if newer {
+                    self.take_holds(player, &header)?;
+                }
+                self.take_updates(peer, player)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn refuse(&mut self, reason: RejectReason) {
+        if self.is_host {
+            self.stats.rejected.add(reason);
+        } else if reason == RejectReason::Malformed {
+            self.stats.malformed += 1;
+        }
+    }
+
+    fn take_welcome(&mut self, header: &StateHeader) -> Result<(), PeerError> {
+        let Some(w) = header.welcome else { return Ok(()) };
+        if self.welcomed {
+            return Ok(());
+        }
+        if w.cube_count != self.cube_count || w.scene_checksum != self.scene_checksum {
+            return Err(PeerError::SceneMismatch {
+                host_cubes: w.cube_count,
+                host_checksum: w.scene_checksum,
+                our_cubes: self.cube_count,
+                our_checksum: self.scene_checksum,
+            });
+        }
+        self.table = AuthorityTable::new(self.cube_count as usize, w.player, false);
+        self.welcomed = true;
+        Ok(())
+    }
+
+    /// Holds in a message: claims of cubes in hands (judged or accepted like cube states), and releases (a cube
+    /// the sender's side held that no longer appears).
+    fn take_holds(&mut self, from_player: u8, header: &StateHeader) -> Result<(), PeerError> {
+        for h in header.holds() {
+            if h.cube >= self.cube_count || self.world.is_removed(BodyId(h.cube))? {
+                self.refuse(RejectReason::UnknownCube);
+                continue;
+            }
+            let cube = h.cube;
+            let local = self.table.stamp(cube);
+            let taken = if self.is_host {
+                match judge_claim(from_player, &h.stamp, &local, self.table.holder(cube)) {
+                    Ok(()) if h.player == from_player => true,
+                    Ok(()) => {
+                        self.refuse(RejectReason::NotSender);
+                        false
+                    }
+                    Err(reason) => {
+                        self.refuse(reason);
+                        false
+                    }
+                }
+            } else {
+                h.player != self.table.me() && guest_accepts(self.table.me(), &h.stamp, &local)
+            };
+            if !taken {
+                continue;
+            }
+            self.lose_if_mine(cube)?;
+            self.table.set(cube, h.stamp, h.player);
+            let id = BodyId(cube);
+            if self.world.kind(id)? != BodyKind::Kinematic {
+                self.world.set_kind(id, BodyKind::Kinematic)?;
+            }
+            let position = Vec3::from_array(h.position.map(|x| x as f32 / POSITION_UNITS_PER_M));
+            self.world
+                .set_kinematic_target(id, position, dequantize_rotation(&h.rotation))?;
+        }
+        // Releases: cubes this sender's player held (as we know it) that its newest header no longer names.
+        let named = |c: u32| header.holds().iter().any(|h| h.cube == c);
+        for cube in 0..self.cube_count {
+            let holder = self.table.holder(cube);
+            let released = holder != NOBODY
+                && holder != self.table.me()
+                && !named(cube)
+                && (holder == from_player || !self.is_host);
+            if released {
+                self.table.set_holder(cube, NOBODY);
+                let id = BodyId(cube);
+                if self.world.kind(id)? == BodyKind::Kinematic {
+                    self.world.set_kind(id, BodyKind::Dynamic)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// This peer held `cube` or had a claim on it, and someone else's word won: let go, count it.
+    fn lose_if_mine(&mut self, cube: u32) -> Result<(), PeerError> {
+        if self.interaction.forget(BodyId(cube)) {
+            self.stats.holds_lost += 1;
+            let id = BodyId(cube);
+            if self.world.kind(id)? == BodyKind::Kinematic {
+                self.world.set_kind(id, BodyKind::Dynamic)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn take_updates(&mut self, peer: PeerId, from_player: u8) -> Result<(), PeerError> {
+        let slot = if self.is_host { usize::from(peer.0) } else { 0 };
+        let count = self.links[slot].as_ref().map_or(0, |l| l.receiver.update_count());
+        for i in 0..count {
+            let Some((id, state)) = self.links[slot].as_mut().and_then(|l| l.receiver.take_fresh(i)) else {
+                continue;
+            };
+            let cube = id.0;
+            let local = self.table.stamp(cube);
+            let taken = if self.is_host {
+                match judge_claim(from_player, &state.stamp, &local, self.table.holder(cube)) {
+                    Ok(()) => true,
+                    Err(reason) => {
+                        self.refuse(reason);
+                        false
+                    }
+                }
+            } else {
+                guest_accepts(self.table.me(), &state.stamp, &local)
+            };
+            if !taken {
+                continue;
+            }
+            let mine = local.authority == self.table.me() && self.table.me() != DEFAULT_AUTHORITY;
+            if mine && state.stamp.authority != self.table.me() {
+                self.stats.corrections += 1;
+                let here = self.world.state(id)?.position;
+                let there = Vec3::from_array(state.position.map(|x| x as f32 / POSITION_UNITS_PER_M));
+                self.stats.correction_max_m = self.stats.correction_max_m.max(f64::from((here - there).length()));
+            }
+            self.lose_if_mine(cube)?;
+            if self.world.kind(id)? == BodyKind::Kinematic && !self.interaction.is_held(id) {
+                self.world.set_kind(id, BodyKind::Dynamic)?;
+            }
+            self.table.set(cube, state.stamp, NOBODY);
+            apply_state(&mut self.world, id, &state)?;
+        }
+        Ok(())
+    }
+
+    /// The physics step, then the authority bookkeeping: collisions raise priorities, touch spreads authority
+    /// (rule 3), the host returns rested cubes to default (rule 8), and rest detection is on exactly for the cubes
+    /// this peer simulates for everyone.
+    pub fn simulate(&mut self) -> Result<(), PeerError> {
+        self.world.step();
+        let report = self.world.report();
+        for c in &report.contacts {
+            for body in [Some(c.a), c.b].into_iter().flatten() {
+                for link in self.links.iter_mut().flatten() {
+                    if let Some(a) = link.sender.activity.get_mut(body.index()) {
+                        a.record_collision(c.approach_speed);
+                    }
+                }
+            }
+        }
+        if self.welcomed {
+            self.table.spread_by_contact(&self.world, &report.contacts)?;
+        }
+        self.returned.clear();
+        let returned = &mut self.returned;
+        self.table
+            .return_rested(&self.world, |c, previous| returned.push((c, previous)))?;
+        self.step += 1;
+        for cube in 0..self.cube_count as usize {
+            let id = BodyId(cube as u32);
+            let want = self.table.is_local_authority(cube as u32) && self.table.holder(cube as u32) == NOBODY;
+            if want != self.rest_detection[cube] {
+                self.world.set_rest_detection(id, want)?;
+                self.rest_detection[cube] = want;
+            }
+            let a = self.table.stamp(cube as u32).authority;
+            if a != self.last_authority[cube] {
+                self.last_authority[cube] = a;
+                self.authority_changed_step[cube] = self.step;
+                self.stats.authority_changes += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Per-connection wire bytes so far, sent and received, IP/UDP headers included, by remote player.
+    pub fn wire_bytes(&self) -> impl Iterator<Item = (u8, u64, u64)> + '_ {
+        self.links.iter().flatten().filter_map(|l| {
+            let s = self.endpoint.stats(l.peer)?;
+            let header = IP_UDP_HEADER_BYTES as u64;
+            Some((
+                l.player,
+                s.bytes_sent + s.packets_sent * header,
+                s.bytes_received + s.packets_received * header,
+            ))
+        })
+    }
+
+    /// Host: the cubes the last step returned to default, with the authority each had.
+    pub fn returned_this_step(&self) -> &[(u32, u8)] {
+        &self.returned
+    }
+
+    pub fn config(&self) -> &PeerConfig {
+        &self.config
+    }
+}
+
+/// Smallest state body worth sending: one absolute update of an awake cube with its stamp, and the packet header.
+const MIN_BODY_BYTES: usize = 40;
+
+/// A cube returned to default by rule 9: dynamic again and awake, where it is.
+fn wake_dynamic(world: &mut World, id: BodyId) -> Result<(), PhysicsError> {
+    if world.is_removed(id)? {
+        return Ok(());
+    }
+    if world.kind(id)? == BodyKind::Kinematic {
+        world.set_kind(id, BodyKind::Dynamic)?;
+    }
+    let s = world.state(id)?;
+    world.set_state(id, &BodyState { at_rest: false, ..s })
+}

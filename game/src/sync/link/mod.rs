@@ -1,0 +1,11 @@
+//! One connection's send and receive sides of state sync:
+//!
+//! - [`priority`]: the per-connection priority accumulator and packet filling to a bit budget.
+//! - [`baseline`]: the sender's acked baselines per cube (acks → baselines) and the receiver's ring of received
+//!   states.
+//! - [`sender`] / [`receiver`]: capture, prioritise, encode, track acks / read, keep baselines, snap cubes.
+
+pub mod baseline;
+pub mod priority;
+pub mod receiver;
+pub mod sender;
