@@ -60,6 +60,11 @@ enum Command {
     Loopback(LoopbackArgs),
     /// Step a scene headless, render it offscreen (no display needed) and write a PNG
     Screenshot(ScreenshotArgs),
+    /// A host and N-1 guests with distributed authority, bots in every seat; JSON report
+    Session(tumble::harness::session_cli::SessionArgs),
+    /// One player's process of `tumble session --processes` (started by it)
+    #[command(hide = true)]
+    SessionPeer(tumble::harness::processes::PeerProcessArgs),
     /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
     Vr(tumble::vr::VrArgs),
 }
@@ -172,6 +177,23 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Loopback(args)) => match loopback(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::Session(args)) => match tumble::harness::session_cli::run(&args) {
+            Ok(report) => {
+                println!("{}", report.to_json());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                ExitCode::FAILURE
+            }
+        },
+        Some(Command::SessionPeer(args)) => match tumble::harness::processes::run_peer_process(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("tumble: error: {}", one_line(&e));

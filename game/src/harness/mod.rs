@@ -5,13 +5,19 @@
 //!   memory on a simulated clock, or UDP on 127.0.0.1), stepped one step at a time; the JSON report.
 //! - [`session`]: `tumble session`: a host and up to three guests, each its own world, joined through the link
 //!   simulator in memory; what each would draw is watched for pops, rest jitter and conflicts.
+//! - [`session_cli`]: the `tumble session` flags and drivers; [`processes`]: `--processes`, one OS process per
+//!   player over UDP on 127.0.0.1 (`tumble session-peer`), merged from their JSON lines; [`conflict`]: the
+//!   `--conflict-test` driver (two guests squeeze on one cube in the same step, again and again).
 //! - [`thrower`]: the seeded scripted thrower of the loopback run.
 //! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
 //! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
 
 pub mod bandwidth;
+pub mod conflict;
 #[cfg(test)]
 mod in_process;
 pub mod loopback;
+pub mod processes;
 pub mod session;
+pub mod session_cli;
 pub mod thrower;

@@ -164,7 +164,6 @@ pub struct SessionRun {
     identical_since: Option<u64>,
     killed_at: Option<u64>,
     released_killed_at: Option<u64>,
-    lost_commits: u64,
 }
 
 impl SessionRun {
@@ -226,7 +225,6 @@ impl SessionRun {
             identical_since: None,
             killed_at: None,
             released_killed_at: None,
-            lost_commits: 0,
             config,
         };
         run.second_bytes = run.connection_bytes();
@@ -346,7 +344,6 @@ impl SessionRun {
     fn measure(&mut self, step: u64) -> Result<()> {
         self.measure_draw()?;
         self.measure_conflicts(step);
-        self.measure_lost_commits()?;
         if (step + 1).is_multiple_of(PACKETS_PER_S as u64) {
             let now = self.connection_bytes();
             for (before, after) in self.second_bytes.iter().zip(&now) {
@@ -448,28 +445,6 @@ impl SessionRun {
         }
     }
 
-    /// A commit is lost when the host returns a guest's cube to default with a state other than the one the guest
-    /// had it resting in.
-    fn measure_lost_commits(&mut self) -> Result<()> {
-        let Some(host) = self.peers[0].as_ref() else {
-            return Ok(());
-        };
-        for (cube, player) in host.returned_this_step() {
-            let Some(Some(guest)) = self.peers.get(usize::from(*player).max(1) - 1) else {
-                continue;
-            };
-            if *player == 1 {
-                continue;
-            }
-            let id = BodyId(*cube);
-            let g = guest.world.state(id)?;
-            if g.at_rest && quantize_state(&g) != quantize_state(&host.world.state(id)?) {
-                self.lost_commits += 1;
-            }
-        }
-        Ok(())
-    }
-
     fn bit_identical(&self) -> Result<bool> {
         let Some(host) = self.peers[0].as_ref() else {
             return Ok(false);
@@ -497,7 +472,6 @@ impl SessionRun {
             conflicts: self.conflicts,
             conflict_resolve_ms_max: self.conflict_steps_max as f64 * STEP_S * 1000.0,
             remote_rest_jitter_m: self.rest_jitter_m,
-            lost_commits: self.lost_commits,
             peers_at_end: self.peers().count(),
             ..SessionReport::default()
         };
@@ -507,6 +481,7 @@ impl SessionRun {
             r.corrections += p.stats.corrections;
             r.correction_max_m = r.correction_max_m.max(p.stats.correction_max_m);
             r.authority_changes += p.stats.authority_changes;
+            r.lost_commits += p.stats.lost_commits;
             r.rejected_updates.merge(&p.stats.rejected);
             for (_, sent, received) in p.wire_bytes() {
                 let kbps = |b: u64| b as f64 * 8.0 / 1000.0 / seconds.max(STEP_S);

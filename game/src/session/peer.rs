@@ -82,6 +82,9 @@ pub struct PeerStats {
     pub malformed: u64,
     /// Authority changes this peer saw (stamps whose authority index changed).
     pub authority_changes: u64,
+    /// Cubes this guest had at rest under its own authority that the host returned to default in another state:
+    /// a resting state the host never committed.
+    pub lost_commits: u64,
 }
 
 /// One connection's sync state.
@@ -600,10 +603,18 @@ impl Peer {
             }
             let mine = local.authority == self.table.me() && self.table.me() != DEFAULT_AUTHORITY;
             if mine && state.stamp.authority != self.table.me() {
-                self.stats.corrections += 1;
-                let here = self.world.state(id)?.position;
-                let there = Vec3::from_array(state.position.map(|x| x as f32 / POSITION_UNITS_PER_M));
-                self.stats.correction_max_m = self.stats.correction_max_m.max(f64::from((here - there).length()));
+                let here = quantize_state(&self.world.state(id)?);
+                let same_pose = (here.position, here.rotation) == (state.position, state.rotation);
+                if state.stamp.authority == DEFAULT_AUTHORITY && here.at_rest {
+                    // The host's confirmation (rule 8): it must carry the very resting state we had.
+                    self.stats.lost_commits += u64::from(!same_pose);
+                } else if !same_pose {
+                    self.stats.corrections += 1;
+                    let moved = Vec3::from_array(std::array::from_fn(|k| {
+                        (here.position[k] - state.position[k]) as f32 / POSITION_UNITS_PER_M
+                    }));
+                    self.stats.correction_max_m = self.stats.correction_max_m.max(f64::from(moved.length()));
+                }
             }
             self.lose_if_mine(cube)?;
             if self.world.kind(id)? == BodyKind::Kinematic && !self.interaction.is_held(id) {

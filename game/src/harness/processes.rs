@@ -1,0 +1,521 @@
+//! `tumble session --processes`: one OS process per player, each a [`Peer`] on its own UDP socket on 127.0.0.1
+//! with the link simulator in front of its sends, on the real clock at 90 steps a second. The parent starts the
+//! host (`tumble session-peer`, which prints the port it bound), then the guests; kills one if asked; and at the
+//! end reads one JSON line from each: its final quantized states and stamps, what it counted, and its holder
+//! changes stamped with the wall clock, from which conflicts are timed across processes.
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use tumble_engine::physics::BodyId;
+use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
+
+use crate::authority::rules::{RejectCounts, RejectReason};
+use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
+use crate::harness::session_cli::{make_driver, world_maker};
+use crate::session::peer::{Peer, PeerConfig, PACKETS_PER_S};
+use crate::sync::codec::quantize::{quantize_state, QuantizedState};
+
+/// Longest a process waits on its socket between looks (s).
+const MAX_WAIT_S: f64 = 0.001;
+/// Time the parent gives the processes to start before the common clock begins (ms).
+const START_MARGIN_MS: f64 = 1500.0;
+
+fn unix_ms() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+}
+
+/// Flags of the hidden `tumble session-peer` (one player's process; the parent passes them).
+#[derive(Args, Debug, Clone)]
+pub struct PeerProcessArgs {
+    /// Host: bind 127.0.0.1:0 and print {"port": N}; guest: join this address
+    #[arg(long)]
+    pub join: Option<SocketAddr>,
+    #[arg(long)]
+    pub seat: u8,
+    #[arg(long)]
+    pub driver: String,
+    #[arg(long)]
+    pub scene: PathBuf,
+    /// Wall-clock times (ms since the Unix epoch): the session's start, when the bots stop, the end
+    #[arg(long)]
+    pub start_unix_ms: f64,
+    #[arg(long)]
+    pub settle_unix_ms: f64,
+    #[arg(long)]
+    pub end_unix_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub latency_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub jitter_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub loss_pct: f64,
+    #[arg(long, default_value_t = 0.0)]
+    pub dup_pct: f64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long)]
+    pub kbps_budget: u32,
+    #[arg(long)]
+    pub headless: bool,
+}
+
+/// One player's process: plays until the end time and prints its final JSON line.
+pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
+    let world = world_maker(&args.scene)?()?;
+    let link = LinkConfig {
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        duplicate_pct: args.dup_pct,
+        ..LinkConfig::default()
+    };
+    let seed = args.seed.wrapping_add(u64::from(args.seat) * 7919);
+    let mut socket = UdpTransport::bind("127.0.0.1:0".parse()?)?;
+    let mut sim = LinkSim::new(link, seed ^ 0x5eed);
+    let config = PeerConfig {
+        kbps_budget: args.kbps_budget,
+    };
+    let endpoint_config = EndpointConfig {
+        seed,
+        ..EndpointConfig::default()
+    };
+    let clock = Instant::now();
+    let mut peer = match args.join {
+        None => {
+            println!("{}", json!({ "port": socket.local_addr().port() }));
+            Peer::host(world, Endpoint::host(endpoint_config, 0.0), config, !args.headless)?
+        }
+        Some(host) => Peer::guest(world, Endpoint::join(endpoint_config, host, 0.0), config)?,
+    };
+    let mut driver = make_driver(&args.driver, args.seat, args.seed.wrapping_add(u64::from(args.seat)))?;
+    let mut watch = Watch::new(peer.world.body_count());
+    let start_ms = args.start_unix_ms.max(unix_ms());
+    let step_ms = 1000.0 / PACKETS_PER_S as f64;
+    let mut step = 0u64;
+    loop {
+        let due_ms = start_ms + step as f64 * step_ms;
+        if due_ms >= args.end_unix_ms {
+            break;
+        }
+        // Until the step is due, move datagrams.
+        loop {
+            let now_ms = unix_ms();
+            let now_s = clock.elapsed().as_secs_f64();
+            socket.receive_into(now_s, peer.endpoint_mut())?;
+            peer.endpoint_mut().update(now_s);
+            socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim))?;
+            peer.receive(now_s)?;
+            if now_ms >= due_ms {
+                break;
+            }
+            socket.wait(Duration::from_secs_f64(((due_ms - now_ms) / 1000.0).min(MAX_WAIT_S)))?;
+        }
+        let active = due_ms < args.settle_unix_ms;
+        let input = driver.input(step, &peer, active);
+        peer.play(&input)?;
+        peer.quantize()?;
+        let now_s = clock.elapsed().as_secs_f64();
+        peer.send(now_s)?;
+        socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim))?;
+        peer.simulate()?;
+        watch.after_step(&peer, unix_ms())?;
+        step += 1;
+    }
+    println!("{}", watch.final_json(&peer, step)?);
+    Ok(())
+}
+
+/// What one process watches as it goes.
+struct Watch {
+    holders: Vec<u8>,
+    /// (wall ms, cube, holder)
+    holder_events: Vec<(f64, u32, u8)>,
+    /// Per player 1..=4: the last wall time any cube was under its authority or in its hand here.
+    last_seen_player_ms: [f64; 5],
+    previous: Vec<Option<QuantizedState>>,
+    last_change_ms: f64,
+    pops: Vec<f64>,
+    /// Per-second rates of every connection and direction (kbps), and the byte counts at the last second.
+    second_rates: Vec<f64>,
+    bytes_at_second: Vec<(u64, u64)>,
+}
+
+impl Watch {
+    fn new(cubes: usize) -> Self {
+        Self {
+            holders: vec![0; cubes],
+            holder_events: Vec::new(),
+            last_seen_player_ms: [0.0; 5],
+            previous: vec![None; cubes],
+            last_change_ms: 0.0,
+            pops: Vec::new(),
+            second_rates: Vec::new(),
+            bytes_at_second: Vec::new(),
+        }
+    }
+
+    fn after_step(&mut self, peer: &Peer, now_ms: f64) -> Result<()> {
+        if peer.step_count().is_multiple_of(PACKETS_PER_S as u64) {
+            let now: Vec<(u64, u64)> = peer.wire_bytes().map(|(_, s, r)| (s, r)).collect();
+            for (b, a) in self.bytes_at_second.iter().zip(&now) {
+                self.second_rates.push(a.0.saturating_sub(b.0) as f64 * 8.0 / 1000.0);
+                self.second_rates.push(a.1.saturating_sub(b.1) as f64 * 8.0 / 1000.0);
+            }
+            self.bytes_at_second = now;
+        }
+        for c in 0..self.holders.len() {
+            let id = BodyId(c as u32);
+            let h = peer.table.holder(c as u32);
+            if h != self.holders[c] {
+                self.holders[c] = h;
+                self.holder_events.push((now_ms, c as u32, h));
+            }
+            let a = usize::from(peer.table.stamp(c as u32).authority.min(4));
+            self.last_seen_player_ms[a] = now_ms;
+            self.last_seen_player_ms[usize::from(h.min(4))] = now_ms;
+            if peer.world.is_removed(id)? {
+                continue;
+            }
+            let s = peer.world.state(id)?;
+            let q = quantize_state(&s);
+            if let Some(p) = self.previous[c] {
+                if p != q {
+                    self.last_change_ms = now_ms;
+                }
+                if peer.authority_changed_step[c] == peer.step_count() {
+                    let expected: [f64; 3] = std::array::from_fn(|k| {
+                        f64::from(p.position[k]) + f64::from(p.linear_velocity[k]) * 4.0 / PACKETS_PER_S as f64
+                    });
+                    let jump: f64 = (0..3)
+                        .map(|k| ((f64::from(q.position[k]) - expected[k]) / 4096.0).powi(2))
+                        .sum::<f64>()
+                        .sqrt();
+                    self.pops.push(jump);
+                }
+            }
+            self.previous[c] = Some(q);
+        }
+        Ok(())
+    }
+
+    fn final_json(&self, peer: &Peer, steps: u64) -> Result<Value> {
+        let mut states = Vec::new();
+        for c in 0..peer.world.body_count() as u32 {
+            let id = BodyId(c);
+            if peer.world.is_removed(id)? {
+                states.push(Value::Null);
+                continue;
+            }
+            let q = quantize_state(&peer.world.state(id)?);
+            states.push(json!([
+                q.position,
+                q.rotation.largest,
+                q.rotation.smallest_three,
+                q.linear_velocity,
+                q.angular_velocity,
+                q.at_rest
+            ]));
+        }
+        let stamps: Vec<Value> = peer
+            .table
+            .stamps()
+            .iter()
+            .map(|s| json!([s.authority, s.authority_seq, s.ownership_seq]))
+            .collect();
+        let connections: Vec<Value> = peer
+            .wire_bytes()
+            .map(|(player, sent, received)| json!({ "player": player, "sent": sent, "received": received }))
+            .collect();
+        let rejected: Vec<u64> = peer.stats.rejected.0.to_vec();
+        Ok(json!({
+            "player": peer.player(),
+            "host": peer.is_host(),
+            "steps": steps,
+            "states": states,
+            "stamps": stamps,
+            "connections": connections,
+            "grabs": peer.stats.grabs,
+            "throws": peer.stats.throws,
+            "corrections": peer.stats.corrections,
+            "correction_max_m": peer.stats.correction_max_m,
+            "authority_changes": peer.stats.authority_changes,
+            "lost_commits": peer.stats.lost_commits,
+            "rejected": rejected,
+            "holder_events": self.holder_events,
+            "last_seen_player_ms": self.last_seen_player_ms,
+            "last_change_ms": self.last_change_ms,
+            "pops": self.pops,
+            "second_rates": self.second_rates,
+            "seconds": steps as f64 / PACKETS_PER_S as f64,
+        }))
+    }
+}
+
+/// A child process and what it printed.
+struct PeerChild {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seat: usize,
+}
+
+fn spawn(exe: &Path, args: &[String], seat: usize) -> Result<PeerChild> {
+    let mut child = Command::new(exe)
+        .arg("session-peer")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow!("no stdout from a peer process"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    Ok(PeerChild { child, lines: rx, seat })
+}
+
+/// Runs the session as separate processes and merges what they report.
+pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> Result<SessionReport> {
+    let exe = std::env::current_exe()?;
+    let start_ms = unix_ms() + START_MARGIN_MS;
+    let end_ms = start_ms + config.seconds * 1000.0;
+    let settle_ms = end_ms - SETTLE_S * 1000.0;
+    let common = |seat: usize, join: Option<SocketAddr>| -> Vec<String> {
+        let mut a = vec![
+            format!("--seat={seat}"),
+            format!("--driver={}", seats[seat - 1]),
+            format!("--scene={}", scene.display()),
+            format!("--start-unix-ms={start_ms}"),
+            format!("--settle-unix-ms={settle_ms}"),
+            format!("--end-unix-ms={end_ms}"),
+            format!("--latency-ms={}", config.latency_ms),
+            format!("--jitter-ms={}", config.jitter_ms),
+            format!("--loss-pct={}", config.loss_pct),
+            format!("--dup-pct={}", config.dup_pct),
+            format!("--seed={}", config.seed),
+            format!("--kbps-budget={}", config.kbps_budget),
+        ];
+        if let Some(j) = join {
+            a.push(format!("--join={j}"));
+        }
+        if seat == 1 && config.headless_host {
+            a.push("--headless".into());
+        }
+        a
+    };
+    let host = spawn(&exe, &common(1, None), 1)?;
+    let port_line = host
+        .lines
+        .recv_timeout(Duration::from_secs(30))
+        .context("the host process did not say its port")?;
+    let port = serde_json::from_str::<Value>(&port_line)?["port"]
+        .as_u64()
+        .ok_or_else(|| anyhow!("the host process said {port_line}"))?;
+    let host_addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let mut children = vec![host];
+    let late = config.join_at_s.map(|t| (config.players, start_ms + t * 1000.0));
+    for seat in 2..=config.players {
+        if late.is_some_and(|(s, _)| s == seat) {
+            continue;
+        }
+        children.push(spawn(&exe, &common(seat, Some(host_addr)), seat)?);
+    }
+    let kill = config.kill_player.map(|(p, t)| (usize::from(p), start_ms + t * 1000.0));
+    let mut killed_at_ms = None;
+    let mut late_pending = late;
+    while unix_ms() < end_ms {
+        if let Some((seat, at)) = late_pending {
+            if unix_ms() >= at {
+                children.push(spawn(&exe, &common(seat, Some(host_addr)), seat)?);
+                late_pending = None;
+            }
+        }
+        if let (Some((seat, at)), None) = (kill, killed_at_ms) {
+            if unix_ms() >= at {
+                if let Some(c) = children.iter_mut().find(|c| c.seat == seat) {
+                    c.child.kill()?;
+                    killed_at_ms = Some(unix_ms());
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut finals = Vec::new();
+    for mut c in children {
+        let status = c.child.wait()?;
+        let last = c.lines.try_iter().last();
+        if Some(c.seat) == kill.map(|k| k.0) {
+            continue;
+        }
+        if !status.success() {
+            bail!("the process of player {} failed ({status})", c.seat);
+        }
+        let line = last.ok_or_else(|| anyhow!("player {} printed no report", c.seat))?;
+        finals.push(serde_json::from_str::<Value>(&line)?);
+    }
+    merge(config, &finals, killed_at_ms, settle_ms)
+}
+
+fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, settle_ms: f64) -> Result<SessionReport> {
+    let host = finals
+        .iter()
+        .find(|f| f["host"] == true)
+        .ok_or_else(|| anyhow!("no report from the host"))?;
+    let mut r = SessionReport {
+        players: config.players,
+        kbps_budget: config.kbps_budget,
+        peers_at_end: finals.len(),
+        ..SessionReport::default()
+    };
+    let num = |v: &Value| v.as_f64().unwrap_or(0.0);
+    let mut pops = Vec::new();
+    let mut rejected = RejectCounts::default();
+    let mut last_change = 0.0f64;
+    let mut rates = Vec::new();
+    for f in finals {
+        rates.extend(f["second_rates"].as_array().into_iter().flatten().map(num));
+        r.grabs += f["grabs"].as_u64().unwrap_or(0);
+        r.throws += f["throws"].as_u64().unwrap_or(0);
+        r.corrections += f["corrections"].as_u64().unwrap_or(0);
+        r.correction_max_m = r.correction_max_m.max(num(&f["correction_max_m"]));
+        r.authority_changes += f["authority_changes"].as_u64().unwrap_or(0);
+        r.lost_commits += f["lost_commits"].as_u64().unwrap_or(0);
+        for (k, reason) in RejectReason::ALL.iter().enumerate() {
+            rejected.0[*reason as usize] += f["rejected"][k].as_u64().unwrap_or(0);
+        }
+        pops.extend(f["pops"].as_array().into_iter().flatten().map(num));
+        let seconds = num(&f["seconds"]).max(1e-9);
+        for c in f["connections"].as_array().into_iter().flatten() {
+            let kbps = |b: &Value| num(b) * 8.0 / 1000.0 / seconds;
+            r.kbps_per_connection_mean_max = r
+                .kbps_per_connection_mean_max
+                .max(kbps(&c["sent"]))
+                .max(kbps(&c["received"]));
+            if f["host"] == true {
+                r.host_kbps_up_mean += kbps(&c["sent"]);
+            }
+        }
+        last_change = last_change.max(num(&f["last_change_ms"]));
+    }
+    r.rejected_updates = rejected;
+    pops.sort_by(f64::total_cmp);
+    r.handover_pop_m_max = pops.last().copied().unwrap_or(0.0);
+    r.handover_pop_m_p99 = if pops.is_empty() {
+        0.0
+    } else {
+        pops[((0.99 * pops.len() as f64).ceil() as usize).clamp(1, pops.len()) - 1]
+    };
+    r.bit_identical_at_end = finals.iter().all(|f| f["states"] == host["states"]);
+    for f in finals.iter().filter(|f| f["states"] != host["states"]) {
+        let (a, b) = (f["states"].as_array(), host["states"].as_array());
+        for (c, (x, y)) in a.into_iter().flatten().zip(b.into_iter().flatten()).enumerate() {
+            if x != y {
+                tracing::warn!(player = %f["player"], cube = c, here = %x, host = %y, "final states differ");
+            }
+        }
+    }
+    r.authority_identical_at_end = finals.iter().all(|f| f["stamps"] == host["stamps"]);
+    r.max_divergence_m_at_end = finals
+        .iter()
+        .map(|f| divergence_m(&f["states"], &host["states"]))
+        .fold(0.0, f64::max);
+    r.seconds_to_converge = r
+        .bit_identical_at_end
+        .then(|| ((last_change - settle_ms) / 1000.0).max(0.0));
+    (r.conflicts, r.conflict_resolve_ms_max) = conflicts(finals);
+    if let (Some(k), Some((player, _))) = (killed_at_ms, config.kill_player) {
+        let last = finals
+            .iter()
+            .map(|f| num(&f["last_seen_player_ms"][usize::from(player)]))
+            .fold(0.0, f64::max);
+        r.seconds_to_release_killed = Some(((last - k) / 1000.0).max(0.0));
+    }
+    r.cubes_per_authority_at_end = [0, 1, 2, 3, 4].map(|a| {
+        host["stamps"]
+            .as_array()
+            .map_or(0, |s| s.iter().filter(|x| x[0].as_u64() == Some(a)).count() as u32)
+    });
+    rates.sort_by(f64::total_cmp);
+    r.kbps_per_connection_p95_max = if rates.is_empty() {
+        0.0
+    } else {
+        rates[((0.95 * rates.len() as f64).ceil() as usize).clamp(1, rates.len()) - 1]
+    };
+    Ok(r)
+}
+
+/// Largest distance between two processes' cube positions (m).
+fn divergence_m(a: &Value, b: &Value) -> f64 {
+    let (Some(a), Some(b)) = (a.as_array(), b.as_array()) else {
+        return f64::INFINITY;
+    };
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            (0..3)
+                .map(|k| (x[0][k].as_f64().unwrap_or(0.0) - y[0][k].as_f64().unwrap_or(0.0)) / 4096.0)
+                .map(|d| d * d)
+                .sum::<f64>()
+                .sqrt()
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Conflicts from the processes' holder changes on the wall clock: a conflict is a time when two processes name
+/// different players as a cube's holder; it lasts until they agree.
+fn conflicts(finals: &[Value]) -> (u64, f64) {
+    let mut events: Vec<(f64, usize, u32, u8)> = Vec::new();
+    for (p, f) in finals.iter().enumerate() {
+        for e in f["holder_events"].as_array().into_iter().flatten() {
+            events.push((
+                e[0].as_f64().unwrap_or(0.0),
+                p,
+                e[1].as_u64().unwrap_or(0) as u32,
+                e[2].as_u64().unwrap_or(0) as u8,
+            ));
+        }
+    }
+    events.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let cubes = finals[0]["stamps"].as_array().map_or(0, Vec::len);
+    let mut holders = vec![vec![0u8; cubes]; finals.len()];
+    let mut since: Vec<Option<f64>> = vec![None; cubes];
+    let (mut count, mut longest) = (0u64, 0.0f64);
+    for (t, p, cube, h) in events {
+        let c = cube as usize;
+        if c >= cubes {
+            continue;
+        }
+        holders[p][c] = h;
+        let named: Vec<u8> = holders.iter().map(|hs| hs[c]).filter(|&h| h != 0).collect();
+        let disagree = named.windows(2).any(|w| w[0] != w[1]);
+        match (disagree, since[c]) {
+            (true, None) => {
+                since[c] = Some(t);
+                count += 1;
+            }
+            (false, Some(s)) => {
+                longest = longest.max(t - s);
+                since[c] = None;
+            }
+            _ => {}
+        }
+    }
+    (count, longest)
+}

@@ -1,0 +1,174 @@
+//! The `tumble session` command line: the flags, the drivers they name, and the two ways to run (one process on a
+//! simulated clock, or `--processes`: one OS process per player over UDP on 127.0.0.1).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use tumble_engine::physics::{World, WorldConfig};
+use tumble_engine::scene::load_scene;
+
+use crate::harness::conflict::ConflictDriver;
+use crate::harness::session::{
+    run_session, Driver, ScriptDriver, SessionConfig, SessionReport, DEFAULT_SESSION_KBPS_BUDGET,
+};
+
+/// Flags of `tumble session` (link flags mean what they mean for `tumble loopback`: one way, each direction).
+#[derive(Args, Debug, Clone)]
+pub struct SessionArgs {
+    /// Players, the host included (1 to 4)
+    #[arg(long, value_name = "N", default_value_t = 4)]
+    pub players: usize,
+    /// What plays each seat, host first, comma-separated: builder, thrower, contender, catcher, hostile, idle
+    /// [default: builder,thrower,contender,catcher]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub bots: Vec<String>,
+    /// Seconds to run; the bots stop 10 s before the end so the world can rest
+    #[arg(long, value_name = "S", default_value_t = 60.0)]
+    pub seconds: f64,
+    /// One-way delay added in each direction (ms): 50 is a 100 ms round trip
+    #[arg(long, value_name = "L", default_value_t = 0.0)]
+    pub latency_ms: f64,
+    /// ± jitter on each direction's delay (ms)
+    #[arg(long, value_name = "J", default_value_t = 0.0)]
+    pub jitter_ms: f64,
+    /// Loss in each direction (percent)
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub loss_pct: f64,
+    /// Duplicates in each direction (percent)
+    #[arg(long, value_name = "D", default_value_t = 0.0)]
+    pub dup_pct: f64,
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Scene file [default: assets/scenes/table64.toml]
+    #[arg(long, value_name = "FILE")]
+    pub scene: Option<PathBuf>,
+    /// One OS process per player, over UDP on 127.0.0.1, each with the link simulator in front of its socket
+    #[arg(long)]
+    pub processes: bool,
+    /// Kill this player's guest (2 to 4) at --kill-at-s
+    #[arg(long, value_name = "K", requires = "kill_at_s")]
+    pub kill_player: Option<u8>,
+    #[arg(long, value_name = "T", requires = "kill_player")]
+    pub kill_at_s: Option<f64>,
+    /// The last guest joins at this time instead of at the start
+    #[arg(long, value_name = "T")]
+    pub join_at_s: Option<f64>,
+    /// Two guests grab the same cube in the same step, again and again (the others idle)
+    #[arg(long)]
+    pub conflict_test: bool,
+    /// The host has no hands (a dedicated host)
+    #[arg(long)]
+    pub headless: bool,
+    /// Per-connection budget, each direction (kbps, IP/UDP headers included)
+    #[arg(long, value_name = "K", default_value_t = DEFAULT_SESSION_KBPS_BUDGET)]
+    pub kbps_budget: u32,
+    /// Print the JSON object on stdout (always printed; accepted for the documented command line)
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The shipped default scene, found from the working directory or the source tree.
+pub fn default_scene() -> PathBuf {
+    let local = PathBuf::from("assets/scenes/table64.toml");
+    if local.exists() {
+        return local;
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml")
+}
+
+/// Loads the scene once to check it, and returns a maker of fresh worlds of it.
+pub fn world_maker(path: &Path) -> Result<Box<dyn Fn() -> Result<World>>> {
+    let scene = load_scene(path)?;
+    scene.build_world(WorldConfig::default())?;
+    Ok(Box::new(move || Ok(scene.build_world(WorldConfig::default())?)))
+}
+
+impl SessionArgs {
+    pub fn config(&self) -> Result<SessionConfig> {
+        if !(1..=4).contains(&self.players) {
+            bail!("--players must be 1 to 4 (got {})", self.players);
+        }
+        if let Some(k) = self.kill_player {
+            if !(2..=self.players as u8).contains(&k) {
+                bail!("--kill-player must name a guest, 2 to {} (got {k})", self.players);
+            }
+        }
+        Ok(SessionConfig {
+            players: self.players,
+            seconds: self.seconds,
+            latency_ms: self.latency_ms,
+            jitter_ms: self.jitter_ms,
+            loss_pct: self.loss_pct,
+            dup_pct: self.dup_pct,
+            seed: self.seed,
+            kbps_budget: self.kbps_budget,
+            kill_player: self.kill_player.zip(self.kill_at_s),
+            join_at_s: self.join_at_s,
+            headless_host: self.headless,
+        })
+    }
+
+    /// The driver name for each seat.
+    pub fn seats(&self) -> Result<Vec<String>> {
+        let mut seats: Vec<String> = if self.conflict_test {
+            (0..self.players)
+                .map(|i| if i == 1 || i == 2 { "conflict" } else { "idle" }.to_string())
+                .collect()
+        } else if self.bots.is_empty() {
+            ["builder", "thrower", "contender", "catcher"]
+                .map(String::from)
+                .to_vec()
+        } else {
+            self.bots.clone()
+        };
+        if self.conflict_test && self.players < 3 {
+            bail!("--conflict-test needs two guests: --players 3 or 4");
+        }
+        seats.resize(self.players, "idle".to_string());
+        for s in &seats {
+            if !DRIVER_NAMES.contains(&s.as_str()) {
+                bail!("unknown bot '{s}': one of {}", DRIVER_NAMES.join(", "));
+            }
+        }
+        Ok(seats)
+    }
+}
+
+/// Every name `--bots` accepts (and `conflict`, which `--conflict-test` uses).
+pub const DRIVER_NAMES: [&str; 7] = [
+    "builder",
+    "thrower",
+    "contender",
+    "catcher",
+    "hostile",
+    "idle",
+    "conflict",
+];
+
+/// The driver for a seat.
+pub fn make_driver(name: &str, player: u8, seed: u64) -> Result<Box<dyn Driver>> {
+    let _ = (player, seed);
+    Ok(match name {
+        "conflict" => Box::new(ConflictDriver::new()),
+        "idle" => Box::new(ScriptDriver(None)),
+        other => bail!("bot '{other}' is not built yet"),
+    })
+}
+
+/// Runs `tumble session` and returns its report.
+pub fn run(args: &SessionArgs) -> Result<SessionReport> {
+    let config = args.config()?;
+    let seats = args.seats()?;
+    let scene = args.scene.clone().unwrap_or_else(default_scene);
+    if args.processes {
+        return crate::harness::processes::run_processes(&config, &scene, &seats);
+    }
+    let make_world = world_maker(&scene).with_context(|| format!("scene {}", scene.display()))?;
+    let mut drivers = seats
+        .iter()
+        .enumerate()
+        .map(|(i, name)| make_driver(name, i as u8 + 1, config.seed.wrapping_add(i as u64)))
+        .collect::<Result<Vec<_>>>()?;
+    run_session(config, make_world, &mut drivers)
+}
