@@ -66,6 +66,9 @@ pub struct PeerProcessArgs {
     pub kbps_budget: u32,
     #[arg(long)]
     pub headless: bool,
+    /// This guest forges claims instead of sending its state
+    #[arg(long)]
+    pub hostile: bool,
 }
 
 /// One player's process: plays until the end time and prints its final JSON line.
@@ -96,6 +99,9 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         }
         Some(host) => Peer::guest(world, Endpoint::join(endpoint_config, host, 0.0), config)?,
     };
+    if args.hostile {
+        peer.make_hostile();
+    }
     let mut driver = make_driver(&args.driver, args.seat, args.seed.wrapping_add(u64::from(args.seat)))?;
     let mut watch = Watch::new(peer.world.body_count());
     let start_ms = args.start_unix_ms.max(unix_ms());
@@ -317,6 +323,9 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         }
         if seat == 1 && config.headless_host {
             a.push("--headless".into());
+        }
+        if config.hostile_players.contains(&(seat as u8)) {
+            a.push("--hostile".into());
         }
         a
     };

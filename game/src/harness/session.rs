@@ -51,6 +51,8 @@ pub struct SessionConfig {
     pub join_at_s: Option<f64>,
     /// The host has no hands (a dedicated host); player 1's driver is then unused.
     pub headless_host: bool,
+    /// Players (2..=4) whose guests send forged claims instead of their state.
+    pub hostile_players: Vec<u8>,
 }
 
 impl Default for SessionConfig {
@@ -67,6 +69,7 @@ impl Default for SessionConfig {
             kill_player: None,
             join_at_s: None,
             headless_host: false,
+            hostile_players: Vec::new(),
         }
     }
 }
@@ -100,6 +103,8 @@ pub struct SessionReport {
     pub cubes_per_authority_at_end: [u32; 5],
     /// Seconds from the kill until every remaining peer had the killed player's cubes at default authority.
     pub seconds_to_release_killed: Option<f64>,
+    /// Claims the host took, by player (index = player 1..=4).
+    pub accepted_claims_by_player: [u64; 5],
 }
 
 impl SessionReport {
@@ -133,6 +138,7 @@ impl SessionReport {
             "kbps_budget": self.kbps_budget,
             "cubes_per_authority_at_end": self.cubes_per_authority_at_end,
             "seconds_to_release_killed": self.seconds_to_release_killed,
+            "accepted_claims_by_player": &self.accepted_claims_by_player[1..],
         })
     }
 }
@@ -232,6 +238,18 @@ impl SessionRun {
     }
 
     fn make_guest(config: &SessionConfig, make_world: &dyn Fn() -> Result<World>, player: usize) -> Result<Peer> {
+        let mut guest = Self::make_honest_guest(config, make_world, player)?;
+        if config.hostile_players.contains(&(player as u8)) {
+            guest.make_hostile();
+        }
+        Ok(guest)
+    }
+
+    fn make_honest_guest(
+        config: &SessionConfig,
+        make_world: &dyn Fn() -> Result<World>,
+        player: usize,
+    ) -> Result<Peer> {
         let endpoint = Endpoint::join(
             EndpointConfig {
                 seed: config.seed.wrapping_add(player as u64 * 7919),
@@ -493,6 +511,7 @@ impl SessionRun {
             let up: u64 = host.wire_bytes().map(|(_, s, _)| s).sum();
             r.host_kbps_up_mean = up as f64 * 8.0 / 1000.0 / seconds.max(STEP_S);
             r.cubes_per_authority_at_end = host.table.counts();
+            r.accepted_claims_by_player = host.stats.accepted_claims;
             let mut divergence = 0.0f64;
             let mut same_authority = true;
             for peer in self.peers().skip(1) {
@@ -717,5 +736,44 @@ mod tests {
         let json = report.to_json();
         assert_eq!(report.peers_at_end, 3, "{json}");
         assert!(report.bit_identical_at_end, "{json}");
+    }
+
+    #[test]
+    fn a_hostile_guest_changes_nothing_and_every_forgery_is_refused_by_reason() {
+        // Guest 2 throws a cube; guest 3 forges claims every step (impersonation, authority it does not hold, a
+        // cube someone holds, sequence jumps, far-away holds, garbage). The others end bit-identical; the host
+        // took no claim from player 3, and refused its forgeries under every reason.
+        let config = SessionConfig {
+            players: 3,
+            seconds: 14.0,
+            latency_ms: 50.0,
+            loss_pct: 5.0,
+            seed: 13,
+            hostile_players: vec![3],
+            ..SessionConfig::default()
+        };
+        let mut drivers: Vec<Box<dyn Driver>> = vec![
+            idle(),
+            Box::new(grab_and_throw(Vec3::new(-3.5, 4.0, -3.5), 20, Vec3::new(0.6, 0.2, 0.6))),
+            idle(),
+        ];
+        let report = run_session(config, table64(), &mut drivers).unwrap();
+        let json = report.to_json();
+        assert!(report.bit_identical_at_end, "{json}");
+        assert_eq!(report.accepted_claims_by_player[3], 0, "{json}");
+        assert!(
+            report.accepted_claims_by_player[2] > 0,
+            "the honest guest's claims are taken: {json}"
+        );
+        for reason in [
+            RejectReason::NotSender,
+            RejectReason::LostTie,
+            RejectReason::SequenceJump,
+            RejectReason::BadPose,
+            RejectReason::Malformed,
+        ] {
+            assert!(report.rejected_updates.0[reason as usize] > 100, "{reason:?}: {json}");
+        }
+        assert_eq!(report.cubes_per_authority_at_end[3], 0, "{json}");
     }
 }

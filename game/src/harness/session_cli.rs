@@ -106,6 +106,13 @@ impl SessionArgs {
             kill_player: self.kill_player.zip(self.kill_at_s),
             join_at_s: self.join_at_s,
             headless_host: self.headless,
+            hostile_players: self
+                .seats()?
+                .iter()
+                .enumerate()
+                .filter(|(i, name)| *i > 0 && name.as_str() == "hostile")
+                .map(|(i, _)| i as u8 + 1)
+                .collect(),
         })
     }
 
@@ -151,7 +158,8 @@ pub fn make_driver(name: &str, player: u8, seed: u64) -> Result<Box<dyn Driver>>
     let _ = (player, seed);
     Ok(match name {
         "conflict" => Box::new(ConflictDriver::new()),
-        "idle" => Box::new(ScriptDriver(None)),
+        // The hostile guest's hands stay still: what it does is forge messages (`session::hostile`).
+        "idle" | "hostile" => Box::new(ScriptDriver(None)),
         other => bail!("bot '{other}' is not built yet"),
     })
 }

@@ -4,7 +4,9 @@
 //!
 //! - [`message`]: what travels inside a connected packet: the state message (header with welcome and held cubes,
 //!   then a state packet body) and the reject notice.
+//! - [`hostile`]: the forgeries a hostile guest sends instead of its state (tests of the host's judgement).
 //! - [`peer`]: one player's machine: its world, authority table, hands and connections, stepped by a driver.
 
+pub mod hostile;
 pub mod message;
 pub mod peer;

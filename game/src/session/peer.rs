@@ -16,12 +16,13 @@ use crate::authority::rules::{guest_accepts, judge_claim, RejectCounts, RejectRe
 use crate::authority::{AuthorityTable, NOBODY};
 use crate::avatar::{Avatar, AvatarInput};
 use crate::interaction::{Interaction, InteractionEvent};
+use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
-    header_bytes, read_message, write_state_message, Hold, Message, MessageError, StateHeader, Welcome,
+    header_bytes, read_message, write_state_message, Hold, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
 use crate::sync::codec::quantize::{dequantize_rotation, quantize_state, quantize_world, POSITION_UNITS_PER_M};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
-use crate::sync::codec::stamp::DEFAULT_AUTHORITY;
+use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY};
 use crate::sync::link::priority::packet_budget_bytes;
 use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::{Sender, SyncError};
@@ -85,6 +86,8 @@ pub struct PeerStats {
     /// Cubes this guest had at rest under its own authority that the host returned to default in another state:
     /// a resting state the host never committed.
     pub lost_commits: u64,
+    /// Host: claims (cube states and holds) taken, by the player who sent them (index = player).
+    pub accepted_claims: [u64; 5],
 }
 
 /// One connection's sync state.
@@ -149,6 +152,10 @@ pub struct Peer {
     returned: Vec<(u32, u8)>,
     /// A guest that has not been welcomed yet has no player index and does not play.
     welcomed: bool,
+    /// Sends forged claims instead of its own state (`session::hostile`), for tests of the host's judgement.
+    hostile: bool,
+    /// Scratch: the stamps a forged packet gives the cubes.
+    forged_stamps: Vec<AuthorityStamp>,
 }
 
 impl Peer {
@@ -225,11 +232,18 @@ impl Peer {
             stats: PeerStats::default(),
             welcomed: is_host,
             returned: Vec::with_capacity(cubes),
+            hostile: false,
+            forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
         })
     }
 
     pub fn is_host(&self) -> bool {
         self.is_host
+    }
+
+    /// From now on this guest sends forged claims instead of its own state (see `session::hostile`).
+    pub fn make_hostile(&mut self) {
+        self.hostile = !self.is_host;
     }
 
     /// This peer's player index (0 for a dedicated host or a guest not yet welcomed).
@@ -334,6 +348,9 @@ impl Peer {
     }
 
     fn send_on(&mut self, slot: usize, now_s: f64) -> Result<(), PeerError> {
+        if self.hostile && self.welcomed {
+            return self.send_forged(slot, now_s);
+        }
         let (player, welcome_acked) = {
             let link = self.links[slot].as_ref().expect("checked by the caller");
             (link.player, link.welcome_acked)
@@ -378,6 +395,38 @@ impl Peer {
                 link.welcome_sequences[usize::from(transport)] = header.welcome.is_some();
             }
             Err(e) => tracing::debug!("state message not sent: {e}"),
+        }
+        Ok(())
+    }
+
+    /// The hostile guest's message: a forgery instead of its own state.
+    fn send_forged(&mut self, slot: usize, now_s: f64) -> Result<(), PeerError> {
+        let link = self.links[slot].as_mut().expect("checked by the caller");
+        let (header, forged) = match forge(self.step, self.table.me(), &self.table) {
+            Forgery::Garbage => {
+                let garbage = [MESSAGE_STATE, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+                let _ = self.endpoint.send(now_s, link.peer, &garbage);
+                return Ok(());
+            }
+            Forgery::Claim { header, cube } => (header, cube),
+        };
+        self.forged_stamps.copy_from_slice(self.table.stamps());
+        if let Some((cube, stamp)) = forged {
+            self.forged_stamps[cube as usize] = stamp;
+        }
+        let sequence = link.next_sender_sequence;
+        link.next_sender_sequence = sequence.wrapping_add(1);
+        let n = link.sender.write_packet_for(
+            &self.world,
+            &self.forged_stamps,
+            |c| forged.is_some_and(|(f, _)| f == c),
+            self.step,
+            sequence,
+            &mut self.body_buf,
+        )?;
+        let m = write_state_message(&mut self.message_buf, &header, self.cube_count, &self.body_buf[..n])?;
+        if let Ok(transport) = self.endpoint.send(now_s, link.peer, &self.message_buf[..m]) {
+            link.sender_sequence[usize::from(transport)] = Some(sequence);
         }
         Ok(())
     }
@@ -518,10 +567,17 @@ impl Peer {
                 continue;
             }
             let cube = h.cube;
+            if !in_play_space(&h.position) {
+                self.refuse(RejectReason::BadPose);
+                continue;
+            }
             let local = self.table.stamp(cube);
             let taken = if self.is_host {
                 match judge_claim(from_player, &h.stamp, &local, self.table.holder(cube)) {
-                    Ok(()) if h.player == from_player => true,
+                    Ok(()) if h.player == from_player => {
+                        self.stats.accepted_claims[usize::from(from_player.min(4))] += 1;
+                        true
+                    }
                     Ok(()) => {
                         self.refuse(RejectReason::NotSender);
                         false
@@ -589,7 +645,10 @@ impl Peer {
             let local = self.table.stamp(cube);
             let taken = if self.is_host {
                 match judge_claim(from_player, &state.stamp, &local, self.table.holder(cube)) {
-                    Ok(()) => true,
+                    Ok(()) => {
+                        self.stats.accepted_claims[usize::from(from_player.min(4))] += 1;
+                        true
+                    }
                     Err(reason) => {
                         self.refuse(reason);
                         false
@@ -687,6 +746,19 @@ impl Peer {
     pub fn config(&self) -> &PeerConfig {
         &self.config
     }
+}
+
+/// The play space a held cube may be in (m): ±64 m across, −8 to 64 m up, as the reference bounds positions.
+pub const PLAY_SPACE_HALF_WIDTH_M: f32 = 64.0;
+pub const PLAY_SPACE_BOTTOM_M: f32 = -8.0;
+pub const PLAY_SPACE_TOP_M: f32 = 64.0;
+
+/// True when a quantized position lies in the play space.
+fn in_play_space(p: &[i32; 3]) -> bool {
+    let m = p.map(|x| x as f32 / POSITION_UNITS_PER_M);
+    m[0].abs() <= PLAY_SPACE_HALF_WIDTH_M
+        && m[2].abs() <= PLAY_SPACE_HALF_WIDTH_M
+        && (PLAY_SPACE_BOTTOM_M..=PLAY_SPACE_TOP_M).contains(&m[1])
 }
 
 /// Smallest state body worth sending: one absolute update of an awake cube with its stamp, and the packet header.
