@@ -154,6 +154,8 @@ pub struct Peer {
     welcomed: bool,
     /// Sends forged claims instead of its own state (`session::hostile`), for tests of the host's judgement.
     hostile: bool,
+    /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
+    resting_before: Vec<u32>,
     /// Scratch: the stamps a forged packet gives the cubes.
     forged_stamps: Vec<AuthorityStamp>,
 }
@@ -233,6 +235,7 @@ impl Peer {
             welcomed: is_host,
             returned: Vec::with_capacity(cubes),
             hostile: false,
+            resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
         })
     }
@@ -597,7 +600,7 @@ impl Peer {
             self.table.set(cube, h.stamp, h.player);
             let id = BodyId(cube);
             if self.world.kind(id)? != BodyKind::Kinematic {
-                self.world.set_kind(id, BodyKind::Kinematic)?;
+                self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
             }
             let position = Vec3::from_array(h.position.map(|x| x as f32 / POSITION_UNITS_PER_M));
             self.world
@@ -615,8 +618,35 @@ impl Peer {
                 self.table.set_holder(cube, NOBODY);
                 let id = BodyId(cube);
                 if self.world.kind(id)? == BodyKind::Kinematic {
-                    self.world.set_kind(id, BodyKind::Dynamic)?;
+                    self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes a cube's kind for someone else's hold or release without waking what rests around it here. The
+    /// world wakes a body's neighbours when its kind changes; but the cubes this peer does not simulate for
+    /// everyone must move only when their authority says so (else a resting tower under a remote hand settles a
+    /// few micrometres here and is snapped back: rest jitter). Cubes this peer simulates keep the wake.
+    fn set_kind_keeping_rest(&mut self, id: BodyId, kind: BodyKind) -> Result<(), PhysicsError> {
+        self.resting_before.clear();
+        for c in 0..self.cube_count {
+            let other = BodyId(c);
+            if c != id.0
+                && !self.table.is_local_authority(c)
+                && !self.world.is_removed(other)?
+                && self.world.state(other)?.at_rest
+            {
+                self.resting_before.push(c);
+            }
+        }
+        self.world.set_kind(id, kind)?;
+        for i in 0..self.resting_before.len() {
+            let other = BodyId(self.resting_before[i]);
+            let s = self.world.state(other)?;
+            if !s.at_rest {
+                self.world.set_state(other, &BodyState { at_rest: true, ..s })?;
             }
         }
         Ok(())
@@ -628,7 +658,7 @@ impl Peer {
             self.stats.holds_lost += 1;
             let id = BodyId(cube);
             if self.world.kind(id)? == BodyKind::Kinematic {
-                self.world.set_kind(id, BodyKind::Dynamic)?;
+                self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
             }
         }
         Ok(())
@@ -677,7 +707,7 @@ impl Peer {
             }
             self.lose_if_mine(cube)?;
             if self.world.kind(id)? == BodyKind::Kinematic && !self.interaction.is_held(id) {
-                self.world.set_kind(id, BodyKind::Dynamic)?;
+                self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
             }
             self.table.set(cube, state.stamp, NOBODY);
             apply_state(&mut self.world, id, &state)?;
