@@ -17,7 +17,9 @@ use crate::avatar::HandSide;
 use crate::interaction::REACH_M;
 
 /// A catcher only goes for catches within this distance (m, horizontally) of its resting hands.
-pub const CATCH_RANGE_M: f32 = 3.0;
+pub const CATCH_RANGE_M: f32 = 5.0;
+/// A catcher waits this far (m) in front of its seat, at the edge of the piles, where throws fly.
+pub const CATCHER_STAND_IN_M: f32 = 1.5;
 /// Catch points lower than this (m) are left to the ground.
 pub const CATCH_MIN_HEIGHT_M: f32 = 0.9;
 /// How far ahead (steps) a path is followed: 1.5 s.
@@ -66,7 +68,9 @@ pub(super) struct Pass {
 pub(super) fn plan(bot: &Bot, view: &BotView) -> Option<Catch> {
     let mut best: Option<Catch> = None;
     for id in view.world.body_ids() {
-        let Some(s) = scan::dynamic(view.world, id) else { continue };
+        let Some(s) = scan::dynamic(view.world, id) else {
+            continue;
+        };
         if !scan::is_flying(&s) || bot.just_released(id) || view.others_holding.contains(&id.0) {
             continue;
         }
@@ -91,9 +95,8 @@ fn first_reachable(bot: &Bot, view: &BotView, cube: BodyId, p0: Vec3, v0: Vec3) 
             continue;
         }
         let reach_m = HAND_SPEED_M_S * bot.dt * (n - SPARE_STEPS) as f32;
-        let reaches = |h: &HandSide| {
-            view.me.hand(*h).held.is_none() && bot.hands[h.index()].position.distance(point) <= reach_m
-        };
+        let reaches =
+            |h: &HandSide| view.me.hand(*h).held.is_none() && bot.hands[h.index()].position.distance(point) <= reach_m;
         if let Some(hand) = [HandSide::Right, HandSide::Left].into_iter().find(reaches) {
             let speed = velocity_after(v0, bot.gravity, bot.dt, n).length().max(0.1);
             // The face (half a cube, plus reach) comes within reach this many steps before the centre arrives.
@@ -169,7 +172,10 @@ pub(super) fn step_pass(bot: &mut Bot, view: &BotView, mut p: Pass) -> Task {
     let (giver, taker) = (p.from.index(), to.index());
     p.stage = match p.stage {
         PassStage::Reach => {
-            let centre = view.world.state(p.cube).map_or(bot.hands[taker].position, |s| s.position);
+            let centre = view
+                .world
+                .state(p.cube)
+                .map_or(bot.hands[taker].position, |s| s.position);
             let there = bot.hands[taker].approach(centre, HAND_SPEED_M_S, bot.dt);
             bot.hands[taker].grip_towards(if there { 1.0 } else { 0.0 });
             if held_by(to) {

@@ -48,7 +48,9 @@ fn contested_cube(bot: &Bot, view: &BotView) -> Option<BodyId> {
     let me = bot.hands[HandSide::Right.index()].position;
     let mut best: Option<(BodyId, f32)> = None;
     for &id in view.others_holding {
-        let Some(p) = cube_position(view.world, BodyId(id)) else { continue };
+        let Some(p) = cube_position(view.world, BodyId(id)) else {
+            continue;
+        };
         let d = p.distance(me);
         if best.is_none_or(|(_, b)| d < b) {
             best = Some((BodyId(id), d));

@@ -40,8 +40,14 @@ pub(super) fn pick_free(bot: &Bot, view: &BotView, near: Vec3) -> Option<BodyId>
             && !view.others_holding.contains(&id.0)
             && !bot.recently_failed(id)
             && !bot.just_released(id)
-            && bot.spots.iter().all(|&spot| scan::flat_distance(spot, s.position) > TOWER_KEEP_OUT_M)
-            && view.other_hands.iter().all(|h| h.distance(s.position) > CONTEST_RADIUS_M)
+            && bot
+                .spots
+                .iter()
+                .all(|&spot| scan::flat_distance(spot, s.position) > TOWER_KEEP_OUT_M)
+            && view
+                .other_hands
+                .iter()
+                .all(|h| h.distance(s.position) > CONTEST_RADIUS_M)
             && !scan::has_cube_on_top(view.world, id, s.position)
     };
     scan::nearest(view.world, near, accept).map(|(id, _)| id)

@@ -114,7 +114,9 @@ pub struct ThrowRecord {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Task {
     /// Hands at rest until the step.
-    Rest { until: u64 },
+    Rest {
+        until: u64,
+    },
     Fetch(fetch::Fetch),
     Place(place::Place),
     Throw(thrower::Throw),
@@ -421,7 +423,11 @@ impl Bot {
             }
             hand.grip_towards(0.0);
             if self.task != Task::Retire {
-                hand.approach(rest_hand(self.head.position, self.seat.forward, side), HAND_SPEED_M_S, self.dt);
+                hand.approach(
+                    rest_hand(self.head.position, self.seat.forward, side),
+                    HAND_SPEED_M_S,
+                    self.dt,
+                );
             }
         }
     }
@@ -438,9 +444,18 @@ impl Bot {
                 let hand = self.hands[side.index()].position - self.seat.forward * HEAD_BEHIND_HAND_M;
                 Vec3::new(hand.x, (hand.y + HEAD_ABOVE_HAND_M).max(HEAD_HEIGHT_M), hand.z)
             }
-            None => self.seat.head().position,
+            None => self.stand(),
         };
         self.head.position = motion::step_towards(self.head.position, target, HAND_SPEED_M_S * self.dt);
+    }
+
+    /// Where the head waits between tasks: at the seat, or for a catcher at the edge of the piles.
+    fn stand(&self) -> Vec3 {
+        let head = self.seat.head().position;
+        match self.kind {
+            BotKind::Catcher => head + self.seat.forward * catcher::CATCHER_STAND_IN_M,
+            _ => head,
+        }
     }
 
     fn input(&self) -> AvatarInput {

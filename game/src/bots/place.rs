@@ -45,10 +45,9 @@ pub(super) fn start(bot: &mut Bot, view: &BotView, hand: HandSide, spot: Vec3) -
         return bot.rest_for(0.1, 0.3);
     };
     let from = bot.hands[hand.index()].position;
-    let hang = view
-        .world
-        .state(held.body)
-        .map_or(1.0, |s| from.y - (2.0 * s.position.y - scan::top_of(view.world, held.body, &s)));
+    let hang = view.world.state(held.body).map_or(1.0, |s| {
+        from.y - (2.0 * s.position.y - scan::top_of(view.world, held.body, &s))
+    });
     let cruise_y = scan::path_top(view.world, from, spot, CORRIDOR_M) + hang + HAND_CLEARANCE_M;
     Task::Place(Place {
         hand,
@@ -72,10 +71,11 @@ pub(super) fn step(bot: &mut Bot, view: &BotView, mut p: Place) -> Task {
     let cube_from_hand = hand.rotation * held.offset.position;
     let half_height = scan::top_of(view.world, held.body, &cube) - cube.position.y;
     // On the column's top cube if the spot has one (a leaning tower is followed), on the ground otherwise; at the
-    // height of the highest box under the cube's footprint, so it is never put down inside a neighbour.
-    let column = scan::column(view.world, p.spot);
+    // height of the highest box under the cube's footprint, so it is never put down inside a neighbour. Only what
+    // lies below the cube counts: a cube that landed on it would otherwise lift it forever.
+    let column = scan::column_below(view.world, p.spot, cube.position.y);
     let on = if column.count > 0 { column.top_center } else { p.spot };
-    let under = scan::path_top(view.world, on, on, FOOTPRINT_M);
+    let under = scan::path_top_below(view.world, on, on, FOOTPRINT_M, cube.position.y);
     let put_at = Vec3::new(on.x, under + half_height + PLACE_GAP_M, on.z);
     let hand_at = put_at - cube_from_hand;
     if bot.now >= p.give_up_at {
@@ -84,7 +84,10 @@ pub(super) fn step(bot: &mut Bot, view: &BotView, mut p: Place) -> Task {
     // Each guard moves the hand; a stage that is not done yet stays (the last arm).
     p.stage = match p.stage {
         Stage::Carry if hand.travel(hand_at + Vec3::Y * LOWER_M, p.cruise_y, HAND_SPEED_M_S, bot.dt) => Stage::Lower,
-        Stage::Lower if hand.approach(hand_at, LOWER_SPEED_M_S, bot.dt) => Stage::Settle { since: bot.now },
+        // Slowly down; quickly up, when something came to lie under the cube on the way.
+        Stage::Lower if hand.approach(hand_at, lower_speed(hand.position, hand_at), bot.dt) => {
+            Stage::Settle { since: bot.now }
+        }
         Stage::Settle { since } if bot.now >= since + SETTLE_STEPS => Stage::Open,
         Stage::Open => {
             hand.grip_towards(0.0);
@@ -93,4 +96,12 @@ pub(super) fn step(bot: &mut Bot, view: &BotView, mut p: Place) -> Task {
         stage => stage,
     };
     Task::Place(p)
+}
+
+fn lower_speed(hand: Vec3, target: Vec3) -> f32 {
+    if target.y > hand.y {
+        HAND_SPEED_M_S
+    } else {
+        LOWER_SPEED_M_S
+    }
 }

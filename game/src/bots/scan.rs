@@ -63,6 +63,12 @@ pub struct Column {
 
 /// The column of dynamic cubes within [`COLUMN_RADIUS_M`] of `spot` (held cubes are kinematic and not counted).
 pub fn column(world: &World, spot: Vec3) -> Column {
+    column_below(world, spot, f32::INFINITY)
+}
+
+/// The column on `spot` of the cubes whose centres are below `ceiling_y` (m): what is under a cube being put down,
+/// not what may have landed on it.
+pub fn column_below(world: &World, spot: Vec3, ceiling_y: f32) -> Column {
     let mut column = Column {
         count: 0,
         top_y: 0.0,
@@ -70,7 +76,7 @@ pub fn column(world: &World, spot: Vec3) -> Column {
     };
     for id in world.body_ids() {
         let Some(s) = dynamic(world, id) else { continue };
-        if flat_distance(s.position, spot) > COLUMN_RADIUS_M {
+        if flat_distance(s.position, spot) > COLUMN_RADIUS_M || s.position.y >= ceiling_y {
             continue;
         }
         column.count += 1;
@@ -86,10 +92,15 @@ pub fn column(world: &World, spot: Vec3) -> Column {
 /// The highest point of any dynamic body within `corridor_m` of the horizontal segment `from`–`to` (0 when none):
 /// how high a hand must go to carry something across without hitting a pile.
 pub fn path_top(world: &World, from: Vec3, to: Vec3, corridor_m: f32) -> f32 {
+    path_top_below(world, from, to, corridor_m, f32::INFINITY)
+}
+
+/// [`path_top`] over the bodies whose centres are below `ceiling_y` (m).
+pub fn path_top_below(world: &World, from: Vec3, to: Vec3, corridor_m: f32, ceiling_y: f32) -> f32 {
     let mut top = 0.0f32;
     for id in world.body_ids() {
         let Some(s) = dynamic(world, id) else { continue };
-        if flat_segment_distance(s.position, from, to) <= corridor_m {
+        if s.position.y < ceiling_y && flat_segment_distance(s.position, from, to) <= corridor_m {
             top = top.max(top_of(world, id, &s));
         }
     }
@@ -126,11 +137,7 @@ pub fn tallest(world: &World, accept: impl Fn(BodyId, &BodyState) -> bool) -> Op
 }
 
 /// The dynamic cube nearest `point` (centre distance) that `accept` lets through.
-pub fn nearest(
-    world: &World,
-    point: Vec3,
-    accept: impl Fn(BodyId, &BodyState) -> bool,
-) -> Option<(BodyId, BodyState)> {
+pub fn nearest(world: &World, point: Vec3, accept: impl Fn(BodyId, &BodyState) -> bool) -> Option<(BodyId, BodyState)> {
     let mut best: Option<(BodyId, BodyState, f32)> = None;
     for id in world.body_ids() {
         let Some(s) = dynamic(world, id) else { continue };
@@ -147,9 +154,7 @@ pub fn nearest(
 
 /// In flight: awake, fast and off the ground.
 pub fn is_flying(state: &BodyState) -> bool {
-    !state.at_rest
-        && state.linear_velocity.length() >= FLYING_MIN_SPEED_M_S
-        && state.position.y >= FLYING_MIN_HEIGHT_M
+    !state.at_rest && state.linear_velocity.length() >= FLYING_MIN_SPEED_M_S && state.position.y >= FLYING_MIN_HEIGHT_M
 }
 
 #[cfg(test)]
@@ -189,7 +194,10 @@ mod tests {
         assert_eq!(tallest(&world, |id, _| id != BodyId(2)).unwrap().0, BodyId(1));
         assert!((path_top(&world, Vec3::new(-5.0, 0.0, 1.0), Vec3::new(5.0, 0.0, 1.0), 1.2) - 3.0).abs() < 1e-6);
         assert!((path_top(&world, Vec3::new(2.0, 0.0, 0.0), Vec3::new(4.0, 0.0, 0.0), 0.5) - 1.0).abs() < 1e-6);
-        assert_eq!(path_top(&world, Vec3::new(0.0, 0.0, 5.0), Vec3::new(3.0, 0.0, 5.0), 1.0), 0.0);
+        assert_eq!(
+            path_top(&world, Vec3::new(0.0, 0.0, 5.0), Vec3::new(3.0, 0.0, 5.0), 1.0),
+            0.0
+        );
         let nearest_to = nearest(&world, Vec3::new(2.5, 0.0, 0.0), |_, _| true).unwrap().0;
         assert_eq!(nearest_to, BodyId(3));
     }

@@ -117,7 +117,10 @@ mod tests {
         assert_eq!(Seat::of(5), Seat::of(1));
         let spots = all_build_spots();
         for (i, a) in spots.iter().enumerate() {
-            assert!(a.x.abs().max(a.z.abs()) >= BUILD_RADIUS_M - 1e-5, "spot {a} inside the piles");
+            assert!(
+                a.x.abs().max(a.z.abs()) >= BUILD_RADIUS_M - 1e-5,
+                "spot {a} inside the piles"
+            );
             for b in &spots[i + 1..] {
                 assert!(a.distance(*b) >= BUILD_SPOT_SPACING_M - 1e-5);
             }

@@ -35,8 +35,13 @@ const PAUSE_MAX_S: f32 = 3.0;
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Stage {
     Carry,
-    Aim { since: u64 },
-    Swing { since: u64 },
+    Aim {
+        since: u64,
+    },
+    /// `since`: the step of the swing's first move.
+    Swing {
+        since: u64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -94,9 +99,13 @@ pub(super) fn start(bot: &mut Bot, view: &BotView, hand: HandSide) -> Task {
     if back == Vec3::ZERO {
         back = -bot.seat.forward;
     }
-    let distance = bot.rng.range_f64(THROW_DISTANCE_MIN_M as f64, THROW_DISTANCE_MAX_M as f64) as f32;
+    let distance = bot
+        .rng
+        .range_f64(THROW_DISTANCE_MIN_M as f64, THROW_DISTANCE_MAX_M as f64) as f32;
     let rise = bot.rng.range_f64(THROW_RISE_MIN_M as f64, THROW_RISE_MAX_M as f64) as f32;
-    let speed = bot.rng.range_f64(THROW_SPEED_MIN_M_S as f64, THROW_SPEED_MAX_M_S as f64) as f32;
+    let speed = bot
+        .rng
+        .range_f64(THROW_SPEED_MIN_M_S as f64, THROW_SPEED_MAX_M_S as f64) as f32;
     let mut release = target + back * distance + Vec3::Y * rise;
     release.y = release.y.max(MIN_RELEASE_HEIGHT_M);
     let (velocity, flight_steps) = ballistic::aim(release, target, speed, bot.gravity, bot.dt);
@@ -131,7 +140,8 @@ pub(super) fn step(bot: &mut Bot, view: &BotView, mut t: Throw) -> Task {
                 Stage::Carry
             }
         }
-        Stage::Aim { since } if bot.now >= since + AIM_STEPS => Stage::Swing { since: bot.now },
+        // The swing's first step is the next one: its hand moves one step's worth.
+        Stage::Aim { since } if bot.now >= since + AIM_STEPS => Stage::Swing { since: bot.now + 1 },
         Stage::Aim { since } => Stage::Aim { since },
         Stage::Swing { since } => {
             let k = (bot.now - since + 1).min(SWING_STEPS);
