@@ -470,4 +470,8 @@ fn bots_allocate_nothing_move_at_human_speeds_and_retire_when_told() {
         assert!(p.bot.is_retired(), "{:?} still busy", p.bot.kind());
         assert_eq!(p.interaction.held_cubes().count(), 0);
     }
+    assert!(
+        table.world.all_at_rest(),
+        "10 s after the bots stopped the world still moves"
+    );
 }

@@ -56,7 +56,7 @@ const FAILED_MEMORY: usize = 4;
 const HEAD_BEHIND_HAND_M: f32 = 0.5;
 const HEAD_ABOVE_HAND_M: f32 = 0.3;
 
-/// What a bot does.
+/// What a bot does. (The hostile bot, which forges packets rather than moving hands, is the session's own kind.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BotKind {
     Builder,
