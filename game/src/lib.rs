@@ -3,6 +3,7 @@
 //! - [`alloc_count`]: the counting allocator the binary installs, to report allocations in frame loops.
 //! - [`authority`]: authority and ownership per cube: the rules, the host's judgement, each peer's table.
 //! - [`avatar`]: a player's head and hands as plain data, per fixed step, from any input source.
+//! - [`bots`]: seeded scripted players (builder, thrower, contender, catcher) that play through `interaction`.
 //! - [`draw`]: what the desktop view and VR draw alike (cube highlight flags, hand boxes).
 //! - [`desktop`]: the desktop debug view (window, free camera, mouse and gamepad hands, overlay).
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
@@ -15,6 +16,7 @@
 pub mod alloc_count;
 pub mod authority;
 pub mod avatar;
+pub mod bots;
 pub mod desktop;
 pub mod draw;
 pub mod harness;
