@@ -102,6 +102,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     if args.hostile {
         peer.make_hostile();
     }
+    peer.measure_demand();
     let mut driver = make_driver(&args.driver, args.seat, args.seed.wrapping_add(u64::from(args.seat)))?;
     let mut watch = Watch::new(peer.world.body_count());
     let start_ms = args.start_unix_ms.max(unix_ms());
@@ -241,6 +242,7 @@ impl Watch {
             .wire_bytes()
             .map(|(player, sent, received)| json!({ "player": player, "sent": sent, "received": received }))
             .collect();
+        let demand: Vec<u64> = peer.demand_wire_bytes().map(|(_, d)| d).collect();
         let rejected: Vec<u64> = peer.stats.rejected.0.to_vec();
         Ok(json!({
             "player": peer.player(),
@@ -249,6 +251,7 @@ impl Watch {
             "states": states,
             "stamps": stamps,
             "connections": connections,
+            "demand": demand,
             "grabs": peer.stats.grabs,
             "throws": peer.stats.throws,
             "corrections": peer.stats.corrections,
@@ -411,6 +414,9 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         }
         pops.extend(f["pops"].as_array().into_iter().flatten().map(num));
         let seconds = num(&f["seconds"]).max(1e-9);
+        for d in f["demand"].as_array().into_iter().flatten() {
+            r.kbps_demand_mean_max = r.kbps_demand_mean_max.max(num(d) * 8.0 / 1000.0 / seconds);
+        }
         for c in f["connections"].as_array().into_iter().flatten() {
             let kbps = |b: &Value| num(b) * 8.0 / 1000.0 / seconds;
             r.kbps_per_connection_mean_max = r

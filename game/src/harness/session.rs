@@ -99,6 +99,9 @@ pub struct SessionReport {
     pub rejected_updates: RejectCounts,
     pub peers_at_end: usize,
     pub kbps_budget: u32,
+    /// What the worst connection would have sent with no budget (kbps, same counting as the rates; a packet's
+    /// 255-update limit still applies).
+    pub kbps_demand_mean_max: f64,
     /// Cubes per authority index 0..=4 on the host at the end.
     pub cubes_per_authority_at_end: [u32; 5],
     /// Seconds from the kill until every remaining peer had the killed player's cubes at default authority.
@@ -136,6 +139,7 @@ impl SessionReport {
             "rejected_updates": Value::Object(rejected),
             "peers_at_end": self.peers_at_end,
             "kbps_budget": self.kbps_budget,
+            "kbps_demand_mean_max": self.kbps_demand_mean_max,
             "cubes_per_authority_at_end": self.cubes_per_authority_at_end,
             "seconds_to_release_killed": self.seconds_to_release_killed,
             "accepted_claims_by_player": &self.accepted_claims_by_player[1..],
@@ -203,12 +207,13 @@ impl SessionRun {
             seed,
             ..EndpointConfig::default()
         };
-        let host = Peer::host(
+        let mut host = Peer::host(
             make_world()?,
             Endpoint::host(endpoint_config(config.seed), 0.0),
             peer_config,
             !config.headless_host,
         )?;
+        host.measure_demand();
         let mut peers = vec![Some(host)];
         for p in 2..=config.players {
             let late = config.join_at_s.is_some() && p == config.players;
@@ -252,6 +257,7 @@ impl SessionRun {
         if config.hostile_players.contains(&(player as u8)) {
             guest.make_hostile();
         }
+        guest.measure_demand();
         Ok(guest)
     }
 
@@ -524,6 +530,11 @@ impl SessionRun {
             r.authority_changes += p.stats.authority_changes;
             r.lost_commits += p.stats.lost_commits;
             r.rejected_updates.merge(&p.stats.rejected);
+            for (_, demand) in p.demand_wire_bytes() {
+                r.kbps_demand_mean_max = r
+                    .kbps_demand_mean_max
+                    .max(demand as f64 * 8.0 / 1000.0 / seconds.max(STEP_S));
+            }
             for (_, sent, received) in p.wire_bytes() {
                 let kbps = |b: u64| b as f64 * 8.0 / 1000.0 / seconds.max(STEP_S);
                 r.kbps_per_connection_mean_max = r.kbps_per_connection_mean_max.max(kbps(sent)).max(kbps(received));

@@ -8,10 +8,17 @@ use clap::Args;
 use tumble_engine::physics::{World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
+use glam::Vec3;
+use tumble_engine::physics::BodyId;
+
+use crate::authority::NOBODY;
+use crate::avatar::AvatarInput;
+use crate::bots::{Bot, BotKind, BotView};
 use crate::harness::conflict::ConflictDriver;
 use crate::harness::session::{
     run_session, Driver, ScriptDriver, SessionConfig, SessionReport, DEFAULT_SESSION_KBPS_BUDGET,
 };
+use crate::session::peer::Peer;
 
 /// Flags of `tumble session` (link flags mean what they mean for `tumble loopback`: one way, each direction).
 #[derive(Args, Debug, Clone)]
@@ -155,13 +162,60 @@ pub const DRIVER_NAMES: [&str; 7] = [
 
 /// The driver for a seat.
 pub fn make_driver(name: &str, player: u8, seed: u64) -> Result<Box<dyn Driver>> {
-    let _ = (player, seed);
+    let bot = |kind| -> Box<dyn Driver> { Box::new(BotDriver::new(Bot::new(kind, player, seed))) };
     Ok(match name {
+        "builder" => bot(BotKind::Builder),
+        "thrower" => bot(BotKind::Thrower),
+        "contender" => bot(BotKind::Contender),
+        "catcher" => bot(BotKind::Catcher),
         "conflict" => Box::new(ConflictDriver::new()),
         // The hostile guest's hands stay still: what it does is forge messages (`session::hostile`).
         "idle" | "hostile" => Box::new(ScriptDriver(None)),
-        other => bail!("bot '{other}' is not built yet"),
+        other => bail!("unknown bot '{other}': one of {}", DRIVER_NAMES.join(", ")),
     })
+}
+
+/// A bot in a seat: it sees its peer's world, its own hands, and the cubes others hold there.
+pub struct BotDriver {
+    bot: Bot,
+    others_holding: Vec<u32>,
+    other_hands: Vec<Vec3>,
+}
+
+impl BotDriver {
+    pub fn new(bot: Bot) -> Self {
+        Self {
+            bot,
+            others_holding: Vec::with_capacity(16),
+            other_hands: Vec::with_capacity(16),
+        }
+    }
+}
+
+impl Driver for BotDriver {
+    fn input(&mut self, step: u64, peer: &Peer, active: bool) -> AvatarInput {
+        self.others_holding.clear();
+        self.other_hands.clear();
+        let me = peer.player();
+        for c in 0..peer.table.len() as u32 {
+            let h = peer.table.holder(c);
+            if h != NOBODY && h != me {
+                self.others_holding.push(c);
+                // Until avatars travel, a remote hand is where the cube it holds is.
+                if let Ok(s) = peer.world.state(BodyId(c)) {
+                    self.other_hands.push(s.position);
+                }
+            }
+        }
+        let view = BotView {
+            world: &peer.world,
+            me: &peer.interaction,
+            others_holding: &self.others_holding,
+            other_hands: &self.other_hands,
+            active,
+        };
+        self.bot.step(step, &view)
+    }
 }
 
 /// Runs `tumble session` and returns its report.

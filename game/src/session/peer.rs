@@ -154,6 +154,8 @@ pub struct Peer {
     welcomed: bool,
     /// Sends forged claims instead of its own state (`session::hostile`), for tests of the host's judgement.
     hostile: bool,
+    /// Links measure what they would send with no budget (`Sender::measure_demand`).
+    measure_demand: bool,
     /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
     resting_before: Vec<u32>,
     /// Scratch: the stamps a forged packet gives the cubes.
@@ -235,6 +237,7 @@ impl Peer {
             welcomed: is_host,
             returned: Vec::with_capacity(cubes),
             hostile: false,
+            measure_demand: false,
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
         })
@@ -242,6 +245,25 @@ impl Peer {
 
     pub fn is_host(&self) -> bool {
         self.is_host
+    }
+
+    /// From now on every connection also measures its demand: what it would send with no budget.
+    pub fn measure_demand(&mut self) {
+        self.measure_demand = true;
+        for link in self.links.iter_mut().flatten() {
+            link.sender.measure_demand = true;
+        }
+    }
+
+    /// Per connection: the remote player and the wire bytes this peer would have sent it with no budget (the
+    /// bytes sent, with the state bodies replaced by what they would have been). Zero unless measured.
+    pub fn demand_wire_bytes(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        self.links.iter().flatten().filter_map(|l| {
+            let s = self.endpoint.stats(l.peer)?;
+            let wire = s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64;
+            let demand = (wire + l.sender.demand_bytes).saturating_sub(l.sender.body_bytes);
+            Some((l.player, if l.sender.measure_demand { demand } else { 0 }))
+        })
     }
 
     /// From now on this guest sends forged claims instead of its own state (see `session::hostile`).
@@ -441,7 +463,9 @@ impl Peer {
             match event {
                 EndpointEvent::Connected { peer } if self.is_host => {
                     if let Some(slot) = self.links.get_mut(usize::from(peer.0)) {
-                        *slot = Some(Link::new(peer, guest_player(peer), self.cube_count as usize));
+                        let mut link = Link::new(peer, guest_player(peer), self.cube_count as usize);
+                        link.sender.measure_demand = self.measure_demand;
+                        *slot = Some(link);
                     }
                 }
                 EndpointEvent::Disconnected { peer, .. } if self.is_host => self.guest_left(peer)?,

@@ -25,6 +25,17 @@ pub enum SyncError {
     Packet(#[from] StatePacketError),
 }
 
+/// A state packet writer (bit-packed or entropy-coded).
+type WriteFn = fn(
+    &mut [u8],
+    u64,
+    &[QuantizedState],
+    &[u32],
+    &AckedBaselines,
+    &mut Vec<u32>,
+    &mut Vec<Encoding>,
+) -> Result<usize, crate::sync::codec::state_packet::StatePacketError>;
+
 /// Sender state for one connection. Cube ids are body ids.
 #[derive(Debug)]
 pub struct Sender {
@@ -41,6 +52,15 @@ pub struct Sender {
     pub updates_by_encoding: [u64; 5],
     /// How packets are coded; the receiver must use the same.
     pub coding: PacketCoding,
+    /// Also measure demand: what each packet would have carried with no budget (every sendable cube), by
+    /// writing it a second time into a scratch buffer. For harnesses; costs a second encoding per packet.
+    pub measure_demand: bool,
+    /// State bytes written so far, and what they would have been with no budget (when measured).
+    pub body_bytes: u64,
+    pub demand_bytes: u64,
+    demand_buf: Vec<u8>,
+    demand_sent: Vec<u32>,
+    demand_encodings: Vec<Encoding>,
 }
 
 impl Sender {
@@ -56,6 +76,12 @@ impl Sender {
             sent_states: Vec::with_capacity(cube_count),
             updates_by_encoding: [0; 5],
             coding: PacketCoding::default(),
+            measure_demand: false,
+            body_bytes: 0,
+            demand_bytes: 0,
+            demand_buf: Vec::new(),
+            demand_sent: Vec::new(),
+            demand_encodings: Vec::new(),
         }
     }
 
@@ -100,7 +126,7 @@ impl Sender {
         }
         tick_activity(&mut self.activity);
         order_by_priority(&self.accumulators, &mut self.order);
-        let write = match self.coding {
+        let write: WriteFn = match self.coding {
             PacketCoding::BitPacked => write_state_packet,
             PacketCoding::Entropy => write_entropy_state_packet,
         };
@@ -113,6 +139,10 @@ impl Sender {
             &mut self.sent,
             &mut self.encodings,
         )?;
+        self.body_bytes += n as u64;
+        if self.measure_demand {
+            self.demand_bytes += self.measure_demand_bytes(step, write)? as u64;
+        }
         mark_sent(&mut self.accumulators, &self.sent);
         self.sent_states.clear();
         self.sent_states
@@ -122,6 +152,26 @@ impl Sender {
             self.updates_by_encoding[e as usize] += 1;
         }
         Ok(n)
+    }
+
+    /// Bytes the packet would take with every sendable cube in it (no budget), in priority order.
+    fn measure_demand_bytes(&mut self, step: u64, write: WriteFn) -> Result<usize, SyncError> {
+        /// Room for every cube of the largest scene a packet can name, uncompressed.
+        const DEMAND_BUF_BYTES: usize = 1 << 20;
+        if self.demand_buf.is_empty() {
+            self.demand_buf = vec![0; DEMAND_BUF_BYTES];
+            self.demand_sent.reserve(self.accumulators.len());
+            self.demand_encodings.reserve(self.accumulators.len());
+        }
+        Ok(write(
+            &mut self.demand_buf,
+            step,
+            &self.states,
+            &self.order,
+            &self.acked,
+            &mut self.demand_sent,
+            &mut self.demand_encodings,
+        )?)
     }
 
     /// Cube `id`'s state as captured for the last packet, and the acked baseline (state, age) it was encoded

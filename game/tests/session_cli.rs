@@ -1,0 +1,115 @@
+//! `tumble session`: the JSON report's contract, the multi-process mode's plumbing, and the flags that must be
+//! refused politely.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tumble(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run tumble")
+}
+
+fn json(o: &Output) -> Value {
+    let out = String::from_utf8_lossy(&o.stdout);
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}\n{}", String::from_utf8_lossy(&o.stderr)))
+}
+
+/// Every field the issue names, spelled as it spells them.
+const FIELDS: [&str; 22] = [
+    "players",
+    "grabs",
+    "throws",
+    "conflicts",
+    "conflict_resolve_ms_max",
+    "authority_changes",
+    "handover_pop_m_p99",
+    "handover_pop_m_max",
+    "corrections",
+    "correction_max_m",
+    "kbps_per_connection_mean_max",
+    "kbps_per_connection_p95_max",
+    "host_kbps_up_mean",
+    "bit_identical_at_end",
+    "max_divergence_m_at_end",
+    "remote_rest_jitter_m",
+    "lost_commits",
+    "seconds_to_converge",
+    "rejected_updates",
+    "peers_at_end",
+    "kbps_budget",
+    "kbps_demand_mean_max",
+];
+
+#[test]
+fn a_conflict_test_in_one_process_reports_every_field_and_one_owner_per_conflict() {
+    let o = tumble(&[
+        "session",
+        "--players",
+        "3",
+        "--conflict-test",
+        "--seconds",
+        "12",
+        "--latency-ms",
+        "50",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j = json(&o);
+    for f in FIELDS {
+        assert!(j.get(f).is_some(), "{f} missing from {j}");
+    }
+    assert_eq!(j["players"], 3);
+    assert_eq!(j["peers_at_end"], 3);
+    assert!(j["conflicts"].as_u64().unwrap() >= 1, "{j}");
+    assert!(j["conflict_resolve_ms_max"].as_f64().unwrap() <= 200.0, "{j}");
+    assert_eq!(j["bit_identical_at_end"], true, "{j}");
+}
+
+#[test]
+fn separate_processes_over_udp_join_play_and_report() {
+    // Real sockets and the real clock: timing varies with the machine's load, so only the plumbing is checked
+    // (three processes joined, grabs happened and were judged, a report came back from each).
+    let o = tumble(&[
+        "session",
+        "--players",
+        "3",
+        "--conflict-test",
+        "--seconds",
+        "12",
+        "--latency-ms",
+        "20",
+        "--processes",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j = json(&o);
+    assert_eq!(j["peers_at_end"], 3, "{j}");
+    assert!(j["grabs"].as_u64().unwrap() >= 2, "{j}");
+    assert!(j["kbps_per_connection_mean_max"].as_f64().unwrap() > 0.0, "{j}");
+}
+
+#[test]
+fn bad_session_flags_are_refused_with_a_message() {
+    for (args, says) in [
+        (vec!["session", "--players", "5"], "--players must be 1 to 4"),
+        (vec!["session", "--bots", "dancer"], "unknown bot 'dancer'"),
+        (vec!["session", "--players", "2", "--conflict-test"], "two guests"),
+        (
+            vec!["session", "--kill-player", "1", "--kill-at-s", "2"],
+            "must name a guest",
+        ),
+        (vec!["session", "--kbps-budget", "10"], "--kbps-budget 10"),
+        (vec!["session", "--scene", "/nonexistent.toml"], "nonexistent"),
+    ] {
+        let o = tumble(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
