@@ -141,6 +141,19 @@ pub fn guest_accepts(me: u8, host: &AuthorityStamp, local: &AuthorityStamp) -> b
     }
 }
 
+/// Whether a guest's resting claim `claim` (its stamp when it last had the cube at rest) was superseded or
+/// committed by what the host ended with (`host`): `None` when a later claim by anyone took the cube after it
+/// (it moved on), else `Some(committed)` — the host's final stamp is the claim itself or its return to default,
+/// so the host's final state must be the guest's resting state.
+pub fn commit_outcome(claim: &AuthorityStamp, host: &AuthorityStamp) -> Option<()> {
+    let returned = AuthorityStamp {
+        authority: DEFAULT_AUTHORITY,
+        authority_seq: claim.authority_seq.wrapping_add(1),
+        ownership_seq: claim.ownership_seq,
+    };
+    (host == claim || *host == returned).then_some(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

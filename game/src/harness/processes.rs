@@ -16,7 +16,8 @@ use serde_json::{json, Value};
 use tumble_engine::physics::BodyId;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
-use crate::authority::rules::{RejectCounts, RejectReason};
+use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
+use crate::sync::codec::stamp::AuthorityStamp;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
 use crate::session::peer::{Peer, PeerConfig, PACKETS_PER_S};
@@ -243,6 +244,21 @@ impl Watch {
             .map(|(player, sent, received)| json!({ "player": player, "sent": sent, "received": received }))
             .collect();
         let demand: Vec<u64> = peer.demand_wire_bytes().map(|(_, d)| d).collect();
+        let rest_claims: Vec<Value> = peer
+            .rest_claims()
+            .iter()
+            .enumerate()
+            .filter_map(|(c, claim)| {
+                let (s, q) = claim.as_ref()?;
+                Some(json!([
+                    c,
+                    [s.authority, s.authority_seq, s.ownership_seq],
+                    q.position,
+                    q.rotation.largest,
+                    q.rotation.smallest_three
+                ]))
+            })
+            .collect();
         let rejected: Vec<u64> = peer.stats.rejected.0.to_vec();
         Ok(json!({
             "player": peer.player(),
@@ -257,7 +273,8 @@ impl Watch {
             "corrections": peer.stats.corrections,
             "correction_max_m": peer.stats.correction_max_m,
             "authority_changes": peer.stats.authority_changes,
-            "lost_commits": peer.stats.lost_commits,
+            "reclaims": peer.stats.reclaims,
+            "rest_claims": rest_claims,
             "rejected": rejected,
             "holder_events": self.holder_events,
             "last_seen_player_ms": self.last_seen_player_ms,
@@ -408,7 +425,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         r.corrections += f["corrections"].as_u64().unwrap_or(0);
         r.correction_max_m = r.correction_max_m.max(num(&f["correction_max_m"]));
         r.authority_changes += f["authority_changes"].as_u64().unwrap_or(0);
-        r.lost_commits += f["lost_commits"].as_u64().unwrap_or(0);
+        r.lost_commits += lost_commits(f, host);
         for (k, reason) in RejectReason::ALL.iter().enumerate() {
             rejected.0[*reason as usize] += f["rejected"][k].as_u64().unwrap_or(0);
         }
@@ -474,6 +491,25 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         rates[((0.95 * rates.len() as f64).ceil() as usize).clamp(1, rates.len()) - 1]
     };
     Ok(r)
+}
+
+/// A guest's resting claims that the host ended without (see `harness::session`'s `lost_commits`).
+fn lost_commits(guest: &Value, host: &Value) -> u64 {
+    let stamp = |v: &Value| AuthorityStamp {
+        authority: v[0].as_u64().unwrap_or(0) as u8,
+        authority_seq: v[1].as_u64().unwrap_or(0) as u16,
+        ownership_seq: v[2].as_u64().unwrap_or(0) as u16,
+    };
+    let mut lost = 0;
+    for claim in guest["rest_claims"].as_array().into_iter().flatten() {
+        let c = claim[0].as_u64().unwrap_or(u64::MAX) as usize;
+        let host_state = &host["states"][c];
+        if commit_outcome(&stamp(&claim[1]), &stamp(&host["stamps"][c])).is_some() && !host_state.is_null() {
+            let same = host_state[0] == claim[2] && host_state[1] == claim[3] && host_state[2] == claim[4];
+            lost += u64::from(!same);
+        }
+    }
+    lost
 }
 
 /// Largest distance between two processes' cube positions (m).

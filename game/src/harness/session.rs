@@ -14,7 +14,7 @@ use tumble_engine::physics::{BodyId, World};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
-use crate::authority::rules::{RejectCounts, RejectReason};
+use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
 use crate::session::peer::{Peer, PeerConfig, MAX_PLAYERS, PACKETS_PER_S};
 use crate::sync::codec::quantize::quantize_state;
@@ -492,6 +492,24 @@ impl SessionRun {
         }
     }
 
+    /// Resting states a guest had as a cube's authority that the host ended without: the host's final stamp is
+    /// that claim or its return to default (nobody took the cube after it), yet the host's state differs.
+    fn lost_commits(&self) -> Result<u64> {
+        let Some(host) = self.peers[0].as_ref() else { return Ok(0) };
+        let mut lost = 0;
+        for guest in self.peers().skip(1) {
+            for (c, claim) in guest.rest_claims().iter().enumerate() {
+                let Some((stamp, state)) = claim else { continue };
+                let id = BodyId(c as u32);
+                if commit_outcome(stamp, &host.table.stamp(c as u32)).is_some() && !host.world.is_removed(id)? {
+                    let h = quantize_state(&host.world.state(id)?);
+                    lost += u64::from((h.position, h.rotation) != (state.position, state.rotation));
+                }
+            }
+        }
+        Ok(lost)
+    }
+
     fn bit_identical(&self) -> Result<bool> {
         let Some(host) = self.peers[0].as_ref() else {
             return Ok(false);
@@ -528,7 +546,6 @@ impl SessionRun {
             r.corrections += p.stats.corrections;
             r.correction_max_m = r.correction_max_m.max(p.stats.correction_max_m);
             r.authority_changes += p.stats.authority_changes;
-            r.lost_commits += p.stats.lost_commits;
             r.rejected_updates.merge(&p.stats.rejected);
             for (_, demand) in p.demand_wire_bytes() {
                 r.kbps_demand_mean_max = r
@@ -563,6 +580,7 @@ impl SessionRun {
             r.authority_identical_at_end = same_authority;
         }
         r.bit_identical_at_end = self.bit_identical()?;
+        r.lost_commits = self.lost_commits()?;
         let mut pops = self.pops.clone();
         r.handover_pop_m_p99 = percentile(&mut pops, 0.99);
         r.handover_pop_m_max = pops.last().copied().unwrap_or(0.0);

@@ -20,7 +20,9 @@ use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
     header_bytes, read_message, write_state_message, Hold, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
-use crate::sync::codec::quantize::{dequantize_rotation, quantize_state, quantize_world, POSITION_UNITS_PER_M};
+use crate::sync::codec::quantize::{
+    dequantize_rotation, quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M,
+};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
 use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY};
 use crate::sync::link::priority::packet_budget_bytes;
@@ -83,9 +85,8 @@ pub struct PeerStats {
     pub malformed: u64,
     /// Authority changes this peer saw (stamps whose authority index changed).
     pub authority_changes: u64,
-    /// Cubes this guest had at rest under its own authority that the host returned to default in another state:
-    /// a resting state the host never committed.
-    pub lost_commits: u64,
+    /// Host returns of this guest's cubes that came after the cube had moved on, and were taken back (rule 8b).
+    pub reclaims: u64,
     /// Host: claims (cube states and holds) taken, by the player who sent them (index = player).
     pub accepted_claims: [u64; 5],
 }
@@ -154,6 +155,8 @@ pub struct Peer {
     welcomed: bool,
     /// Sends forged claims instead of its own state (`session::hostile`), for tests of the host's judgement.
     hostile: bool,
+    /// Guest: per cube, the last resting state it had while it was the cube's authority, with the stamp then.
+    rest_claims: Vec<Option<(AuthorityStamp, QuantizedState)>>,
     /// Links measure what they would send with no budget (`Sender::measure_demand`).
     measure_demand: bool,
     /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
@@ -238,6 +241,7 @@ impl Peer {
             returned: Vec::with_capacity(cubes),
             hostile: false,
             measure_demand: false,
+            rest_claims: vec![None; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
         })
@@ -245,6 +249,11 @@ impl Peer {
 
     pub fn is_host(&self) -> bool {
         self.is_host
+    }
+
+    /// Guest: the resting states it last had as each cube's authority, with the stamp they had.
+    pub fn rest_claims(&self) -> &[Option<(AuthorityStamp, QuantizedState)>] {
+        &self.rest_claims
     }
 
     /// From now on every connection also measures its demand: what it would send with no budget.
@@ -717,11 +726,21 @@ impl Peer {
             let mine = local.authority == self.table.me() && self.table.me() != DEFAULT_AUTHORITY;
             if mine && state.stamp.authority != self.table.me() {
                 let here = quantize_state(&self.world.state(id)?);
-                let same_pose = (here.position, here.rotation) == (state.position, state.rotation);
-                if state.stamp.authority == DEFAULT_AUTHORITY && here.at_rest {
-                    // The host's confirmation (rule 8): it must carry the very resting state we had.
-                    self.stats.lost_commits += u64::from(!same_pose);
-                } else if !same_pose {
+                let same = here.at_rest && (here.position, here.rotation, here.at_rest) == (state.position, state.rotation, state.at_rest);
+                if state.stamp.authority == DEFAULT_AUTHORITY && !same {
+                    // Rule 8b: the host returned the cube on a resting state we have since moved on from (the
+                    // cube was hit again while the news was on its way). Take it back at once, one authority
+                    // sequence later, with what we have: the host takes the newer claim and nothing is lost.
+                    self.stats.reclaims += 1;
+                    let again = AuthorityStamp {
+                        authority: self.table.me(),
+                        authority_seq: state.stamp.authority_seq.wrapping_add(1),
+                        ownership_seq: state.stamp.ownership_seq,
+                    };
+                    self.table.set(cube, again, self.table.holder(cube));
+                    continue;
+                }
+                if state.stamp.authority != DEFAULT_AUTHORITY && !same {
                     self.stats.corrections += 1;
                     let moved = Vec3::from_array(std::array::from_fn(|k| {
                         (here.position[k] - state.position[k]) as f32 / POSITION_UNITS_PER_M
@@ -768,6 +787,12 @@ impl Peer {
             if want != self.rest_detection[cube] {
                 self.world.set_rest_detection(id, want)?;
                 self.rest_detection[cube] = want;
+            }
+            if !self.is_host && self.table.is_local_authority(cube as u32) && self.table.me() != DEFAULT_AUTHORITY {
+                let q = quantize_state(&self.world.state(id)?);
+                if q.at_rest {
+                    self.rest_claims[cube] = Some((self.table.stamp(cube as u32), q));
+                }
             }
             let a = self.table.stamp(cube as u32).authority;
             if a != self.last_authority[cube] {
