@@ -7,11 +7,17 @@
 //!   simulator in memory; what each would draw is watched for pops, rest jitter and conflicts.
 //! - [`thrower`]: the seeded scripted thrower of the loopback run.
 //! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
+//! - [`min_budget`]: the smallest bandwidth budget a connection can run on (the largest single update must fit).
+//! - [`demand`]: a shadow sender with no budget, hearing the real acks: what the link would carry unbudgeted.
+//! - [`rest_jitter`]: how far a remote copy moves a cube its authority has at rest (the definition is there).
 //! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
 
 pub mod bandwidth;
+pub mod demand;
 #[cfg(test)]
 mod in_process;
 pub mod loopback;
+pub mod min_budget;
+pub mod rest_jitter;
 pub mod session;
 pub mod thrower;
