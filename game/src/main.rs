@@ -117,7 +117,8 @@ struct LoopbackArgs {
     /// Duplicates in each direction (percent)
     #[arg(long, value_name = "D", default_value_t = 0.0)]
     dup_pct: f64,
-    /// Bandwidth budget authority → non-authority (kbps, IP/UDP headers included)
+    /// Bandwidth budget authority → non-authority (kbps, IP/UDP headers included); one too small for the largest
+    /// single update is refused, naming the smallest that works (table64: 64 entropy-coded, 62 bit-packed)
     #[arg(long, value_name = "K", default_value_t = DEFAULT_KBPS_BUDGET)]
     kbps_budget: u32,
     /// A scripted thrower launches a random cube every T seconds, stopping 10 s before the end

@@ -196,6 +196,70 @@ fn loopback_screenshot_shows_both_worlds_side_by_side() {
 }
 
 #[test]
+fn loopback_refuses_a_budget_too_small_for_one_update_and_names_the_smallest() {
+    // table64 with entropy coding needs 64 kbps: 40 bytes of state (the largest update) and 48 of headers, 90
+    // packets a second. One kbps less used to run, send no awake cube in full, and exit 0.
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/table64.toml");
+    let o = tumble(&[
+        "loopback",
+        "--scene",
+        scene,
+        "--seconds",
+        "1",
+        "--kbps-budget",
+        "63",
+        "--json",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--kbps-budget 63 is too small") && err.contains("the smallest budget that works"),
+        "{err}"
+    );
+    assert!(err.contains("is 64 kbps"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(o.stdout.is_empty());
+    // Just big enough: state moves (the table's 64 cubes, each absolute at first) and the report says the floor.
+    for (budget, coding) in [("64", "entropy"), ("62", "bit-packed")] {
+        let o = tumble(&[
+            "loopback",
+            "--scene",
+            scene,
+            "--seconds",
+            "2",
+            "--latency-ms",
+            "20",
+            "--kbps-budget",
+            budget,
+            "--coding",
+            coding,
+            "--json",
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{coding}: {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+        assert_eq!(report["kbps_budget_min"].to_string(), budget, "{report}");
+        assert!(
+            report["updates_by_encoding"]["Absolute"].as_u64().unwrap() >= 64,
+            "{report}"
+        );
+        assert_eq!(report["bit_identical_at_end"], true, "{report}");
+    }
+    let o = tumble(&[
+        "loopback",
+        "--scene",
+        scene,
+        "--seconds",
+        "1",
+        "--kbps-budget",
+        "61",
+        "--coding",
+        "bit-packed",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is 62 kbps"), "{}", stderr(&o));
+}
+
+#[test]
 fn screenshot_of_a_bad_scene_gives_the_loaders_error() {
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("never_written.png");
     let o = tumble(&[

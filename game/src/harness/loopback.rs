@@ -19,15 +19,18 @@ use tumble_net::{
 };
 
 use crate::harness::bandwidth::{all_cubes_bits, RecordedPacket, RecordedUpdate, Recording};
+use crate::harness::demand::Demand;
+use crate::harness::min_budget::{largest_update_body_bytes, min_kbps_budget, PacketLimits};
+use crate::harness::rest_jitter::RestJitter;
 use crate::harness::thrower::Thrower;
 use crate::sync::codec::delta::Encoding;
 use crate::sync::codec::predict::STEP_HZ;
 use crate::sync::codec::quantize::quantize_world;
 use crate::sync::codec::quantize::{quantize_body_state, quantize_state};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
-use crate::sync::codec::state_packet::PacketCoding;
+use crate::sync::codec::state_packet::{unwrap_step, PacketCoding};
 use crate::sync::link::priority::packet_budget_bytes;
-use crate::sync::link::receiver::Receiver;
+use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::Sender;
 
 /// IP (20) + UDP (8) header bytes every datagram carries on a real wire, counted in the reported rates.
@@ -102,8 +105,17 @@ pub struct LoopbackReport {
     pub kbps_mean: f64,
     /// 95th percentile of the per-second rates (whole seconds of the run).
     pub kbps_p95: f64,
+    /// What the sender would have sent with no budget (headers included): a shadow sender with room for every
+    /// cube each step, hearing the same acks ([`crate::harness::demand`]). The rate is min(budget, demand) or a
+    /// little under it.
+    pub kbps_demand_mean: f64,
+    /// The smallest `kbps_budget` this scene and coding can run on (the run refuses a smaller one): one packet a
+    /// step must carry the largest single update ([`crate::harness::min_budget`]).
+    pub kbps_budget_min: u32,
     /// State packet body bits (transport and IP headers excluded) per cube update written.
     pub bits_per_cube_update: f64,
+    /// Cube updates written per state packet sent.
+    pub updates_per_packet_mean: f64,
     pub updates_by_encoding: [u64; 5],
     /// Updates of awake cubes that touched nothing for 20 steps (`FREE_FLIGHT_STEPS`), per encoding.
     pub free_flight_updates_by_encoding: [u64; 5],
@@ -114,6 +126,8 @@ pub struct LoopbackReport {
     pub packets_rejected: u64,
     pub throws: u64,
     pub max_divergence_m_at_end: f64,
+    /// Largest step-to-step movement of a remote cube (farthest corner, quantized pose) while the authority has it
+    /// at rest and the remote has applied a resting state from within that rest ([`crate::harness::rest_jitter`]).
     pub remote_rest_jitter_m: f64,
     /// From the last throw (or the start, with none) until the two sides became bit-identical and stayed so.
     pub seconds_to_converge: Option<f64>,
@@ -133,7 +147,10 @@ impl LoopbackReport {
             "steps": self.steps,
             "kbps_mean": self.kbps_mean,
             "kbps_p95": self.kbps_p95,
+            "kbps_demand_mean": self.kbps_demand_mean,
+            "kbps_budget_min": self.kbps_budget_min,
             "bits_per_cube_update": self.bits_per_cube_update,
+            "updates_per_packet_mean": self.updates_per_packet_mean,
             "updates_by_encoding": by_encoding(&self.updates_by_encoding),
             "free_flight_updates_by_encoding": by_encoding(&self.free_flight_updates_by_encoding),
             "packets_sent": self.packets_sent,
@@ -262,6 +279,8 @@ pub struct LoopbackSession {
     thrower: Option<Thrower>,
     sender: Sender,
     receiver: Receiver,
+    demand: Demand,
+    kbps_budget_min: u32,
     reject_notices: RejectNotices,
     buf: Vec<u8>,
     /// Transport sequence → the sender's packet sequence (they advance together, but keep-alives could take
@@ -278,13 +297,50 @@ pub struct LoopbackSession {
     second_rates: Vec<f64>,
     bytes_at_second: u64,
     wire_bytes_at_start: u64,
-    prev_remote: Vec<Option<(glam::Vec3, bool)>>,
-    rest_jitter_m: f64,
+    rest_jitter: RestJitter,
     identical_since: Option<u64>,
+    /// A remote cube to move right after the remote's next step, before it is measured (tests only).
+    #[cfg(test)]
+    pending_nudge: Option<(BodyId, glam::Vec3)>,
 }
 
 /// Length of a clock tick (s).
 const TICK_S: f64 = 1.0 / (STEP_HZ as f64 * SUBTICKS_PER_STEP as f64);
+
+/// One state packet a step; per datagram the IP/UDP and transport headers, and the transport's size cap.
+const PACKET_LIMITS: PacketLimits = PacketLimits {
+    packets_per_s: STEP_HZ as u32,
+    overhead_bytes: (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
+    max_packet_bytes: (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
+};
+
+/// Refuses a budget too small for the largest single update: any cube that needs one (every cube's first, a
+/// thrown cube's after a loss) would never be sent, and the run would still end looking healthy. Returns the
+/// smallest budget that works.
+fn check_budget(config: &LoopbackConfig, cubes: usize) -> Result<u32> {
+    let coding = match config.coding {
+        PacketCoding::Entropy => "entropy",
+        PacketCoding::BitPacked => "bit-packed",
+    };
+    let max_body = (PACKET_LIMITS.max_packet_bytes - PACKET_LIMITS.overhead_bytes) as usize;
+    let Some(largest) = largest_update_body_bytes(cubes as u32, config.coding, max_body) else {
+        bail!("a scene of {cubes} cubes cannot be synchronised: no state packet holds one of its updates");
+    };
+    let Some(min) = min_kbps_budget(largest, &PACKET_LIMITS) else {
+        bail!("a scene of {cubes} cubes cannot be synchronised: its largest update ({largest} bytes) fits no packet");
+    };
+    if config.kbps_budget < min {
+        bail!(
+            "--kbps-budget {} is too small: the smallest budget that works for this scene ({cubes} cubes, {coding} \
+             coding) is {min} kbps. Each of the {STEP_HZ} state packets a second must hold the largest single \
+             update, an awake cube in full with its authority stamp: {largest} bytes of state plus {} bytes of \
+             IP/UDP and transport headers",
+            config.kbps_budget,
+            PACKET_LIMITS.overhead_bytes
+        );
+    }
+    Ok(min)
+}
 
 impl LoopbackSession {
     /// Checks the configuration, joins the two endpoints (the handshake runs here) and gets both sides ready.
@@ -297,18 +353,13 @@ impl LoopbackSession {
             bail!("--seconds must be positive");
         }
         let steps = (config.seconds * STEP_HZ as f64).round() as u64;
+        let kbps_budget_min = check_budget(config, cubes)?;
         let body_budget = packet_budget_bytes(
             config.kbps_budget,
-            STEP_HZ as u32,
-            (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
-            (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
+            PACKET_LIMITS.packets_per_s,
+            PACKET_LIMITS.overhead_bytes,
+            PACKET_LIMITS.max_packet_bytes,
         ) as usize;
-        if body_budget == 0 {
-            bail!(
-                "--kbps-budget {} leaves no room for state at {STEP_HZ} packets a second",
-                config.kbps_budget
-            );
-        }
         let thrower = match config.throw_every_s {
             Some(t) if t.is_finite() && t > 0.0 => {
                 let last = steps.saturating_sub((SETTLE_S * STEP_HZ as f64) as u64);
@@ -336,6 +387,8 @@ impl LoopbackSession {
             thrower,
             sender,
             receiver,
+            demand: Demand::new(cubes, config.coding, IP_UDP_HEADER_BYTES),
+            kbps_budget_min,
             reject_notices: RejectNotices::default(),
             buf: vec![0u8; body_budget],
             sender_sequence: vec![None; usize::from(u16::MAX) + 1],
@@ -350,9 +403,10 @@ impl LoopbackSession {
             second_rates: Vec::with_capacity(config.seconds as usize + 1),
             bytes_at_second,
             wire_bytes_at_start: bytes_at_second,
-            prev_remote: vec![None; cubes],
-            rest_jitter_m: 0.0,
+            rest_jitter: RestJitter::new(cubes),
             identical_since: None,
+            #[cfg(test)]
+            pending_nudge: None,
         })
     }
 
@@ -364,6 +418,16 @@ impl LoopbackSession {
     /// The non-authority side's world (the guest's).
     pub fn remote(&self) -> &World {
         &self.remote
+    }
+
+    /// Moves a remote cube by `offset` behind the receiver's back (its rest flag kept), as a broken receiver or a
+    /// remote simulation that disturbs a resting cube would: for tests of the figures that must catch it.
+    #[cfg(test)]
+    fn nudge_remote(&mut self, id: BodyId, offset: glam::Vec3) -> Result<()> {
+        let mut s = self.remote.state(id)?;
+        s.position += offset;
+        self.remote.set_state(id, &s)?;
+        Ok(())
     }
 
     /// Steps run so far, and in all.
@@ -395,6 +459,10 @@ impl LoopbackSession {
             }
         }
         self.remote.step();
+        #[cfg(test)]
+        if let Some((id, offset)) = self.pending_nudge.take() {
+            self.nudge_remote(id, offset)?;
+        }
         self.measure(step)?;
         self.step += 1;
         Ok(())
@@ -417,9 +485,11 @@ impl LoopbackSession {
     fn send(&mut self, step: u64, recording: Option<&mut Recording>) -> Result<()> {
         let sequence = self.next_sender_sequence;
         self.next_sender_sequence = sequence.wrapping_add(1);
+        self.note_authority_rest(step)?;
         let n = self
             .sender
             .write_packet(&self.authority, step, sequence, &mut self.buf)?;
+        self.demand.send(&self.authority, step, sequence)?;
         self.body_bytes += n as u64;
         let (sent, encodings) = self.sender.last_packet();
         for (&id, &e) in sent.iter().zip(encodings) {
@@ -451,8 +521,9 @@ impl LoopbackSession {
     fn guest_events(&mut self, now: f64) -> Result<()> {
         while let Some(e) = self.link.guest.pop_event() {
             match e {
-                EndpointEvent::Received { data, .. } => {
-                    if let Err(err) = self.receiver.receive(&data, &mut self.remote) {
+                EndpointEvent::Received { data, .. } => match self.receiver.read(&data) {
+                    Ok(packet_step) => self.apply_received(packet_step)?,
+                    Err(err) => {
                         // The complaint travels back like any message (and may be lost: the next refusal sends
                         // another).
                         tracing::warn!("state packet refused: {err}");
@@ -462,10 +533,35 @@ impl LoopbackSession {
                             tracing::warn!("reject notice not sent: {e}");
                         }
                     }
-                }
+                },
                 EndpointEvent::Disconnected { reason, .. } => bail!("guest disconnected: {reason:?}"),
                 _ => {}
             }
+        }
+        Ok(())
+    }
+
+    /// Applies the packet the receiver just read, as [`Receiver::receive`] does, telling the rest-jitter meter which
+    /// states the remote applied and which step of the authority's each describes (the packet carries the step's
+    /// low bits; it is at most a few seconds old).
+    fn apply_received(&mut self, packet_step: u64) -> Result<()> {
+        let described = unwrap_step(packet_step as u16, self.step);
+        for i in 0..self.receiver.update_count() {
+            if let Some((id, state)) = self.receiver.take_fresh(i) {
+                apply_state(&mut self.remote, id, &state)?;
+                self.rest_jitter
+                    .applied(id.index(), state.at_rest, described, self.step);
+            }
+        }
+        Ok(())
+    }
+
+    /// Tells the rest-jitter meter whether each authority cube is at rest in its state describing `step`.
+    fn note_authority_rest(&mut self, step: u64) -> Result<()> {
+        for i in 0..self.authority.body_count() {
+            let id = BodyId(i as u32);
+            let at_rest = !self.authority.is_removed(id)? && self.authority.state(id)?.at_rest;
+            self.rest_jitter.authority_state(i, at_rest, step);
         }
         Ok(())
     }
@@ -475,13 +571,17 @@ impl LoopbackSession {
         while let Some(e) = self.link.host.pop_event() {
             match e {
                 EndpointEvent::Received { data, .. } => match read_reject_notice(&data) {
-                    Ok(refused) if self.reject_notices.is_new(refused) => self.sender.resync(),
+                    Ok(refused) if self.reject_notices.is_new(refused) => {
+                        self.sender.resync();
+                        self.demand.resync();
+                    }
                     Ok(_) => {}
                     Err(err) => tracing::warn!("unknown message from the guest refused: {err}"),
                 },
                 EndpointEvent::Acked { sequence, .. } => {
                     if let Some(s) = self.sender_sequence[usize::from(sequence)].take() {
                         self.sender.on_acked(s);
+                        self.demand.on_acked(s);
                     }
                 }
                 EndpointEvent::Lost { sequence, .. } => {
@@ -497,22 +597,20 @@ impl LoopbackSession {
 
     /// Remote rest jitter, convergence and the per-second rate, after both worlds stepped.
     fn measure(&mut self, step: u64) -> Result<()> {
-        // Remote rest jitter: movement over one step (snaps included) of a cube at rest before and after it, on
-        // the quantized state (what the next step starts from): the step that puts a cube to rest leaves it a
+        // The authority's stepped state is what the next packet describes; a cube it woke this step is no longer
+        // at rest, so the remote's copy moving with it in the same step is not jitter.
+        self.note_authority_rest(step + 1)?;
+        // Poses as quantized, what the next step starts from: the step that puts a cube to rest leaves it a
         // fraction of a quantum off the grid, and the snap back is no visible movement.
-        for (i, prev) in self.prev_remote.iter_mut().enumerate() {
+        for i in 0..self.remote.body_count() {
             let id = BodyId(i as u32);
-            if self.remote.is_removed(id)? {
-                *prev = None;
-                continue;
-            }
-            let s = quantize_body_state(&self.remote.state(id)?);
-            if let Some((p, was_at_rest)) = *prev {
-                if was_at_rest && s.at_rest {
-                    self.rest_jitter_m = self.rest_jitter_m.max(f64::from((s.position - p).length()));
-                }
-            }
-            *prev = Some((s.position, s.at_rest));
+            let pose = if self.remote.is_removed(id)? {
+                None
+            } else {
+                let s = quantize_body_state(&self.remote.state(id)?);
+                Some((s.position, s.rotation))
+            };
+            self.rest_jitter.measure(i, pose, self.remote.half_extents(id)?, step);
         }
         if step >= self.last_throw_step {
             if bit_identical(&self.authority, &self.remote)? {
@@ -546,15 +644,19 @@ impl LoopbackSession {
         }
         let bit_identical_at_end = bit_identical(&self.authority, &self.remote)?;
         let updates: u64 = self.sender.updates_by_encoding.iter().sum();
+        let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / (steps.max(1) as f64 * step_s);
         Ok(LoopbackReport {
             steps,
-            kbps_mean: wire_bytes as f64 * 8.0 / 1000.0 / (steps.max(1) as f64 * step_s),
+            kbps_mean: kbps(wire_bytes),
             kbps_p95: percentile(&mut self.second_rates.clone(), 0.95),
+            kbps_demand_mean: kbps(self.demand.wire_bytes()),
+            kbps_budget_min: self.kbps_budget_min,
             bits_per_cube_update: if updates > 0 {
                 self.body_bytes as f64 * 8.0 / updates as f64
             } else {
                 0.0
             },
+            updates_per_packet_mean: updates as f64 / self.packets_sent.max(1) as f64,
             updates_by_encoding: self.sender.updates_by_encoding,
             free_flight_updates_by_encoding: self.free_flight,
             packets_sent: self.packets_sent,
@@ -562,7 +664,7 @@ impl LoopbackSession {
             packets_rejected: self.receiver.rejected_packets,
             throws: self.throws,
             max_divergence_m_at_end: max_divergence_m,
-            remote_rest_jitter_m: self.rest_jitter_m,
+            remote_rest_jitter_m: self.rest_jitter.max_m(),
             seconds_to_converge: self
                 .identical_since
                 .filter(|_| bit_identical_at_end)
@@ -694,11 +796,56 @@ mod tests {
     use tumble_engine::physics::WorldConfig;
     use tumble_engine::scene::load_scene;
 
-    fn run_table64(config: &LoopbackConfig) -> LoopbackReport {
-        let scene = load_scene(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml")).unwrap();
-        let authority = scene.build_world(WorldConfig::default()).unwrap();
-        let remote = scene.build_world(WorldConfig::default()).unwrap();
+    fn worlds(scene: &str) -> (World, World) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../assets/scenes")
+            .join(scene);
+        let scene = load_scene(&path).unwrap();
+        let world = || scene.build_world(WorldConfig::default()).unwrap();
+        (world(), world())
+    }
+
+    fn run_scene(scene: &str, config: &LoopbackConfig) -> LoopbackReport {
+        let (authority, remote) = worlds(scene);
         run_loopback(config, authority, remote).unwrap()
+    }
+
+    fn run_table64(config: &LoopbackConfig) -> LoopbackReport {
+        run_scene("table64.toml", config)
+    }
+
+    /// The most a run can put on the wire under `kbps_budget`: full packets every step (kbps).
+    fn budget_capacity_kbps(kbps_budget: u32) -> f64 {
+        let body = packet_budget_bytes(
+            kbps_budget,
+            PACKET_LIMITS.packets_per_s,
+            PACKET_LIMITS.overhead_bytes,
+            PACKET_LIMITS.max_packet_bytes,
+        );
+        f64::from((body + PACKET_LIMITS.overhead_bytes) * PACKET_LIMITS.packets_per_s) * 8.0 / 1000.0
+    }
+
+    /// Throws every second for the first 10 s, then 10 s to settle; 50 ms each way with 5 ms jitter.
+    fn throwing(loss_pct: f64, kbps_budget: u32) -> LoopbackConfig {
+        LoopbackConfig {
+            seconds: 20.0,
+            latency_ms: 50.0,
+            jitter_ms: 5.0,
+            loss_pct,
+            kbps_budget,
+            throw_every_s: Some(1.0),
+            seed: 4,
+            ..LoopbackConfig::default()
+        }
+    }
+
+    /// `kbps_mean` recomputed from the other fields: the host sends only state packets once connected, each with
+    /// its body and the transport and IP/UDP headers.
+    fn wire_kbps_from_parts(r: &LoopbackReport) -> f64 {
+        let updates: u64 = r.updates_by_encoding.iter().sum();
+        let body_bytes = r.bits_per_cube_update * updates as f64 / 8.0;
+        let wire_bytes = body_bytes + (r.packets_sent * u64::from(PACKET_LIMITS.overhead_bytes)) as f64;
+        wire_bytes * 8.0 / 1000.0 / (r.steps as f64 / STEP_HZ as f64)
     }
 
     #[test]
@@ -712,15 +859,23 @@ mod tests {
         let report = run_table64(&config);
         let json = report.to_json();
         for field in [
+            "steps",
             "kbps_mean",
             "kbps_p95",
+            "kbps_demand_mean",
+            "kbps_budget_min",
             "bits_per_cube_update",
+            "updates_per_packet_mean",
             "updates_by_encoding",
+            "free_flight_updates_by_encoding",
             "packets_sent",
             "packets_lost",
+            "packets_rejected",
+            "throws",
             "max_divergence_m_at_end",
             "remote_rest_jitter_m",
             "seconds_to_converge",
+            "bit_identical_at_end",
         ] {
             assert!(json.get(field).is_some(), "{field} missing from {json}");
         }
@@ -729,12 +884,26 @@ mod tests {
         }
         assert!(report.bit_identical_at_end, "{json}");
         assert_eq!(report.max_divergence_m_at_end, 0.0);
-        assert!(report.seconds_to_converge.is_some());
-        assert_eq!(report.packets_sent, 270);
-        assert_eq!(report.packets_lost, 0);
-        assert_eq!(report.packets_rejected, 0);
-        // Headers included, every packet within the budget.
-        assert!(report.kbps_mean > 0.0 && report.kbps_mean <= f64::from(DEFAULT_KBPS_BUDGET));
+        assert_eq!((report.steps, report.packets_sent), (270, 270));
+        assert_eq!((report.packets_lost, report.packets_rejected, report.throws), (0, 0, 0));
+        // Every cube's first update is absolute; nothing flies without a thrower; a settled table is mostly
+        // "not changed".
+        let [not_changed, _, _, _, absolute] = report.updates_by_encoding;
+        assert!(absolute >= 64 && not_changed > 10 * absolute, "{json}");
+        assert_eq!(report.free_flight_updates_by_encoding, [0; 5], "{json}");
+        let updates: u64 = report.updates_by_encoding.iter().sum();
+        assert!((report.updates_per_packet_mean * 270.0 - updates as f64).abs() < 1e-6);
+        // The rate is what the packets carried (a rate that left out the headers, or counted bits as bytes,
+        // would differ).
+        assert!(
+            (report.kbps_mean - wire_kbps_from_parts(&report)).abs() < 1e-9,
+            "{json}"
+        );
+        // Nothing moves on the remote once it rests, and it converged within the first second (the table
+        // settles in about a third of one, and the link adds 20 ms).
+        assert_eq!(report.remote_rest_jitter_m, 0.0);
+        let converge = report.seconds_to_converge.unwrap();
+        assert!(converge > 0.02 && converge < 1.0, "{json}");
     }
 
     #[test]
@@ -755,21 +924,236 @@ mod tests {
     }
 
     #[test]
-    fn throws_through_a_lossy_link_end_identical_with_no_remote_rest_jitter() {
-        // Throws every second for the first 10 s, then 10 s to settle; 50 ms each way, 10 % loss.
+    fn throws_through_a_lossy_link_at_the_default_budget_end_identical_and_stay_efficient() {
+        // 10 % loss each way at 64 kbps (the smallest budget entropy coding allows for table64).
+        let report = run_table64(&throwing(10.0, DEFAULT_KBPS_BUDGET));
+        let json = report.to_json();
+        assert_eq!(report.kbps_budget_min, 64, "{json}");
+        // A throw every 90 steps from step 90 to step 900 (the last 10 s settle).
+        assert_eq!(report.throws, 10, "{json}");
+        assert!(report.bit_identical_at_end, "{json}");
+        // From the last throw (10 s): the cube flies a second, lands, settles; then the link catches up.
+        let converge = report.seconds_to_converge.unwrap();
+        assert!(converge > 1.0 && converge < SETTLE_S - 2.0, "{json}");
+        // Losses as configured: 10 % of 1800 packets, give or take the seeded draw (measured 184).
+        assert!((130..=240).contains(&report.packets_lost), "{json}");
+        // Thrown cubes in free flight go as "predicted" (measured 336 of 377, 89 %).
+        let free: u64 = report.free_flight_updates_by_encoding.iter().sum();
+        let predicted = report.free_flight_updates_by_encoding[Encoding::Predicted as usize];
+        assert!(free > 200 && predicted * 10 >= free * 8, "{json}");
+        // The budget binds while cubes fly (demand 91.5 kbps) and not once they settle: the rate stays under
+        // what full packets would carry, and a second's rate never exceeds it.
+        let capacity = budget_capacity_kbps(DEFAULT_KBPS_BUDGET);
+        assert!(report.kbps_demand_mean > capacity, "{json}");
+        assert!(
+            report.kbps_mean < capacity && report.kbps_p95 <= capacity + 1e-9,
+            "{json}"
+        );
+        // Efficiency, measured 5.95 bits per update and 32.9 updates per packet: a regression in the coding or
+        // the packet filling shows here.
+        assert!(report.bits_per_cube_update < 7.0, "{json}");
+        assert!(report.updates_per_packet_mean > 28.0, "{json}");
+        // Known fault (measured 2.2 mm; see `a_remote_cube_rests_still_wherever_its_authority_rests_it`): a
+        // resting cube the remote's own simulation wakes stays awake there, and creeps, until the authority's
+        // next state for it arrives, which at this budget can take half a second. Must not get worse.
+        assert!(report.remote_rest_jitter_m < 0.003, "{json}");
+    }
+
+    #[test]
+    fn with_room_to_spare_no_remote_cube_moves_while_its_authority_rests_it() {
+        // The same lossy run at twice the budget: every resting cube is resent within a step or two, and the
+        // remote never moves a cube the authority has at rest.
+        let report = run_table64(&throwing(10.0, 2 * DEFAULT_KBPS_BUDGET));
+        assert!(report.bit_identical_at_end, "{}", report.to_json());
+        assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
+    }
+
+    #[test]
+    #[ignore = "known fault: at 64 kbps a resting cube woken by the remote's own simulation creeps ~2 mm until its next update"]
+    fn a_remote_cube_rests_still_wherever_its_authority_rests_it() {
+        // Cube 24, step 606 of this run: a thrown cube bumps it on the authority, which puts it back to rest at
+        // the same pose; on the remote the bump comes later, the resting state (applied at rest in step 610) is
+        // woken again by the still-moving thrown cube, and with remote rest detection off it creeps for 47 steps
+        // until the next state for it arrives, then is snapped back 2.2 mm. Fix in the receiver (keep a cube whose
+        // newest state rests from being woken locally) or the priority (resend a cube soon after it comes to rest).
+        let report = run_table64(&throwing(10.0, DEFAULT_KBPS_BUDGET));
+        assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
+    }
+
+    #[test]
+    fn a_remote_cube_moved_behind_the_receivers_back_is_rest_jitter_and_delays_convergence() {
+        // The table settles and converges; at 2 s a resting remote cube is lifted 1 cm behind the receiver's back;
+        // the authority's next state for it puts it back.
         let config = LoopbackConfig {
-            seconds: 20.0,
-            latency_ms: 50.0,
-            jitter_ms: 5.0,
-            loss_pct: 10.0,
-            throw_every_s: Some(1.0),
-            seed: 4,
+            seconds: 4.0,
+            latency_ms: 20.0,
+            ..LoopbackConfig::default()
+        };
+        let (authority, remote) = worlds("table64.toml");
+        let mut session = LoopbackSession::new(&config, authority, remote).unwrap();
+        let nudge = glam::Vec3::new(0.0, 41.0 / 4096.0, 0.0);
+        while !session.is_finished() {
+            if session.progress().0 == 180 {
+                assert!(session.remote().state(BodyId(0)).unwrap().at_rest);
+                // As if the remote's own step had moved it: the pose it draws after step 180 is lifted.
+                session.pending_nudge = Some((BodyId(0), nudge));
+            }
+            session.step(None).unwrap();
+        }
+        let report = session.report().unwrap();
+        let json = report.to_json();
+        // Lifted, then put back: both movements are the nudge (the corners move with the centre).
+        assert!(
+            (report.remote_rest_jitter_m - f64::from(nudge.y)).abs() < 1e-6,
+            "{json}"
+        );
+        assert!(report.bit_identical_at_end, "{json}");
+        // Converged again only after the nudge, at 2 s, plus at least the link's delay.
+        let converge = report.seconds_to_converge.unwrap();
+        assert!(converge > 2.0 + 0.02 && converge < 3.0, "{json}");
+    }
+
+    #[test]
+    fn a_remote_left_off_at_the_end_is_not_identical_and_has_not_converged() {
+        let config = LoopbackConfig {
+            seconds: 2.0,
+            latency_ms: 20.0,
+            ..LoopbackConfig::default()
+        };
+        let (authority, remote) = worlds("table64.toml");
+        let mut session = LoopbackSession::new(&config, authority, remote).unwrap();
+        while !session.is_finished() {
+            session.step(None).unwrap();
+        }
+        assert!(session.report().unwrap().bit_identical_at_end);
+        session
+            .nudge_remote(BodyId(5), glam::Vec3::new(0.01, 0.0, 0.0))
+            .unwrap();
+        let report = session.report().unwrap();
+        let json = report.to_json();
+        assert!(!report.bit_identical_at_end, "{json}");
+        assert_eq!(report.seconds_to_converge, None, "{json}");
+        assert!((report.max_divergence_m_at_end - 0.01).abs() < 1e-6, "{json}");
+    }
+
+    #[test]
+    fn a_remote_that_refuses_every_packet_never_converges() {
+        // Every state packet cut in half: all refused, so the remote simulates alone (rest detection off: its
+        // cubes never rest where the authority's do).
+        let config = LoopbackConfig {
+            seconds: 3.0,
+            latency_ms: 20.0,
+            damage_every_n_packets: Some(1),
             ..LoopbackConfig::default()
         };
         let report = run_table64(&config);
-        assert!(report.throws >= 9, "{}", report.to_json());
-        assert!(report.bit_identical_at_end, "{}", report.to_json());
-        assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
+        let json = report.to_json();
+        // All but the last packet or two, still in flight at the end.
+        assert!(report.packets_rejected + 2 >= report.packets_sent, "{json}");
+        assert!(!report.bit_identical_at_end, "{json}");
+        assert_eq!(report.seconds_to_converge, None, "{json}");
+        assert_eq!(
+            report.remote_rest_jitter_m, 0.0,
+            "nothing applied, nothing pinned: {json}"
+        );
+    }
+
+    #[test]
+    fn the_rate_is_the_demand_when_the_budget_does_not_bind() {
+        // 2000 kbps: only the 1200-byte packet cap binds, in the first 14 steps (64 absolute states, 1.7 KB).
+        // Measured 87.3 kbps against a demand of 90.4 kbps. A sender that wasted bytes (baselines unused, ids
+        // repeated) would exceed the demand; one that left cubes out would fall far short.
+        let (authority, remote) = worlds("table64.toml");
+        let mut session = LoopbackSession::new(&throwing(0.0, 2000), authority, remote).unwrap();
+        while !session.is_finished() {
+            session.step(None).unwrap();
+        }
+        // The shadow had room for every cube in every packet, or the demand would be understated.
+        assert_eq!(session.demand.short_packets, 0);
+        let report = session.report().unwrap();
+        let json = report.to_json();
+        assert!(report.kbps_mean <= report.kbps_demand_mean * 1.02, "{json}");
+        assert!(report.kbps_mean >= report.kbps_demand_mean * 0.93, "{json}");
+        // Every cube in nearly every packet.
+        assert!(report.updates_per_packet_mean > 63.0, "{json}");
+        // Bursts while cubes fly, quiet once they rest: the 95th percentile second is well above the mean.
+        assert!(report.kbps_p95 > 1.5 * report.kbps_mean, "{json}");
+        assert!(
+            (report.kbps_mean - wire_kbps_from_parts(&report)).abs() < 1e-9,
+            "{json}"
+        );
+    }
+
+    #[test]
+    fn the_rate_fills_the_budget_when_demand_exceeds_it() {
+        // smash: a tower hit by a cube, cubes tumbling for seconds: demand far above the budget throughout.
+        // Measured: 59.1 kbps of 63.4 with entropy coding (its packets close a few bytes early: sizes are
+        // estimated), 58.9 of 60.5 bit-packed at its smallest budget (61 here: smash has fewer cubes than
+        // table64, so shorter ids).
+        for (coding, budget, fill) in [(PacketCoding::Entropy, 64, 0.9), (PacketCoding::BitPacked, 61, 0.95)] {
+            let config = LoopbackConfig {
+                seconds: 3.0,
+                latency_ms: 20.0,
+                kbps_budget: budget,
+                coding,
+                ..LoopbackConfig::default()
+            };
+            let report = run_scene("smash.toml", &config);
+            let json = report.to_json();
+            let capacity = budget_capacity_kbps(budget);
+            assert_eq!(report.kbps_budget_min, budget, "{json}");
+            assert!(report.kbps_demand_mean > 2.0 * capacity, "{json}");
+            assert!(
+                report.kbps_mean <= capacity && report.kbps_mean >= fill * capacity,
+                "{json}"
+            );
+            assert!(
+                report.kbps_p95 <= capacity + 1e-9 && report.kbps_p95 >= fill * capacity,
+                "{json}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_budget_below_the_largest_update_is_refused_and_the_smallest_one_moves_state() {
+        for (coding, min) in [(PacketCoding::Entropy, 64), (PacketCoding::BitPacked, 62)] {
+            let config = LoopbackConfig {
+                seconds: 12.0,
+                latency_ms: 20.0,
+                throw_every_s: Some(1.0),
+                kbps_budget: min - 1,
+                coding,
+                ..LoopbackConfig::default()
+            };
+            let (authority, remote) = worlds("table64.toml");
+            let err = LoopbackSession::new(&config, authority, remote)
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                err.contains(&format!("--kbps-budget {} is too small", min - 1))
+                    && err.contains("the smallest budget that works for this scene (64 cubes, "),
+                "{err}"
+            );
+            assert!(err.contains(&format!("is {min} kbps")), "{err}");
+            // At the smallest budget: two throws (at 1 s and 2 s), and everything arrives.
+            let report = run_table64(&LoopbackConfig {
+                kbps_budget: min,
+                ..config
+            });
+            let json = report.to_json();
+            assert_eq!(report.throws, 2, "{json}");
+            assert!(report.free_flight_updates_by_encoding.iter().sum::<u64>() > 0, "{json}");
+            assert!(report.bit_identical_at_end, "{json}");
+        }
+    }
+
+    #[test]
+    fn the_95th_percentile_is_the_nearest_rank() {
+        let mut rates: Vec<f64> = (1..=20).rev().map(f64::from).collect();
+        assert_eq!(percentile(&mut rates, 0.95), 19.0);
+        assert_eq!(percentile(&mut [5.0], 0.95), 5.0);
+        assert_eq!(percentile(&mut [], 0.95), 0.0);
     }
 
     #[test]
@@ -783,14 +1167,8 @@ mod tests {
             ..LoopbackConfig::default()
         };
         let report = run_table64(&config);
-        assert!(report.packets_rejected >= 10, "{}", report.to_json());
+        assert_eq!(report.packets_rejected, 540 / 40, "{}", report.to_json());
         assert!(report.bit_identical_at_end, "{}", report.to_json());
-        // Without the notice the sender would code against refused states forever: nearly every packet refused.
-        assert!(
-            report.packets_rejected < report.packets_sent / 10,
-            "{}",
-            report.to_json()
-        );
     }
 
     #[test]

@@ -10,14 +10,20 @@
 //!   `--conflict-test` driver (two guests squeeze on one cube in the same step, again and again).
 //! - [`thrower`]: the seeded scripted thrower of the loopback run.
 //! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
+//! - [`min_budget`]: the smallest bandwidth budget a connection can run on (the largest single update must fit).
+//! - [`demand`]: a shadow sender with no budget, hearing the real acks: what the link would carry unbudgeted.
+//! - [`rest_jitter`]: how far a remote copy moves a cube its authority has at rest (the definition is there).
 //! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
 
 pub mod bandwidth;
 pub mod conflict;
+pub mod demand;
 #[cfg(test)]
 mod in_process;
 pub mod loopback;
+pub mod min_budget;
 pub mod processes;
+pub mod rest_jitter;
 pub mod session;
 pub mod session_cli;
 pub mod thrower;
