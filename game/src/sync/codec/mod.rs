@@ -12,6 +12,7 @@
 //! - [`stamp`]: the authority stamp (authority index, authority and ownership sequences) every update carries.
 //! - [`reject_notice`]: the receiver's "I refused a packet", sent back over the transport.
 
+pub mod avatar_state;
 pub mod cube_state;
 pub mod delta;
 pub mod entropy_stream;
