@@ -1063,4 +1063,158 @@ mod tests {
             assert!(read_packed(&bytes[..len], None).is_err(), "{len} bytes");
         }
     }
+
+    /// A VR player at step `step`: the head swaying (about 0.3 m/s, 1 rad/s at most), both hands on smooth loops
+    /// of 0.3 m radius at `speed` m/s (centripetal acceleration speed²/0.3 m: 7.5 m/s² at 1.5 m/s) with the wrists
+    /// turning at up to 1.8 rad/s, grip held. `phase` (s) sets players apart.
+    fn moving(step: u32, speed: f32, phase: f32) -> WireAvatar {
+        let t = step as f32 / 90.0 + phase;
+        let mut avatar = Avatar::default();
+        let sway = Vec3::new((1.7 * t).sin(), 0.2 * (2.3 * t).sin(), (1.3 * t).cos()) * 0.15;
+        avatar.head = Pose::new(Vec3::new(0.5, 1.7, -1.0) + sway, Quat::from_rotation_y(0.8 * (1.2 * t).sin()));
+        let w = speed / 0.3;
+        for (i, hand) in avatar.hands.iter_mut().enumerate() {
+            let side = if i == 0 { -1.0 } else { 1.0 };
+            let a = w * t + i as f32;
+            let centre = avatar.head.position + Vec3::new(0.3 * side, -0.4, -0.35);
+            hand.pose = Pose::new(
+                centre + 0.3 * Vec3::new(a.cos(), 0.6 * a.sin(), 0.8 * a.sin()),
+                Quat::from_euler(glam::EulerRot::YXZ, 0.6 * (2.5 * t).sin(), 0.4 * (1.9 * t).cos(), 0.3 * side),
+            );
+            hand.tracked = true;
+            hand.grip = 0.9;
+        }
+        WireAvatar::from_avatar(&avatar, [None, None]).unwrap()
+    }
+
+    /// Mean bits per avatar over 9 s of motion against baselines `age` steps old: bit-packed, one avatar alone in
+    /// a fresh entropy-coded stream (finished, so whole bytes), and four players' avatars in one stream.
+    fn mean_bits(speed: f32, age: u32) -> (f64, f64, f64) {
+        let (mut packed, mut alone, mut four) = (0usize, 0usize, 0usize);
+        let steps = 810;
+        for step in age..age + steps {
+            let (now, base) = (moving(step, speed, 0.0), moving(step - age, speed, 0.0));
+            packed += write_packed(&now, Some(&base)).1;
+            alone += write_entropy(&[(now, Some(base))]).len() * 8;
+            let players: Vec<_> = (0..4)
+                .map(|p| {
+                    let phase = 3.1 * p as f32;
+                    (moving(step, speed, phase), Some(moving(step - age, speed, phase)))
+                })
+                .collect();
+            four += write_entropy(&players).len() * 8;
+        }
+        let n = steps as f64;
+        (packed as f64 / n, alone as f64 / n, four as f64 / (4.0 * n))
+    }
+
+    #[test]
+    fn bits_per_avatar_absolute_still_and_moving() {
+        // Absolute: head 17 + 16 + 17 + 2 + 3·11 = 85; a hand 1 + 85 + 8 + 8 + 1 = 103.
+        let still = moving(0, 1.5, 0.0);
+        assert_eq!(write_packed(&still, None).1, 85 + 2 * 103);
+        // Held cubes add a flag's worth each, sent whole when they change: 6 + 3·14 + 47 + 32 bits.
+        let mut holding = still;
+        holding.hands[0].held = Some(WireHeld {
+            cube: 5,
+            ..WireHeld::default()
+        });
+        assert_eq!(write_packed(&holding, Some(&still)).1, 14 + 1 + 6 + 42 + 47 + 32);
+        // Not moving: one flag per field.
+        assert_eq!(write_packed(&still, Some(&still)).1, 2 + 2 * 6);
+        let fresh = write_entropy(&[(still, Some(still))]).len() * 8;
+        eprintln!("avatar bits: absolute {} packed, {} entropy; still {} packed, {fresh} entropy", 85 + 2 * 103, write_entropy(&[(still, None)]).len() * 8, 14);
+        eprintln!("avatar bits moving (mean per avatar): speed m/s, baseline age: packed / entropy alone / entropy 4 per stream");
+        let mut table = Vec::new();
+        for speed in [1.0, 1.5, 2.0] {
+            for age in [1, 5, 10] {
+                let (packed, alone, four) = mean_bits(speed, age);
+                eprintln!("  {speed:.1} m/s, age {age:2}: {packed:6.1} / {alone:6.1} / {four:6.1}");
+                table.push((speed, age, packed, four));
+            }
+        }
+        // Residuals grow with speed and age, and stay well under the absolute encoding.
+        for w in table.windows(2).filter(|w| w[0].0 == w[1].0) {
+            assert!(w[1].2 > w[0].2, "{w:?}");
+        }
+        assert!(table.iter().all(|r| r.2 < 0.7 * 291.0), "{table:?}");
+    }
+
+    /// Valid encodings to mutate: absolute and against a baseline, bit-packed and entropy-coded.
+    fn seeds(rng: &mut Rng) -> Vec<(Vec<u8>, bool, bool)> {
+        let mut out = Vec::new();
+        for _ in 0..64 {
+            let base = random_avatar(rng);
+            let next = nudged(rng, &base);
+            out.push((write_packed(&next, None).0, false, false));
+            out.push((write_packed(&next, Some(&base)).0, true, false));
+            out.push((write_entropy(&[(next, None)]), false, true));
+            out.push((write_entropy(&[(next, Some(base))]), true, true));
+        }
+        out
+    }
+
+    /// What a fuzzed read must give when it succeeds: a valid avatar that re-quantizes to itself.
+    fn assert_canonical(a: &WireAvatar) {
+        assert_eq!(a.validate(CUBES), Ok(()));
+        let poses = a.to_poses();
+        assert_eq!(WirePose::from_pose(&poses.head, AvatarPart::Head), Ok(a.head));
+        for (hand, pose) in a.hands.iter().zip(&poses.hands) {
+            assert_eq!(WirePose::from_pose(&pose.pose, AvatarPart::Hand(0)), Ok(hand.pose));
+            if let (Some(h), Some(p)) = (hand.held, pose.held) {
+                let stamp = h.stamp(1);
+                assert_eq!(WireHeld::new(h.cube, &p.offset, &stamp, AvatarPart::Held(0)), Ok(h));
+            }
+        }
+    }
+
+    #[test]
+    fn a_million_random_and_mutated_inputs_never_panic() {
+        let mut rng = Rng::new(4);
+        let seeds = seeds(&mut rng);
+        let baseline = {
+            let mut r = Rng::new(5);
+            let _ = random_avatar(&mut r);
+            random_avatar(&mut r)
+        };
+        let (mut accepted, mut total) = (0usize, 0usize);
+        let mut bytes = [0u8; 96];
+        for i in 0..1_000_000u32 {
+            let len = if i % 2 == 0 {
+                // Random bytes of any length up to the buffer.
+                let len = rng.below(bytes.len() + 1);
+                bytes[..len].iter_mut().for_each(|b| *b = rng.next_u32() as u8);
+                len
+            } else {
+                // A valid encoding with a few bits flipped, cut short or run long.
+                let (seed, _, _) = &seeds[rng.below(seeds.len())];
+                let len = (seed.len() as isize + rng.below(5) as isize - 2).clamp(0, bytes.len() as isize) as usize;
+                bytes[..len].fill(0);
+                let n = len.min(seed.len());
+                bytes[..n].copy_from_slice(&seed[..n]);
+                for _ in 0..1 + rng.below(3) {
+                    if len > 0 {
+                        bytes[rng.below(len)] ^= 1 << rng.below(8);
+                    }
+                }
+                len
+            };
+            let input = &bytes[..len];
+            let base = (i % 3 == 0).then_some(&baseline);
+            let read = if i % 4 < 2 {
+                read_packed(input, base)
+            } else {
+                let mut r = EntropyReadStream::new(input);
+                let mut a = WireAvatar::default();
+                serialize_avatar(&mut r, &mut a, base, CUBES).map(|()| a)
+            };
+            total += 1;
+            if let Ok(a) = read {
+                accepted += 1;
+                assert_canonical(&a);
+            }
+        }
+        eprintln!("avatar fuzz: {accepted} of {total} inputs read as valid avatars, the rest refused");
+        assert!(accepted > 0);
+    }
 }
