@@ -13,7 +13,7 @@
 //! When the buffer runs dry the avatar is extrapolated from the last two samples for at most
 //! [`MAX_EXTRAPOLATION_STEPS`], then held. Fixed rings: nothing is allocated after [`AvatarPlayout::new`].
 
-use glam::{Quat, Vec3};
+use glam::Quat;
 
 use crate::avatar::{Pose, HAND_COUNT};
 use crate::sync::codec::avatar_state::{AvatarPoses, HandPose, WireAvatar};
@@ -151,7 +151,9 @@ impl AvatarPlayout {
             return;
         }
         self.record_offset(offset);
-        let played = self.playout_s.is_some_and(|p| (sample_step as f64) * SAMPLE_INTERVAL_S < p - SAMPLE_INTERVAL_S);
+        let played = self
+            .playout_s
+            .is_some_and(|p| (sample_step as f64) * SAMPLE_INTERVAL_S < p - SAMPLE_INTERVAL_S);
         if played {
             self.stats.too_old += 1;
             return;
@@ -258,15 +260,13 @@ impl AvatarPlayout {
         let dry = before.is_some() && after.is_none();
         let poses = match (before, after) {
             (Some(a), Some(b)) => Some(interpolate(&a.poses, &b.poses, (t - step(a)) / (step(b) - step(a)))),
-            (Some(a), None) => {
-                Some(match earlier {
-                    Some(e) => {
-                        let ahead = (t - step(a)).min(MAX_EXTRAPOLATION_STEPS);
-                        interpolate(&e.poses, &a.poses, 1.0 + ahead / (step(a) - step(e)))
-                    }
-                    None => a.poses,
-                })
-            }
+            (Some(a), None) => Some(match earlier {
+                Some(e) => {
+                    let ahead = (t - step(a)).min(MAX_EXTRAPOLATION_STEPS);
+                    interpolate(&e.poses, &a.poses, 1.0 + ahead / (step(a) - step(e)))
+                }
+                None => a.poses,
+            }),
             // Playing a moment before the first sample: hold it.
             (None, Some(b)) => Some(b.poses),
             (None, None) => None,
@@ -293,7 +293,10 @@ fn interpolate(a: &AvatarPoses, b: &AvatarPoses, alpha: f64) -> AvatarPoses {
 }
 
 fn blend_pose(a: &Pose, b: &Pose, alpha: f32) -> Pose {
-    Pose::new(a.position.lerp(b.position, alpha), blend_rotation(a.rotation, b.rotation, alpha))
+    Pose::new(
+        a.position.lerp(b.position, alpha),
+        blend_rotation(a.rotation, b.rotation, alpha),
+    )
 }
 
 /// Between two rotations, nlerp (the samples are one step apart: at 10 rad/s that is 0.11 rad, where nlerp and
@@ -312,6 +315,7 @@ mod tests {
     use super::*;
     use crate::avatar::Avatar;
     use crate::sync::codec::avatar_state::WireHeld;
+    use glam::Vec3;
     use tumble_net::rng::Rng;
 
     const HAND_RADIUS_M: f32 = 0.3;
@@ -392,18 +396,27 @@ mod tests {
 
     /// Largest |p(t+1) − 2p(t) + p(t−1)| over frames from `from` on (m).
     fn max_second_difference(hand: &[Vec3], from: usize) -> f32 {
-        hand[from..].windows(3).map(|w| (w[2] - 2.0 * w[1] + w[0]).length()).fold(0.0, f32::max)
+        hand[from..]
+            .windows(3)
+            .map(|w| (w[2] - 2.0 * w[1] + w[0]).length())
+            .fold(0.0, f32::max)
     }
 
     #[test]
     fn jittery_lossy_samples_play_smoothly_with_a_delay_that_covers_the_jitter() {
         let r = run(20.0, 0.05, |_| 0.01, 5.0, 7);
         let warm = 2 * 90;
-        assert!(r.played.windows(2).all(|w| w[1] > w[0]), "the played clock went back or stopped");
+        assert!(
+            r.played.windows(2).all(|w| w[1] > w[0]),
+            "the played clock went back or stopped"
+        );
         let settled = &r.delay[10 * 90..];
         let mean_delay = settled.iter().sum::<f64>() / settled.len() as f64;
         let accel = max_second_difference(&r.hand, warm);
-        let mut second: Vec<f32> = r.hand[warm..].windows(3).map(|w| (w[2] - 2.0 * w[1] + w[0]).length()).collect();
+        let mut second: Vec<f32> = r.hand[warm..]
+            .windows(3)
+            .map(|w| (w[2] - 2.0 * w[1] + w[0]).length())
+            .collect();
         second.sort_by(f32::total_cmp);
         let p99 = second[second.len() * 99 / 100];
         let dt2 = (SAMPLE_INTERVAL_S * SAMPLE_INTERVAL_S) as f32;
@@ -443,7 +456,10 @@ mod tests {
     fn with_no_jitter_the_delay_shrinks_to_about_one_sample_interval() {
         // Five seconds of ±15 ms, then none: the window forgets and the clock speeds up to the shorter delay.
         let r = run(15.0, 0.03, |t| if t < 5.0 { 0.015 } else { 0.0 }, 0.0, 9);
-        assert!(r.played.windows(2).all(|w| w[1] > w[0]), "the played clock went back or stopped");
+        assert!(
+            r.played.windows(2).all(|w| w[1] > w[0]),
+            "the played clock went back or stopped"
+        );
         let early = r.delay[4 * 90];
         let late = *r.delay.last().unwrap();
         eprintln!(
