@@ -506,6 +506,45 @@ pub fn in_play_space(p: Vec3) -> bool {
     (0..3).all(|i| to_units(p[i], AVATAR_POSITION_UNITS_PER_M, AXIS_RANGE[i]).is_some())
 }
 
+/// A reference predicted from two samples the receiver holds, for [`serialize_avatar`] to code against instead of
+/// one baseline: `newer`'s poses carried on `ahead_steps` at the pace they moved from `older` (`gap_steps` before
+/// `newer`), in integers (positions) and the quantizer's own f64 arithmetic (rotations), so both ends compute the
+/// same bits. Tracking, grips and held cubes are `newer`'s. Measured on hands at 1.5 m/s (see the tests), with
+/// `older` two steps before `newer`: 116 entropy-coded bits per avatar against a 10-step-old pair instead of 155,
+/// 86 instead of 140 at 5 steps. The caller must name both samples to the receiver.
+pub fn predict_avatar(newer: &WireAvatar, older: &WireAvatar, gap_steps: u32, ahead_steps: u32) -> WireAvatar {
+    let mut out = *newer;
+    let gap = i64::from(gap_steps.max(1));
+    let ahead = i64::from(ahead_steps);
+    let carry = |n: i32, o: i32, (min, max): (i32, i32)| -> i32 {
+        let d = (i64::from(n) - i64::from(o)) * ahead;
+        let step = (d + d.signum() * (gap / 2)) / gap;
+        (i64::from(n) + step).clamp(i64::from(min), i64::from(max)) as i32
+    };
+    let predict_pose = |n: &WirePose, o: &WirePose| -> WirePose {
+        let mut position = n.position;
+        for (i, p) in position.iter_mut().enumerate() {
+            *p = carry(n.position[i], o.position[i], AXIS_RANGE[i]);
+        }
+        let mut rotation = n.rotation;
+        if n.rotation.largest == o.rotation.largest {
+            let max = AVATAR_ROTATION_COMPONENT_MAX;
+            let (nc, oc) = (n.rotation.components(), o.rotation.components());
+            let moved = AvatarRotation {
+                largest: n.rotation.largest,
+                smallest_three: [0, 1, 2].map(|i| carry(nc[i], oc[i], (-max, max)) as i16),
+            };
+            rotation = quantize_avatar_rotation(dequantize_avatar_rotation(&moved)).unwrap_or(n.rotation);
+        }
+        WirePose { position, rotation }
+    };
+    out.head = predict_pose(&newer.head, &older.head);
+    for (hand, o) in out.hands.iter_mut().zip(&older.hands) {
+        hand.pose = predict_pose(&hand.pose, &o.pose);
+    }
+    out
+}
+
 // ---- the wire ----
 
 /// Head and hand fields have their own models in the entropy coder: heads move less.
@@ -1021,6 +1060,23 @@ mod tests {
     }
 
     #[test]
+    fn predicted_references_are_valid_avatars_that_round_trip() {
+        let mut rng = Rng::new(6);
+        for _ in 0..2000 {
+            let older = random_avatar(&mut rng);
+            let newer = nudged(&mut rng, &older);
+            let reference = predict_avatar(&newer, &older, 1 + rng.below(5) as u32, rng.below(12) as u32);
+            assert_eq!(reference.validate(CUBES), Ok(()));
+            let now = nudged(&mut rng, &newer);
+            let (bytes, _) = write_packed(&now, Some(&reference));
+            assert_eq!(read_packed(&bytes, Some(&reference)), Ok(now));
+        }
+        // Still: the prediction is the sample itself.
+        let still = moving(0, 1.0, 0.0);
+        assert_eq!(predict_avatar(&still, &still, 2, 10), still);
+    }
+
+    #[test]
     fn the_world_pose_of_a_held_cube_follows_the_hand() {
         let mut avatar = Avatar::default();
         avatar.hands[0].pose = Pose::new(Vec3::new(0.3, 1.2, -0.4), Quat::from_rotation_y(0.8));
@@ -1184,6 +1240,30 @@ mod tests {
         (packed as f64 / n, alone as f64 / n, four as f64 / (4.0 * n))
     }
 
+    /// [`mean_bits`] against [`predict_avatar`]'s reference from the samples `age` and `age + gap` steps old.
+    fn predicted_bits(speed: f32, age: u32, gap: u32) -> (f64, f64) {
+        let (mut packed, mut four) = (0usize, 0usize);
+        let steps = 810;
+        let reference = |step: u32, phase: f32| {
+            let newer = moving(step - age, speed, phase);
+            let older = moving(step - age - gap, speed, phase);
+            predict_avatar(&newer, &older, gap, age)
+        };
+        for step in age + gap..age + gap + steps {
+            let now = moving(step, speed, 0.0);
+            packed += write_packed(&now, Some(&reference(step, 0.0))).1;
+            let players: Vec<_> = (0..4)
+                .map(|p| {
+                    let phase = 3.1 * p as f32;
+                    (moving(step, speed, phase), Some(reference(step, phase)))
+                })
+                .collect();
+            four += write_entropy(&players).len() * 8;
+        }
+        let n = steps as f64;
+        (packed as f64 / n, four as f64 / (4.0 * n))
+    }
+
     #[test]
     fn bits_per_avatar_absolute_still_and_moving() {
         // Absolute: head 17 + 16 + 17 + 2 + 3·11 = 85; a hand 1 + 85 + 8 + 8 + 1 = 103.
@@ -1212,6 +1292,15 @@ mod tests {
                 let (packed, alone, four) = mean_bits(speed, age);
                 eprintln!("  {speed:.1} m/s, age {age:2}: {packed:6.1} / {alone:6.1} / {four:6.1}");
                 table.push((speed, age, packed, four));
+            }
+        }
+        eprintln!("against a prediction from the baseline and a sample 2 / 5 steps before it (packed, entropy 4):");
+        for age in [1, 5, 10] {
+            for gap in [2, 5] {
+                let (packed, four) = predicted_bits(1.5, age, gap);
+                eprintln!("  1.5 m/s, age {age:2}, gap {gap}: {packed:6.1} / {four:6.1}");
+                let plain = table.iter().find(|r| r.0 == 1.5 && r.1 == age).unwrap();
+                assert!(four < 0.9 * plain.3, "age {age} gap {gap}: {four} vs {}", plain.3);
             }
         }
         // Residuals grow with speed and age, and stay well under the absolute encoding.
