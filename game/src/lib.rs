@@ -8,6 +8,7 @@
 //! - [`desktop`]: the desktop debug view (window, free camera, mouse and gamepad hands, overlay).
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
 //! - [`screenshot`]: headless rendering of a scene to a PNG (`tumble screenshot`, the image test).
+//! - [`smoothing`]: what is drawn eases into what is simulated (per-cube visual offsets) and the pop meter.
 //! - [`session`]: a host and up to three guests: messages, one peer's step (play, send, judge or accept, simulate).
 //! - [`sync`]: state synchronisation, by layer: the wire codec (`sync::codec`) and one connection's two ends
 //!   (`sync::link`).
@@ -23,5 +24,6 @@ pub mod harness;
 pub mod interaction;
 pub mod screenshot;
 pub mod session;
+pub mod smoothing;
 pub mod sync;
 pub mod vr;

@@ -36,8 +36,18 @@ pub mod context {
     pub const STAMP_SAME: u32 = 24;
     pub const STAMP_AUTHORITY: u32 = 25;
     pub const STAMP_SEQUENCE: u32 = 26;
+    /// Avatars (`avatar_state`): a pose field's "exact" flag, its residual class, residuals of head and hand
+    /// positions and rotations, the tracked / "same" / "held" flags, values sent in full.
+    pub const AVATAR_EXACT: u32 = 27;
+    pub const AVATAR_CLASS: u32 = 28;
+    pub const AVATAR_HEAD_POSITION: u32 = 29;
+    pub const AVATAR_HAND_POSITION: u32 = 30;
+    pub const AVATAR_HEAD_ROTATION: u32 = 31;
+    pub const AVATAR_HAND_ROTATION: u32 = 32;
+    pub const AVATAR_FLAG: u32 = 33;
+    pub const AVATAR_VALUE: u32 = 34;
     /// Contexts in all.
-    pub const COUNT: usize = 27;
+    pub const COUNT: usize = 35;
 }
 
 /// Widest integer range coded down a tree (6 bits).

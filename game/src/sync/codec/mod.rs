@@ -9,9 +9,11 @@
 //! - [`range_coder`] + [`entropy_stream`]: the adaptive binary range coder and net's `Stream` over it, so the same
 //!   serialize functions drive the bit packer and the entropy coder.
 //! - [`state_packet`]: a packet body of many cube updates, in priority order to a byte budget; read whole or rejected.
+//! - [`avatar_state`]: a player's head, hands and held cubes, quantized, absolute or against a baseline sample.
 //! - [`stamp`]: the authority stamp (authority index, authority and ownership sequences) every update carries.
 //! - [`reject_notice`]: the receiver's "I refused a packet", sent back over the transport.
 
+pub mod avatar_state;
 pub mod cube_state;
 pub mod delta;
 pub mod entropy_stream;

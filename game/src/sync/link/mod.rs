@@ -3,9 +3,11 @@
 //! - [`priority`]: the per-connection priority accumulator and packet filling to a bit budget.
 //! - [`baseline`]: the sender's acked baselines per cube (acks → baselines) and the receiver's ring of received
 //!   states.
+//! - [`playout`]: the jitter buffer a remote player's avatar is played out of (measured delay, interpolation).
 //! - [`sender`] / [`receiver`]: capture, prioritise, encode, track acks / read, keep baselines, snap cubes.
 
 pub mod baseline;
+pub mod playout;
 pub mod priority;
 pub mod receiver;
 pub mod sender;
