@@ -17,11 +17,12 @@ use tumble_engine::physics::BodyId;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
 use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
-use crate::sync::codec::stamp::AuthorityStamp;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
 use crate::session::peer::{Peer, PeerConfig, PACKETS_PER_S};
+use crate::smoothing::PopMeter;
 use crate::sync::codec::quantize::{quantize_state, QuantizedState};
+use crate::sync::codec::stamp::AuthorityStamp;
 
 /// Longest a process waits on its socket between looks (s).
 const MAX_WAIT_S: f64 = 0.001;
@@ -151,7 +152,7 @@ struct Watch {
     last_seen_player_ms: [f64; 5],
     previous: Vec<Option<QuantizedState>>,
     last_change_ms: f64,
-    pops: Vec<f64>,
+    meter: PopMeter,
     /// Per-second rates of every connection and direction (kbps), and the byte counts at the last second.
     second_rates: Vec<f64>,
     bytes_at_second: Vec<(u64, u64)>,
@@ -165,7 +166,7 @@ impl Watch {
             last_seen_player_ms: [0.0; 5],
             previous: vec![None; cubes],
             last_change_ms: 0.0,
-            pops: Vec::new(),
+            meter: PopMeter::new(cubes),
             second_rates: Vec::new(),
             bytes_at_second: Vec::new(),
         }
@@ -199,17 +200,11 @@ impl Watch {
                 if p != q {
                     self.last_change_ms = now_ms;
                 }
-                if peer.authority_changed_step[c] == peer.step_count() {
-                    let expected: [f64; 3] = std::array::from_fn(|k| {
-                        f64::from(p.position[k]) + f64::from(p.linear_velocity[k]) * 4.0 / PACKETS_PER_S as f64
-                    });
-                    let jump: f64 = (0..3)
-                        .map(|k| ((f64::from(q.position[k]) - expected[k]) / 4096.0).powi(2))
-                        .sum::<f64>()
-                        .sqrt();
-                    self.pops.push(jump);
-                }
             }
+            if peer.authority_changed_step[c] == peer.step_count() {
+                self.meter.mark_handover(c);
+            }
+            self.meter.observe(c, peer.drawn_pose(id)?.position, s.linear_velocity);
             self.previous[c] = Some(q);
         }
         Ok(())
@@ -279,7 +274,8 @@ impl Watch {
             "holder_events": self.holder_events,
             "last_seen_player_ms": self.last_seen_player_ms,
             "last_change_ms": self.last_change_ms,
-            "pops": self.pops,
+            "pop_max": self.meter.handover().max_m(),
+            "pop_p99": self.meter.handover().quantile_m(0.99),
             "second_rates": self.second_rates,
             "seconds": steps as f64 / PACKETS_PER_S as f64,
         }))
@@ -414,7 +410,6 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         ..SessionReport::default()
     };
     let num = |v: &Value| v.as_f64().unwrap_or(0.0);
-    let mut pops = Vec::new();
     let mut rejected = RejectCounts::default();
     let mut last_change = 0.0f64;
     let mut rates = Vec::new();
@@ -429,7 +424,8 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         for (k, reason) in RejectReason::ALL.iter().enumerate() {
             rejected.0[*reason as usize] += f["rejected"][k].as_u64().unwrap_or(0);
         }
-        pops.extend(f["pops"].as_array().into_iter().flatten().map(num));
+        r.handover_pop_m_max = r.handover_pop_m_max.max(num(&f["pop_max"]));
+        r.handover_pop_m_p99 = r.handover_pop_m_p99.max(num(&f["pop_p99"]));
         let seconds = num(&f["seconds"]).max(1e-9);
         for d in f["demand"].as_array().into_iter().flatten() {
             r.kbps_demand_mean_max = r.kbps_demand_mean_max.max(num(d) * 8.0 / 1000.0 / seconds);
@@ -447,13 +443,6 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         last_change = last_change.max(num(&f["last_change_ms"]));
     }
     r.rejected_updates = rejected;
-    pops.sort_by(f64::total_cmp);
-    r.handover_pop_m_max = pops.last().copied().unwrap_or(0.0);
-    r.handover_pop_m_p99 = if pops.is_empty() {
-        0.0
-    } else {
-        pops[((0.99 * pops.len() as f64).ceil() as usize).clamp(1, pops.len()) - 1]
-    };
     r.bit_identical_at_end = finals.iter().all(|f| f["states"] == host["states"]);
     for f in finals.iter().filter(|f| f["states"] != host["states"]) {
         let (a, b) = (f["states"].as_array(), host["states"].as_array());

@@ -17,6 +17,7 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
 use crate::session::peer::{Peer, PeerConfig, MAX_PLAYERS, PACKETS_PER_S};
+use crate::smoothing::PopMeter;
 use crate::sync::codec::quantize::quantize_state;
 
 /// Default per-connection budget (kbps, each direction, IP/UDP headers included): half the reference's 256.
@@ -163,7 +164,8 @@ pub struct SessionRun {
     // Measurements.
     /// Per peer, per cube: the last drawn (here: simulated) position and velocity, and whether it was at rest.
     previous: Vec<Vec<Option<(Vec3, Vec3, bool)>>>,
-    pops: Vec<f64>,
+    /// Per peer: drawn jumps not explained by motion, and those near a change of authority.
+    pop_meters: Vec<PopMeter>,
     rest_jitter_m: f64,
     /// Per cube: the authority index (host's view) last step, and the step since which that authority has had
     /// the cube at rest.
@@ -232,7 +234,7 @@ impl SessionRun {
             steps,
             settle_step,
             previous: vec![vec![None; cubes]; config.players],
-            pops: Vec::new(),
+            pop_meters: (0..config.players).map(|_| PopMeter::new(cubes)).collect(),
             rest_jitter_m: 0.0,
             authority_of: vec![0; cubes],
             authority_rest_since: vec![0; cubes],
@@ -441,12 +443,11 @@ impl SessionRun {
                     continue;
                 }
                 let s = peer.world.state(id)?;
-                if let Some((p, v, _)) = self.previous[i][c] {
-                    if peer.authority_changed_step[c] == peer.step_count() {
-                        let jump = (s.position - (p + v * STEP_S as f32)).length();
-                        self.pops.push(f64::from(jump));
-                    }
+                if peer.authority_changed_step[c] == peer.step_count() {
+                    self.pop_meters[i].mark_handover(c);
                 }
+                let drawn = peer.drawn_pose(id)?.position;
+                self.pop_meters[i].observe(c, drawn, s.linear_velocity);
                 // Rest jitter: the peer with authority (the host's view; or this peer itself when it has claimed
                 // the cube and the host has not heard yet, in which case nothing here counts) has kept the cube at
                 // rest for longer than news takes to arrive here, and this peer had it at rest: any movement is a
@@ -495,7 +496,9 @@ impl SessionRun {
     /// Resting states a guest had as a cube's authority that the host ended without: the host's final stamp is
     /// that claim or its return to default (nobody took the cube after it), yet the host's state differs.
     fn lost_commits(&self) -> Result<u64> {
-        let Some(host) = self.peers[0].as_ref() else { return Ok(0) };
+        let Some(host) = self.peers[0].as_ref() else {
+            return Ok(0);
+        };
         let mut lost = 0;
         for guest in self.peers().skip(1) {
             for (c, claim) in guest.rest_claims().iter().enumerate() {
@@ -581,9 +584,10 @@ impl SessionRun {
         }
         r.bit_identical_at_end = self.bit_identical()?;
         r.lost_commits = self.lost_commits()?;
-        let mut pops = self.pops.clone();
-        r.handover_pop_m_p99 = percentile(&mut pops, 0.99);
-        r.handover_pop_m_max = pops.last().copied().unwrap_or(0.0);
+        for m in &self.pop_meters {
+            r.handover_pop_m_max = r.handover_pop_m_max.max(f64::from(m.handover().max_m()));
+            r.handover_pop_m_p99 = r.handover_pop_m_p99.max(f64::from(m.handover().quantile_m(0.99)));
+        }
         r.seconds_to_converge = self
             .identical_since
             .filter(|_| r.bit_identical_at_end)

@@ -14,12 +14,13 @@ use tumble_net::{Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
 
 use crate::authority::rules::{guest_accepts, judge_claim, RejectCounts, RejectReason};
 use crate::authority::{AuthorityTable, NOBODY};
-use crate::avatar::{Avatar, AvatarInput};
+use crate::avatar::{Avatar, AvatarInput, Pose};
 use crate::interaction::{Interaction, InteractionEvent};
 use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
     header_bytes, read_message, write_state_message, Hold, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
+use crate::smoothing::DrawSmoothing;
 use crate::sync::codec::quantize::{
     dequantize_rotation, quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M,
 };
@@ -157,6 +158,8 @@ pub struct Peer {
     hostile: bool,
     /// Guest: per cube, the last resting state it had while it was the cube's authority, with the stamp then.
     rest_claims: Vec<Option<(AuthorityStamp, QuantizedState)>>,
+    /// What is drawn eases into what is simulated after every snap.
+    pub smoothing: DrawSmoothing,
     /// Links measure what they would send with no budget (`Sender::measure_demand`).
     measure_demand: bool,
     /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
@@ -241,6 +244,7 @@ impl Peer {
             returned: Vec::with_capacity(cubes),
             hostile: false,
             measure_demand: false,
+            smoothing: DrawSmoothing::new(cubes),
             rest_claims: vec![None; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
@@ -249,6 +253,12 @@ impl Peer {
 
     pub fn is_host(&self) -> bool {
         self.is_host
+    }
+
+    /// Where cube `id` is drawn: its simulated pose plus what is left of the smoothing of its last snaps.
+    pub fn drawn_pose(&self, id: BodyId) -> Result<Pose, PhysicsError> {
+        let s = self.world.state(id)?;
+        Ok(self.smoothing.drawn_pose(id.index(), &pose(&s)))
     }
 
     /// Guest: the resting states it last had as each cube's authority, with the stamp they had.
@@ -630,14 +640,29 @@ impl Peer {
                 continue;
             }
             self.lose_if_mine(cube)?;
+            let new_holder = self.table.holder(cube) != h.player;
             self.table.set(cube, h.stamp, h.player);
             let id = BodyId(cube);
             if self.world.kind(id)? != BodyKind::Kinematic {
                 self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
             }
             let position = Vec3::from_array(h.position.map(|x| x as f32 / POSITION_UNITS_PER_M));
-            self.world
-                .set_kinematic_target(id, position, dequantize_rotation(&h.rotation))?;
+            let rotation = dequantize_rotation(&h.rotation);
+            if new_holder {
+                // A hold this peer did not see coming (a conflict lost, or news of a grab): the cube is put in
+                // that hand at once, and what is drawn eases there.
+                let old = self.world.state(id)?;
+                let new = BodyState {
+                    position,
+                    rotation,
+                    linear_velocity: Vec3::ZERO,
+                    angular_velocity: Vec3::ZERO,
+                    at_rest: false,
+                };
+                self.world.set_state(id, &new)?;
+                self.smoothing.on_snap(cube as usize, &pose(&old), &pose(&new));
+            }
+            self.world.set_kinematic_target(id, position, rotation)?;
         }
         // Releases: cubes this sender's player held (as we know it) that its newest header no longer names.
         let named = |c: u32| header.holds().iter().any(|h| h.cube == c);
@@ -726,7 +751,8 @@ impl Peer {
             let mine = local.authority == self.table.me() && self.table.me() != DEFAULT_AUTHORITY;
             if mine && state.stamp.authority != self.table.me() {
                 let here = quantize_state(&self.world.state(id)?);
-                let same = here.at_rest && (here.position, here.rotation, here.at_rest) == (state.position, state.rotation, state.at_rest);
+                let same = here.at_rest
+                    && (here.position, here.rotation, here.at_rest) == (state.position, state.rotation, state.at_rest);
                 if state.stamp.authority == DEFAULT_AUTHORITY && !same {
                     // Rule 8b: the host returned the cube on a resting state we have since moved on from (the
                     // cube was hit again while the news was on its way). Take it back at once, one authority
@@ -753,7 +779,10 @@ impl Peer {
                 self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
             }
             self.table.set(cube, state.stamp, NOBODY);
+            let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
+            self.smoothing
+                .on_snap(cube as usize, &pose(&old), &pose(&self.world.state(id)?));
         }
         Ok(())
     }
@@ -763,6 +792,7 @@ impl Peer {
     /// this peer simulates for everyone.
     pub fn simulate(&mut self) -> Result<(), PeerError> {
         self.world.step();
+        self.smoothing.step();
         let report = self.world.report();
         for c in &report.contacts {
             for body in [Some(c.a), c.b].into_iter().flatten() {
@@ -842,6 +872,10 @@ fn in_play_space(p: &[i32; 3]) -> bool {
 
 /// Smallest state body worth sending: one absolute update of an awake cube with its stamp, and the packet header.
 const MIN_BODY_BYTES: usize = 40;
+
+fn pose(s: &BodyState) -> Pose {
+    Pose::new(s.position, s.rotation)
+}
 
 /// A cube returned to default by rule 9: dynamic again and awake, where it is.
 fn wake_dynamic(world: &mut World, id: BodyId) -> Result<(), PhysicsError> {
