@@ -109,6 +109,9 @@ pub struct SessionReport {
     pub seconds_to_release_killed: Option<f64>,
     /// Claims the host took, by player (index = player 1..=4).
     pub accepted_claims_by_player: [u64; 5],
+    /// Every connection and direction: (from player, to player, kbps of cube state, of message headers — held
+    /// cubes and welcome —, of the rest of the wire: transport header, acks, keep-alives, IP/UDP).
+    pub connections: Vec<(u8, u8, f64, f64, f64)>,
 }
 
 impl SessionReport {
@@ -550,6 +553,11 @@ impl SessionRun {
             r.correction_max_m = r.correction_max_m.max(p.stats.correction_max_m);
             r.authority_changes += p.stats.authority_changes;
             r.rejected_updates.merge(&p.stats.rejected);
+            let kbps = |b: u64| b as f64 * 8.0 / 1000.0 / seconds.max(STEP_S);
+            for (to, body, header, rest) in p.sent_breakdown() {
+                r.connections
+                    .push((p.player().max(1), to, kbps(body), kbps(header), kbps(rest)));
+            }
             for (_, demand) in p.demand_wire_bytes() {
                 r.kbps_demand_mean_max = r
                     .kbps_demand_mean_max

@@ -108,6 +108,8 @@ struct Link {
     welcome_acked: bool,
     /// Newest header step processed from this link (holds are taken from newer headers only).
     newest_header_step: Option<u32>,
+    /// Message bytes sent before the state bodies (type byte, header: welcome, holds).
+    header_bytes_sent: u64,
 }
 
 impl Link {
@@ -123,6 +125,7 @@ impl Link {
             welcome_sequences: vec![false; usize::from(u16::MAX) + 1],
             welcome_acked: false,
             newest_header_step: None,
+            header_bytes_sent: 0,
         }
     }
 }
@@ -272,6 +275,17 @@ impl Peer {
         for link in self.links.iter_mut().flatten() {
             link.sender.measure_demand = true;
         }
+    }
+
+    /// Per connection, what this peer sent: the remote player, and bytes of cube state bodies, of message headers
+    /// (held cubes, welcome), and of everything else on the wire (transport header, acks, keep-alives, IP/UDP).
+    pub fn sent_breakdown(&self) -> impl Iterator<Item = (u8, u64, u64, u64)> + '_ {
+        self.links.iter().flatten().filter_map(|l| {
+            let s = self.endpoint.stats(l.peer)?;
+            let wire = s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64;
+            let (body, header) = (l.sender.body_bytes, l.header_bytes_sent);
+            Some((l.player, body, header, wire.saturating_sub(body + header)))
+        })
     }
 
     /// Per connection: the remote player and the wire bytes this peer would have sent it with no budget (the
@@ -433,6 +447,7 @@ impl Peer {
             &mut self.body_buf[..body_len],
         )?;
         let m = write_state_message(&mut self.message_buf, &header, self.cube_count, &self.body_buf[..n])?;
+        link.header_bytes_sent += (m - n) as u64;
         match self.endpoint.send(now_s, link.peer, &self.message_buf[..m]) {
             Ok(transport) => {
                 link.sender_sequence[usize::from(transport)] = Some(sequence);

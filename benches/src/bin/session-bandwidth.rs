@@ -1,0 +1,100 @@
+//! The four-player bandwidth table for `make bench`: a session of four bots (builder, thrower, contender, catcher)
+//! on table64, 50 ms each way with ±10 ms jitter and 1 % duplicates, at 5 % and 25 % loss, in one process on the
+//! simulated clock. For every connection and direction: cube state, message headers (held cubes, welcome) and the
+//! rest of the wire (transport header, acks, keep-alives, IP/UDP), in kbps. Prints one JSON object on stdout and
+//! writes `session-bandwidth.md` into the output folder.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+use serde_json::json;
+use tumble::harness::session::run_session;
+use tumble::harness::session::SessionConfig;
+use tumble::harness::session_cli::{make_driver, world_maker};
+
+#[derive(Parser, Debug)]
+#[command(about = "Four-player session bandwidth per connection and direction (JSON on stdout)")]
+struct Args {
+    #[arg(long, default_value = "assets/scenes/table64.toml")]
+    scene: PathBuf,
+    /// Simulated seconds per run
+    #[arg(long, default_value_t = 120.0)]
+    seconds: f64,
+    /// Loss rates to run (percent, each direction)
+    #[arg(long, value_delimiter = ',', default_value = "5,25")]
+    loss_pct: Vec<f64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Folder for session-bandwidth.md
+    #[arg(long, default_value = "target/bench-report")]
+    out: PathBuf,
+}
+
+fn main() -> ExitCode {
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("session-bandwidth: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    let seats = ["builder", "thrower", "contender", "catcher"];
+    let mut md = String::from("# Four players: bandwidth per connection and direction (kbps)\n\n");
+    let mut runs = Vec::new();
+    for &loss in &args.loss_pct {
+        let config = SessionConfig {
+            players: 4,
+            seconds: args.seconds,
+            latency_ms: 50.0,
+            jitter_ms: 10.0,
+            loss_pct: loss,
+            dup_pct: 1.0,
+            seed: args.seed,
+            ..SessionConfig::default()
+        };
+        let mut drivers = seats
+            .iter()
+            .enumerate()
+            .map(|(i, name)| make_driver(name, i as u8 + 1, args.seed.wrapping_add(i as u64)))
+            .collect::<Result<Vec<_>>>()?;
+        let report = run_session(config, world_maker(&args.scene)?, &mut drivers)?;
+        let _ = writeln!(
+            md,
+            "## {loss} % loss, 100 ms round trip ±10 ms, 1 % duplicates, {} s\n\nBudget {} kbps per connection and \
+             direction; worst connection mean {:.1} kbps (p95 of seconds {:.1}), demand with no budget {:.1}; host \
+             up {:.1}. Bit-identical at the end: {}; lost commits {}; {} grabs, {} throws, {} conflicts.\n",
+            args.seconds,
+            report.kbps_budget,
+            report.kbps_per_connection_mean_max,
+            report.kbps_per_connection_p95_max,
+            report.kbps_demand_mean_max,
+            report.host_kbps_up_mean,
+            report.bit_identical_at_end,
+            report.lost_commits,
+            report.grabs,
+            report.throws,
+            report.conflicts,
+        );
+        md += "| from → to | cube state | held cubes + header | transport + IP/UDP | total |\n|---|---|---|---|---|\n";
+        for &(from, to, body, header, rest) in &report.connections {
+            let _ = writeln!(
+                md,
+                "| {from} → {to} | {body:.1} | {header:.1} | {rest:.1} | {:.1} |",
+                body + header + rest
+            );
+        }
+        md += "\n";
+        runs.push(json!({ "loss_pct": loss, "report": report.to_json(), "connections": report.connections }));
+    }
+    std::fs::create_dir_all(&args.out)?;
+    std::fs::write(args.out.join("session-bandwidth.md"), &md)?;
+    eprint!("{md}");
+    println!("{}", json!({ "runs": runs }));
+    Ok(())
+}
