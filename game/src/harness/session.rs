@@ -94,7 +94,8 @@ pub struct SessionReport {
     pub bit_identical_at_end: bool,
     pub authority_identical_at_end: bool,
     pub max_divergence_m_at_end: f64,
-    pub remote_rest_jitter_m: f64,
+    /// `None` where it was not measured (`--processes`: no process sees another's world).
+    pub remote_rest_jitter_m: Option<f64>,
     pub lost_commits: u64,
     pub seconds_to_converge: Option<f64>,
     pub rejected_updates: RejectCounts,
@@ -542,7 +543,7 @@ impl SessionRun {
             kbps_budget: self.config.kbps_budget,
             conflicts: self.conflicts,
             conflict_resolve_ms_max: self.conflict_steps_max as f64 * STEP_S * 1000.0,
-            remote_rest_jitter_m: self.rest_jitter_m,
+            remote_rest_jitter_m: Some(self.rest_jitter_m),
             peers_at_end: self.peers().count(),
             ..SessionReport::default()
         };
@@ -707,7 +708,7 @@ mod tests {
         assert!(report.bit_identical_at_end, "{json}");
         assert!(report.authority_identical_at_end, "{json}");
         assert_eq!(report.lost_commits, 0, "{json}");
-        assert_eq!(report.remote_rest_jitter_m, 0.0, "{json}");
+        assert_eq!(report.remote_rest_jitter_m, Some(0.0), "{json}");
         assert_eq!(report.cubes_per_authority_at_end[0], 64, "all back to default: {json}");
         // The only refusals are the guest's in-flight updates of cubes the host had just returned to default.
         let stale = report.rejected_updates.0[RejectReason::Stale as usize];
@@ -822,7 +823,7 @@ mod tests {
         let report = run_session(config, table64(), &mut drivers).unwrap();
         let json = report.to_json();
         assert!(report.bit_identical_at_end, "{json}");
-        assert_eq!(report.remote_rest_jitter_m, 0.0, "{json}");
+        assert_eq!(report.remote_rest_jitter_m, Some(0.0), "{json}");
         assert_eq!(report.accepted_claims_by_player[3], 0, "{json}");
         assert!(
             report.accepted_claims_by_player[2] > 0,
@@ -875,11 +876,11 @@ mod tests {
             }
             let report = run.report().unwrap();
             if nudge {
-                assert!(report.remote_rest_jitter_m >= 0.009, "{}", report.to_json());
+                assert!(report.remote_rest_jitter_m.unwrap() >= 0.009, "{}", report.to_json());
                 // The host's resting state puts it back: the worlds agree again.
                 assert!(report.bit_identical_at_end, "{}", report.to_json());
             } else {
-                assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
+                assert_eq!(report.remote_rest_jitter_m, Some(0.0), "{}", report.to_json());
             }
         }
     }
