@@ -14,7 +14,7 @@ use super::broadphase::{Aabb, Broadphase, GROUND};
 use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
-use super::rest::{min_half_cos, PoseHistory, REST_WINDOW};
+use super::rest::{MotionHistory, RestThresholds, REST_WINDOW};
 use super::stack_order::{presses_from_above, StackOrder};
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
@@ -81,6 +81,19 @@ pub const POSE_REFERENCE_TOLERANCE: f32 = 2.0e-5;
 /// (m·g·dt) in a pass.
 pub const CONVERGED_IMPULSE_PER_KG: f32 = 1.0e-3;
 
+/// A [`World::set_state`] that moves a body less than this (m), turns it less than [`SNAP_TURN_RAD`] and changes
+/// the speed of its points less than [`SNAP_POINT_SPEED_M_S`] is the same state re-quantized, not a push: state
+/// sync snaps every body to its quantized state before every step (errors up to 0.12 mm, 0.45 mrad and 0.5 mm/s
+/// per axis), and that must not start rest windows over. Anything larger does.
+pub const SNAP_DISTANCE_M: f32 = 0.001;
+pub const SNAP_TURN_RAD: f32 = 0.002;
+pub const SNAP_POINT_SPEED_M_S: f32 = 0.004;
+
+/// A contact whose surfaces approached faster than this (m/s) on top of one step of gravity is a hit and starts
+/// both bodies' rest windows over. One step of gravity (0.11 m/s at 90 Hz) is the speed at which every resting
+/// body meets its support before the solver stops it; a hit adds to that.
+pub const HIT_SPEED_M_S: f32 = 0.05;
+
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
 
@@ -105,7 +118,10 @@ pub struct WorldConfig {
     pub restitution_threshold: f32,
     /// Rest detection and island sleeping on or off.
     pub sleep: bool,
-    /// A body that moved less than this (m) over the rest window is still…
+    /// A body that moved less than this (m) over the rest window is still… (8 mm by default: under quantization
+    /// the solver's unconverged friction can leave a settled pile creeping one position quantum, 1/4096 m, per
+    /// step on every axis, 6.3 mm over the window, and that creep is what rest detection is there to stop; speed
+    /// and acceleration are checked as well, see [`super::rest`])
     pub rest_linear_threshold: f32,
     /// …if it also turned less than this (rad).
     pub rest_angular_threshold: f32,
@@ -126,7 +142,7 @@ impl Default for WorldConfig {
             position_iterations: 2,
             restitution_threshold: 1.0,
             sleep: true,
-            rest_linear_threshold: 0.005,
+            rest_linear_threshold: 0.008,
             rest_angular_threshold: 0.01,
             world_floor_y: -100.0,
         }
@@ -218,7 +234,8 @@ pub struct World {
     /// May the world's own rest detection put this body to rest? Off for a body another peer has authority over:
     /// it rests only when that peer says so (through [`World::set_state`]).
     rest_detection: Vec<bool>,
-    history: Vec<PoseHistory>,
+    /// Rest detection's window of recent poses and velocities (see [`super::rest`]).
+    history: Vec<MotionHistory>,
     /// Pose each body had when its contacts were last computed (see [`POSE_REFERENCE_TOLERANCE`]).
     reference_position: Vec<Vec3>,
     reference_rotation: Vec<Quat>,
@@ -321,7 +338,7 @@ impl World {
         self.removed.push(false);
         self.moved_from_outside.push(true);
         self.rest_detection.push(true);
-        self.history.push(PoseHistory::default());
+        self.history.push(MotionHistory::default());
         self.reference_position.push(d.position);
         self.reference_rotation.push(d.rotation);
         self.moved.push(true);
@@ -404,13 +421,19 @@ impl World {
 
     /// Sets a body's whole state. A state equal to the current one changes nothing (so a resting body that is
     /// re-quantized to itself stays asleep); any other state is taken as given — resting if `at_rest`, awake
-    /// otherwise, which wakes its island — and its contacts are recomputed next step. Refused values change nothing.
+    /// otherwise, which wakes its island — and its contacts are recomputed next step. A state that wakes the body
+    /// or differs by more than a re-quantization (see [`SNAP_DISTANCE_M`]) starts its rest window over, so it
+    /// cannot fall back asleep on poses it had before. Refused values change nothing.
     pub fn set_state(&mut self, id: BodyId, state: &BodyState) -> Result<(), PhysicsError> {
         let i = self.check(id)?;
         let s = state.validated()?;
         let current = self.state(id)?;
         if s == current && !self.removed[i] {
             return Ok(());
+        }
+        let woken = current.at_rest && !s.at_rest;
+        if woken || self.removed[i] || !self.is_snap(i, &current, &s) {
+            self.history[i].clear();
         }
         self.position[i] = s.position;
         self.rotation[i] = s.rotation;
@@ -420,6 +443,17 @@ impl World {
         self.removed[i] = false;
         self.moved_from_outside[i] = true;
         Ok(())
+    }
+
+    /// True when `to` differs from `from` by no more than state sync's re-quantization (see [`SNAP_DISTANCE_M`]).
+    fn is_snap(&self, i: usize, from: &BodyState, to: &BodyState) -> bool {
+        let radius = self.half[i].length();
+        let turn = (to.rotation * from.rotation.conjugate()).xyz().length() * 2.0;
+        let dv = to.linear_velocity - from.linear_velocity;
+        let dw = to.angular_velocity - from.angular_velocity;
+        from.position.distance(to.position) <= SNAP_DISTANCE_M
+            && turn <= SNAP_TURN_RAD
+            && dv.length() + dw.length() * radius <= SNAP_POINT_SPEED_M_S
     }
 
     /// Turns the world's own rest detection on (the default) or off for one body. With it off the body is never
@@ -709,6 +743,7 @@ impl World {
                 if self.is_moving_kinematic(pusher as usize) && self.is_dynamic(pushed) {
                     self.islands.mark_awake(pushed);
                     self.islands.mark_not_still(pushed);
+                    self.history[pushed as usize].clear();
                 }
             }
         }
@@ -716,7 +751,9 @@ impl World {
         for i in 0..n {
             let wake = self.at_rest[i] && self.islands.is_awake(i as u32);
             if wake {
+                // Its window still holds the poses it rested in: it must be seen still anew.
                 self.at_rest[i] = false;
+                self.history[i].clear();
             }
             self.active[i] = wake;
             woke |= wake;
@@ -882,22 +919,24 @@ impl World {
         }
     }
 
-    /// Records each simulated body's pose; islands whose bodies are all still go to rest with zero velocity.
+    /// Records each simulated body's pose and velocities; islands whose bodies are all still go to rest with zero
+    /// velocity (they are below the rest speed already, so nothing visible is lost).
     fn detect_rest(&mut self) {
         let n = self.kind.len();
+        self.restart_windows_of_hit_bodies();
         for i in 0..n {
             if self.simulated[i] {
-                self.history[i].push(self.position[i], self.rotation[i]);
+                let (p, q) = (self.position[i], self.rotation[i]);
+                self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
             }
         }
         if !self.config.sleep {
             return;
         }
-        let half_cos = min_half_cos(self.config.rest_angular_threshold);
+        let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
         for i in 0..n {
-            if self.simulated[i]
-                && !(self.rest_detection[i] && self.history[i].is_still(self.config.rest_linear_threshold, half_cos))
-            {
+            let still = self.rest_detection[i] && self.history[i].is_still(self.half[i].length(), &thresholds);
+            if self.simulated[i] && !still {
                 self.islands.mark_not_still(i as u32);
             }
         }
@@ -906,6 +945,22 @@ impl World {
                 self.at_rest[i] = true;
                 self.linear_velocity[i] = Vec3::ZERO;
                 self.angular_velocity[i] = Vec3::ZERO;
+            }
+        }
+    }
+
+    /// Starts the rest window over for both bodies of every contact solved this step that is new (nothing to warm
+    /// start from) or whose surfaces met faster than [`HIT_SPEED_M_S`] beyond one step of gravity: what happened
+    /// before the hit says nothing about whether the body can rest after it.
+    fn restart_windows_of_hit_bodies(&mut self) {
+        let hit_speed = HIT_SPEED_M_S + self.config.gravity.length() * self.config.dt;
+        for c in self.contacts.contacts.iter().filter(|c| c.updated && c.touching()) {
+            let fastest = c.manifold.points().iter().fold(0.0f32, |m, p| m.max(p.approach_speed));
+            if c.fresh || fastest > hit_speed {
+                self.history[c.a as usize].clear();
+                if c.b != GROUND {
+                    self.history[c.b as usize].clear();
+                }
             }
         }
     }
@@ -998,6 +1053,74 @@ mod tests {
         );
         assert_eq!(world.kind(hand).unwrap(), BodyKind::Kinematic);
         assert_eq!(world.kind(id).unwrap(), BodyKind::Dynamic);
+    }
+
+    /// A cube turned `deg` about z, resting on its lowest edge (45° is balance).
+    fn cube_on_edge(deg: f32) -> BodyDesc {
+        let a = deg.to_radians();
+        BodyDesc {
+            position: Vec3::new(0.0, 0.5 * (a.cos() + a.sin()), 0.0),
+            rotation: Quat::from_rotation_z(a),
+            ..BodyDesc::default()
+        }
+    }
+
+    /// Steps until `id` is at rest (at most `max`), or `None`.
+    fn steps_to_rest(world: &mut World, id: BodyId, max: u32) -> Option<u32> {
+        (1..=max).find(|_| {
+            world.step();
+            world.state(id).unwrap().at_rest
+        })
+    }
+
+    #[test]
+    fn a_cube_on_an_edge_past_balance_is_not_put_to_rest_until_it_has_fallen() {
+        for deg in [44.0, 46.0] {
+            let mut world = World::new(WorldConfig::default()).unwrap();
+            let id = world.add_body(&cube_on_edge(deg)).unwrap();
+            let start = world.state(id).unwrap().rotation;
+            let rested = steps_to_rest(&mut world, id, 600).expect("it lies flat in the end");
+            let turned = world.state(id).unwrap().rotation.angle_between(start).to_degrees();
+            assert!(
+                turned > 43.0,
+                "{deg}°: at rest after {rested} steps, turned only {turned}°"
+            );
+        }
+    }
+
+    #[test]
+    fn a_woken_cube_must_be_still_for_a_whole_window_again() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let id = world.add_body(&cube(0.5)).unwrap();
+        assert_eq!(steps_to_rest(&mut world, id, 100), Some(REST_WINDOW as u32));
+        let woken = BodyState {
+            at_rest: false,
+            ..world.state(id).unwrap()
+        };
+        world.set_state(id, &woken).unwrap();
+        assert_eq!(
+            steps_to_rest(&mut world, id, 100),
+            Some(REST_WINDOW as u32),
+            "not on its old poses"
+        );
+    }
+
+    #[test]
+    fn a_moved_state_restarts_the_window_and_a_requantized_one_does_not() {
+        for (shift, expected_extra_steps) in [(0.004, REST_WINDOW as u32), (0.0001, 0)] {
+            let mut world = World::new(WorldConfig::default()).unwrap();
+            let id = world.add_body(&cube(0.5)).unwrap();
+            let head_start = 10;
+            for _ in 0..head_start {
+                world.step();
+            }
+            let mut s = world.state(id).unwrap();
+            s.position.x += shift;
+            world.set_state(id, &s).unwrap();
+            let steps = steps_to_rest(&mut world, id, 100).unwrap();
+            let expected = (REST_WINDOW as u32 - head_start).max(expected_extra_steps);
+            assert_eq!(steps, expected, "set {shift} m away");
+        }
     }
 
     #[test]
