@@ -9,7 +9,10 @@
 
 use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 
-use super::body::{validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
+use super::body::{
+    inverse_mass_properties, validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_FRICTION,
+    MAX_LINEAR_SPEED_M_S, MAX_POSITION_M,
+};
 use super::broadphase::{Aabb, Broadphase, GROUND};
 use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
@@ -94,6 +97,9 @@ pub const SNAP_POINT_SPEED_M_S: f32 = 0.004;
 /// body meets its support before the solver stops it; a hit adds to that.
 pub const HIT_SPEED_M_S: f32 = 0.05;
 
+/// Strongest gravity a world may have (m/s², 100 g): its weight impulses and seeded loads stay far from overflow.
+pub const MAX_GRAVITY_M_S2: f32 = 1000.0;
+
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
 
@@ -175,10 +181,24 @@ impl WorldConfig {
             ),
             (self.position_iterations <= 256, "position_iterations must be 0..=256"),
             (
-                self.max_depenetration_velocity > 0.0,
-                "max_depenetration_velocity must be positive",
+                self.max_depenetration_velocity > 0.0 && self.max_depenetration_velocity <= MAX_LINEAR_SPEED_M_S,
+                "max_depenetration_velocity must be in (0, 50] m/s",
             ),
-            (self.ground_friction >= 0.0, "ground_friction must be ≥ 0"),
+            (
+                self.gravity.length() <= MAX_GRAVITY_M_S2,
+                "gravity must be at most 1000 m/s²",
+            ),
+            (
+                [self.ground_height.unwrap_or(0.0), self.world_floor_y]
+                    .iter()
+                    .all(|y| y.abs() <= MAX_POSITION_M),
+                "ground_height and world_floor_y must lie within ±4096 m",
+            ),
+            (
+                (0.0..=MAX_FRICTION).contains(&self.ground_friction),
+                "ground_friction must be in 0..=10",
+            ),
+            (self.restitution_threshold >= 0.0, "restitution_threshold must be ≥ 0"),
             (
                 (0.0..=1.0).contains(&self.ground_restitution),
                 "ground_restitution must be in 0..=1",
@@ -312,18 +332,9 @@ impl World {
     /// Adds a body; refuses non-finite or absurd values (see [`super::body`] for the limits).
     pub fn add_body(&mut self, desc: &BodyDesc) -> Result<BodyId, PhysicsError> {
         let d = desc.validated()?;
-        let id = BodyId(self.kind.len() as u32);
         // Mass is kept for kinematic bodies too when they have a density, so `set_kind` can make them dynamic.
-        let has_mass = (f32::MIN_POSITIVE..=super::body::MAX_DENSITY_KG_M3).contains(&d.density);
-        let (inv_mass, inv_inertia) = if d.kind == BodyKind::Dynamic || has_mass {
-            let h = d.half_extents;
-            let mass = d.density * 8.0 * h.x * h.y * h.z;
-            // Solid box: I = m/3 (hy² + hz², …) with half extents.
-            let i = Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y) * (mass / 3.0);
-            (1.0 / mass, Vec3::ONE / i)
-        } else {
-            (0.0, Vec3::ZERO)
-        };
+        let (inv_mass, inv_inertia) = inverse_mass_properties(d.half_extents, d.density)?;
+        let id = BodyId(self.kind.len() as u32);
         self.kind.push(d.kind);
         self.half.push(d.half_extents);
         self.inv_mass.push(inv_mass);
