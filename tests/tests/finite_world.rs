@@ -1,6 +1,6 @@
 //! Inputs cannot poison the world: values that would make a mass, an inertia or a state non-finite are refused
 //! with a typed error, and no step turns a finite world into NaN, however extreme the finite inputs it is given
-//! (speeds at the clamp, bodies piled into one point, mass ratios of 10¹⁴, bodies at the edge of the world).
+//! (speeds at the clamp, bodies piled into one point, mass ratios of 10¹⁶, bodies at the edge of the world).
 
 use glam::{Quat, Vec3};
 use tumble_engine::physics::body::{
