@@ -1121,6 +1121,23 @@ mod tests {
     }
 
     #[test]
+    fn a_woken_column_does_not_jump() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let ids: Vec<BodyId> = (0..5).map(|k| world.add_body(&cube(0.5 + k as f32)).unwrap()).collect();
+        for _ in 0..40 {
+            world.step();
+        }
+        assert!(world.all_at_rest());
+        let top = world.state(ids[4]).unwrap();
+        world.set_state(ids[4], &BodyState { at_rest: false, ..top }).unwrap();
+        assert_eq!(world.step().awake_bodies, 5, "the whole column woke");
+        for &id in &ids {
+            let v = world.state(id).unwrap().linear_velocity;
+            assert!(v.length() < 1e-3, "{id:?} was kicked to {v}");
+        }
+    }
+
+    #[test]
     fn a_moved_state_restarts_the_window_and_a_requantized_one_does_not() {
         for (shift, expected_extra_steps) in [(0.004, REST_WINDOW as u32), (0.0001, 0)] {
             let mut world = World::new(WorldConfig::default()).unwrap();
