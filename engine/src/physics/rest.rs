@@ -4,15 +4,17 @@
 //! - pose: no pose in the window is farther than the linear threshold, or turned more than the angular threshold,
 //!   from the newest (jitter under quantization stays inside these, so it cannot keep a body awake);
 //! - speed: no point of the body moved faster than [`REST_MAX_POINT_SPEED_M_S`] at any step of the window;
-//! - acceleration: the velocity of its fastest point changed by at most [`REST_MAX_POINT_SPEED_CHANGE_M_S`] from
-//!   any step of the window to the newest. This is what "its support can hold it" means without knowing the
-//!   support: a body whose contacts surround its centre of mass is not accelerated, and one on an edge a degree
-//!   past balance is (its speed grows every step, so it is never still however slowly it starts).
+//! - acceleration: the trend of its velocity over the window (a least-squares fit, so jitter averages out)
+//!   changes the speed of its fastest point by at most [`REST_MAX_POINT_SPEED_CHANGE_M_S`]. This is what "its
+//!   support can hold it" means without knowing the support: a body whose contacts surround its centre of mass is
+//!   not accelerated, and one on an edge half a degree past balance is (its speed grows every step, so it is
+//!   never still however slowly it starts).
 //!
 //! An island whose bodies are all still is put to rest (velocities zeroed — by then they are below the speed
 //! threshold — and the solver skips it). The window starts over whenever something from outside the body's own
-//! motion acts on it: it is woken, its state is set, a kinematic body pushes it, it is hit, or its supports change
-//! (see `World::detect_rest`), so it must be seen still for a whole window after the last such event.
+//! motion acts on it: it is woken, its state is set, a kinematic body pushes it, it is hit or gets a new contact,
+//! or it loses one (`World::detect_rest`, `World::wake_bodies_that_lost_a_contact`), so it must be seen still for
+//! a whole window after the last such event.
 
 use glam::{Quat, Vec3};
 
@@ -27,10 +29,11 @@ pub const REST_WINDOW: usize = 16;
 /// tower sliding one quantum (0.24 mm) per step, 2.2 cm/s, which is creep for rest detection to stop.
 pub const REST_MAX_POINT_SPEED_M_S: f32 = 0.05;
 
-/// Most the velocity of a still body's fastest point may change over the window (m/s). A steady net acceleration
-/// `a` changes it by `a · 0.178 s`, so this lets through at most 0.028 m/s² (0.3 % of g). A 1 m cube on an edge
-/// 1° past balance accelerates its corners at about 0.16 m/s²; the smallest tilt caught is about 0.2°, near what
-/// state quantization itself can show (a speed change below 1/2048 m/s per step rounds away).
+/// Most the velocity trend of a still body may change the speed of its fastest point over the window (m/s). A
+/// steady net acceleration `a` shows as `a · 15 steps` = `a · 0.167 s`, so this lets through 0.03 m/s² (0.3 % of
+/// g). A 1 m cube on an edge 1° past balance accelerates its corners at about 0.16 m/s² (0.026 m/s over the
+/// window); the smallest tilt caught is about 0.2°, near what state quantization itself can show (a speed change
+/// below 1/2048 m/s per step rounds away).
 pub const REST_MAX_POINT_SPEED_CHANGE_M_S: f32 = 0.005;
 
 /// What a body must stay within over the window to be still.
@@ -134,15 +137,43 @@ impl MotionHistory {
             .all(|(v, w)| point_speed(*v, *w, radius) <= t.max_point_speed_m_s)
     }
 
-    /// Compares every entry with the newest, not only the oldest: a body that started to tip late in the window
-    /// has changed speed since each entry before it started.
+    /// The velocity's trend over the window, fitted by least squares (the slope times the window's length): a
+    /// steady acceleration shows in full, while the step-to-step jitter of a body held by a large pile (a few mm/s
+    /// in a 5,050-cube pyramid) mostly averages out, which comparing single entries would not do.
     fn not_accelerating(&self, radius: f32, t: &RestThresholds) -> bool {
-        let (v, w) = (self.linear[self.head as usize], self.angular[self.head as usize]);
-        self.linear
-            .iter()
-            .zip(&self.angular)
-            .all(|(vk, wk)| point_speed(v - *vk, w - *wk, radius) <= t.max_point_speed_change_m_s)
+        let (mut dv, mut dw) = (Vec3::ZERO, Vec3::ZERO);
+        for age in 0..REST_WINDOW {
+            let k = (self.head as usize + REST_WINDOW - age) % REST_WINDOW;
+            let weight = TREND_WEIGHTS[REST_WINDOW - 1 - age];
+            dv += self.linear[k] * weight;
+            dw += self.angular[k] * weight;
+        }
+        point_speed(dv, dw, radius) <= t.max_point_speed_change_m_s
     }
+}
+
+/// Weights that turn a window of samples, oldest first, into its least-squares slope times the window's span
+/// (`REST_WINDOW - 1` steps): for sample `j`, `(j - mean) / Σ (j - mean)² · (REST_WINDOW - 1)`. For a ramp this
+/// is exactly its change from the first sample to the last.
+const TREND_WEIGHTS: [f32; REST_WINDOW] = trend_weights();
+
+const fn trend_weights() -> [f32; REST_WINDOW] {
+    let n = REST_WINDOW as f32;
+    let mean = (n - 1.0) / 2.0;
+    let mut sum_sq = 0.0;
+    let mut j = 0;
+    while j < REST_WINDOW {
+        let d = j as f32 - mean;
+        sum_sq += d * d;
+        j += 1;
+    }
+    let mut w = [0.0; REST_WINDOW];
+    let mut j = 0;
+    while j < REST_WINDOW {
+        w[j] = (j as f32 - mean) / sum_sq * (n - 1.0);
+        j += 1;
+    }
+    w
 }
 
 /// Upper bound on the speed of any point within `radius` of the centre (m/s).
@@ -232,21 +263,18 @@ mod tests {
             h.push(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, Vec3::Z * alpha * i as f32);
         }
         assert!(!h.is_still(RADIUS_M, &thresholds()), "speeding up");
-        // The same speed change late in the window (it lost a support two steps ago).
+        // The same tilt starting late in the window: the trend shows it six steps after it began. (A body that
+        // lost a prop has its window cleared by the world, so this is the fallback, not the only defence.)
         let mut h = MotionHistory::default();
         for i in 0..REST_WINDOW {
-            let w = if i + 2 >= REST_WINDOW {
-                Vec3::Z * 0.004 * (i + 3 - REST_WINDOW) as f32
-            } else {
-                Vec3::ZERO
-            };
-            h.push(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, w);
+            let since = (i + 7).saturating_sub(REST_WINDOW);
+            h.push(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, Vec3::Z * alpha * since as f32);
         }
-        assert!(!h.is_still(RADIUS_M, &thresholds()), "speeding up since two steps");
-        // Residual jitter of a body held by its supports is still.
+        assert!(!h.is_still(RADIUS_M, &thresholds()), "speeding up for six steps");
+        // Residual jitter of a body held by its supports is still, even at several mm/s from step to step.
         let mut h = MotionHistory::default();
         for i in 0..REST_WINDOW {
-            let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+            let sign = if i % 2 == 0 { 3.0 } else { -3.0 };
             h.push(
                 Vec3::ZERO,
                 Quat::IDENTITY,

@@ -256,6 +256,9 @@ pub struct World {
     rest_detection: Vec<bool>,
     /// Rest detection's window of recent poses and velocities (see [`super::rest`]).
     history: Vec<MotionHistory>,
+    /// Touching contacts per body last step and this step (see [`World::wake_bodies_that_lost_a_contact`]).
+    touching_before: Vec<u32>,
+    touching_now: Vec<u32>,
     /// Pose each body had when its contacts were last computed (see [`POSE_REFERENCE_TOLERANCE`]).
     reference_position: Vec<Vec3>,
     reference_rotation: Vec<Quat>,
@@ -304,6 +307,8 @@ impl World {
             moved_from_outside: Vec::new(),
             rest_detection: Vec::new(),
             history: Vec::new(),
+            touching_before: Vec::new(),
+            touching_now: Vec::new(),
             reference_position: Vec::new(),
             reference_rotation: Vec::new(),
             broadphase: Broadphase::default(),
@@ -350,6 +355,8 @@ impl World {
         self.moved_from_outside.push(true);
         self.rest_detection.push(true);
         self.history.push(MotionHistory::default());
+        self.touching_before.push(0);
+        self.touching_now.push(0);
         self.reference_position.push(d.position);
         self.reference_rotation.push(d.rotation);
         self.moved.push(true);
@@ -736,6 +743,7 @@ impl World {
                 self.islands.union(c.a, c.b);
             }
         }
+        self.wake_bodies_that_lost_a_contact();
         for i in 0..n {
             // A slow body that may not rest by itself only waits for its authority's word: it must not wake the
             // bodies its authority already put to rest (they hold it up as if fixed meanwhile).
@@ -774,6 +782,29 @@ impl World {
             woke |= wake;
         }
         woke
+    }
+
+    /// Counts each body's touching contacts. A dynamic body with fewer than last step lost something that held or
+    /// pushed it, so it is woken with its island and its rest window starts over: a cube whose support was set
+    /// elsewhere, grabbed away or removed must not stay asleep in mid-air, and one whose prop slid away must be
+    /// seen still anew before it rests (its window would otherwise still hold the steps it was propped). Call
+    /// after the islands' unions.
+    fn wake_bodies_that_lost_a_contact(&mut self) {
+        self.touching_now.iter_mut().for_each(|t| *t = 0);
+        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
+            self.touching_now[c.a as usize] += 1;
+            if c.b != GROUND {
+                self.touching_now[c.b as usize] += 1;
+            }
+        }
+        for i in 0..self.kind.len() {
+            let lost = self.touching_now[i] < self.touching_before[i];
+            if lost && self.kind[i] == BodyKind::Dynamic && !self.removed[i] {
+                self.islands.mark_awake(i as u32);
+                self.history[i].clear();
+            }
+        }
+        std::mem::swap(&mut self.touching_before, &mut self.touching_now);
     }
 
     fn solve(&mut self) {
@@ -1135,6 +1166,28 @@ mod tests {
             let v = world.state(id).unwrap().linear_velocity;
             assert!(v.length() < 1e-3, "{id:?} was kicked to {v}");
         }
+    }
+
+    #[test]
+    fn a_resting_cube_whose_support_is_set_elsewhere_falls() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let bottom = world.add_body(&cube(0.5)).unwrap();
+        let top = world.add_body(&cube(1.5)).unwrap();
+        for _ in 0..40 {
+            world.step();
+        }
+        assert!(world.all_at_rest());
+        // The bottom cube is set, resting, three metres away: nothing touches the top one any more.
+        let moved = BodyState {
+            position: Vec3::new(3.0, 0.5, 0.0),
+            ..world.state(bottom).unwrap()
+        };
+        world.set_state(bottom, &moved).unwrap();
+        for _ in 0..60 {
+            world.step();
+        }
+        let y = world.state(top).unwrap().position.y;
+        assert!(y < 0.51, "the top cube stayed in mid-air at {y} m");
     }
 
     #[test]
