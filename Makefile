@@ -31,7 +31,8 @@ test-vr: system-packages toolchain
 # Physics regression suite: every shipped scene on Tumble and Rapier, with sleeping (target/bench-report/) and
 # without it (target/bench-report/no-sleep/, where the solvers' cost is compared), each against its baseline;
 # the state-sync bandwidth table (target/bench-report/bandwidth.md); the four-player table
-# (target/bench-report/session-bandwidth.md); then the criterion micro-benchmarks.
+# (target/bench-report/session-bandwidth.md); the tipping sweep (target/bench-report/tipping.md: cubes just before
+# and just past balance must stand and fall); then the criterion micro-benchmarks.
 bench: system-packages toolchain
 	cargo run --release -p tumble-benches --bin bench-report
 	cargo run --release -p tumble-benches --bin bench-report -- --no-sleep --steps-for large_pyramid=300 \
@@ -40,6 +41,8 @@ bench: system-packages toolchain
 		> target/bench-report/bandwidth.json
 	cargo run --release -p tumble-benches --bin session-bandwidth -- --out target/bench-report \
 		> target/bench-report/session-bandwidth.json
+	cargo run --release -p tumble-benches --bin tipping-sweep -- --out target/bench-report \
+		> target/bench-report/tipping.json
 	cargo bench -p tumble-benches --benches
 
 # Tumble on an OpenXR headset: start SteamVR or Monado first (README). The loader and Vulkan are opened at run time.

@@ -13,7 +13,9 @@ use glam::{Quat, Vec3};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::physics::body::{MAX_DENSITY_KG_M3, MAX_FRICTION, MAX_HALF_EXTENT_M, MAX_POSITION_M, MIN_HALF_EXTENT_M};
+use crate::physics::body::{
+    MAX_DENSITY_KG_M3, MAX_FRICTION, MAX_HALF_EXTENT_M, MAX_POSITION_M, MIN_DENSITY_KG_M3, MIN_HALF_EXTENT_M,
+};
 use crate::physics::{BodyDesc, PhysicsError, World, WorldConfig, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 
 /// Most bodies one scene may make: more is surely a typo (a pyramid of 1000 is 500,500 cubes).
@@ -703,8 +705,9 @@ fn material(src: &Source, base: Material, keys: MaterialKeys) -> Result<Material
         m.half_extents = v;
     }
     if let Some(d) = keys.density {
-        let expected = format!("in (0, {MAX_DENSITY_KG_M3}] kg/m³");
-        m.density = number(src, d, "density", |x| x > 0.0 && x <= MAX_DENSITY_KG_M3, &expected)?;
+        let expected = format!("in {MIN_DENSITY_KG_M3}..={MAX_DENSITY_KG_M3} kg/m³");
+        let in_range = |x: f32| (MIN_DENSITY_KG_M3..=MAX_DENSITY_KG_M3).contains(&x);
+        m.density = number(src, d, "density", in_range, &expected)?;
     }
     if let Some(f) = keys.friction {
         m.friction = number(

@@ -1,5 +1,7 @@
 //! Cross-crate integration tests live in `tests/tests/`. This library holds the helpers they share.
 
+pub mod tipping;
+
 use std::path::PathBuf;
 
 use glam::Vec3;

@@ -33,7 +33,10 @@ pub const MAX_POSITION_M: f32 = 4096.0;
 /// Half extents must lie in this range: smaller boxes tunnel, larger ones break the broadphase's cell size.
 pub const MIN_HALF_EXTENT_M: f32 = 0.01;
 pub const MAX_HALF_EXTENT_M: f32 = 16.0;
-/// Density range in kg/m³ (cubes default to 1, as in the reference sample's unit masses).
+/// Density range in kg/m³ (cubes default to 1, as in the reference sample's unit masses). The lower end keeps
+/// the lightest, smallest box's mass (8e-9 kg) and moment of inertia (5e-13 kg·m²) normal floats with finite
+/// inverses; without it a density of 1e-38 gave a mass that rounds to zero and an infinite inverse mass.
+pub const MIN_DENSITY_KG_M3: f32 = 1.0e-3;
 pub const MAX_DENSITY_KG_M3: f32 = 100_000.0;
 /// Friction coefficients above this are refused (1.0 is already rubber on concrete).
 pub const MAX_FRICTION: f32 = 10.0;
@@ -129,8 +132,10 @@ impl BodyDesc {
             check_range("half_extents", h, MIN_HALF_EXTENT_M, MAX_HALF_EXTENT_M)?;
         }
         check_finite("density", &[self.density])?;
-        if self.kind == BodyKind::Dynamic {
-            check_range("density", self.density, f32::MIN_POSITIVE, MAX_DENSITY_KG_M3)?;
+        // A kinematic body may be massless (density 0: a hand); with a density it can be made dynamic later, so
+        // that density must be one a dynamic body could have.
+        if self.kind == BodyKind::Dynamic || self.density != 0.0 {
+            check_range("density", self.density, MIN_DENSITY_KG_M3, MAX_DENSITY_KG_M3)?;
         }
         check_finite("friction", &[self.friction])?;
         check_range("friction", self.friction, 0.0, MAX_FRICTION)?;
@@ -143,6 +148,31 @@ impl BodyDesc {
             linear_velocity,
             angular_velocity,
             ..*self
+        })
+    }
+}
+
+/// Inverse mass (1/kg) and inverse principal moments of inertia (1/(kg·m²)) of a solid box, or zeros for a
+/// massless kinematic body (density 0). Refuses anything that is not finite and positive: the solver divides by
+/// none of these, it multiplies by them, so an infinite one would turn the first contact into NaN.
+pub(crate) fn inverse_mass_properties(half: Vec3, density: f32) -> Result<(f32, Vec3), PhysicsError> {
+    if density == 0.0 {
+        return Ok((0.0, Vec3::ZERO));
+    }
+    let mass = density * 8.0 * half.x * half.y * half.z;
+    // Solid box: I = m/3 (hy² + hz², …) with half extents.
+    let (x2, y2, z2) = (half.x * half.x, half.y * half.y, half.z * half.z);
+    let inertia = Vec3::new(y2 + z2, x2 + z2, x2 + y2) * (mass / 3.0);
+    let inverse = (1.0 / mass, Vec3::ONE / inertia);
+    let usable = |x: f32| x.is_normal() && x > 0.0;
+    if usable(inverse.0) && inverse.1.to_array().into_iter().all(usable) {
+        Ok(inverse)
+    } else {
+        Err(PhysicsError::OutOfRange {
+            field: "mass (density × volume)",
+            value: mass,
+            min: MIN_DENSITY_KG_M3 * 8.0 * MIN_HALF_EXTENT_M.powi(3),
+            max: MAX_DENSITY_KG_M3 * 8.0 * MAX_HALF_EXTENT_M.powi(3),
         })
     }
 }

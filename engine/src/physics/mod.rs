@@ -10,7 +10,8 @@
 //! - [`island`]: bodies joined by touching contacts; whole islands wake and go to rest together.
 //! - [`stack_order`]: how high each body sits in its stack, so the solver can work from the ground up.
 //! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
-//! - [`rest`]: our rest detection, a ring buffer of the last 16 poses per body.
+//! - [`rest`]: our rest detection, a window of the last 16 poses and velocities per body: still means not moving,
+//!   not fast and not accelerating.
 //! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
 //!
 //! Everything is deterministic: no hash maps, no threads, sorts on unique keys only. The same scene and inputs on

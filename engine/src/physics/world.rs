@@ -9,12 +9,15 @@
 
 use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 
-use super::body::{validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
+use super::body::{
+    inverse_mass_properties, validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_FRICTION,
+    MAX_LINEAR_SPEED_M_S, MAX_POSITION_M,
+};
 use super::broadphase::{Aabb, Broadphase, GROUND};
 use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
-use super::rest::{min_half_cos, PoseHistory, REST_WINDOW};
+use super::rest::{MotionHistory, RestThresholds, REST_WINDOW};
 use super::stack_order::{presses_from_above, StackOrder};
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
@@ -81,6 +84,22 @@ pub const POSE_REFERENCE_TOLERANCE: f32 = 2.0e-5;
 /// (m·g·dt) in a pass.
 pub const CONVERGED_IMPULSE_PER_KG: f32 = 1.0e-3;
 
+/// A [`World::set_state`] that moves a body less than this (m), turns it less than [`SNAP_TURN_RAD`] and changes
+/// the speed of its points less than [`SNAP_POINT_SPEED_M_S`] is the same state re-quantized, not a push: state
+/// sync snaps every body to its quantized state before every step (errors up to 0.12 mm, 0.45 mrad and 0.5 mm/s
+/// per axis), and that must not start rest windows over. Anything larger does.
+pub const SNAP_DISTANCE_M: f32 = 0.001;
+pub const SNAP_TURN_RAD: f32 = 0.002;
+pub const SNAP_POINT_SPEED_M_S: f32 = 0.004;
+
+/// A contact whose surfaces approached faster than this (m/s) on top of one step of gravity is a hit and starts
+/// both bodies' rest windows over. One step of gravity (0.11 m/s at 90 Hz) is the speed at which every resting
+/// body meets its support before the solver stops it; a hit adds to that.
+pub const HIT_SPEED_M_S: f32 = 0.05;
+
+/// Strongest gravity a world may have (m/s², 100 g): its weight impulses and seeded loads stay far from overflow.
+pub const MAX_GRAVITY_M_S2: f32 = 1000.0;
+
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
 
@@ -105,7 +124,10 @@ pub struct WorldConfig {
     pub restitution_threshold: f32,
     /// Rest detection and island sleeping on or off.
     pub sleep: bool,
-    /// A body that moved less than this (m) over the rest window is still…
+    /// A body that moved less than this (m) over the rest window is still… (8 mm by default: under quantization
+    /// the solver's unconverged friction can leave a settled pile creeping one position quantum, 1/4096 m, per
+    /// step on every axis, 6.3 mm over the window, and that creep is what rest detection is there to stop; speed
+    /// and acceleration are checked as well, see [`super::rest`])
     pub rest_linear_threshold: f32,
     /// …if it also turned less than this (rad).
     pub rest_angular_threshold: f32,
@@ -126,7 +148,7 @@ impl Default for WorldConfig {
             position_iterations: 2,
             restitution_threshold: 1.0,
             sleep: true,
-            rest_linear_threshold: 0.005,
+            rest_linear_threshold: 0.008,
             rest_angular_threshold: 0.01,
             world_floor_y: -100.0,
         }
@@ -159,10 +181,24 @@ impl WorldConfig {
             ),
             (self.position_iterations <= 256, "position_iterations must be 0..=256"),
             (
-                self.max_depenetration_velocity > 0.0,
-                "max_depenetration_velocity must be positive",
+                self.max_depenetration_velocity > 0.0 && self.max_depenetration_velocity <= MAX_LINEAR_SPEED_M_S,
+                "max_depenetration_velocity must be in (0, 50] m/s",
             ),
-            (self.ground_friction >= 0.0, "ground_friction must be ≥ 0"),
+            (
+                self.gravity.length() <= MAX_GRAVITY_M_S2,
+                "gravity must be at most 1000 m/s²",
+            ),
+            (
+                [self.ground_height.unwrap_or(0.0), self.world_floor_y]
+                    .iter()
+                    .all(|y| y.abs() <= MAX_POSITION_M),
+                "ground_height and world_floor_y must lie within ±4096 m",
+            ),
+            (
+                (0.0..=MAX_FRICTION).contains(&self.ground_friction),
+                "ground_friction must be in 0..=10",
+            ),
+            (self.restitution_threshold >= 0.0, "restitution_threshold must be ≥ 0"),
             (
                 (0.0..=1.0).contains(&self.ground_restitution),
                 "ground_restitution must be in 0..=1",
@@ -218,7 +254,11 @@ pub struct World {
     /// May the world's own rest detection put this body to rest? Off for a body another peer has authority over:
     /// it rests only when that peer says so (through [`World::set_state`]).
     rest_detection: Vec<bool>,
-    history: Vec<PoseHistory>,
+    /// Rest detection's window of recent poses and velocities (see [`super::rest`]).
+    history: Vec<MotionHistory>,
+    /// Touching contacts per body last step and this step (see [`World::wake_bodies_that_lost_a_contact`]).
+    touching_before: Vec<u32>,
+    touching_now: Vec<u32>,
     /// Pose each body had when its contacts were last computed (see [`POSE_REFERENCE_TOLERANCE`]).
     reference_position: Vec<Vec3>,
     reference_rotation: Vec<Quat>,
@@ -267,6 +307,8 @@ impl World {
             moved_from_outside: Vec::new(),
             rest_detection: Vec::new(),
             history: Vec::new(),
+            touching_before: Vec::new(),
+            touching_now: Vec::new(),
             reference_position: Vec::new(),
             reference_rotation: Vec::new(),
             broadphase: Broadphase::default(),
@@ -295,18 +337,9 @@ impl World {
     /// Adds a body; refuses non-finite or absurd values (see [`super::body`] for the limits).
     pub fn add_body(&mut self, desc: &BodyDesc) -> Result<BodyId, PhysicsError> {
         let d = desc.validated()?;
-        let id = BodyId(self.kind.len() as u32);
         // Mass is kept for kinematic bodies too when they have a density, so `set_kind` can make them dynamic.
-        let has_mass = (f32::MIN_POSITIVE..=super::body::MAX_DENSITY_KG_M3).contains(&d.density);
-        let (inv_mass, inv_inertia) = if d.kind == BodyKind::Dynamic || has_mass {
-            let h = d.half_extents;
-            let mass = d.density * 8.0 * h.x * h.y * h.z;
-            // Solid box: I = m/3 (hy² + hz², …) with half extents.
-            let i = Vec3::new(h.y * h.y + h.z * h.z, h.x * h.x + h.z * h.z, h.x * h.x + h.y * h.y) * (mass / 3.0);
-            (1.0 / mass, Vec3::ONE / i)
-        } else {
-            (0.0, Vec3::ZERO)
-        };
+        let (inv_mass, inv_inertia) = inverse_mass_properties(d.half_extents, d.density)?;
+        let id = BodyId(self.kind.len() as u32);
         self.kind.push(d.kind);
         self.half.push(d.half_extents);
         self.inv_mass.push(inv_mass);
@@ -321,7 +354,9 @@ impl World {
         self.removed.push(false);
         self.moved_from_outside.push(true);
         self.rest_detection.push(true);
-        self.history.push(PoseHistory::default());
+        self.history.push(MotionHistory::default());
+        self.touching_before.push(0);
+        self.touching_now.push(0);
         self.reference_position.push(d.position);
         self.reference_rotation.push(d.rotation);
         self.moved.push(true);
@@ -404,13 +439,19 @@ impl World {
 
     /// Sets a body's whole state. A state equal to the current one changes nothing (so a resting body that is
     /// re-quantized to itself stays asleep); any other state is taken as given — resting if `at_rest`, awake
-    /// otherwise, which wakes its island — and its contacts are recomputed next step. Refused values change nothing.
+    /// otherwise, which wakes its island — and its contacts are recomputed next step. A state that wakes the body
+    /// or differs by more than a re-quantization (see [`SNAP_DISTANCE_M`]) starts its rest window over, so it
+    /// cannot fall back asleep on poses it had before. Refused values change nothing.
     pub fn set_state(&mut self, id: BodyId, state: &BodyState) -> Result<(), PhysicsError> {
         let i = self.check(id)?;
         let s = state.validated()?;
         let current = self.state(id)?;
         if s == current && !self.removed[i] {
             return Ok(());
+        }
+        let woken = current.at_rest && !s.at_rest;
+        if woken || self.removed[i] || !self.is_snap(i, &current, &s) {
+            self.history[i].clear();
         }
         self.position[i] = s.position;
         self.rotation[i] = s.rotation;
@@ -420,6 +461,17 @@ impl World {
         self.removed[i] = false;
         self.moved_from_outside[i] = true;
         Ok(())
+    }
+
+    /// True when `to` differs from `from` by no more than state sync's re-quantization (see [`SNAP_DISTANCE_M`]).
+    fn is_snap(&self, i: usize, from: &BodyState, to: &BodyState) -> bool {
+        let radius = self.half[i].length();
+        let turn = (to.rotation * from.rotation.conjugate()).xyz().length() * 2.0;
+        let dv = to.linear_velocity - from.linear_velocity;
+        let dw = to.angular_velocity - from.angular_velocity;
+        from.position.distance(to.position) <= SNAP_DISTANCE_M
+            && turn <= SNAP_TURN_RAD
+            && dv.length() + dw.length() * radius <= SNAP_POINT_SPEED_M_S
     }
 
     /// Turns the world's own rest detection on (the default) or off for one body. With it off the body is never
@@ -691,6 +743,7 @@ impl World {
                 self.islands.union(c.a, c.b);
             }
         }
+        self.wake_bodies_that_lost_a_contact();
         for i in 0..n {
             // A slow body that may not rest by itself only waits for its authority's word: it must not wake the
             // bodies its authority already put to rest (they hold it up as if fixed meanwhile).
@@ -709,6 +762,7 @@ impl World {
                 if self.is_moving_kinematic(pusher as usize) && self.is_dynamic(pushed) {
                     self.islands.mark_awake(pushed);
                     self.islands.mark_not_still(pushed);
+                    self.history[pushed as usize].clear();
                 }
             }
         }
@@ -716,12 +770,41 @@ impl World {
         for i in 0..n {
             let wake = self.at_rest[i] && self.islands.is_awake(i as u32);
             if wake {
+                // Its window still holds the poses it rested in: it must be seen still anew.
                 self.at_rest[i] = false;
+                self.history[i].clear();
+                // This step's gravity was given to awake bodies before islands were known. Without it the
+                // warm-started contacts, which carry its weight, would kick it upwards by g·dt (0.11 m/s): a
+                // woken 30-cube tower jumped and swayed by a centimetre.
+                self.linear_velocity[i] += self.config.gravity * self.config.dt;
             }
             self.active[i] = wake;
             woke |= wake;
         }
         woke
+    }
+
+    /// Counts each body's touching contacts. A dynamic body with fewer than last step lost something that held or
+    /// pushed it, so it is woken with its island and its rest window starts over: a cube whose support was set
+    /// elsewhere, grabbed away or removed must not stay asleep in mid-air, and one whose prop slid away must be
+    /// seen still anew before it rests (its window would otherwise still hold the steps it was propped). Call
+    /// after the islands' unions.
+    fn wake_bodies_that_lost_a_contact(&mut self) {
+        self.touching_now.iter_mut().for_each(|t| *t = 0);
+        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
+            self.touching_now[c.a as usize] += 1;
+            if c.b != GROUND {
+                self.touching_now[c.b as usize] += 1;
+            }
+        }
+        for i in 0..self.kind.len() {
+            let lost = self.touching_now[i] < self.touching_before[i];
+            if lost && self.kind[i] == BodyKind::Dynamic && !self.removed[i] {
+                self.islands.mark_awake(i as u32);
+                self.history[i].clear();
+            }
+        }
+        std::mem::swap(&mut self.touching_before, &mut self.touching_now);
     }
 
     fn solve(&mut self) {
@@ -882,22 +965,24 @@ impl World {
         }
     }
 
-    /// Records each simulated body's pose; islands whose bodies are all still go to rest with zero velocity.
+    /// Records each simulated body's pose and velocities; islands whose bodies are all still go to rest with zero
+    /// velocity (they are below the rest speed already, so nothing visible is lost).
     fn detect_rest(&mut self) {
         let n = self.kind.len();
+        self.restart_windows_of_hit_bodies();
         for i in 0..n {
             if self.simulated[i] {
-                self.history[i].push(self.position[i], self.rotation[i]);
+                let (p, q) = (self.position[i], self.rotation[i]);
+                self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
             }
         }
         if !self.config.sleep {
             return;
         }
-        let half_cos = min_half_cos(self.config.rest_angular_threshold);
+        let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
         for i in 0..n {
-            if self.simulated[i]
-                && !(self.rest_detection[i] && self.history[i].is_still(self.config.rest_linear_threshold, half_cos))
-            {
+            let still = self.rest_detection[i] && self.history[i].is_still(self.half[i].length(), &thresholds);
+            if self.simulated[i] && !still {
                 self.islands.mark_not_still(i as u32);
             }
         }
@@ -906,6 +991,22 @@ impl World {
                 self.at_rest[i] = true;
                 self.linear_velocity[i] = Vec3::ZERO;
                 self.angular_velocity[i] = Vec3::ZERO;
+            }
+        }
+    }
+
+    /// Starts the rest window over for both bodies of every contact solved this step that is new (nothing to warm
+    /// start from) or whose surfaces met faster than [`HIT_SPEED_M_S`] beyond one step of gravity: what happened
+    /// before the hit says nothing about whether the body can rest after it.
+    fn restart_windows_of_hit_bodies(&mut self) {
+        let hit_speed = HIT_SPEED_M_S + self.config.gravity.length() * self.config.dt;
+        for c in self.contacts.contacts.iter().filter(|c| c.updated && c.touching()) {
+            let fastest = c.manifold.points().iter().fold(0.0f32, |m, p| m.max(p.approach_speed));
+            if c.fresh || fastest > hit_speed {
+                self.history[c.a as usize].clear();
+                if c.b != GROUND {
+                    self.history[c.b as usize].clear();
+                }
             }
         }
     }
@@ -998,6 +1099,113 @@ mod tests {
         );
         assert_eq!(world.kind(hand).unwrap(), BodyKind::Kinematic);
         assert_eq!(world.kind(id).unwrap(), BodyKind::Dynamic);
+    }
+
+    /// A cube turned `deg` about z, resting on its lowest edge (45° is balance).
+    fn cube_on_edge(deg: f32) -> BodyDesc {
+        let a = deg.to_radians();
+        BodyDesc {
+            position: Vec3::new(0.0, 0.5 * (a.cos() + a.sin()), 0.0),
+            rotation: Quat::from_rotation_z(a),
+            ..BodyDesc::default()
+        }
+    }
+
+    /// Steps until `id` is at rest (at most `max`), or `None`.
+    fn steps_to_rest(world: &mut World, id: BodyId, max: u32) -> Option<u32> {
+        (1..=max).find(|_| {
+            world.step();
+            world.state(id).unwrap().at_rest
+        })
+    }
+
+    #[test]
+    fn a_cube_on_an_edge_past_balance_is_not_put_to_rest_until_it_has_fallen() {
+        for deg in [44.0, 46.0] {
+            let mut world = World::new(WorldConfig::default()).unwrap();
+            let id = world.add_body(&cube_on_edge(deg)).unwrap();
+            let start = world.state(id).unwrap().rotation;
+            let rested = steps_to_rest(&mut world, id, 600).expect("it lies flat in the end");
+            let turned = world.state(id).unwrap().rotation.angle_between(start).to_degrees();
+            assert!(
+                turned > 43.0,
+                "{deg}°: at rest after {rested} steps, turned only {turned}°"
+            );
+        }
+    }
+
+    #[test]
+    fn a_woken_cube_must_be_still_for_a_whole_window_again() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let id = world.add_body(&cube(0.5)).unwrap();
+        assert_eq!(steps_to_rest(&mut world, id, 100), Some(REST_WINDOW as u32));
+        let woken = BodyState {
+            at_rest: false,
+            ..world.state(id).unwrap()
+        };
+        world.set_state(id, &woken).unwrap();
+        assert_eq!(
+            steps_to_rest(&mut world, id, 100),
+            Some(REST_WINDOW as u32),
+            "not on its old poses"
+        );
+    }
+
+    #[test]
+    fn a_woken_column_does_not_jump() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let ids: Vec<BodyId> = (0..5).map(|k| world.add_body(&cube(0.5 + k as f32)).unwrap()).collect();
+        for _ in 0..40 {
+            world.step();
+        }
+        assert!(world.all_at_rest());
+        let top = world.state(ids[4]).unwrap();
+        world.set_state(ids[4], &BodyState { at_rest: false, ..top }).unwrap();
+        assert_eq!(world.step().awake_bodies, 5, "the whole column woke");
+        for &id in &ids {
+            let v = world.state(id).unwrap().linear_velocity;
+            assert!(v.length() < 1e-3, "{id:?} was kicked to {v}");
+        }
+    }
+
+    #[test]
+    fn a_resting_cube_whose_support_is_set_elsewhere_falls() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let bottom = world.add_body(&cube(0.5)).unwrap();
+        let top = world.add_body(&cube(1.5)).unwrap();
+        for _ in 0..40 {
+            world.step();
+        }
+        assert!(world.all_at_rest());
+        // The bottom cube is set, resting, three metres away: nothing touches the top one any more.
+        let moved = BodyState {
+            position: Vec3::new(3.0, 0.5, 0.0),
+            ..world.state(bottom).unwrap()
+        };
+        world.set_state(bottom, &moved).unwrap();
+        for _ in 0..60 {
+            world.step();
+        }
+        let y = world.state(top).unwrap().position.y;
+        assert!(y < 0.51, "the top cube stayed in mid-air at {y} m");
+    }
+
+    #[test]
+    fn a_moved_state_restarts_the_window_and_a_requantized_one_does_not() {
+        for (shift, expected_extra_steps) in [(0.004, REST_WINDOW as u32), (0.0001, 0)] {
+            let mut world = World::new(WorldConfig::default()).unwrap();
+            let id = world.add_body(&cube(0.5)).unwrap();
+            let head_start = 10;
+            for _ in 0..head_start {
+                world.step();
+            }
+            let mut s = world.state(id).unwrap();
+            s.position.x += shift;
+            world.set_state(id, &s).unwrap();
+            let steps = steps_to_rest(&mut world, id, 100).unwrap();
+            let expected = (REST_WINDOW as u32 - head_start).max(expected_extra_steps);
+            assert_eq!(steps, expected, "set {shift} m away");
+        }
     }
 
     #[test]
