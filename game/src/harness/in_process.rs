@@ -224,9 +224,10 @@ mod tests {
         );
         assert_eq!(o.rejected, 0);
         assert_eq!(o.differing_cubes_at_end, 0);
-        // Measured 7.1 bits an update and 32.5 body bytes a packet (of 48: demand is below it once the table
-        // rests). A bound on the rate itself could not fail: the packet size caps it.
-        assert!(o.bits_per_update < 8.5, "{}", o.bits_per_update);
+        // Measured 10.2 bits an update (7.1 before rest detection required speed and acceleration to be still:
+        // cubes rest later now) and 32.5 body bytes a packet (of 48: demand is below it once the table rests). A
+        // bound on the rate itself could not fail: the packet size caps it.
+        assert!(o.bits_per_update < 11.5, "{}", o.bits_per_update);
         assert!(o.body_bytes_per_packet > 27.0, "{}", o.body_bytes_per_packet);
         // Measured: of 1070 updates of cubes in free flight, 1047 (97.9 %) predicted, 22 prediction error, 1
         // absolute. The threshold leaves room for f32 rounding flips in the engine (see `predict`), not for a

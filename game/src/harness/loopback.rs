@@ -949,14 +949,14 @@ mod tests {
             report.kbps_mean < capacity && report.kbps_p95 <= capacity + 1e-9,
             "{json}"
         );
-        // Efficiency, measured 5.95 bits per update and 32.9 updates per packet: a regression in the coding or
-        // the packet filling shows here.
-        assert!(report.bits_per_cube_update < 7.0, "{json}");
-        assert!(report.updates_per_packet_mean > 28.0, "{json}");
-        // Known fault (measured 2.2 mm; see `a_remote_cube_rests_still_wherever_its_authority_rests_it`): a
-        // resting cube the remote's own simulation wakes stays awake there, and creeps, until the authority's
-        // next state for it arrives, which at this budget can take half a second. Must not get worse.
-        assert!(report.remote_rest_jitter_m < 0.003, "{json}");
+        // Efficiency, measured 7.87 bits per update and 27.1 updates per packet: a regression in the coding or
+        // the packet filling shows here. (5.95 and 32.9 before rest detection required speed and acceleration to
+        // be still too: cubes now rest later, so more updates carry motion.)
+        assert!(report.bits_per_cube_update < 9.0, "{json}");
+        assert!(report.updates_per_packet_mean > 24.0, "{json}");
+        // 2.2 mm before rest detection required speed and acceleration to be still too (see
+        // `a_remote_cube_rests_still_wherever_its_authority_rests_it`); 0 since.
+        assert_eq!(report.remote_rest_jitter_m, 0.0, "{json}");
     }
 
     #[test]
@@ -969,13 +969,14 @@ mod tests {
     }
 
     #[test]
-    #[ignore = "known fault: at 64 kbps a resting cube woken by the remote's own simulation creeps ~2 mm until its next update"]
     fn a_remote_cube_rests_still_wherever_its_authority_rests_it() {
         // Cube 24, step 606 of this run: a thrown cube bumps it on the authority, which puts it back to rest at
         // the same pose; on the remote the bump comes later, the resting state (applied at rest in step 610) is
         // woken again by the still-moving thrown cube, and with remote rest detection off it creeps for 47 steps
-        // until the next state for it arrives, then is snapped back 2.2 mm. Fix in the receiver (keep a cube whose
-        // newest state rests from being woken locally) or the priority (resend a cube soon after it comes to rest).
+        // until the next state for it arrives, then is snapped back 2.2 mm. That was with rest judged by pose alone;
+        // since rest also requires still speed and acceleration, this run measures 0. The mechanism (a resting
+        // remote cube woken by the remote's own simulation) is not ruled out by construction: the session harness
+        // still sees a few millimetres in long four-player runs.
         let report = run_table64(&throwing(10.0, DEFAULT_KBPS_BUDGET));
         assert_eq!(report.remote_rest_jitter_m, 0.0, "{}", report.to_json());
     }
