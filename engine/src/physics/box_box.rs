@@ -48,18 +48,33 @@ fn sign(x: f32) -> f32 {
     }
 }
 
-/// Contacts between boxes `a` and `b` within `margin`. Writes up to four points and returns the normal (from A to
-/// B) and the count; a count of 0 means the boxes are farther apart than `margin`.
-pub fn collide_box_box(
-    a: &OrientedBox,
-    b: &OrientedBox,
-    margin: f32,
-    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
-) -> (Vec3, usize) {
+/// The separating axis test's result: the best (least overlapping) face axis of each box and edge pair, each as
+/// a signed separation in metres (negative = overlap along that axis).
+struct Sat {
+    face_a: f32,
+    face_a_axis: usize,
+    face_b: f32,
+    face_b_axis: usize,
+    edge: f32,
+    /// (axis of A, axis of B) whose cross product is the best edge axis, and the sign that makes it point A → B.
+    edge_axes: (usize, usize),
+    edge_sign: f32,
+}
+
+impl Sat {
+    /// Separation along the best of all 15 axes: the penetration depth when negative (for boxes the minimum
+    /// translation is always along one of the 15 axes).
+    fn separation(&self) -> f32 {
+        self.face_a.max(self.face_b).max(self.edge)
+    }
+}
+
+/// The 15-axis test: `None` as soon as one axis separates the boxes by more than `margin`.
+fn separating_axes(a: &OrientedBox, b: &OrientedBox, margin: f32) -> Option<Sat> {
     let t = b.center - a.center;
     let reach = a.half.length() + b.half.length() + margin;
     if t.length_squared() > reach * reach {
-        return (Vec3::ZERO, 0);
+        return None;
     }
     let (aa, ba) = (axes(a), axes(b));
     let (ha, hb) = (a.half.to_array(), b.half.to_array());
@@ -74,30 +89,35 @@ pub fn collide_box_box(
         }
     }
     let tl = [t.dot(aa[0]), t.dot(aa[1]), t.dot(aa[2])];
-
-    let (mut face_a, mut face_a_axis) = (f32::NEG_INFINITY, 0);
+    let mut sat = Sat {
+        face_a: f32::NEG_INFINITY,
+        face_a_axis: 0,
+        face_b: f32::NEG_INFINITY,
+        face_b_axis: 0,
+        edge: f32::NEG_INFINITY,
+        edge_axes: (0, 0),
+        edge_sign: 1.0,
+    };
     for i in 0..3 {
         let rb = hb[0] * abs_r[i][0] + hb[1] * abs_r[i][1] + hb[2] * abs_r[i][2];
         let s = tl[i].abs() - ha[i] - rb;
         if s > margin {
-            return (Vec3::ZERO, 0);
+            return None;
         }
-        if s > face_a {
-            (face_a, face_a_axis) = (s, i);
+        if s > sat.face_a {
+            (sat.face_a, sat.face_a_axis) = (s, i);
         }
     }
-    let (mut face_b, mut face_b_axis) = (f32::NEG_INFINITY, 0);
     for j in 0..3 {
         let ra = ha[0] * abs_r[0][j] + ha[1] * abs_r[1][j] + ha[2] * abs_r[2][j];
         let s = (tl[0] * r[0][j] + tl[1] * r[1][j] + tl[2] * r[2][j]).abs() - hb[j] - ra;
         if s > margin {
-            return (Vec3::ZERO, 0);
+            return None;
         }
-        if s > face_b {
-            (face_b, face_b_axis) = (s, j);
+        if s > sat.face_b {
+            (sat.face_b, sat.face_b_axis) = (s, j);
         }
     }
-    let (mut edge, mut edge_axes, mut edge_sign) = (f32::NEG_INFINITY, (0, 0), 1.0);
     for i in 0..3 {
         let (i1, i2) = ((i + 1) % 3, (i + 2) % 3);
         for j in 0..3 {
@@ -112,27 +132,47 @@ pub fn collide_box_box(
             let d = tl[i2] * r[i1][j] - tl[i1] * r[i2][j];
             let s = (d.abs() - ra - rb) / len2.sqrt();
             if s > margin {
-                return (Vec3::ZERO, 0);
+                return None;
             }
-            if s > edge {
-                (edge, edge_axes, edge_sign) = (s, (i, j), sign(d));
+            if s > sat.edge {
+                (sat.edge, sat.edge_axes, sat.edge_sign) = (s, (i, j), sign(d));
             }
         }
     }
+    Some(sat)
+}
 
-    let use_b = face_b > FACE_RELATIVE_TOLERANCE * face_a + AXIS_ABSOLUTE_TOLERANCE_M;
-    let face = if use_b { face_b } else { face_a };
-    if edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
-        let (i, j) = edge_axes;
-        let edge_normal = aa[i].cross(ba[j]).normalize() * edge_sign;
-        let n = edge_contact(a, b, edge_axes, edge_normal, out);
+/// How deep two boxes overlap (m, ≥ 0): the smallest distance that would separate them, 0 when they don't touch.
+/// A check on the contacts, measured from the poses alone, so it sees overlap that no manifold reports.
+pub fn overlap_depth(a: &OrientedBox, b: &OrientedBox) -> f32 {
+    separating_axes(a, b, 0.0).map_or(0.0, |sat| (-sat.separation()).max(0.0))
+}
+
+/// Contacts between boxes `a` and `b` within `margin`. Writes up to four points and returns the normal (from A to
+/// B) and the count; a count of 0 means the boxes are farther apart than `margin`.
+pub fn collide_box_box(
+    a: &OrientedBox,
+    b: &OrientedBox,
+    margin: f32,
+    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
+) -> (Vec3, usize) {
+    let Some(sat) = separating_axes(a, b, margin) else {
+        return (Vec3::ZERO, 0);
+    };
+    let t = b.center - a.center;
+    let use_b = sat.face_b > FACE_RELATIVE_TOLERANCE * sat.face_a + AXIS_ABSOLUTE_TOLERANCE_M;
+    let face = if use_b { sat.face_b } else { sat.face_a };
+    if sat.edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
+        let (i, j) = sat.edge_axes;
+        let edge_normal = axes(a)[i].cross(axes(b)[j]).normalize() * sat.edge_sign;
+        let n = edge_contact(a, b, sat.edge_axes, edge_normal, out);
         return (edge_normal, n);
     }
     if use_b {
-        let (n_ref, count) = face_contact(b, a, face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
+        let (n_ref, count) = face_contact(b, a, sat.face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
         (-n_ref, count)
     } else {
-        face_contact(a, b, face_a_axis, t, margin, 0, out)
+        face_contact(a, b, sat.face_a_axis, t, margin, 0, out)
     }
 }
 

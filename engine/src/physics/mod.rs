@@ -12,6 +12,7 @@
 //! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
 //! - [`rest`]: our rest detection, a ring buffer of the last 16 poses per body.
 //! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
+//! - [`overlap`]: how deep bodies overlap, from their poses alone (a check for tests and benches, not a step).
 //!
 //! Everything is deterministic: no hash maps, no threads, sorts on unique keys only. The same scene and inputs on
 //! the same build give bit-identical state.
@@ -24,6 +25,7 @@ pub mod contact;
 pub mod contact_solver;
 pub mod island;
 pub mod manifold;
+pub mod overlap;
 pub mod rest;
 pub mod stack_order;
 pub mod world;
