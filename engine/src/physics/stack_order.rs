@@ -2,6 +2,12 @@
 //! ground, a kinematic or resting body), n + 1 for bodies resting on a body at height n, found breadth-first over
 //! touching contacts. The solver orders contacts from the ground up and, in its shock-propagation pass, holds the
 //! lower body of each contact fixed, which is what lets a 30-cube column carry its weight without sagging.
+//!
+//! Only contacts that can hold a body up give levels and a lower body: a contact whose normal is near horizontal
+//! (two columns standing side by side) carries no weight. Counted, it gave a cube a "support" one level lower in
+//! the next column, through the corner where the columns' joints meet; the shock pass then pinned the cube to
+//! that column's side with friction, and the columns, each solved as if it hung on the other, leaned 18 cm.
+//! Side contacts give levels only to bodies that nothing holds up from below (a cube wedged between two others).
 
 use glam::Vec3;
 
@@ -10,6 +16,10 @@ use super::contact::Contact;
 
 /// A fixed body whose contact normal is within 60° of vertical, above the moving one, presses on it from above.
 const PRESSES_FROM_ABOVE_COS: f32 = 0.5;
+/// A contact whose normal is within 60° of vertical can hold a body up; a steeper one is a side contact.
+const SUPPORTS_COS: f32 = 0.5;
+/// Marks a side contact in the adjacency lists (body ids stay far below it).
+const SIDE_BIT: u32 = 1 << 31;
 
 /// The fixed body of the contact lies above the moving one. The normal points from a to b; the ground is always b
 /// and never above.
@@ -22,14 +32,40 @@ pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
     c.b != GROUND && towards_fixed.dot(up) > PRESSES_FROM_ABOVE_COS
 }
 
+/// The contact's normal is close enough to vertical for one body to hold the other up.
+pub fn can_support(c: &Contact, up: Vec3) -> bool {
+    c.manifold.normal.dot(up).abs() >= SUPPORTS_COS
+}
+
 /// Height of a body not connected to anything fixed (a cube in flight, or a pile in free fall).
 pub const UNSUPPORTED: u32 = u32::MAX;
+
+/// Which body of contact `c` holds the other up, for the shock pass and the seeding: 1 body a, 2 body b, 0
+/// neither. The ground or anything not moving this step holds up what it touches, unless it presses from above (a
+/// held cube set on a stack holds nothing up); between two moving bodies, the one lower in the stack, through a
+/// contact that can carry weight. Side contacts between moving bodies are solved with both bodies free.
+pub fn lower_body(c: &Contact, level: &[u32], simulated: &[bool], up: Vec3) -> u8 {
+    let a_simulated = simulated[c.a as usize];
+    let b_simulated = c.b != GROUND && simulated[c.b as usize];
+    let level_b = if c.b == GROUND { 0 } else { level[c.b as usize] };
+    match level[c.a as usize].cmp(&level_b) {
+        _ if !b_simulated && presses_from_above(c, true, up) => 1,
+        _ if !b_simulated => 2,
+        _ if !a_simulated && presses_from_above(c, false, up) => 2,
+        _ if !a_simulated => 1,
+        _ if !can_support(c, up) => 0,
+        std::cmp::Ordering::Less => 1,
+        std::cmp::Ordering::Greater => 2,
+        std::cmp::Ordering::Equal => 0,
+    }
+}
 
 /// The levels and the scratch for the search, kept between steps so nothing is allocated once sized.
 #[derive(Clone, Debug, Default)]
 pub struct StackOrder {
     pub level: Vec<u32>,
-    /// Adjacency between moving bodies in compressed rows: neighbours of i are `neighbours[offsets[i]..offsets[i+1]]`.
+    /// Adjacency between moving bodies in compressed rows: neighbours of i are `neighbours[offsets[i]..offsets[i+1]]`,
+    /// with [`SIDE_BIT`] set for a side contact.
     offsets: Vec<u32>,
     cursor: Vec<u32>,
     neighbours: Vec<u32>,
@@ -48,26 +84,44 @@ impl StackOrder {
 
     /// `simulated[i]`: body i moves this step; whatever else a contact touches counts as fixed support — unless it
     /// presses from above (`up` is against gravity): a held cube set on a stack holds nothing up, and counting it
-    /// as a base would order the column from both ends at once.
+    /// as a base would order the column from both ends at once. Levels spread through contacts that can carry
+    /// weight first; only then do side contacts reach the bodies still without a level.
     pub fn compute(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
-        let n = simulated.len();
-        let moves = |i: u32| i != GROUND && simulated[i as usize];
         self.level.clear();
-        self.level.resize(n, UNSUPPORTED);
+        self.level.resize(simulated.len(), UNSUPPORTED);
         self.queue.clear();
-        self.offsets.clear();
-        self.offsets.resize(n + 1, 0);
-        for c in contacts.iter().filter(|c| c.touching()) {
+        self.build_adjacency(contacts, simulated, up);
+        self.add_roots(contacts, simulated, up, true);
+        self.spread(false);
+        self.add_roots(contacts, simulated, up, false);
+        self.spread(true);
+    }
+
+    /// Bodies touching something fixed through a contact that can (`supporting`) or cannot carry weight.
+    fn add_roots(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3, supporting: bool) {
+        let moves = |i: u32| i != GROUND && simulated[i as usize];
+        for c in contacts
+            .iter()
+            .filter(|c| c.touching() && can_support(c, up) == supporting)
+        {
             match (moves(c.a), moves(c.b)) {
-                (true, true) => {
-                    self.offsets[c.a as usize + 1] += 1;
-                    self.offsets[c.b as usize + 1] += 1;
-                }
                 (true, false) if !presses_from_above(c, true, up) => self.add_root(c.a),
                 (false, true) if !presses_from_above(c, false, up) => self.add_root(c.b),
-                (true, false) | (false, true) => {}
-                (false, false) => {}
+                _ => {}
             }
+        }
+    }
+
+    /// Compressed adjacency between moving bodies over touching contacts.
+    fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
+        let n = simulated.len();
+        let both_move =
+            |c: &Contact| c.touching() && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
+        self.offsets.clear();
+        self.offsets.resize(n + 1, 0);
+        for c in contacts.iter().filter(|c| both_move(c)) {
+            self.offsets[c.a as usize + 1] += 1;
+            self.offsets[c.b as usize + 1] += 1;
         }
         for i in 0..n {
             self.offsets[i + 1] += self.offsets[i];
@@ -76,19 +130,26 @@ impl StackOrder {
         self.cursor.extend_from_slice(&self.offsets[..n]);
         self.neighbours.clear();
         self.neighbours.resize(self.offsets[n] as usize, 0);
-        for c in contacts.iter().filter(|c| c.touching() && moves(c.a) && moves(c.b)) {
+        for c in contacts.iter().filter(|c| both_move(c)) {
+            let side = if can_support(c, up) { 0 } else { SIDE_BIT };
             for (x, y) in [(c.a, c.b), (c.b, c.a)] {
-                self.neighbours[self.cursor[x as usize] as usize] = y;
+                self.neighbours[self.cursor[x as usize] as usize] = y | side;
                 self.cursor[x as usize] += 1;
             }
         }
+    }
+
+    /// Breadth-first from every body queued so far (the whole queue again: the second round starts from the
+    /// bodies the first one reached), giving unreached neighbours the next level; side contacts only with `sides`.
+    fn spread(&mut self, sides: bool) {
         let mut head = 0;
         while head < self.queue.len() {
             let i = self.queue[head] as usize;
             head += 1;
             for k in self.offsets[i]..self.offsets[i + 1] {
-                let j = self.neighbours[k as usize] as usize;
-                if self.level[j] == UNSUPPORTED {
+                let entry = self.neighbours[k as usize];
+                let j = (entry & !SIDE_BIT) as usize;
+                if (sides || entry & SIDE_BIT == 0) && self.level[j] == UNSUPPORTED {
                     self.level[j] = self.level[i] + 1;
                     self.queue.push(j as u32);
                 }
