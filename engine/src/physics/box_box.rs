@@ -148,16 +148,27 @@ pub fn overlap_depth(a: &OrientedBox, b: &OrientedBox) -> f32 {
     separating_axes(a, b, 0.0).map_or(0.0, |sat| (-sat.separation()).max(0.0))
 }
 
-/// Contacts between boxes `a` and `b` within `margin`. Writes up to four points and returns the normal (from A to
-/// B) and the count; a count of 0 means the boxes are farther apart than `margin`.
+/// What [`collide_box_box`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BoxContact {
+    /// Unit normal from A to B.
+    pub normal: Vec3,
+    /// Points written; 0 when the boxes are farther apart than the margin.
+    pub count: usize,
+    /// The boxes meet only along the rim of the reference face: an edge lies on an edge, as where the joints of two
+    /// columns built side by side meet. Such a contact stops overlap but holds nothing up.
+    pub rim: bool,
+}
+
+/// Contacts between boxes `a` and `b` within `margin`: writes up to four points into `out`.
 pub fn collide_box_box(
     a: &OrientedBox,
     b: &OrientedBox,
     margin: f32,
     out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
-) -> (Vec3, usize) {
+) -> BoxContact {
     let Some(sat) = separating_axes(a, b, margin) else {
-        return (Vec3::ZERO, 0);
+        return BoxContact::default();
     };
     let t = b.center - a.center;
     let use_b = sat.face_b > FACE_RELATIVE_TOLERANCE * sat.face_a + AXIS_ABSOLUTE_TOLERANCE_M;
@@ -165,19 +176,26 @@ pub fn collide_box_box(
     if sat.edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
         let (i, j) = sat.edge_axes;
         let edge_normal = axes(a)[i].cross(axes(b)[j]).normalize() * sat.edge_sign;
-        let n = edge_contact(a, b, sat.edge_axes, edge_normal, out);
-        return (edge_normal, n);
+        let count = edge_contact(a, b, sat.edge_axes, edge_normal, out);
+        return BoxContact {
+            normal: edge_normal,
+            count,
+            rim: false,
+        };
     }
     if use_b {
-        let (n_ref, count) = face_contact(b, a, sat.face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
-        (-n_ref, count)
+        let found = face_contact(b, a, sat.face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
+        BoxContact {
+            normal: -found.normal,
+            ..found
+        }
     } else {
         face_contact(a, b, sat.face_a_axis, t, margin, 0, out)
     }
 }
 
 /// Clips the incident box's most anti-parallel face against the reference face `axis` of `r`. `t` points from the
-/// reference centre to the incident centre. Returns the reference normal (towards the incident box) and the count.
+/// reference centre to the incident centre. The normal returned is the reference normal (towards the incident box).
 fn face_contact(
     r: &OrientedBox,
     inc: &OrientedBox,
@@ -186,7 +204,7 @@ fn face_contact(
     margin: f32,
     tag: u32,
     out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
-) -> (Vec3, usize) {
+) -> BoxContact {
     let (ra, ia) = (axes(r), axes(inc));
     let (hr, hi) = (r.half.to_array(), inc.half.to_array());
     let ref_sign = sign(t.dot(ra[axis]));
@@ -232,7 +250,10 @@ fn face_contact(
         n = clip(&poly[..n], ax, s, h, side as u32, &mut scratch);
         poly[..n].copy_from_slice(&scratch[..n]);
         if n == 0 {
-            return (normal, 0);
+            return BoxContact {
+                normal,
+                ..BoxContact::default()
+            };
         }
     }
 
@@ -270,7 +291,26 @@ fn face_contact(
             count += 1;
         }
     }
-    (normal, reduce_to_four(&candidates[..count], normal, out))
+    let touching = |v: &ClipVertex| ref_sign * v.local[axis] - hr[axis] <= margin;
+    BoxContact {
+        normal,
+        count: reduce_to_four(&candidates[..count], normal, out),
+        rim: on_rim(&poly[..n], &planes, touching),
+    }
+}
+
+/// Every vertex that makes a point lies within the clip tolerance of the same side plane (the planes sit
+/// [`CLIP_TOLERANCE_M`] outside the reference face): the incident face meets the reference face only at its rim.
+fn on_rim(poly: &[ClipVertex], planes: &[(usize, f32, f32); 4], touching: impl Fn(&ClipVertex) -> bool) -> bool {
+    let mut near = [true; 4];
+    let mut any = false;
+    for v in poly.iter().filter(|v| touching(v)) {
+        any = true;
+        for (near, &(ax, s, h)) in near.iter_mut().zip(planes) {
+            *near &= s * v.local[ax] >= h - 2.0 * CLIP_TOLERANCE_M;
+        }
+    }
+    any && near.contains(&true)
 }
 
 fn poly_extra(out: &mut [CandidatePoint; 12], count: &mut usize, position: Vec3, separation: f32, id: u32) {
@@ -372,8 +412,8 @@ mod tests {
 
     fn collide(a: &OrientedBox, b: &OrientedBox, margin: f32) -> (Vec3, Vec<CandidatePoint>) {
         let mut out = [CandidatePoint::default(); 4];
-        let (n, c) = collide_box_box(a, b, margin, &mut out);
-        (n, out[..c].to_vec())
+        let found = collide_box_box(a, b, margin, &mut out);
+        (found.normal, out[..found.count].to_vec())
     }
 
     #[test]
@@ -392,6 +432,17 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 4, "feature ids are distinct");
+    }
+
+    #[test]
+    fn cubes_meeting_edge_to_edge_touch_only_at_the_rim() {
+        // The joint between two columns: B sits one level up in the next column, its bottom edge on A's top edge.
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let mut out = [CandidatePoint::default(); 4];
+        let diagonal = collide_box_box(&a, &cube(Vec3::new(0.0, 1.5, 1.0), Quat::IDENTITY), 0.02, &mut out);
+        assert!(diagonal.count > 0 && diagonal.rim, "{diagonal:?}");
+        let stacked = collide_box_box(&a, &cube(Vec3::new(0.0, 1.5, 0.2), Quat::IDENTITY), 0.02, &mut out);
+        assert!(stacked.count == 4 && !stacked.rim, "{stacked:?}");
     }
 
     #[test]

@@ -7,7 +7,11 @@
 //! (two columns standing side by side) carries no weight. Counted, it gave a cube a "support" one level lower in
 //! the next column, through the corner where the columns' joints meet; the shock pass then pinned the cube to
 //! that column's side with friction, and the columns, each solved as if it hung on the other, leaned 18 cm.
-//! Side contacts give levels only to bodies that nothing holds up from below (a cube wedged between two others).
+//! The same holds for a contact that touches only along the rim of a face ([`Manifold::rim`]): that corner is where
+//! the columns' joints meet, and its normal may come out vertical. Side contacts give levels only to bodies that
+//! nothing holds up from below (a cube wedged between two others).
+//!
+//! [`Manifold::rim`]: super::manifold::Manifold::rim
 
 use glam::Vec3;
 
@@ -32,9 +36,11 @@ pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
     c.b != GROUND && towards_fixed.dot(up) > PRESSES_FROM_ABOVE_COS
 }
 
-/// The contact's normal is close enough to vertical for one body to hold the other up.
+/// One body of the contact can hold the other up: the normal is close enough to vertical, and the boxes meet on
+/// a face, not only along the rim of one (where two columns' joints meet, a cube's edge touches the edge of the
+/// cube one level down in the next column; the real support is the cube below).
 pub fn can_support(c: &Contact, up: Vec3) -> bool {
-    c.manifold.normal.dot(up).abs() >= SUPPORTS_COS
+    c.manifold.normal.dot(up).abs() >= SUPPORTS_COS && !c.manifold.rim
 }
 
 /// Height of a body not connected to anything fixed (a cube in flight, or a pile in free fall).
@@ -202,6 +208,41 @@ mod tests {
         let mut order = StackOrder::default();
         order.compute(&contacts, &[false, true, true], Vec3::Y);
         assert_eq!(order.level, vec![UNSUPPORTED, 0, 1]);
+    }
+}
+
+#[cfg(test)]
+mod side_tests {
+    use super::tests_support::touching_with_normal;
+    use super::*;
+
+    #[test]
+    fn side_and_rim_contacts_give_no_level_while_a_support_exists() {
+        // Two columns of two side by side: 0 under 1, 2 under 3; 1 touches 2 at the joint (rim), 1 and 3 side to side.
+        let mut rim = touching_with_normal(1, 2, -Vec3::Y);
+        rim.manifold.rim = true;
+        let contacts = [
+            touching_with_normal(0, GROUND, -Vec3::Y),
+            touching_with_normal(0, 1, Vec3::Y),
+            touching_with_normal(0, 2, Vec3::X),
+            rim,
+            touching_with_normal(1, 3, Vec3::X),
+            touching_with_normal(2, GROUND, -Vec3::Y),
+            touching_with_normal(2, 3, Vec3::Y),
+            // Body 4 is wedged: it touches only the side of body 3.
+            touching_with_normal(3, 4, Vec3::X),
+        ];
+        let mut order = StackOrder::default();
+        order.compute(&contacts, &[true; 5], Vec3::Y);
+        assert_eq!(order.level, vec![0, 1, 0, 1, 2]);
+        let lower = |k: usize| lower_body(&contacts[k], &order.level, &[true; 5], Vec3::Y);
+        assert_eq!(lower(1), 1, "0 holds 1 up");
+        assert_eq!(
+            (lower(2), lower(3), lower(4)),
+            (0, 0, 0),
+            "side and rim contacts hold nothing up"
+        );
+        assert_eq!(lower(5), 2, "the ground holds 2 up");
     }
 }
 
