@@ -1,5 +1,6 @@
 //! Box against box: the separating axis test over 15 axes, then either face clipping (a face of one box clipped
-//! against the side planes of the other's face, Sutherland–Hodgman) or a single edge–edge point. Every point
+//! against the side planes of the other's face, Sutherland–Hodgman) or an edge contact: the crossing of the two
+//! edges plus every corner of either box that lies over the other along the normal (see `docs/physics-contacts.md`). Every point
 //! carries a feature id built from the faces, edges and clip planes that made it, so the same touching features
 //! give the same id on the next step and the solver can warm start from last step's impulse.
 
@@ -22,9 +23,14 @@ const PARALLEL_EPSILON: f32 = 1.0e-6;
 /// four corners, and their ids, when it slides a hair sideways instead of being clipped into new points.
 const CLIP_TOLERANCE_M: f32 = 0.001;
 
-/// Feature-id tags that keep face points and edge points apart.
+/// Feature-id tags that keep face points, edge points and the corner points of an edge contact apart.
 const EDGE_FEATURE_TAG: u32 = 1 << 16;
 const REFERENCE_IS_B_TAG: u32 = 1 << 15;
+const EDGE_CORNER_TAG: u32 = 1 << 14;
+
+/// Candidates an edge contact gathers before the reduction to four: the crossing point and every corner of both
+/// boxes.
+const EDGE_CANDIDATES: usize = 17;
 
 /// A vertex of the polygon being clipped, in the reference box's local frame.
 #[derive(Clone, Copy, Default)]
@@ -176,7 +182,7 @@ pub fn collide_box_box(
     if sat.edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
         let (i, j) = sat.edge_axes;
         let edge_normal = axes(a)[i].cross(axes(b)[j]).normalize() * sat.edge_sign;
-        let count = edge_contact(a, b, sat.edge_axes, edge_normal, out);
+        let count = edge_contact(a, b, sat.edge_axes, edge_normal, margin, out);
         return BoxContact {
             normal: edge_normal,
             count,
@@ -347,14 +353,62 @@ fn clip(poly: &[ClipVertex], axis: usize, s: f32, h: f32, side: u32, out: &mut [
     n
 }
 
-/// The closest points of the two support edges along `normal`; one point halfway between them.
+/// Points of an edge contact: the crossing of the two support edges, and every corner of either box that lies
+/// over the other along the normal within `margin`. Edges that cross give the one point they touch at; an edge
+/// lying along an edge or on a face gives its two ends too (the corners over the other box); and a tumbling box's
+/// next corner to land is a speculative point before it lands, not an overlap after.
 fn edge_contact(
     a: &OrientedBox,
     b: &OrientedBox,
-    (i, j): (usize, usize),
+    axes_ij: (usize, usize),
     normal: Vec3,
+    margin: f32,
     out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
 ) -> usize {
+    let mut candidates = [CandidatePoint::default(); EDGE_CANDIDATES];
+    candidates[0] = edge_crossing(a, b, axes_ij, normal);
+    let mut count = 1;
+    for k in 0..8 {
+        // B's corners against A, looking back along the normal; A's against B, looking along it.
+        for (from_b, corner, other, dir) in [(1, b.corner(k), a, -normal), (0, a.corner(k), b, normal)] {
+            let Some(separation) = ray_entry(other, corner, dir) else {
+                continue;
+            };
+            if separation <= margin {
+                candidates[count] = CandidatePoint {
+                    position: corner + dir * (0.5 * separation),
+                    separation,
+                    id: EDGE_FEATURE_TAG | EDGE_CORNER_TAG | (from_b << 3) | k as u32,
+                };
+                count += 1;
+            }
+        }
+    }
+    reduce_to_four(&candidates[..count], normal, out)
+}
+
+/// Where the line `p + t·dir` enters box `bx`, as the parameter t (negative when `p` is inside: then −t is how far
+/// `p` must move against `dir` to leave the box), or `None` when the line misses the box.
+fn ray_entry(bx: &OrientedBox, p: Vec3, dir: Vec3) -> Option<f32> {
+    let d = p - bx.center;
+    let (mut enter, mut leave) = (f32::NEG_INFINITY, f32::INFINITY);
+    for (axis, h) in axes(bx).iter().zip(bx.half.to_array()) {
+        let (offset, speed) = (d.dot(*axis), dir.dot(*axis));
+        if speed.abs() < PARALLEL_EPSILON {
+            if offset.abs() > h {
+                return None;
+            }
+            continue;
+        }
+        let (t1, t2) = ((-h - offset) / speed, (h - offset) / speed);
+        enter = enter.max(t1.min(t2));
+        leave = leave.min(t1.max(t2));
+    }
+    (enter <= leave).then_some(enter)
+}
+
+/// The closest points of the two support edges along `normal`; one point halfway between them.
+fn edge_crossing(a: &OrientedBox, b: &OrientedBox, (i, j): (usize, usize), normal: Vec3) -> CandidatePoint {
     let (aa, ba) = (axes(a), axes(b));
     let (ha, hb) = (a.half.to_array(), b.half.to_array());
     // The edge of A farthest along the normal and the edge of B farthest against it.
@@ -388,12 +442,11 @@ fn edge_contact(
     s = (d * tt + e).clamp(-ha[i], ha[i]);
     let qa = pa + da * s;
     let qb = pb + db * tt;
-    out[0] = CandidatePoint {
+    CandidatePoint {
         position: (qa + qb) * 0.5,
         separation: (qb - qa).dot(normal),
         id: EDGE_FEATURE_TAG | (id_a << 8) | id_b,
-    };
-    1
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! How high each body sits in its stack: 0 for bodies that rest on something that does not move this step (the
 //! ground, a kinematic or resting body), n + 1 for bodies resting on a body at height n, found breadth-first over
-//! touching contacts. The solver orders contacts from the ground up and, in its shock-propagation pass, holds the
+//! contacts with points (speculative ones too: two cubes falling together onto the ground are ordered ground up in
+//! the step they land, or the lower one stops and the upper one, solved first, sinks 5 cm into it). The solver orders contacts from the ground up and, in its shock-propagation pass, holds the
 //! lower body of each contact fixed, which is what lets a 30-cube column carry its weight without sagging.
 //!
 //! Only contacts that can hold a body up give levels and a lower body: a contact whose normal is near horizontal
@@ -108,7 +109,7 @@ impl StackOrder {
         let moves = |i: u32| i != GROUND && simulated[i as usize];
         for c in contacts
             .iter()
-            .filter(|c| c.touching() && can_support(c, up) == supporting)
+            .filter(|c| c.manifold.count > 0 && can_support(c, up) == supporting)
         {
             match (moves(c.a), moves(c.b)) {
                 (true, false) if !presses_from_above(c, true, up) => self.add_root(c.a),
@@ -118,11 +119,11 @@ impl StackOrder {
         }
     }
 
-    /// Compressed adjacency between moving bodies over touching contacts.
+    /// Compressed adjacency between moving bodies over contacts with points.
     fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
         let n = simulated.len();
         let both_move =
-            |c: &Contact| c.touching() && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
+            |c: &Contact| c.manifold.count > 0 && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
         self.offsets.clear();
         self.offsets.resize(n + 1, 0);
         for c in contacts.iter().filter(|c| both_move(c)) {
