@@ -563,6 +563,49 @@ mod tests {
     }
 
     #[test]
+    fn an_edge_lying_along_an_edge_gives_both_ends() {
+        // Two roofs: both cubes turned 45° about z, the upper one also 1° about y, its lowest edge 5 mm into the
+        // ridge of the lower one. The edges cross at 1°: within the margin along their whole common length.
+        let h = 0.5 * std::f32::consts::SQRT_2;
+        let a = cube(Vec3::ZERO, Quat::from_rotation_z(FRAC_PI_4));
+        let rot = Quat::from_rotation_y(1f32.to_radians()) * Quat::from_rotation_z(FRAC_PI_4);
+        let b = cube(Vec3::new(0.0, 2.0 * h - 0.005, 0.0), rot);
+        // The face axes tie with the edge axis here (the roofs' slopes are parallel), so call the edge contact
+        // directly with the ridge axes (z of both) and the upward normal.
+        let mut out = [CandidatePoint::default(); 4];
+        let count = edge_contact(&a, &b, (2, 2), Vec3::Y, 0.02, &mut out);
+        let pts = &out[..count];
+        assert!(pts.len() >= 2, "{pts:?}");
+        let spread = pts.iter().map(|p| p.position.z).fold(f32::NEG_INFINITY, f32::max)
+            - pts.iter().map(|p| p.position.z).fold(f32::INFINITY, f32::min);
+        assert!(spread > 0.9, "points span the ridge, not one spot: {pts:?}");
+        assert!(
+            pts.iter().all(|p| p.separation < 0.02 && p.separation > -0.01),
+            "{pts:?}"
+        );
+        assert!(pts.iter().all(|p| p.id & EDGE_FEATURE_TAG != 0));
+    }
+
+    #[test]
+    fn a_ray_enters_a_box_where_its_surface_is() {
+        let b = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let near = |t: Option<f32>, want: f32| t.is_some_and(|t| (t - want).abs() < 1e-6);
+        assert!(
+            near(ray_entry(&b, Vec3::new(0.2, 1.3, 0.1), -Vec3::Y), 0.3),
+            "above: the gap"
+        );
+        assert!(
+            near(ray_entry(&b, Vec3::new(0.2, 0.9, 0.1), -Vec3::Y), -0.1),
+            "inside: minus the depth"
+        );
+        assert_eq!(
+            ray_entry(&b, Vec3::new(0.7, 1.3, 0.1), -Vec3::Y),
+            None,
+            "beside: a miss"
+        );
+    }
+
+    #[test]
     fn tilted_cube_resting_on_an_edge_gives_two_points() {
         let h = 0.5 * std::f32::consts::SQRT_2;
         let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
