@@ -28,6 +28,7 @@ const SIDE_BIT: u32 = 1 << 31;
 
 /// The fixed body of the contact lies above the moving one. The normal points from a to b; the ground is always b
 /// and never above.
+#[inline]
 pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
     let towards_fixed = if fixed_is_b {
         c.manifold.normal
@@ -40,6 +41,7 @@ pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
 /// One body of the contact can hold the other up: the normal is close enough to vertical, and the boxes meet on
 /// a face, not only along the rim of one (where two columns' joints meet, a cube's edge touches the edge of the
 /// cube one level down in the next column; the real support is the cube below).
+#[inline]
 pub fn can_support(c: &Contact, up: Vec3) -> bool {
     c.manifold.normal.dot(up).abs() >= SUPPORTS_COS && !c.manifold.rim
 }
@@ -51,6 +53,7 @@ pub const UNSUPPORTED: u32 = u32::MAX;
 /// neither. The ground or anything not moving this step holds up what it touches, unless it presses from above (a
 /// held cube set on a stack holds nothing up); between two moving bodies, the one lower in the stack, through a
 /// contact that can carry weight. Side contacts between moving bodies are solved with both bodies free.
+#[inline]
 pub fn lower_body(c: &Contact, level: &[u32], simulated: &[bool], up: Vec3) -> u8 {
     let a_simulated = simulated[c.a as usize];
     let b_simulated = c.b != GROUND && simulated[c.b as usize];
@@ -97,30 +100,40 @@ impl StackOrder {
         self.level.clear();
         self.level.resize(simulated.len(), UNSUPPORTED);
         self.queue.clear();
-        self.build_adjacency(contacts, simulated, up);
-        self.add_roots(contacts, simulated, up, true);
+        let side_links = self.build_adjacency(contacts, simulated, up);
+        let side_roots = self.add_roots(contacts, simulated, up, true);
         self.spread(false);
-        self.add_roots(contacts, simulated, up, false);
-        self.spread(true);
-    }
-
-    /// Bodies touching something fixed through a contact that can (`supporting`) or cannot carry weight.
-    fn add_roots(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3, supporting: bool) {
-        let moves = |i: u32| i != GROUND && simulated[i as usize];
-        for c in contacts
-            .iter()
-            .filter(|c| c.manifold.count > 0 && can_support(c, up) == supporting)
-        {
-            match (moves(c.a), moves(c.b)) {
-                (true, false) if !presses_from_above(c, true, up) => self.add_root(c.a),
-                (false, true) if !presses_from_above(c, false, up) => self.add_root(c.b),
-                _ => {}
-            }
+        // Most scenes have no side contact between moving bodies (a field of cubes): then there is no second round.
+        if side_roots {
+            self.add_roots(contacts, simulated, up, false);
+        }
+        if side_links || side_roots {
+            self.spread(true);
         }
     }
 
-    /// Compressed adjacency between moving bodies over contacts with points.
-    fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
+    /// Bodies touching something fixed through a contact that can (`supporting`) or cannot carry weight. Returns
+    /// whether a contact of the other kind would have given a root.
+    fn add_roots(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3, supporting: bool) -> bool {
+        let moves = |i: u32| i != GROUND && simulated[i as usize];
+        let mut other_kind = false;
+        for c in contacts.iter().filter(|c| c.manifold.count > 0) {
+            let root = match (moves(c.a), moves(c.b)) {
+                (true, false) if !presses_from_above(c, true, up) => c.a,
+                (false, true) if !presses_from_above(c, false, up) => c.b,
+                _ => continue,
+            };
+            if can_support(c, up) == supporting {
+                self.add_root(root);
+            } else {
+                other_kind = true;
+            }
+        }
+        other_kind
+    }
+
+    /// Compressed adjacency between moving bodies over contacts with points; returns whether any is a side contact.
+    fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) -> bool {
         let n = simulated.len();
         let both_move =
             |c: &Contact| c.manifold.count > 0 && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
@@ -137,13 +150,16 @@ impl StackOrder {
         self.cursor.extend_from_slice(&self.offsets[..n]);
         self.neighbours.clear();
         self.neighbours.resize(self.offsets[n] as usize, 0);
+        let mut any_side = false;
         for c in contacts.iter().filter(|c| both_move(c)) {
             let side = if can_support(c, up) { 0 } else { SIDE_BIT };
+            any_side |= side != 0;
             for (x, y) in [(c.a, c.b), (c.b, c.a)] {
                 self.neighbours[self.cursor[x as usize] as usize] = y | side;
                 self.cursor[x as usize] += 1;
             }
         }
+        any_side
     }
 
     /// Breadth-first from every body queued so far (the whole queue again: the second round starts from the
