@@ -4,7 +4,7 @@
 
 use glam::{Quat, Vec3};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyKind, BodyState, World, WorldConfig};
-use tumble_tests::{max_distance, positions, quantize_all, scene_world};
+use tumble_tests::{deepest_overlap, max_distance, positions, quantize_all, scene_world};
 
 /// Steps a scene with quantization before every step; returns the first step after which everything rests.
 fn run_quantized(world: &mut World, steps: u32) -> Option<u32> {
@@ -59,18 +59,24 @@ fn stacks_stand_without_rest_detection() {
 
 #[test]
 fn fast_cubes_neither_tunnel_nor_sink_deep() {
-    for (name, steps) in [("smash", 300), ("field900", 300)] {
+    // The deepest overlap after any step, measured from the poses (not from the contacts, which could miss one):
+    // at most 1 cm, in the scenes where cubes are thrown into towers, pyramids and fields and tumble over each
+    // other (physics-regress's max_overlap_m, 600 steps: smash 0.63 cm, field900 0.34 cm, pyramid_hit 0.74 cm).
+    const MAX_OVERLAP_M: f32 = 0.01;
+    for (name, steps) in [("smash", 400), ("field900", 300), ("pyramid_hit", 300)] {
         let mut world = scene_world(name, true);
-        let mut deepest = 0.0f32;
+        let (mut deepest, mut reported) = (0.0f32, 0.0f32);
         for _ in 0..steps {
             let report = world.step();
-            deepest = deepest.max(report.max_penetration);
+            reported = reported.max(report.max_penetration);
             assert!(
                 report.fell_below_floor.is_empty(),
                 "{name}: a body fell through the ground"
             );
+            deepest = deepest.max(deepest_overlap(&world));
         }
-        assert!(deepest < 0.02, "{name}: overlap of {deepest} m");
+        assert!(deepest <= MAX_OVERLAP_M, "{name}: overlap of {deepest} m");
+        assert!(reported <= MAX_OVERLAP_M, "{name}: contacts reported {reported} m");
     }
 }
 
