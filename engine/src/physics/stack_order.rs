@@ -1,8 +1,8 @@
 //! How high each body sits in its stack: 0 for bodies that rest on something that does not move this step (the
-//! ground, a kinematic or resting body), n + 1 for bodies resting on a body at height n, found breadth-first over
-//! contacts with points (speculative ones too: two cubes falling together onto the ground are ordered ground up in
-//! the step they land, or the lower one stops and the upper one, solved first, sinks 5 cm into it). The solver orders contacts from the ground up and, in its shock-propagation pass, holds the
-//! lower body of each contact fixed, which is what lets a 30-cube column carry its weight without sagging.
+//! ground, a kinematic or resting body, or the ground about to be landed on: see `reaches_ground`), n + 1 for
+//! bodies resting on a body at height n, found breadth-first over touching contacts. The solver orders contacts
+//! from the ground up and, in its shock-propagation pass, holds the lower body of each contact fixed, which is
+//! what lets a 30-cube column carry its weight without sagging.
 //!
 //! Only contacts that can hold a body up give levels and a lower body: a contact whose normal is near horizontal
 //! (two columns standing side by side) carries no weight. Counted, it gave a cube a "support" one level lower in
@@ -44,6 +44,14 @@ pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
 #[inline]
 pub fn can_support(c: &Contact, up: Vec3) -> bool {
     c.manifold.normal.dot(up).abs() >= SUPPORTS_COS && !c.manifold.rim
+}
+
+/// The contact joins the stack: it touches, or it is a body about to land on the ground (a speculative ground
+/// contact). Two cubes falling together onto the ground are then ordered ground up in the step they land;
+/// otherwise the lower one stops and the upper one, solved first, sinks 5 cm into it. Speculative contacts between
+/// boxes do not count: ordering by every near miss in a tumbling pile kept it from ever coming to rest.
+fn reaches_ground(c: &Contact) -> bool {
+    c.touching() || (c.b == GROUND && c.manifold.count > 0)
 }
 
 /// Height of a body not connected to anything fixed (a cube in flight, or a pile in free fall).
@@ -117,7 +125,7 @@ impl StackOrder {
     fn add_roots(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3, supporting: bool) -> bool {
         let moves = |i: u32| i != GROUND && simulated[i as usize];
         let mut other_kind = false;
-        for c in contacts.iter().filter(|c| c.manifold.count > 0) {
+        for c in contacts.iter().filter(|c| reaches_ground(c)) {
             let root = match (moves(c.a), moves(c.b)) {
                 (true, false) if !presses_from_above(c, true, up) => c.a,
                 (false, true) if !presses_from_above(c, false, up) => c.b,
@@ -132,11 +140,11 @@ impl StackOrder {
         other_kind
     }
 
-    /// Compressed adjacency between moving bodies over contacts with points; returns whether any is a side contact.
+    /// Compressed adjacency between moving bodies over touching contacts; returns whether any is a side contact.
     fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) -> bool {
         let n = simulated.len();
         let both_move =
-            |c: &Contact| c.manifold.count > 0 && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
+            |c: &Contact| c.touching() && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
         self.offsets.clear();
         self.offsets.resize(n + 1, 0);
         for c in contacts.iter().filter(|c| both_move(c)) {
