@@ -38,6 +38,9 @@ pub struct BaselineEntry {
     pub max_displacement_m: f64,
     pub max_drift_after_settle_m: Option<f64>,
     pub max_penetration_m: f64,
+    /// Absent in baselines written before it was measured; such an entry is not judged on it.
+    #[serde(default)]
+    pub max_overlap_m: Option<f64>,
     /// Informational: any change to the engine changes it, so a different checksum is reported, never judged.
     pub checksum: String,
 }
@@ -53,6 +56,7 @@ impl From<&RunResult> for BaselineEntry {
             max_displacement_m: r.max_displacement_m,
             max_drift_after_settle_m: r.max_drift_after_settle_m,
             max_penetration_m: r.max_penetration_m,
+            max_overlap_m: Some(r.max_overlap_m),
             checksum: r.checksum.clone(),
         }
     }
@@ -159,6 +163,14 @@ pub fn compare(run: &RunResult, entry: Option<&BaselineEntry>) -> Vec<Finding> {
             ),
         );
     }
+    if let Some(old) = base.max_overlap_m {
+        if worse(run.max_overlap_m, old, PENETRATION_ALLOWANCE_M) {
+            push(
+                FindingKind::Stability,
+                format!("max overlap {:.4} m vs baseline {:.4} m", run.max_overlap_m, old),
+            );
+        }
+    }
     match (base.settle_step, run.settle_step) {
         (Some(old), None) => push(
             FindingKind::Stability,
@@ -206,6 +218,7 @@ mod tests {
             max_displacement_m: 0.02,
             max_drift_after_settle_m: Some(0.0),
             max_penetration_m: 0.003,
+            max_overlap_m: 0.003,
             checksum: "00000000000000aa".into(),
         }
     }
@@ -237,8 +250,18 @@ mod tests {
         // Small changes within the allowance are not regressions.
         let mut r = run();
         r.max_penetration_m = 0.004;
+        r.max_overlap_m = 0.004;
         r.settle_step = Some(240);
         assert!(compare(&r, Some(&base)).is_empty());
+        // Overlap is judged like penetration, but not against a baseline written before it was measured.
+        let mut r = run();
+        r.max_overlap_m = 0.02;
+        assert_eq!(kinds(&compare(&r, Some(&base))), [FindingKind::Stability]);
+        let old = BaselineEntry {
+            max_overlap_m: None,
+            ..base
+        };
+        assert!(compare(&r, Some(&old)).is_empty());
     }
 
     #[test]

@@ -44,6 +44,9 @@ pub struct RapierSim {
     world: PhysicsWorld,
     /// Scene body index → Rapier handle.
     handles: Vec<RigidBodyHandle>,
+    /// Scene body index → half extents (m).
+    halves: Vec<Vec3>,
+    ground_height: Option<f32>,
 }
 
 impl RapierSim {
@@ -93,7 +96,13 @@ impl RapierSim {
             let (handle, _) = world.insert(body, collider);
             handles.push(handle);
         }
-        Ok(Self { world, handles })
+        let halves = bodies.iter().map(|b| b.half_extents).collect();
+        Ok(Self {
+            world,
+            handles,
+            halves,
+            ground_height: config.ground_height,
+        })
     }
 
     /// Deepest overlap (m, ≥ 0) among the contact manifolds as the last narrow phase left them (the narrow phase
@@ -143,6 +152,17 @@ impl Simulation for RapierSim {
 
     fn last_max_penetration(&self) -> f32 {
         self.contact_penetration()
+    }
+
+    fn half_extents(&self, index: usize) -> Result<Vec3> {
+        match self.halves.get(index) {
+            Some(h) => Ok(*h),
+            None => anyhow::bail!("no body with index {index}"),
+        }
+    }
+
+    fn ground_height(&self) -> Option<f32> {
+        self.ground_height
     }
 
     fn all_at_rest(&self) -> bool {

@@ -67,8 +67,8 @@ pub fn markdown(rows: &[ReportRow], findings: &[Finding], header: &[String]) -> 
     }
     s.push_str(
         "\n| scene | engine | bodies | ms/step | Tumble/Rapier | settle step | max displacement (m) | \
-         drift after settle (m) | max penetration (m) | checksum | vs baseline |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
+         drift after settle (m) | max penetration (m) | max overlap (m) | checksum | vs baseline |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
     );
     for row in rows {
         match &row.outcome {
@@ -83,7 +83,7 @@ pub fn markdown(rows: &[ReportRow], findings: &[Finding], header: &[String]) -> 
                 };
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {} | {:.4} | {} | {} | {} | {} | {} | `{}` | {} |",
+                    "| {} | {} | {} | {:.4} | {} | {} | {} | {} | {} | {} | `{}` | {} |",
                     r.scene,
                     r.engine,
                     r.bodies,
@@ -93,6 +93,7 @@ pub fn markdown(rows: &[ReportRow], findings: &[Finding], header: &[String]) -> 
                     metres(r.max_displacement_m),
                     opt(r.max_drift_after_settle_m.map(metres)),
                     metres(r.max_penetration_m),
+                    metres(r.max_overlap_m),
                     r.checksum,
                     vs
                 );
@@ -101,7 +102,7 @@ pub fn markdown(rows: &[ReportRow], findings: &[Finding], header: &[String]) -> 
                 let e = e.replace('|', "\\|").replace('\n', " ");
                 let _ = writeln!(
                     s,
-                    "| {} | {} | | | | | | | | | **FAILED**: {e} |",
+                    "| {} | {} | | | | | | | | | | **FAILED**: {e} |",
                     row.scene, row.engine
                 );
             }
@@ -162,6 +163,7 @@ mod tests {
             max_displacement_m: 0.1,
             max_drift_after_settle_m: None,
             max_penetration_m: 0.0,
+            max_overlap_m: 0.0,
             checksum: "0123456789abcdef".into(),
         }
     }

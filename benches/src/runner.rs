@@ -8,8 +8,10 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use glam::Vec3;
+use glam::{Mat3, Vec3};
 use serde::{Deserialize, Serialize};
+use tumble_engine::physics::box_plane::OrientedBox;
+use tumble_engine::physics::overlap::deepest_overlap;
 use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
 use tumble_engine::scene::{load_scene, Scene};
 
@@ -84,8 +86,13 @@ pub struct RunResult {
     pub max_displacement_m: f64,
     /// Largest |end − position at settle_step| of any body (m), or `None` when the scene never settled.
     pub max_drift_after_settle_m: Option<f64>,
-    /// Deepest overlap between any two bodies or a body and the ground, seen at any step (m, ≥ 0).
+    /// Deepest overlap between any two bodies or a body and the ground, seen at any step (m, ≥ 0), as the engine's
+    /// own contacts report it at the start of a step.
     pub max_penetration_m: f64,
+    /// Deepest overlap between any two bodies or a body and the ground after any step (m, ≥ 0), measured from the
+    /// poses alone by the same code for every engine ([`deepest_overlap`]): what the contacts missed shows here.
+    #[serde(default)]
+    pub max_overlap_m: f64,
     /// 64-bit FNV-1a of the exact final state of every body in id order ([`state_checksum`]), as 16 hex digits.
     pub checksum: String,
 }
@@ -101,6 +108,10 @@ pub trait Simulation {
     fn last_max_penetration(&self) -> f32;
     /// Whether every dynamic body is at rest (asleep) now.
     fn all_at_rest(&self) -> bool;
+    /// Half extents of body `index` (m).
+    fn half_extents(&self, index: usize) -> Result<Vec3>;
+    /// Height of the ground plane, if the world has one.
+    fn ground_height(&self) -> Option<f32>;
     /// Called before every step when the run quantizes; engines that can't must refuse in their constructor.
     fn quantize_all(&mut self) -> Result<()> {
         bail!("this engine has no quantize round trip")
@@ -160,6 +171,21 @@ fn positions<S: Simulation>(sim: &S) -> Result<Vec<Vec3>> {
         .collect()
 }
 
+/// Deepest overlap of the bodies as they stand now (see [`RunResult::max_overlap_m`]).
+fn overlap_now<S: Simulation>(sim: &S) -> Result<f32> {
+    let boxes = (0..sim.body_count())
+        .map(|i| {
+            let s = sim.state(i)?;
+            Ok(OrientedBox {
+                center: s.position,
+                axes: Mat3::from_quat(s.rotation),
+                half: sim.half_extents(i)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(deepest_overlap(&boxes, sim.ground_height()))
+}
+
 fn largest_distance(a: &[Vec3], b: &[Vec3]) -> f64 {
     a.iter()
         .zip(b)
@@ -173,6 +199,7 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
     let mut step_ms = Vec::with_capacity(opts.steps as usize);
     let mut settle: Option<(u32, Vec<Vec3>)> = None;
     let mut max_penetration = 0.0f32;
+    let mut max_overlap = 0.0f32;
     // Quantizing is idempotent, so "quantize after every step" (and once before the first) is the pipeline state
     // sync runs — quantize before every step — with every pose measured as the quantized state both sides agree on.
     if opts.quantize {
@@ -187,6 +214,7 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
                 .with_context(|| format!("quantize after step {step}"))?;
         }
         max_penetration = max_penetration.max(sim.last_max_penetration());
+        max_overlap = max_overlap.max(overlap_now(sim)?);
         if settle.is_none() && sim.all_at_rest() {
             settle = Some((step, positions(sim)?));
         }
@@ -206,6 +234,7 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
         max_displacement_m: largest_distance(&start, &end),
         max_drift_after_settle_m: settle.as_ref().map(|(_, at)| largest_distance(at, &end)),
         max_penetration_m: f64::from(max_penetration.max(0.0)),
+        max_overlap_m: f64::from(max_overlap),
         checksum: format!("{:016x}", state_checksum(&states)),
     })
 }
@@ -327,6 +356,7 @@ mod tests {
             max_displacement_m: 0.01,
             max_drift_after_settle_m: None,
             max_penetration_m: 0.002,
+            max_overlap_m: 0.003,
             checksum: format!("{:016x}", 0xabcu64),
         };
         let v = serde_json::to_value(&r).unwrap();
@@ -341,6 +371,7 @@ mod tests {
                 "engine",
                 "max_displacement_m",
                 "max_drift_after_settle_m",
+                "max_overlap_m",
                 "max_penetration_m",
                 "ms_per_step",
                 "ms_total",

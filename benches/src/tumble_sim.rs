@@ -2,6 +2,7 @@
 //! quantize round trip that state sync applies to every body before every step.
 
 use anyhow::{Context, Result};
+use glam::Vec3;
 use tumble::sync::codec::quantize::{dequantize_state, quantize_state};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
 
@@ -58,6 +59,16 @@ impl Simulation for TumbleSim {
         self.world.all_at_rest()
     }
 
+    fn half_extents(&self, index: usize) -> Result<Vec3> {
+        self.world
+            .half_extents(id(index))
+            .with_context(|| format!("reading body {index}"))
+    }
+
+    fn ground_height(&self) -> Option<f32> {
+        self.world.config().ground_height
+    }
+
     /// Every body's state through the wire format and back, written back with `set_state`: exactly what a peer
     /// applying state sync does before each step.
     fn quantize_all(&mut self) -> Result<()> {
@@ -76,7 +87,6 @@ impl Simulation for TumbleSim {
 mod tests {
     use super::*;
     use crate::runner::{run_bodies, EngineKind, RunOptions};
-    use glam::Vec3;
 
     #[test]
     fn runs_a_cube_with_and_without_the_quantize_round_trip() {

@@ -1080,6 +1080,10 @@ mod tests {
             ("field900.toml", 901),
             ("smash.toml", 31),
             ("large_pyramid.toml", 5050),
+            ("towers2x25.toml", 50),
+            ("towers2x2x20.toml", 80),
+            ("tower_wall.toml", 115),
+            ("pyramid_hit.toml", 211),
         ];
         for (file, bodies) in expected {
             let s = shipped(file);

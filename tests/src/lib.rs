@@ -4,9 +4,10 @@ pub mod tipping;
 
 use std::path::PathBuf;
 
-use glam::Vec3;
+use glam::{Mat3, Vec3};
 use tumble::sync::codec::quantize::quantize_body_state;
-use tumble_engine::physics::{BodyId, World, WorldConfig};
+use tumble_engine::physics::box_plane::OrientedBox;
+use tumble_engine::physics::{overlap, BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
 /// Path of a shipped scene file.
@@ -32,6 +33,23 @@ pub fn positions(world: &World) -> Vec<Vec3> {
         .body_ids()
         .map(|id| world.state(id).expect("valid id").position)
         .collect()
+}
+
+/// Deepest overlap (m) between any two bodies, or a body and the ground, as their poses stand now.
+pub fn deepest_overlap(world: &World) -> f32 {
+    let boxes: Vec<OrientedBox> = world
+        .body_ids()
+        .filter(|&id| !world.is_removed(id).expect("valid id"))
+        .map(|id| {
+            let s = world.state(id).expect("valid id");
+            OrientedBox {
+                center: s.position,
+                axes: Mat3::from_quat(s.rotation),
+                half: world.half_extents(id).expect("valid id"),
+            }
+        })
+        .collect();
+    overlap::deepest_overlap(&boxes, world.config().ground_height)
 }
 
 /// Largest distance between matching positions.

@@ -177,7 +177,7 @@ fn real_main() -> Result<ExitCode> {
             };
             match &outcome {
                 Ok(r) => eprintln!(
-                    "{:<14} {:<6} {:>5} bodies {:>9.4} ms/step  settle {:>5}  disp {:.4} m  pen {:.4} m  ({:.1} s)",
+                    "{:<14} {:<6} {:>5} bodies {:>9.4} ms/step  settle {:>5}  disp {:.4} m  pen {:.4} m  overlap {:.4} m  ({:.1} s)",
                     r.scene,
                     engine,
                     r.bodies,
@@ -185,6 +185,7 @@ fn real_main() -> Result<ExitCode> {
                     r.settle_step.map_or("never".into(), |s| s.to_string()),
                     r.max_displacement_m,
                     r.max_penetration_m,
+                    r.max_overlap_m,
                     t0.elapsed().as_secs_f64()
                 ),
                 Err(e) => eprintln!("{:<14} {:<6} FAILED: {e}", scene.name, engine),
@@ -240,7 +241,8 @@ fn real_main() -> Result<ExitCode> {
          is faster). Rapier 0.36 runs single-threaded with default integration parameters (dt matched)."
             .to_string(),
         "settle step: first step after which every dynamic body is at rest (asleep); drift: largest movement after \
-         it; penetration: deepest overlap at the start of any step. Lengths in metres."
+         it; penetration: deepest overlap at the start of any step, as the engine's contacts report it; overlap: deepest \
+         overlap after any step, measured from the poses by the same code for both engines. Lengths in metres."
             .to_string(),
     ];
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;

@@ -43,6 +43,7 @@ fn human(r: &RunResult) -> String {
          max displacement          {:.4} m\n\
          max drift after settling  {}\n\
          max penetration           {:.4} m\n\
+         max overlap               {:.4} m\n\
          checksum                  {}",
         r.scene,
         r.engine,
@@ -56,6 +57,7 @@ fn human(r: &RunResult) -> String {
         r.max_displacement_m,
         opt(r.max_drift_after_settle_m.map(|d| format!("{d:.4} m"))),
         r.max_penetration_m,
+        r.max_overlap_m,
         r.checksum
     )
 }

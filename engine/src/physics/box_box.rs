@@ -1,5 +1,6 @@
 //! Box against box: the separating axis test over 15 axes, then either face clipping (a face of one box clipped
-//! against the side planes of the other's face, Sutherland–Hodgman) or a single edge–edge point. Every point
+//! against the side planes of the other's face, Sutherland–Hodgman) or an edge contact: the crossing of the two
+//! edges plus every corner of either box that lies over the other along the normal (see `docs/physics-contacts.md`). Every point
 //! carries a feature id built from the faces, edges and clip planes that made it, so the same touching features
 //! give the same id on the next step and the solver can warm start from last step's impulse.
 
@@ -22,9 +23,14 @@ const PARALLEL_EPSILON: f32 = 1.0e-6;
 /// four corners, and their ids, when it slides a hair sideways instead of being clipped into new points.
 const CLIP_TOLERANCE_M: f32 = 0.001;
 
-/// Feature-id tags that keep face points and edge points apart.
+/// Feature-id tags that keep face points, edge points and the corner points of an edge contact apart.
 const EDGE_FEATURE_TAG: u32 = 1 << 16;
 const REFERENCE_IS_B_TAG: u32 = 1 << 15;
+const EDGE_CORNER_TAG: u32 = 1 << 14;
+
+/// Candidates an edge contact gathers before the reduction to four: the crossing point and every corner of both
+/// boxes.
+const EDGE_CANDIDATES: usize = 17;
 
 /// A vertex of the polygon being clipped, in the reference box's local frame.
 #[derive(Clone, Copy, Default)]
@@ -48,18 +54,33 @@ fn sign(x: f32) -> f32 {
     }
 }
 
-/// Contacts between boxes `a` and `b` within `margin`. Writes up to four points and returns the normal (from A to
-/// B) and the count; a count of 0 means the boxes are farther apart than `margin`.
-pub fn collide_box_box(
-    a: &OrientedBox,
-    b: &OrientedBox,
-    margin: f32,
-    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
-) -> (Vec3, usize) {
+/// The separating axis test's result: the best (least overlapping) face axis of each box and edge pair, each as
+/// a signed separation in metres (negative = overlap along that axis).
+struct Sat {
+    face_a: f32,
+    face_a_axis: usize,
+    face_b: f32,
+    face_b_axis: usize,
+    edge: f32,
+    /// (axis of A, axis of B) whose cross product is the best edge axis, and the sign that makes it point A → B.
+    edge_axes: (usize, usize),
+    edge_sign: f32,
+}
+
+impl Sat {
+    /// Separation along the best of all 15 axes: the penetration depth when negative (for boxes the minimum
+    /// translation is always along one of the 15 axes).
+    fn separation(&self) -> f32 {
+        self.face_a.max(self.face_b).max(self.edge)
+    }
+}
+
+/// The 15-axis test: `None` as soon as one axis separates the boxes by more than `margin`.
+fn separating_axes(a: &OrientedBox, b: &OrientedBox, margin: f32) -> Option<Sat> {
     let t = b.center - a.center;
     let reach = a.half.length() + b.half.length() + margin;
     if t.length_squared() > reach * reach {
-        return (Vec3::ZERO, 0);
+        return None;
     }
     let (aa, ba) = (axes(a), axes(b));
     let (ha, hb) = (a.half.to_array(), b.half.to_array());
@@ -74,30 +95,35 @@ pub fn collide_box_box(
         }
     }
     let tl = [t.dot(aa[0]), t.dot(aa[1]), t.dot(aa[2])];
-
-    let (mut face_a, mut face_a_axis) = (f32::NEG_INFINITY, 0);
+    let mut sat = Sat {
+        face_a: f32::NEG_INFINITY,
+        face_a_axis: 0,
+        face_b: f32::NEG_INFINITY,
+        face_b_axis: 0,
+        edge: f32::NEG_INFINITY,
+        edge_axes: (0, 0),
+        edge_sign: 1.0,
+    };
     for i in 0..3 {
         let rb = hb[0] * abs_r[i][0] + hb[1] * abs_r[i][1] + hb[2] * abs_r[i][2];
         let s = tl[i].abs() - ha[i] - rb;
         if s > margin {
-            return (Vec3::ZERO, 0);
+            return None;
         }
-        if s > face_a {
-            (face_a, face_a_axis) = (s, i);
+        if s > sat.face_a {
+            (sat.face_a, sat.face_a_axis) = (s, i);
         }
     }
-    let (mut face_b, mut face_b_axis) = (f32::NEG_INFINITY, 0);
     for j in 0..3 {
         let ra = ha[0] * abs_r[0][j] + ha[1] * abs_r[1][j] + ha[2] * abs_r[2][j];
         let s = (tl[0] * r[0][j] + tl[1] * r[1][j] + tl[2] * r[2][j]).abs() - hb[j] - ra;
         if s > margin {
-            return (Vec3::ZERO, 0);
+            return None;
         }
-        if s > face_b {
-            (face_b, face_b_axis) = (s, j);
+        if s > sat.face_b {
+            (sat.face_b, sat.face_b_axis) = (s, j);
         }
     }
-    let (mut edge, mut edge_axes, mut edge_sign) = (f32::NEG_INFINITY, (0, 0), 1.0);
     for i in 0..3 {
         let (i1, i2) = ((i + 1) % 3, (i + 2) % 3);
         for j in 0..3 {
@@ -112,32 +138,70 @@ pub fn collide_box_box(
             let d = tl[i2] * r[i1][j] - tl[i1] * r[i2][j];
             let s = (d.abs() - ra - rb) / len2.sqrt();
             if s > margin {
-                return (Vec3::ZERO, 0);
+                return None;
             }
-            if s > edge {
-                (edge, edge_axes, edge_sign) = (s, (i, j), sign(d));
+            if s > sat.edge {
+                (sat.edge, sat.edge_axes, sat.edge_sign) = (s, (i, j), sign(d));
             }
         }
     }
+    Some(sat)
+}
 
-    let use_b = face_b > FACE_RELATIVE_TOLERANCE * face_a + AXIS_ABSOLUTE_TOLERANCE_M;
-    let face = if use_b { face_b } else { face_a };
-    if edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
-        let (i, j) = edge_axes;
-        let edge_normal = aa[i].cross(ba[j]).normalize() * edge_sign;
-        let n = edge_contact(a, b, edge_axes, edge_normal, out);
-        return (edge_normal, n);
+/// How deep two boxes overlap (m, ≥ 0): the smallest distance that would separate them, 0 when they don't touch.
+/// A check on the contacts, measured from the poses alone, so it sees overlap that no manifold reports.
+pub fn overlap_depth(a: &OrientedBox, b: &OrientedBox) -> f32 {
+    separating_axes(a, b, 0.0).map_or(0.0, |sat| (-sat.separation()).max(0.0))
+}
+
+/// What [`collide_box_box`] found.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BoxContact {
+    /// Unit normal from A to B.
+    pub normal: Vec3,
+    /// Points written; 0 when the boxes are farther apart than the margin.
+    pub count: usize,
+    /// The boxes meet only along the rim of the reference face: an edge lies on an edge, as where the joints of two
+    /// columns built side by side meet. Such a contact stops overlap but holds nothing up.
+    pub rim: bool,
+}
+
+/// Contacts between boxes `a` and `b` within `margin`: writes up to four points into `out`.
+pub fn collide_box_box(
+    a: &OrientedBox,
+    b: &OrientedBox,
+    margin: f32,
+    out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
+) -> BoxContact {
+    let Some(sat) = separating_axes(a, b, margin) else {
+        return BoxContact::default();
+    };
+    let t = b.center - a.center;
+    let use_b = sat.face_b > FACE_RELATIVE_TOLERANCE * sat.face_a + AXIS_ABSOLUTE_TOLERANCE_M;
+    let face = if use_b { sat.face_b } else { sat.face_a };
+    if sat.edge > EDGE_RELATIVE_TOLERANCE * face + AXIS_ABSOLUTE_TOLERANCE_M {
+        let (i, j) = sat.edge_axes;
+        let edge_normal = axes(a)[i].cross(axes(b)[j]).normalize() * sat.edge_sign;
+        let count = edge_contact(a, b, sat.edge_axes, edge_normal, margin, out);
+        return BoxContact {
+            normal: edge_normal,
+            count,
+            rim: false,
+        };
     }
     if use_b {
-        let (n_ref, count) = face_contact(b, a, face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
-        (-n_ref, count)
+        let found = face_contact(b, a, sat.face_b_axis, -t, margin, REFERENCE_IS_B_TAG, out);
+        BoxContact {
+            normal: -found.normal,
+            ..found
+        }
     } else {
-        face_contact(a, b, face_a_axis, t, margin, 0, out)
+        face_contact(a, b, sat.face_a_axis, t, margin, 0, out)
     }
 }
 
 /// Clips the incident box's most anti-parallel face against the reference face `axis` of `r`. `t` points from the
-/// reference centre to the incident centre. Returns the reference normal (towards the incident box) and the count.
+/// reference centre to the incident centre. The normal returned is the reference normal (towards the incident box).
 fn face_contact(
     r: &OrientedBox,
     inc: &OrientedBox,
@@ -146,7 +210,7 @@ fn face_contact(
     margin: f32,
     tag: u32,
     out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
-) -> (Vec3, usize) {
+) -> BoxContact {
     let (ra, ia) = (axes(r), axes(inc));
     let (hr, hi) = (r.half.to_array(), inc.half.to_array());
     let ref_sign = sign(t.dot(ra[axis]));
@@ -192,7 +256,10 @@ fn face_contact(
         n = clip(&poly[..n], ax, s, h, side as u32, &mut scratch);
         poly[..n].copy_from_slice(&scratch[..n]);
         if n == 0 {
-            return (normal, 0);
+            return BoxContact {
+                normal,
+                ..BoxContact::default()
+            };
         }
     }
 
@@ -230,7 +297,26 @@ fn face_contact(
             count += 1;
         }
     }
-    (normal, reduce_to_four(&candidates[..count], normal, out))
+    let touching = |v: &ClipVertex| ref_sign * v.local[axis] - hr[axis] <= margin;
+    BoxContact {
+        normal,
+        count: reduce_to_four(&candidates[..count], normal, out),
+        rim: on_rim(&poly[..n], &planes, touching),
+    }
+}
+
+/// Every vertex that makes a point lies within the clip tolerance of the same side plane (the planes sit
+/// [`CLIP_TOLERANCE_M`] outside the reference face): the incident face meets the reference face only at its rim.
+fn on_rim(poly: &[ClipVertex], planes: &[(usize, f32, f32); 4], touching: impl Fn(&ClipVertex) -> bool) -> bool {
+    let mut near = [true; 4];
+    let mut any = false;
+    for v in poly.iter().filter(|v| touching(v)) {
+        any = true;
+        for (near, &(ax, s, h)) in near.iter_mut().zip(planes) {
+            *near &= s * v.local[ax] >= h - 2.0 * CLIP_TOLERANCE_M;
+        }
+    }
+    any && near.contains(&true)
 }
 
 fn poly_extra(out: &mut [CandidatePoint; 12], count: &mut usize, position: Vec3, separation: f32, id: u32) {
@@ -267,14 +353,62 @@ fn clip(poly: &[ClipVertex], axis: usize, s: f32, h: f32, side: u32, out: &mut [
     n
 }
 
-/// The closest points of the two support edges along `normal`; one point halfway between them.
+/// Points of an edge contact: the crossing of the two support edges, and every corner of either box that lies
+/// over the other along the normal within `margin`. Edges that cross give the one point they touch at; an edge
+/// lying along an edge or on a face gives its two ends too (the corners over the other box); and a tumbling box's
+/// next corner to land is a speculative point before it lands, not an overlap after.
 fn edge_contact(
     a: &OrientedBox,
     b: &OrientedBox,
-    (i, j): (usize, usize),
+    axes_ij: (usize, usize),
     normal: Vec3,
+    margin: f32,
     out: &mut [CandidatePoint; MAX_MANIFOLD_POINTS],
 ) -> usize {
+    let mut candidates = [CandidatePoint::default(); EDGE_CANDIDATES];
+    candidates[0] = edge_crossing(a, b, axes_ij, normal);
+    let mut count = 1;
+    for k in 0..8 {
+        // B's corners against A, looking back along the normal; A's against B, looking along it.
+        for (from_b, corner, other, dir) in [(1, b.corner(k), a, -normal), (0, a.corner(k), b, normal)] {
+            let Some(separation) = ray_entry(other, corner, dir) else {
+                continue;
+            };
+            if separation <= margin {
+                candidates[count] = CandidatePoint {
+                    position: corner + dir * (0.5 * separation),
+                    separation,
+                    id: EDGE_FEATURE_TAG | EDGE_CORNER_TAG | (from_b << 3) | k as u32,
+                };
+                count += 1;
+            }
+        }
+    }
+    reduce_to_four(&candidates[..count], normal, out)
+}
+
+/// Where the line `p + t·dir` enters box `bx`, as the parameter t (negative when `p` is inside: then −t is how far
+/// `p` must move against `dir` to leave the box), or `None` when the line misses the box.
+fn ray_entry(bx: &OrientedBox, p: Vec3, dir: Vec3) -> Option<f32> {
+    let d = p - bx.center;
+    let (mut enter, mut leave) = (f32::NEG_INFINITY, f32::INFINITY);
+    for (axis, h) in axes(bx).iter().zip(bx.half.to_array()) {
+        let (offset, speed) = (d.dot(*axis), dir.dot(*axis));
+        if speed.abs() < PARALLEL_EPSILON {
+            if offset.abs() > h {
+                return None;
+            }
+            continue;
+        }
+        let (t1, t2) = ((-h - offset) / speed, (h - offset) / speed);
+        enter = enter.max(t1.min(t2));
+        leave = leave.min(t1.max(t2));
+    }
+    (enter <= leave).then_some(enter)
+}
+
+/// The closest points of the two support edges along `normal`; one point halfway between them.
+fn edge_crossing(a: &OrientedBox, b: &OrientedBox, (i, j): (usize, usize), normal: Vec3) -> CandidatePoint {
     let (aa, ba) = (axes(a), axes(b));
     let (ha, hb) = (a.half.to_array(), b.half.to_array());
     // The edge of A farthest along the normal and the edge of B farthest against it.
@@ -308,12 +442,11 @@ fn edge_contact(
     s = (d * tt + e).clamp(-ha[i], ha[i]);
     let qa = pa + da * s;
     let qb = pb + db * tt;
-    out[0] = CandidatePoint {
+    CandidatePoint {
         position: (qa + qb) * 0.5,
         separation: (qb - qa).dot(normal),
         id: EDGE_FEATURE_TAG | (id_a << 8) | id_b,
-    };
-    1
+    }
 }
 
 #[cfg(test)]
@@ -332,8 +465,8 @@ mod tests {
 
     fn collide(a: &OrientedBox, b: &OrientedBox, margin: f32) -> (Vec3, Vec<CandidatePoint>) {
         let mut out = [CandidatePoint::default(); 4];
-        let (n, c) = collide_box_box(a, b, margin, &mut out);
-        (n, out[..c].to_vec())
+        let found = collide_box_box(a, b, margin, &mut out);
+        (found.normal, out[..found.count].to_vec())
     }
 
     #[test]
@@ -352,6 +485,17 @@ mod tests {
         ids.sort_unstable();
         ids.dedup();
         assert_eq!(ids.len(), 4, "feature ids are distinct");
+    }
+
+    #[test]
+    fn cubes_meeting_edge_to_edge_touch_only_at_the_rim() {
+        // The joint between two columns: B sits one level up in the next column, its bottom edge on A's top edge.
+        let a = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let mut out = [CandidatePoint::default(); 4];
+        let diagonal = collide_box_box(&a, &cube(Vec3::new(0.0, 1.5, 1.0), Quat::IDENTITY), 0.02, &mut out);
+        assert!(diagonal.count > 0 && diagonal.rim, "{diagonal:?}");
+        let stacked = collide_box_box(&a, &cube(Vec3::new(0.0, 1.5, 0.2), Quat::IDENTITY), 0.02, &mut out);
+        assert!(stacked.count == 4 && !stacked.rim, "{stacked:?}");
     }
 
     #[test]
@@ -416,6 +560,49 @@ mod tests {
             pts[0].position
         );
         assert!(pts[0].id & EDGE_FEATURE_TAG != 0);
+    }
+
+    #[test]
+    fn an_edge_lying_along_an_edge_gives_both_ends() {
+        // Two roofs: both cubes turned 45° about z, the upper one also 1° about y, its lowest edge 5 mm into the
+        // ridge of the lower one. The edges cross at 1°: within the margin along their whole common length.
+        let h = 0.5 * std::f32::consts::SQRT_2;
+        let a = cube(Vec3::ZERO, Quat::from_rotation_z(FRAC_PI_4));
+        let rot = Quat::from_rotation_y(1f32.to_radians()) * Quat::from_rotation_z(FRAC_PI_4);
+        let b = cube(Vec3::new(0.0, 2.0 * h - 0.005, 0.0), rot);
+        // The face axes tie with the edge axis here (the roofs' slopes are parallel), so call the edge contact
+        // directly with the ridge axes (z of both) and the upward normal.
+        let mut out = [CandidatePoint::default(); 4];
+        let count = edge_contact(&a, &b, (2, 2), Vec3::Y, 0.02, &mut out);
+        let pts = &out[..count];
+        assert!(pts.len() >= 2, "{pts:?}");
+        let spread = pts.iter().map(|p| p.position.z).fold(f32::NEG_INFINITY, f32::max)
+            - pts.iter().map(|p| p.position.z).fold(f32::INFINITY, f32::min);
+        assert!(spread > 0.9, "points span the ridge, not one spot: {pts:?}");
+        assert!(
+            pts.iter().all(|p| p.separation < 0.02 && p.separation > -0.01),
+            "{pts:?}"
+        );
+        assert!(pts.iter().all(|p| p.id & EDGE_FEATURE_TAG != 0));
+    }
+
+    #[test]
+    fn a_ray_enters_a_box_where_its_surface_is() {
+        let b = cube(Vec3::new(0.0, 0.5, 0.0), Quat::IDENTITY);
+        let near = |t: Option<f32>, want: f32| t.is_some_and(|t| (t - want).abs() < 1e-6);
+        assert!(
+            near(ray_entry(&b, Vec3::new(0.2, 1.3, 0.1), -Vec3::Y), 0.3),
+            "above: the gap"
+        );
+        assert!(
+            near(ray_entry(&b, Vec3::new(0.2, 0.9, 0.1), -Vec3::Y), -0.1),
+            "inside: minus the depth"
+        );
+        assert_eq!(
+            ray_entry(&b, Vec3::new(0.7, 1.3, 0.1), -Vec3::Y),
+            None,
+            "beside: a miss"
+        );
     }
 
     #[test]

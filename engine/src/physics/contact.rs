@@ -4,7 +4,7 @@
 
 use glam::{Mat3, Quat, Vec3};
 
-use super::box_box::collide_box_box;
+use super::box_box::{collide_box_box, BoxContact};
 use super::box_plane::{collide_box_plane, OrientedBox};
 use super::broadphase::GROUND;
 use super::manifold::{CandidatePoint, Manifold, ManifoldPoint, MAX_MANIFOLD_POINTS};
@@ -175,21 +175,28 @@ impl ContactSet {
             c.built_at = [poses.position[a], position_b];
             let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
             let box_a = poses.oriented_box(a);
-            let (normal, count, center_b) = if b == GROUND {
+            let (found, center_b) = if b == GROUND {
                 let margin = SPECULATIVE_DISTANCE_M + poses.motion_bound(a);
                 let ground = poses.ground.unwrap_or(f32::NEG_INFINITY);
-                let n = collide_box_plane(&box_a, Vec3::Y, ground, margin, &mut points);
-                (-Vec3::Y, n, Vec3::ZERO)
+                let count = collide_box_plane(&box_a, Vec3::Y, ground, margin, &mut points);
+                let found = BoxContact {
+                    normal: -Vec3::Y,
+                    count,
+                    rim: false,
+                };
+                (found, Vec3::ZERO)
             } else {
                 let b = b as usize;
                 let margin = SPECULATIVE_DISTANCE_M + poses.motion_bound(a) + poses.motion_bound(b);
-                let (normal, n) = collide_box_box(&box_a, &poses.oriented_box(b), margin, &mut points);
-                (normal, n, poses.position[b])
+                let found = collide_box_box(&box_a, &poses.oriented_box(b), margin, &mut points);
+                (found, poses.position[b])
             };
+            let count = found.count;
             let old = c.manifold;
             c.manifold = Manifold {
-                normal,
+                normal: found.normal,
                 count: count as u8,
+                rim: found.rim,
                 ..Manifold::default()
             };
             c.fresh = true;

@@ -33,6 +33,9 @@ pub struct Manifold {
     pub normal: Vec3,
     pub points: [ManifoldPoint; MAX_MANIFOLD_POINTS],
     pub count: u8,
+    /// The boxes meet only along the rim of the reference face (an edge on an edge, as between two columns built
+    /// side by side): the contact stops overlap but holds nothing up, whatever its normal.
+    pub rim: bool,
     /// Accumulated friction impulse at the points' centre, as a world vector so it survives a small turn of the
     /// tangent basis (N·s).
     pub tangent_impulse: Vec3,

@@ -13,6 +13,7 @@
 //! - [`rest`]: our rest detection, a window of the last 16 poses and velocities per body: still means not moving,
 //!   not fast and not accelerating.
 //! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
+//! - [`overlap`]: how deep bodies overlap, from their poses alone (a check for tests and benches, not a step).
 //!
 //! Everything is deterministic: no hash maps, no threads, sorts on unique keys only. The same scene and inputs on
 //! the same build give bit-identical state.
@@ -25,6 +26,7 @@ pub mod contact;
 pub mod contact_solver;
 pub mod island;
 pub mod manifold;
+pub mod overlap;
 pub mod rest;
 pub mod stack_order;
 pub mod world;

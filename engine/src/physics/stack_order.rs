@@ -1,7 +1,18 @@
 //! How high each body sits in its stack: 0 for bodies that rest on something that does not move this step (the
-//! ground, a kinematic or resting body), n + 1 for bodies resting on a body at height n, found breadth-first over
-//! touching contacts. The solver orders contacts from the ground up and, in its shock-propagation pass, holds the
-//! lower body of each contact fixed, which is what lets a 30-cube column carry its weight without sagging.
+//! ground, a kinematic or resting body, or the ground about to be landed on: see `reaches_ground`), n + 1 for
+//! bodies resting on a body at height n, found breadth-first over touching contacts. The solver orders contacts
+//! from the ground up and, in its shock-propagation pass, holds the lower body of each contact fixed, which is
+//! what lets a 30-cube column carry its weight without sagging.
+//!
+//! Only contacts that can hold a body up give levels and a lower body: a contact whose normal is near horizontal
+//! (two columns standing side by side) carries no weight. Counted, it gave a cube a "support" one level lower in
+//! the next column, through the corner where the columns' joints meet; the shock pass then pinned the cube to
+//! that column's side with friction, and the columns, each solved as if it hung on the other, leaned 18 cm.
+//! The same holds for a contact that touches only along the rim of a face ([`Manifold::rim`]): that corner is where
+//! the columns' joints meet, and its normal may come out vertical. Side contacts give levels only to bodies that
+//! nothing holds up from below (a cube wedged between two others).
+//!
+//! [`Manifold::rim`]: super::manifold::Manifold::rim
 
 use glam::Vec3;
 
@@ -10,9 +21,14 @@ use super::contact::Contact;
 
 /// A fixed body whose contact normal is within 60° of vertical, above the moving one, presses on it from above.
 const PRESSES_FROM_ABOVE_COS: f32 = 0.5;
+/// A contact whose normal is within 60° of vertical can hold a body up; a steeper one is a side contact.
+const SUPPORTS_COS: f32 = 0.5;
+/// Marks a side contact in the adjacency lists (body ids stay far below it).
+const SIDE_BIT: u32 = 1 << 31;
 
 /// The fixed body of the contact lies above the moving one. The normal points from a to b; the ground is always b
 /// and never above.
+#[inline]
 pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
     let towards_fixed = if fixed_is_b {
         c.manifold.normal
@@ -22,14 +38,52 @@ pub fn presses_from_above(c: &Contact, fixed_is_b: bool, up: Vec3) -> bool {
     c.b != GROUND && towards_fixed.dot(up) > PRESSES_FROM_ABOVE_COS
 }
 
+/// One body of the contact can hold the other up: the normal is close enough to vertical, and the boxes meet on
+/// a face, not only along the rim of one (where two columns' joints meet, a cube's edge touches the edge of the
+/// cube one level down in the next column; the real support is the cube below).
+#[inline]
+pub fn can_support(c: &Contact, up: Vec3) -> bool {
+    c.manifold.normal.dot(up).abs() >= SUPPORTS_COS && !c.manifold.rim
+}
+
+/// The contact joins the stack: it touches, or it is a body about to land on the ground (a speculative ground
+/// contact). Two cubes falling together onto the ground are then ordered ground up in the step they land;
+/// otherwise the lower one stops and the upper one, solved first, sinks 5 cm into it. Speculative contacts between
+/// boxes do not count: ordering by every near miss in a tumbling pile kept it from ever coming to rest.
+fn reaches_ground(c: &Contact) -> bool {
+    c.touching() || (c.b == GROUND && c.manifold.count > 0)
+}
+
 /// Height of a body not connected to anything fixed (a cube in flight, or a pile in free fall).
 pub const UNSUPPORTED: u32 = u32::MAX;
+
+/// Which body of contact `c` holds the other up, for the shock pass and the seeding: 1 body a, 2 body b, 0
+/// neither. The ground or anything not moving this step holds up what it touches, unless it presses from above (a
+/// held cube set on a stack holds nothing up); between two moving bodies, the one lower in the stack, through a
+/// contact that can carry weight. Side contacts between moving bodies are solved with both bodies free.
+#[inline]
+pub fn lower_body(c: &Contact, level: &[u32], simulated: &[bool], up: Vec3) -> u8 {
+    let a_simulated = simulated[c.a as usize];
+    let b_simulated = c.b != GROUND && simulated[c.b as usize];
+    let level_b = if c.b == GROUND { 0 } else { level[c.b as usize] };
+    match level[c.a as usize].cmp(&level_b) {
+        _ if !b_simulated && presses_from_above(c, true, up) => 1,
+        _ if !b_simulated => 2,
+        _ if !a_simulated && presses_from_above(c, false, up) => 2,
+        _ if !a_simulated => 1,
+        _ if !can_support(c, up) => 0,
+        std::cmp::Ordering::Less => 1,
+        std::cmp::Ordering::Greater => 2,
+        std::cmp::Ordering::Equal => 0,
+    }
+}
 
 /// The levels and the scratch for the search, kept between steps so nothing is allocated once sized.
 #[derive(Clone, Debug, Default)]
 pub struct StackOrder {
     pub level: Vec<u32>,
-    /// Adjacency between moving bodies in compressed rows: neighbours of i are `neighbours[offsets[i]..offsets[i+1]]`.
+    /// Adjacency between moving bodies in compressed rows: neighbours of i are `neighbours[offsets[i]..offsets[i+1]]`,
+    /// with [`SIDE_BIT`] set for a side contact.
     offsets: Vec<u32>,
     cursor: Vec<u32>,
     neighbours: Vec<u32>,
@@ -48,26 +102,54 @@ impl StackOrder {
 
     /// `simulated[i]`: body i moves this step; whatever else a contact touches counts as fixed support — unless it
     /// presses from above (`up` is against gravity): a held cube set on a stack holds nothing up, and counting it
-    /// as a base would order the column from both ends at once.
+    /// as a base would order the column from both ends at once. Levels spread through contacts that can carry
+    /// weight first; only then do side contacts reach the bodies still without a level.
     pub fn compute(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
-        let n = simulated.len();
-        let moves = |i: u32| i != GROUND && simulated[i as usize];
         self.level.clear();
-        self.level.resize(n, UNSUPPORTED);
+        self.level.resize(simulated.len(), UNSUPPORTED);
         self.queue.clear();
+        let side_links = self.build_adjacency(contacts, simulated, up);
+        let side_roots = self.add_roots(contacts, simulated, up, true);
+        self.spread(false);
+        // Most scenes have no side contact between moving bodies (a field of cubes): then there is no second round.
+        if side_roots {
+            self.add_roots(contacts, simulated, up, false);
+        }
+        if side_links || side_roots {
+            self.spread(true);
+        }
+    }
+
+    /// Bodies touching something fixed through a contact that can (`supporting`) or cannot carry weight. Returns
+    /// whether a contact of the other kind would have given a root.
+    fn add_roots(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3, supporting: bool) -> bool {
+        let moves = |i: u32| i != GROUND && simulated[i as usize];
+        let mut other_kind = false;
+        for c in contacts.iter().filter(|c| reaches_ground(c)) {
+            let root = match (moves(c.a), moves(c.b)) {
+                (true, false) if !presses_from_above(c, true, up) => c.a,
+                (false, true) if !presses_from_above(c, false, up) => c.b,
+                _ => continue,
+            };
+            if can_support(c, up) == supporting {
+                self.add_root(root);
+            } else {
+                other_kind = true;
+            }
+        }
+        other_kind
+    }
+
+    /// Compressed adjacency between moving bodies over touching contacts; returns whether any is a side contact.
+    fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) -> bool {
+        let n = simulated.len();
+        let both_move =
+            |c: &Contact| c.touching() && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
         self.offsets.clear();
         self.offsets.resize(n + 1, 0);
-        for c in contacts.iter().filter(|c| c.touching()) {
-            match (moves(c.a), moves(c.b)) {
-                (true, true) => {
-                    self.offsets[c.a as usize + 1] += 1;
-                    self.offsets[c.b as usize + 1] += 1;
-                }
-                (true, false) if !presses_from_above(c, true, up) => self.add_root(c.a),
-                (false, true) if !presses_from_above(c, false, up) => self.add_root(c.b),
-                (true, false) | (false, true) => {}
-                (false, false) => {}
-            }
+        for c in contacts.iter().filter(|c| both_move(c)) {
+            self.offsets[c.a as usize + 1] += 1;
+            self.offsets[c.b as usize + 1] += 1;
         }
         for i in 0..n {
             self.offsets[i + 1] += self.offsets[i];
@@ -76,19 +158,29 @@ impl StackOrder {
         self.cursor.extend_from_slice(&self.offsets[..n]);
         self.neighbours.clear();
         self.neighbours.resize(self.offsets[n] as usize, 0);
-        for c in contacts.iter().filter(|c| c.touching() && moves(c.a) && moves(c.b)) {
+        let mut any_side = false;
+        for c in contacts.iter().filter(|c| both_move(c)) {
+            let side = if can_support(c, up) { 0 } else { SIDE_BIT };
+            any_side |= side != 0;
             for (x, y) in [(c.a, c.b), (c.b, c.a)] {
-                self.neighbours[self.cursor[x as usize] as usize] = y;
+                self.neighbours[self.cursor[x as usize] as usize] = y | side;
                 self.cursor[x as usize] += 1;
             }
         }
+        any_side
+    }
+
+    /// Breadth-first from every body queued so far (the whole queue again: the second round starts from the
+    /// bodies the first one reached), giving unreached neighbours the next level; side contacts only with `sides`.
+    fn spread(&mut self, sides: bool) {
         let mut head = 0;
         while head < self.queue.len() {
             let i = self.queue[head] as usize;
             head += 1;
             for k in self.offsets[i]..self.offsets[i + 1] {
-                let j = self.neighbours[k as usize] as usize;
-                if self.level[j] == UNSUPPORTED {
+                let entry = self.neighbours[k as usize];
+                let j = (entry & !SIDE_BIT) as usize;
+                if (sides || entry & SIDE_BIT == 0) && self.level[j] == UNSUPPORTED {
                     self.level[j] = self.level[i] + 1;
                     self.queue.push(j as u32);
                 }
@@ -141,6 +233,41 @@ mod tests {
         let mut order = StackOrder::default();
         order.compute(&contacts, &[false, true, true], Vec3::Y);
         assert_eq!(order.level, vec![UNSUPPORTED, 0, 1]);
+    }
+}
+
+#[cfg(test)]
+mod side_tests {
+    use super::tests_support::touching_with_normal;
+    use super::*;
+
+    #[test]
+    fn side_and_rim_contacts_give_no_level_while_a_support_exists() {
+        // Two columns of two side by side: 0 under 1, 2 under 3; 1 touches 2 at the joint (rim), 1 and 3 side to side.
+        let mut rim = touching_with_normal(1, 2, -Vec3::Y);
+        rim.manifold.rim = true;
+        let contacts = [
+            touching_with_normal(0, GROUND, -Vec3::Y),
+            touching_with_normal(0, 1, Vec3::Y),
+            touching_with_normal(0, 2, Vec3::X),
+            rim,
+            touching_with_normal(1, 3, Vec3::X),
+            touching_with_normal(2, GROUND, -Vec3::Y),
+            touching_with_normal(2, 3, Vec3::Y),
+            // Body 4 is wedged: it touches only the side of body 3.
+            touching_with_normal(3, 4, Vec3::X),
+        ];
+        let mut order = StackOrder::default();
+        order.compute(&contacts, &[true; 5], Vec3::Y);
+        assert_eq!(order.level, vec![0, 1, 0, 1, 2]);
+        let lower = |k: usize| lower_body(&contacts[k], &order.level, &[true; 5], Vec3::Y);
+        assert_eq!(lower(1), 1, "0 holds 1 up");
+        assert_eq!(
+            (lower(2), lower(3), lower(4)),
+            (0, 0, 0),
+            "side and rim contacts hold nothing up"
+        );
+        assert_eq!(lower(5), 2, "the ground holds 2 up");
     }
 }
 

@@ -18,7 +18,7 @@ use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
 use super::rest::{MotionHistory, RestThresholds, REST_WINDOW};
-use super::stack_order::{presses_from_above, StackOrder};
+use super::stack_order::{lower_body, StackOrder};
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
 /// Flushes denormal floats to zero while a step runs and puts the caller's setting back afterwards. Resting
@@ -852,7 +852,6 @@ impl World {
         for &(_, k) in &self.order {
             let c = &self.contacts.contacts[k as usize];
             let (a, b) = (c.a as usize, c.b);
-            let b_simulated = b != GROUND && self.simulated[b as usize];
             let (slot_b, friction_b, restitution_b) = if b == GROUND {
                 (n as u32, self.config.ground_friction, self.config.ground_restitution)
             } else {
@@ -860,18 +859,7 @@ impl World {
             };
             let friction = (self.friction[a] * friction_b).sqrt();
             let restitution = self.restitution[a].max(restitution_b);
-            let level_b = if b == GROUND { 0 } else { level[b as usize] };
-            // Which body holds the other up: the ground or anything not moving this step, else the lower level.
-            let lower = match level[a].cmp(&level_b) {
-                // A fixed body pressing from above (a held cube set on a stack) holds nothing up.
-                _ if !b_simulated && presses_from_above(c, true, up) => 1,
-                _ if b == GROUND || !b_simulated => 2,
-                _ if !self.simulated[a] && presses_from_above(c, false, up) => 2,
-                _ if !self.simulated[a] => 1,
-                std::cmp::Ordering::Less => 1,
-                std::cmp::Ordering::Greater => 2,
-                std::cmp::Ordering::Equal => 0,
-            };
+            let lower = lower_body(c, level, &self.simulated, up);
             self.constraints
                 .push(solver::prepare(k, c, c.a, slot_b, sb, friction, restitution, lower));
         }

@@ -263,8 +263,17 @@ impl Bot {
                 self.retire(view)
             };
         }
+        let was = [self.hands[0].position, self.hands[1].position];
+        let throwing_before = matches!(self.task, Task::Throw(_));
         self.task = self.run(view);
         self.rest_idle_hands();
+        // A task that ends and hands over to the next within one step may move a hand twice; outside a throw's
+        // swing no hand goes faster than a reach.
+        if !throwing_before && !matches!(self.task, Task::Throw(_)) {
+            for (hand, from) in self.hands.iter_mut().zip(was) {
+                hand.position = motion::step_towards(from, hand.position, HAND_SPEED_M_S * self.dt);
+            }
+        }
         self.move_head();
         self.input()
     }
