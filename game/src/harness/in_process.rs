@@ -179,10 +179,13 @@ mod tests {
         // 30 s of the tower being hit (it settles after about 15 s), 4 steps (44 ms) each way, every 20th packet
         // lost. Both end bit-identical. Measured (entropy coding): 96.3 kbps, 93.8 body bytes a packet and 26.1
         // bits an update with 200-byte bodies; 53.4 kbps, 34.2 bytes and 18.9 bits with 48-byte ones (40 bytes of
-        // headers at 90 packets a second are 29 kbps of each). The bounds leave a fifth for change: a coding or
-        // packet-filling regression crosses them. (A rate check against the packet size could not fail: the
-        // packet size caps it.)
-        for (packet_bytes, max_bits_per_update, min_body_bytes) in [(200, 31.0, 75.0), (48, 23.0, 27.0)] {
+        // headers at 90 packets a second are 29 kbps of each). Since rest requires still speed and acceleration
+        // and side contacts give no support, the fallen tower settles differently: 200-byte bodies now carry 29.2
+        // bytes and 7.7 bits an update, 48-byte ones 14.4 bytes and 4.3 bits: the pile rests sooner, and the demand
+        // no longer fills the packets.
+        // The bounds leave room for change: a coding or packet-filling regression crosses them. (A rate check
+        // against the packet size could not fail: the packet size caps it.)
+        for (packet_bytes, max_bits_per_update, min_body_bytes) in [(200, 10.0, 22.0), (48, 6.0, 11.0)] {
             let o = run("smash.toml", 2700, 4, 20, packet_bytes);
             let names = Encoding::ALL.map(|e| format!("{e:?}"));
             eprintln!(
