@@ -834,10 +834,10 @@ impl Peer {
                 self.rest_detection[cube] = want;
             }
             if !self.is_host && self.table.is_local_authority(cube as u32) && self.table.me() != DEFAULT_AUTHORITY {
+                // The resting state this guest would have the host commit; a cube moving again has none (its old
+                // resting state is superseded, not lost).
                 let q = quantize_state(&self.world.state(id)?);
-                if q.at_rest {
-                    self.rest_claims[cube] = Some((self.table.stamp(cube as u32), q));
-                }
+                self.rest_claims[cube] = q.at_rest.then(|| (self.table.stamp(cube as u32), q));
             }
             let a = self.table.stamp(cube as u32).authority;
             if a != self.last_authority[cube] {
