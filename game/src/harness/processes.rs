@@ -19,7 +19,7 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
-use crate::session::peer::{Peer, PeerConfig, PACKETS_PER_S};
+use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, PACKETS_PER_S};
 use crate::smoothing::PopMeter;
 use crate::sync::codec::quantize::{quantize_state, QuantizedState};
 use crate::sync::codec::stamp::AuthorityStamp;
@@ -201,7 +201,7 @@ impl Watch {
                     self.last_change_ms = now_ms;
                 }
             }
-            if peer.authority_changed_step[c] == peer.step_count() {
+            if peer.authority_changed_step[c] == peer.step_count() && peer.steps_since_welcome() > JOIN_GRACE_STEPS {
                 self.meter.mark_handover(c);
             }
             self.meter.observe(c, peer.drawn_pose(id)?.position, s.linear_velocity);

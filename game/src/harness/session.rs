@@ -16,7 +16,7 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
-use crate::session::peer::{Peer, PeerConfig, MAX_PLAYERS, PACKETS_PER_S};
+use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, MAX_PLAYERS, PACKETS_PER_S};
 use crate::smoothing::PopMeter;
 use crate::sync::codec::quantize::quantize_state;
 
@@ -447,7 +447,8 @@ impl SessionRun {
                     continue;
                 }
                 let s = peer.world.state(id)?;
-                if peer.authority_changed_step[c] == peer.step_count() {
+                if peer.authority_changed_step[c] == peer.step_count() && peer.steps_since_welcome() > JOIN_GRACE_STEPS
+                {
                     self.pop_meters[i].mark_handover(c);
                 }
                 let drawn = peer.drawn_pose(id)?.position;

@@ -34,6 +34,9 @@ use crate::sync::link::sender::{Sender, SyncError};
 pub const IP_UDP_HEADER_BYTES: usize = 28;
 /// Packets per second per connection: one per 90 Hz step.
 pub const PACKETS_PER_S: u32 = 90;
+/// Steps after a guest's welcome in which changes of authority are arrival, not hand-overs (1 s: at the default
+/// budget about 30 updates fit a packet, so every cube of table64 has had its first, absolute, state by then).
+pub const JOIN_GRACE_STEPS: u64 = 90;
 /// Players in a session, host included.
 pub const MAX_PLAYERS: usize = 4;
 
@@ -157,6 +160,8 @@ pub struct Peer {
     returned: Vec<(u32, u8)>,
     /// A guest that has not been welcomed yet has no player index and does not play.
     welcomed: bool,
+    /// The step this peer was welcomed at (0 for the host).
+    welcomed_at_step: u64,
     /// Sends forged claims instead of its own state (`session::hostile`), for tests of the host's judgement.
     hostile: bool,
     /// Guest: per cube, the last resting state it had while it was the cube's authority, with the stamp then.
@@ -244,6 +249,7 @@ impl Peer {
             message_buf: vec![0u8; MAX_PACKET_BYTES],
             stats: PeerStats::default(),
             welcomed: is_host,
+            welcomed_at_step: 0,
             returned: Vec::with_capacity(cubes),
             hostile: false,
             measure_demand: false,
@@ -267,6 +273,18 @@ impl Peer {
     /// Guest: the resting states it last had as each cube's authority, with the stamp they had.
     pub fn rest_claims(&self) -> &[Option<(AuthorityStamp, QuantizedState)>] {
         &self.rest_claims
+    }
+
+    /// Steps since this guest was welcomed (a host: `u64::MAX`); 0 for a guest not yet welcomed. A guest that
+    /// just joined takes every cube from absolute states: those snaps are arrival, not hand-overs.
+    pub fn steps_since_welcome(&self) -> u64 {
+        if self.is_host {
+            u64::MAX
+        } else if self.welcomed {
+            self.step - self.welcomed_at_step
+        } else {
+            0
+        }
     }
 
     /// From now on every connection also measures its demand: what it would send with no budget.
@@ -616,6 +634,7 @@ impl Peer {
         }
         self.table = AuthorityTable::new(self.cube_count as usize, w.player, false);
         self.welcomed = true;
+        self.welcomed_at_step = self.step;
         Ok(())
     }
 
