@@ -14,9 +14,9 @@ use clap::{Args, Parser, Subcommand};
 use serde_json::json;
 use tumble::harness::loopback::{LinkKind, LoopbackConfig, LoopbackSession, DEFAULT_KBPS_BUDGET};
 use tumble::screenshot;
-use tumble::sync::codec::quantize::quantize_body_state;
+use tumble::sync::codec::quantize::quantize_world;
 use tumble::sync::codec::state_packet::PacketCoding;
-use tumble_engine::physics::{BodyId, World, WorldConfig};
+use tumble_engine::physics::{BodyId, WorldConfig};
 use tumble_engine::render::RenderError;
 use tumble_engine::scene::load_scene;
 
@@ -282,7 +282,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
     let mut max_penetration_m = 0.0f32;
     for step in 0..args.steps {
         if args.quantize {
-            quantize_world(&mut world, &ids, &fallen).with_context(|| format!("quantizing before step {step}"))?;
+            quantize_world(&mut world).with_context(|| format!("quantizing before step {step}"))?;
         }
         let report = world.step();
         max_penetration_m = max_penetration_m.max(report.max_penetration);
@@ -391,12 +391,3 @@ fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
 
 /// Space between the two worlds in a loopback picture (m).
 const LOOPBACK_GAP_M: f32 = 4.0;
-
-/// What every peer does before a step: each body snapped to exactly what the wire would carry.
-fn quantize_world(world: &mut World, ids: &[BodyId], fallen: &[bool]) -> anyhow::Result<()> {
-    for (&id, _) in ids.iter().zip(fallen).filter(|(_, &gone)| !gone) {
-        let state = quantize_body_state(&world.state(id)?);
-        world.set_state(id, &state)?;
-    }
-    Ok(())
-}

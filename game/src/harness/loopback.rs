@@ -33,8 +33,7 @@ use crate::sync::link::priority::packet_budget_bytes;
 use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::Sender;
 
-/// IP (20) + UDP (8) header bytes every datagram carries on a real wire, counted in the reported rates.
-pub const IP_UDP_HEADER_BYTES: usize = 28;
+pub use crate::sync::link::priority::IP_UDP_HEADER_BYTES;
 /// Seconds at the end of a run with no throws, so the world can settle and the two sides converge.
 pub const SETTLE_S: f64 = 10.0;
 /// Default bandwidth budget for the authority → non-authority direction (kbps): a quarter of the reference's 256.
@@ -765,7 +764,7 @@ fn link_time(handshake_ticks: u64, step: u64, k: u64, dt: f64) -> f64 {
 }
 
 /// True when every cube has the same quantized state (and the same removed flag) on both sides.
-fn bit_identical(a: &World, b: &World) -> Result<bool> {
+pub(crate) fn bit_identical(a: &World, b: &World) -> Result<bool> {
     for i in 0..a.body_count() as u32 {
         let id = BodyId(i);
         let removed = a.is_removed(id)?;
@@ -780,7 +779,7 @@ fn bit_identical(a: &World, b: &World) -> Result<bool> {
 }
 
 /// The `q` quantile (nearest rank) of `values`; 0 when empty.
-fn percentile(values: &mut [f64], q: f64) -> f64 {
+pub(crate) fn percentile(values: &mut [f64], q: f64) -> f64 {
     if values.is_empty() {
         return 0.0;
     }

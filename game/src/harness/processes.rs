@@ -17,6 +17,7 @@ use tumble_engine::physics::BodyId;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
 use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
+use crate::harness::loopback::percentile;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
 use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, PACKETS_PER_S};
@@ -473,12 +474,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
             .as_array()
             .map_or(0, |s| s.iter().filter(|x| x[0].as_u64() == Some(a)).count() as u32)
     });
-    rates.sort_by(f64::total_cmp);
-    r.kbps_per_connection_p95_max = if rates.is_empty() {
-        0.0
-    } else {
-        rates[((0.95 * rates.len() as f64).ceil() as usize).clamp(1, rates.len()) - 1]
-    };
+    r.kbps_per_connection_p95_max = percentile(&mut rates, 0.95);
     Ok(r)
 }
 

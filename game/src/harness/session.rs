@@ -16,6 +16,7 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
+use crate::harness::loopback::{bit_identical, percentile};
 use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, MAX_PLAYERS, PACKETS_PER_S};
 use crate::smoothing::PopMeter;
 use crate::sync::codec::quantize::quantize_state;
@@ -166,8 +167,8 @@ pub struct SessionRun {
     steps: u64,
     settle_step: u64,
     // Measurements.
-    /// Per peer, per cube: the last drawn (here: simulated) position and velocity, and whether it was at rest.
-    previous: Vec<Vec<Option<(Vec3, Vec3, bool)>>>,
+    /// Per peer, per cube: the last simulated position, and whether it was at rest (for rest jitter).
+    previous: Vec<Vec<Option<(Vec3, bool)>>>,
     /// Per peer: drawn jumps not explained by motion, and those near a change of authority.
     pop_meters: Vec<PopMeter>,
     rest_jitter_m: f64,
@@ -226,7 +227,7 @@ impl SessionRun {
             peers.push(if late {
                 None
             } else {
-                Some(Self::make_guest(&config, &make_world, p)?)
+                Some(Self::make_guest(&config, &make_world, p, 0.0)?)
             });
         }
         let cubes = peers[0].as_ref().map_or(0, |p| p.world.body_count());
@@ -258,19 +259,12 @@ impl SessionRun {
         Ok(run)
     }
 
-    fn make_guest(config: &SessionConfig, make_world: &dyn Fn() -> Result<World>, player: usize) -> Result<Peer> {
-        let mut guest = Self::make_honest_guest(config, make_world, player)?;
-        if config.hostile_players.contains(&(player as u8)) {
-            guest.make_hostile();
-        }
-        guest.measure_demand();
-        Ok(guest)
-    }
-
-    fn make_honest_guest(
+    /// Guest `player`, its endpoint's clock starting at `now_s` (it joins from then on).
+    fn make_guest(
         config: &SessionConfig,
         make_world: &dyn Fn() -> Result<World>,
         player: usize,
+        now_s: f64,
     ) -> Result<Peer> {
         let endpoint = Endpoint::join(
             EndpointConfig {
@@ -278,15 +272,17 @@ impl SessionRun {
                 ..EndpointConfig::default()
             },
             address(1),
-            0.0,
+            now_s,
         );
-        Ok(Peer::guest(
-            make_world()?,
-            endpoint,
-            PeerConfig {
-                kbps_budget: config.kbps_budget,
-            },
-        )?)
+        let peer_config = PeerConfig {
+            kbps_budget: config.kbps_budget,
+        };
+        let mut guest = Peer::guest(make_world()?, endpoint, peer_config)?;
+        if config.hostile_players.contains(&(player as u8)) {
+            guest.make_hostile();
+        }
+        guest.measure_demand();
+        Ok(guest)
     }
 
     /// Player `player`'s peer (1 = the host), for tests that reach behind the network's back.
@@ -345,16 +341,7 @@ impl SessionRun {
         if let Some(at_s) = self.config.join_at_s {
             let last = self.config.players - 1;
             if step == (at_s * PACKETS_PER_S as f64).round() as u64 && self.peers[last].is_none() {
-                let mut guest = Self::make_guest(&self.config, &*self.make_world, last + 1)?;
-                // The endpoint's clock starts now.
-                *guest.endpoint_mut() = Endpoint::join(
-                    EndpointConfig {
-                        seed: self.config.seed.wrapping_add(last as u64 * 7919 + 1),
-                        ..EndpointConfig::default()
-                    },
-                    address(1),
-                    step as f64 * STEP_S,
-                );
+                let guest = Self::make_guest(&self.config, &*self.make_world, last + 1, step as f64 * STEP_S)?;
                 self.peers[last] = Some(guest);
             }
         }
@@ -460,11 +447,11 @@ impl SessionRun {
                 let authority = usize::from(authority_index).max(1) - 1;
                 let settled = step.saturating_sub(self.authority_rest_since[c]) >= self.news_steps;
                 if authority != i && !peer.table.is_local_authority(c as u32) && settled {
-                    if let Some((p, _, true)) = self.previous[i][c] {
+                    if let Some((p, true)) = self.previous[i][c] {
                         self.rest_jitter_m = self.rest_jitter_m.max(f64::from((s.position - p).length()));
                     }
                 }
-                self.previous[i][c] = Some((s.position, s.linear_velocity, s.at_rest));
+                self.previous[i][c] = Some((s.position, s.at_rest));
             }
         }
         Ok(())
@@ -518,20 +505,14 @@ impl SessionRun {
         Ok(lost)
     }
 
+    /// Every peer's quantized cube states equal the host's.
     fn bit_identical(&self) -> Result<bool> {
         let Some(host) = self.peers[0].as_ref() else {
             return Ok(false);
         };
         for peer in self.peers().skip(1) {
-            for c in 0..host.world.body_count() as u32 {
-                let id = BodyId(c);
-                let removed = host.world.is_removed(id)?;
-                if removed != peer.world.is_removed(id)? {
-                    return Ok(false);
-                }
-                if !removed && quantize_state(&host.world.state(id)?) != quantize_state(&peer.world.state(id)?) {
-                    return Ok(false);
-                }
+            if !bit_identical(&host.world, &peer.world)? {
+                return Ok(false);
             }
         }
         Ok(true)
@@ -610,16 +591,6 @@ impl SessionRun {
     }
 }
 
-/// The `q` quantile (nearest rank) of `values`, sorting them; 0 when empty.
-fn percentile(values: &mut [f64], q: f64) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let rank = ((q * values.len() as f64).ceil() as usize).clamp(1, values.len());
-    values[rank - 1]
-}
-
 /// Runs a whole session with one driver per player.
 pub fn run_session(
     config: SessionConfig,
@@ -684,6 +655,15 @@ mod tests {
         Box::new(ScriptDriver(None))
     }
 
+    /// Three seats: guest 2 throws the top cube of the 4-high tower at (-3.5, -3.5) into the piles; the others idle.
+    fn guest_throws_one_cube() -> Vec<Box<dyn Driver>> {
+        vec![
+            idle(),
+            Box::new(grab_and_throw(Vec3::new(-3.5, 4.0, -3.5), 20, Vec3::new(0.6, 0.2, 0.6))),
+            idle(),
+        ]
+    }
+
     #[test]
     fn a_guests_throw_lands_and_rests_in_the_same_bits_everywhere() {
         // Guest 2 throws the top cube of the 4-high tower at (-3.5, -3.5) into the piles; 100 ms round trip, 10 %
@@ -696,11 +676,7 @@ mod tests {
             seed: 3,
             ..SessionConfig::default()
         };
-        let mut drivers: Vec<Box<dyn Driver>> = vec![
-            idle(),
-            Box::new(grab_and_throw(Vec3::new(-3.5, 4.0, -3.5), 20, Vec3::new(0.6, 0.2, 0.6))),
-            idle(),
-        ];
+        let mut drivers = guest_throws_one_cube();
         let report = run_session(config, table64(), &mut drivers).unwrap();
         let json = report.to_json();
         assert_eq!(report.grabs, 1, "{json}");
@@ -791,11 +767,7 @@ mod tests {
             seed: 11,
             ..SessionConfig::default()
         };
-        let mut drivers: Vec<Box<dyn Driver>> = vec![
-            idle(),
-            Box::new(grab_and_throw(Vec3::new(-3.5, 4.0, -3.5), 20, Vec3::new(0.6, 0.2, 0.6))),
-            idle(),
-        ];
+        let mut drivers = guest_throws_one_cube();
         let report = run_session(config, table64(), &mut drivers).unwrap();
         let json = report.to_json();
         assert_eq!(report.peers_at_end, 3, "{json}");
@@ -816,11 +788,7 @@ mod tests {
             hostile_players: vec![3],
             ..SessionConfig::default()
         };
-        let mut drivers: Vec<Box<dyn Driver>> = vec![
-            idle(),
-            Box::new(grab_and_throw(Vec3::new(-3.5, 4.0, -3.5), 20, Vec3::new(0.6, 0.2, 0.6))),
-            idle(),
-        ];
+        let mut drivers = guest_throws_one_cube();
         let report = run_session(config, table64(), &mut drivers).unwrap();
         let json = report.to_json();
         assert!(report.bit_identical_at_end, "{json}");

@@ -131,32 +131,34 @@ pub fn serialize_header<S: Stream>(s: &mut S, h: &mut StateHeader, cube_count: u
     Ok(())
 }
 
-/// Writes a state message: type byte, `header`, then `body` (a state packet body). Returns the length.
+/// Writes a state message's type byte and `header` at the start of `buf`; the state packet body goes right after,
+/// written in place by the caller. Returns the header's length.
+pub fn write_header(buf: &mut [u8], header: &StateHeader, cube_count: u32) -> Result<usize, MessageError> {
+    let (first, rest) = buf.split_first_mut().ok_or(SerializeError::Overflow)?;
+    *first = MESSAGE_STATE;
+    let mut w = WriteStream::new(rest);
+    serialize_header(&mut w, &mut { *header }, cube_count)?;
+    Ok(1 + w.finish()?)
+}
+
+/// Writes a whole state message: type byte, `header`, then a copy of `body`. Returns the length.
 pub fn write_state_message(
     buf: &mut [u8],
     header: &StateHeader,
     cube_count: u32,
     body: &[u8],
 ) -> Result<usize, MessageError> {
-    let (first, rest) = buf.split_first_mut().ok_or(SerializeError::Overflow)?;
-    *first = MESSAGE_STATE;
-    let mut w = WriteStream::new(rest);
-    serialize_header(&mut w, &mut { *header }, cube_count)?;
-    let n = w.finish()?;
-    let end = 1 + n + body.len();
-    if end > buf.len() {
-        return Err(SerializeError::Overflow.into());
-    }
-    buf[1 + n..end].copy_from_slice(body);
+    let head = write_header(buf, header, cube_count)?;
+    let end = head + body.len();
+    buf.get_mut(head..end)
+        .ok_or(SerializeError::Overflow)?
+        .copy_from_slice(body);
     Ok(end)
 }
 
-/// Bytes [`write_state_message`] needs before the body for `header`.
+/// Bytes [`write_header`] writes for `header`.
 pub fn header_bytes(header: &StateHeader, cube_count: u32) -> Result<usize, MessageError> {
-    let mut scratch = [0u8; 256];
-    let mut w = WriteStream::new(&mut scratch);
-    serialize_header(&mut w, &mut { *header }, cube_count)?;
-    Ok(1 + w.finish()?)
+    write_header(&mut [0u8; 256], header, cube_count)
 }
 
 /// A message as read. (The state header is held inline: one message is read at a time, on the stack.)

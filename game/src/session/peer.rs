@@ -18,20 +18,19 @@ use crate::avatar::{Avatar, AvatarInput, Pose};
 use crate::interaction::{Interaction, InteractionEvent};
 use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
-    header_bytes, read_message, write_state_message, Hold, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
+    header_bytes, read_message, write_header, Hold, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
 use crate::smoothing::DrawSmoothing;
+use crate::sync::codec::avatar_state::{PLAY_SPACE_CEILING_M, PLAY_SPACE_FLOOR_M, PLAY_SPACE_HALF_WIDTH_M};
 use crate::sync::codec::quantize::{
     dequantize_rotation, quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M,
 };
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
 use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY};
-use crate::sync::link::priority::packet_budget_bytes;
+use crate::sync::link::priority::{packet_budget_bytes, IP_UDP_HEADER_BYTES};
 use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::{Sender, SyncError};
 
-/// IP (20) + UDP (8) bytes every datagram carries on a real wire, counted in budgets and rates.
-pub const IP_UDP_HEADER_BYTES: usize = 28;
 /// Packets per second per connection: one per 90 Hz step.
 pub const PACKETS_PER_S: u32 = 90;
 /// Steps after a guest's welcome in which changes of authority are arrival, not hand-overs (1 s: at the default
@@ -143,7 +142,6 @@ pub struct Peer {
     endpoint: Endpoint,
     /// Host: one per endpoint slot; guest: `[0]` is the host.
     links: Vec<Option<Link>>,
-    config: PeerConfig,
     step: u64,
     cube_count: u32,
     scene_checksum: u32,
@@ -153,7 +151,8 @@ pub struct Peer {
     last_authority: Vec<u8>,
     /// Per cube: the step its authority index last changed here (for the hand-over pop meter).
     pub authority_changed_step: Vec<u64>,
-    body_buf: Vec<u8>,
+    /// Bytes a message may take (IP/UDP and transport headers excluded), from the budget.
+    packet_budget: usize,
     message_buf: Vec<u8>,
     pub stats: PeerStats,
     /// Host: cubes returned to default in the last step, with the authority they had.
@@ -238,14 +237,13 @@ impl Peer {
             avatar: Avatar::default(),
             endpoint,
             links,
-            config,
             step: 0,
             cube_count: cubes as u32,
             scene_checksum,
             rest_detection,
             last_authority: vec![DEFAULT_AUTHORITY; cubes],
             authority_changed_step: vec![0; cubes],
-            body_buf: vec![0u8; budget.max(MIN_BODY_BYTES)],
+            packet_budget: budget,
             message_buf: vec![0u8; MAX_PACKET_BYTES],
             stats: PeerStats::default(),
             welcomed: is_host,
@@ -337,11 +335,6 @@ impl Peer {
 
     pub fn step_count(&self) -> u64 {
         self.step
-    }
-
-    /// Remote players connected (host: guests; guest: the host once welcomed).
-    pub fn connected_players(&self) -> impl Iterator<Item = u8> + '_ {
-        self.links.iter().flatten().map(|l| l.player)
     }
 
     /// The hands act on the world: grabs claim cubes (rule 1), releases keep authority (rule 2).
@@ -439,8 +432,9 @@ impl Peer {
                 scene_checksum: self.scene_checksum,
             });
         }
-        let head = header_bytes(&header, self.cube_count)?;
-        let body_len = self.body_buf.len().saturating_sub(head).max(MIN_BODY_BYTES);
+        // The header goes first; the state body is written right after it, to what is left of the budget.
+        let head = write_header(&mut self.message_buf, &header, self.cube_count)?;
+        let end = (head + self.packet_budget.saturating_sub(head).max(MIN_BODY_BYTES)).min(self.message_buf.len());
         let me = self.table.me();
         let is_host = self.is_host;
         let table = &self.table;
@@ -462,10 +456,10 @@ impl Peer {
             sendable,
             self.step,
             sequence,
-            &mut self.body_buf[..body_len],
+            &mut self.message_buf[head..end],
         )?;
-        let m = write_state_message(&mut self.message_buf, &header, self.cube_count, &self.body_buf[..n])?;
-        link.header_bytes_sent += (m - n) as u64;
+        let m = head + n;
+        link.header_bytes_sent += head as u64;
         match self.endpoint.send(now_s, link.peer, &self.message_buf[..m]) {
             Ok(transport) => {
                 link.sender_sequence[usize::from(transport)] = Some(sequence);
@@ -487,6 +481,8 @@ impl Peer {
             }
             Forgery::Claim { header, cube } => (header, cube),
         };
+        let head = write_header(&mut self.message_buf, &header, self.cube_count)?;
+        let end = (head + self.packet_budget).min(self.message_buf.len());
         self.forged_stamps.copy_from_slice(self.table.stamps());
         if let Some((cube, stamp)) = forged {
             self.forged_stamps[cube as usize] = stamp;
@@ -499,9 +495,9 @@ impl Peer {
             |c| forged.is_some_and(|(f, _)| f == c),
             self.step,
             sequence,
-            &mut self.body_buf,
+            &mut self.message_buf[head..end],
         )?;
-        let m = write_state_message(&mut self.message_buf, &header, self.cube_count, &self.body_buf[..n])?;
+        let m = head + n;
         if let Ok(transport) = self.endpoint.send(now_s, link.peer, &self.message_buf[..m]) {
             link.sender_sequence[usize::from(transport)] = Some(sequence);
         }
@@ -885,23 +881,14 @@ impl Peer {
     pub fn returned_this_step(&self) -> &[(u32, u8)] {
         &self.returned
     }
-
-    pub fn config(&self) -> &PeerConfig {
-        &self.config
-    }
 }
 
-/// The play space a held cube may be in (m): ±64 m across, −8 to 64 m up, as the reference bounds positions.
-pub const PLAY_SPACE_HALF_WIDTH_M: f32 = 64.0;
-pub const PLAY_SPACE_BOTTOM_M: f32 = -8.0;
-pub const PLAY_SPACE_TOP_M: f32 = 64.0;
-
-/// True when a quantized position lies in the play space.
+/// True when a quantized position lies in the play space avatars are bounded to (`avatar_state`).
 fn in_play_space(p: &[i32; 3]) -> bool {
     let m = p.map(|x| x as f32 / POSITION_UNITS_PER_M);
     m[0].abs() <= PLAY_SPACE_HALF_WIDTH_M
         && m[2].abs() <= PLAY_SPACE_HALF_WIDTH_M
-        && (PLAY_SPACE_BOTTOM_M..=PLAY_SPACE_TOP_M).contains(&m[1])
+        && (PLAY_SPACE_FLOOR_M..=PLAY_SPACE_CEILING_M).contains(&m[1])
 }
 
 /// Smallest state body worth sending: one absolute update of an awake cube with its stamp, and the packet header.

@@ -143,6 +143,9 @@ pub fn mark_sent(accumulators: &mut [i64], sent: &[u32]) {
     }
 }
 
+/// IP (20) + UDP (8) header bytes every datagram carries on a real wire, counted in budgets and rates.
+pub const IP_UDP_HEADER_BYTES: usize = 28;
+
 /// Bytes one packet may carry so that `packets_per_s` packets (each with `overhead_bytes` of IP/UDP and protocol
 /// header) stay within `kbps`, capped at `max_packet_bytes`. Zero when the header alone exceeds the rate.
 pub fn packet_budget_bytes(kbps: u32, packets_per_s: u32, overhead_bytes: u32, max_packet_bytes: u32) -> u32 {
