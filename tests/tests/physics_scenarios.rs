@@ -248,6 +248,42 @@ fn a_body_without_rest_detection_rests_only_when_told() {
 }
 
 #[test]
+fn a_cube_resting_on_a_cube_of_another_authority_rests_and_lets_it_rest_when_told() {
+    // A cube of ours standing on a cube another peer has authority over (rest detection off here). Ours must rest
+    // once both are still; theirs waits awake for its authority's word. (Both used to stay awake for ever: each
+    // peer's island held the other's cube, which could not rest until the other peer's island did.)
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let at = |y: f32| BodyDesc {
+        position: Vec3::new(0.0, y, 0.0),
+        ..BodyDesc::default()
+    };
+    let remote = world.add_body(&at(0.5)).unwrap();
+    let own = world.add_body(&at(1.5)).unwrap();
+    world.set_rest_detection(remote, false).unwrap();
+    for _ in 0..120 {
+        world.step();
+    }
+    assert!(world.state(own).unwrap().at_rest, "ours rests on theirs");
+    let waiting = world.state(remote).unwrap();
+    assert!(!waiting.at_rest, "theirs waits for its authority");
+    world
+        .set_state(
+            remote,
+            &BodyState {
+                at_rest: true,
+                linear_velocity: Vec3::ZERO,
+                angular_velocity: Vec3::ZERO,
+                ..waiting
+            },
+        )
+        .unwrap();
+    world.step();
+    let (a, b) = (world.state(own).unwrap(), world.state(remote).unwrap());
+    assert!(a.at_rest && b.at_rest, "both rest once told");
+    assert!((a.position.y - 1.5).abs() < 0.01, "{a:?}");
+}
+
+#[test]
 fn a_moving_kinematic_box_wakes_and_pushes_a_resting_cube() {
     let mut world = World::new(WorldConfig::default()).unwrap();
     let cube = world

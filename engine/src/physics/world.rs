@@ -968,14 +968,18 @@ impl World {
             return;
         }
         let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
+        // A body without rest detection of its own (a networked cube another peer has authority over) still
+        // counts for its island by what it does here: when it is still too, the bodies beside it may rest, and it
+        // waits awake for its authority's word. Counting it as never still made two cubes of two authorities that
+        // touch keep each other awake for ever, each peer waiting for the other's cube to rest first.
         for i in 0..n {
-            let still = self.rest_detection[i] && self.history[i].is_still(self.half[i].length(), &thresholds);
+            let still = self.history[i].is_still(self.half[i].length(), &thresholds);
             if self.simulated[i] && !still {
                 self.islands.mark_not_still(i as u32);
             }
         }
         for i in 0..n {
-            if self.simulated[i] && self.islands.is_still(i as u32) {
+            if self.simulated[i] && self.rest_detection[i] && self.islands.is_still(i as u32) {
                 self.at_rest[i] = true;
                 self.linear_velocity[i] = Vec3::ZERO;
                 self.angular_velocity[i] = Vec3::ZERO;

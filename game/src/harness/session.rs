@@ -518,6 +518,32 @@ impl SessionRun {
         Ok(true)
     }
 
+    /// Logs (debug) what each cube not back at default authority is doing on the peer with authority over it:
+    /// the first thing to look at when a run does not end bit-identical.
+    fn log_cubes_not_returned(&self) -> Result<()> {
+        let Some(host) = self.peers[0].as_ref() else {
+            return Ok(());
+        };
+        for (c, stamp) in host.table.stamps().iter().enumerate() {
+            if stamp.authority == 0 {
+                continue;
+            }
+            let id = BodyId(c as u32);
+            let authority = self.peers[stamp.authority as usize - 1].as_ref().unwrap_or(host);
+            let s = authority.world.state(id)?;
+            tracing::debug!(
+                cube = c,
+                authority = stamp.authority,
+                at_rest = s.at_rest,
+                position = ?s.position,
+                linear_velocity = ?s.linear_velocity,
+                angular_velocity = ?s.angular_velocity,
+                "cube not back at default authority at the end"
+            );
+        }
+        Ok(())
+    }
+
     pub fn report(&self) -> Result<SessionReport> {
         let seconds = self.step as f64 * STEP_S;
         let mut r = SessionReport {
@@ -574,6 +600,9 @@ impl SessionRun {
             r.authority_identical_at_end = same_authority;
         }
         r.bit_identical_at_end = self.bit_identical()?;
+        if !r.bit_identical_at_end {
+            self.log_cubes_not_returned()?;
+        }
         r.lost_commits = self.lost_commits()?;
         for m in &self.pop_meters {
             r.handover_pop_m_max = r.handover_pop_m_max.max(f64::from(m.handover().max_m()));
