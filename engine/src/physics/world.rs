@@ -254,6 +254,8 @@ pub struct World {
     /// May the world's own rest detection put this body to rest? Off for a body another peer has authority over:
     /// it rests only when that peer says so (through [`World::set_state`]).
     rest_detection: Vec<bool>,
+    /// Per body: simulated for everyone by another peer (see [`World::set_remote`]).
+    remote: Vec<bool>,
     /// Rest detection's window of recent poses and velocities (see [`super::rest`]).
     history: Vec<MotionHistory>,
     /// Touching contacts per body last step and this step (see [`World::wake_bodies_that_lost_a_contact`]).
@@ -306,6 +308,7 @@ impl World {
             removed: Vec::new(),
             moved_from_outside: Vec::new(),
             rest_detection: Vec::new(),
+            remote: Vec::new(),
             history: Vec::new(),
             touching_before: Vec::new(),
             touching_now: Vec::new(),
@@ -354,6 +357,7 @@ impl World {
         self.removed.push(false);
         self.moved_from_outside.push(true);
         self.rest_detection.push(true);
+        self.remote.push(false);
         self.history.push(MotionHistory::default());
         self.touching_before.push(0);
         self.touching_now.push(0);
@@ -482,6 +486,28 @@ impl World {
         let i = self.check(id)?;
         self.rest_detection[i] = enabled;
         Ok(())
+    }
+
+    /// Marks a body as simulated for everyone by another peer (a networked cube under another player's authority,
+    /// or held in another player's hand); off by default. The world still moves it between its authority's updates
+    /// and it still pushes and is pushed by this peer's own bodies, but one remote body never wakes another that
+    /// its authority put to rest: whether the second moves is for its own authority to say, and the two
+    /// authorities' worlds see the meeting at different times and places (a remote hand grazing a remote stack
+    /// here that it missed in its own world), so waking it here only makes it jump back when the next resting
+    /// state arrives. Until then the resting one holds as if fixed.
+    pub fn set_remote(&mut self, id: BodyId, remote: bool) -> Result<(), PhysicsError> {
+        let i = self.check(id)?;
+        if self.remote[i] != remote {
+            // Its contacts are counted another way from now on: no loss can be told from the last step's count.
+            self.touching_before[i] = 0;
+        }
+        self.remote[i] = remote;
+        Ok(())
+    }
+
+    /// True when one of two remote bodies rests and the other does not: a meeting that wakes nothing here.
+    fn remote_meets_resting_remote(&self, a: usize, b: usize) -> bool {
+        self.remote[a] && self.remote[b] && self.at_rest[a] != self.at_rest[b]
     }
 
     /// Gives a kinematic body the velocities that carry it to `position` and `rotation` in one step.
@@ -739,7 +765,11 @@ impl World {
         let n = self.kind.len();
         self.islands.reset(n);
         for c in &self.contacts.contacts {
-            if c.touching() && self.is_dynamic(c.a) && self.is_dynamic(c.b) {
+            if c.touching()
+                && self.is_dynamic(c.a)
+                && self.is_dynamic(c.b)
+                && !self.remote_meets_resting_remote(c.a as usize, c.b as usize)
+            {
                 self.islands.union(c.a, c.b);
             }
         }
@@ -759,7 +789,10 @@ impl World {
             }
             let (a, b) = (c.a, c.b);
             for (pusher, pushed) in [(a, b), (b, a)] {
-                if self.is_moving_kinematic(pusher as usize) && self.is_dynamic(pushed) {
+                if self.is_moving_kinematic(pusher as usize)
+                    && self.is_dynamic(pushed)
+                    && !self.remote_meets_resting_remote(pusher as usize, pushed as usize)
+                {
                     self.islands.mark_awake(pushed);
                     self.islands.mark_not_still(pushed);
                     self.history[pushed as usize].clear();
@@ -791,7 +824,12 @@ impl World {
     /// after the islands' unions.
     fn wake_bodies_that_lost_a_contact(&mut self) {
         self.touching_now.iter_mut().for_each(|t| *t = 0);
+        // Between two remote bodies nothing is lost here: a remote body's supports that move away are its
+        // authority's to see (see `World::set_remote`).
         for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
+            if c.b != GROUND && self.remote[c.a as usize] && self.remote[c.b as usize] {
+                continue;
+            }
             self.touching_now[c.a as usize] += 1;
             if c.b != GROUND {
                 self.touching_now[c.b as usize] += 1;

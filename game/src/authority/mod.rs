@@ -12,7 +12,13 @@
 //! 3. **Touch** ([`AuthorityTable::spread_by_contact`]): after each step, an awake cube under the local player's
 //!    authority (held or not: a held cube pushing a stack would otherwise be corrected by the host) takes authority
 //!    over every default cube it touches, and those over the default cubes they touch, through the whole contact
-//!    graph: authority sequence + 1 each. Only default cubes are taken by touch; another player's cubes are not.
+//!    graph: authority sequence + 1 each. Another player's cube is taken by touch only when it was at rest here
+//!    before the step (rule 3b): a resting cube is anyone's to move, and without this the mover's peer (and every
+//!    peer that sees the hit before the claim) snaps the hit cube back to where its authority still has it resting,
+//!    again and again until it hears of the hit — the jitter of a stack hit by a thrown cube. On the host, an awake
+//!    default cube that hits another player's resting cube takes it back to default the same way (rule 3c). A cube
+//!    at rest here is committed: a player's cube rests on a peer that is not its authority only once the
+//!    authority's resting state arrived, so nothing is lost by taking it.
 //! 4. **Recency** ([`rules::compare_claims`]): the newer ownership sequence wins; with equal ownership, the newer
 //!    authority sequence wins.
 //! 5. **Host judgement** ([`rules::judge_claim`]): a guest's update (cube state, or a held cube in its avatar) is a
@@ -143,12 +149,15 @@ impl AuthorityTable {
         self.holders[cube as usize] = holder;
     }
 
-    /// Rule 3 after a step: spreads the local player's authority from its awake cubes to the default cubes they
-    /// touch, through the contact graph. Returns how many cubes were taken. `contacts` is the step's report.
-    pub fn spread_by_contact(&mut self, world: &World, contacts: &[ContactReport]) -> Result<u32, PhysicsError> {
-        if self.me == DEFAULT_AUTHORITY {
-            return Ok(0);
-        }
+    /// Rule 3 after a step: spreads the local authority from its awake cubes to the cubes they touch that are
+    /// default, or another player's and were at rest before the step (`rested_before`, per cube), through the
+    /// contact graph. Returns how many cubes were taken. `contacts` is the step's report.
+    pub fn spread_by_contact(
+        &mut self,
+        world: &World,
+        contacts: &[ContactReport],
+        rested_before: &[bool],
+    ) -> Result<u32, PhysicsError> {
         let mut taken = 0;
         // A pass per link of the longest chain; each pass is one sweep over the step's contacts.
         loop {
@@ -156,9 +165,9 @@ impl AuthorityTable {
             for c in contacts {
                 let Some(b) = c.b else { continue };
                 for (from, to) in [(c.a, b), (b, c.a)] {
-                    if self.takes(world, from, to)? {
+                    if let Some(authority) = self.takes(world, from, to, rested_before)? {
                         let s = &mut self.stamps[to.index()];
-                        s.authority = self.me;
+                        s.authority = authority;
                         s.authority_seq = s.authority_seq.wrapping_add(1);
                         self.rest_steps[to.index()] = 0;
                         taken += 1;
@@ -172,16 +181,32 @@ impl AuthorityTable {
         }
     }
 
-    fn takes(&self, world: &World, from: BodyId, to: BodyId) -> Result<bool, PhysicsError> {
+    /// The authority `to` takes from touching `from`, if it takes one: `from` is awake and simulated here for
+    /// everyone, `to` is a dynamic cube nobody holds, under another authority, and either default (taken by a
+    /// player's cube) or another player's cube that rested here before the step.
+    fn takes(
+        &self,
+        world: &World,
+        from: BodyId,
+        to: BodyId,
+        rested_before: &[bool],
+    ) -> Result<Option<u8>, PhysicsError> {
         let (f, t) = (from.index(), to.index());
         if f >= self.stamps.len() || t >= self.stamps.len() {
-            return Ok(false);
+            return Ok(None);
         }
-        Ok(self.stamps[f].authority == self.me
-            && self.stamps[t].authority == DEFAULT_AUTHORITY
+        let (mover, moved) = (self.stamps[f].authority, self.stamps[t].authority);
+        let takes = self.is_local_authority(f as u32)
+            && moved != mover
             && self.holders[t] == NOBODY
+            && if moved == DEFAULT_AUTHORITY {
+                mover != DEFAULT_AUTHORITY
+            } else {
+                !self.is_local_authority(t as u32) && rested_before.get(t).copied().unwrap_or(false)
+            }
             && !world.state(from)?.at_rest
-            && world.kind(to)? == BodyKind::Dynamic)
+            && world.kind(to)? == BodyKind::Dynamic;
+        Ok(takes.then_some(mover))
     }
 
     /// Rule 8 (host only), after a step: counts rest under a player's authority and returns to default the cubes
@@ -295,7 +320,7 @@ mod tests {
     }
 
     #[test]
-    fn rule_3_touch_spreads_through_the_contact_graph_only_to_default_cubes() {
+    fn rule_3_touch_spreads_through_the_contact_graph_to_default_and_resting_cubes() {
         let mut world = row();
         let mut t = AuthorityTable::new(3, 2, false);
         // Cube 0 is mine and awake; cube 1 touches it and cube 2 touches cube 1.
@@ -330,7 +355,7 @@ mod tests {
         let contacts = [touching(1, 2), touching(0, 1)];
         let s1 = world.state(BodyId(1)).unwrap();
         world.set_state(BodyId(1), &BodyState { at_rest: false, ..s1 }).unwrap();
-        assert_eq!(t.spread_by_contact(&world, &contacts).unwrap(), 2);
+        assert_eq!(t.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 2);
         assert_eq!(
             t.stamp(1),
             AuthorityStamp {
@@ -360,8 +385,39 @@ mod tests {
             },
             NOBODY,
         );
-        assert_eq!(t.spread_by_contact(&world, &contacts).unwrap(), 0);
+        assert_eq!(t.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
         assert_eq!(t.stamp(1).authority, 3);
+        // Rule 3b: unless it rested here before the step; then it is taken, one authority sequence later.
+        assert_eq!(
+            t.spread_by_contact(&world, &contacts, &[false, true, false]).unwrap(),
+            2
+        );
+        assert_eq!(
+            t.stamp(1),
+            AuthorityStamp {
+                authority: 2,
+                authority_seq: 5,
+                ownership_seq: 0
+            }
+        );
+        // Rule 3c: on the host an awake default cube takes a player's resting cube back to default.
+        let mut host = AuthorityTable::new(3, 1, true);
+        host.set(
+            1,
+            AuthorityStamp {
+                authority: 3,
+                authority_seq: 4,
+                ownership_seq: 0,
+            },
+            NOBODY,
+        );
+        assert_eq!(
+            host.spread_by_contact(&world, &contacts, &[false, true, false])
+                .unwrap(),
+            1
+        );
+        assert_eq!(host.stamp(1).authority, DEFAULT_AUTHORITY);
+        assert_eq!(host.stamp(1).authority_seq, 5);
         // A resting cube of mine spreads nothing.
         let mut t = AuthorityTable::new(3, 2, false);
         t.set(
@@ -376,7 +432,7 @@ mod tests {
         world.set_state(BodyId(1), &BodyState { at_rest: true, ..s1 }).unwrap();
         let s2 = world.state(BodyId(2)).unwrap();
         world.set_state(BodyId(2), &BodyState { at_rest: true, ..s2 }).unwrap();
-        assert_eq!(t.spread_by_contact(&world, &contacts).unwrap(), 0);
+        assert_eq!(t.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
     }
 
     #[test]

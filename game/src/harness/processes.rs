@@ -277,6 +277,7 @@ impl Watch {
             "last_change_ms": self.last_change_ms,
             "pop_max": self.meter.handover().max_m(),
             "pop_p99": self.meter.handover().quantile_m(0.99),
+            "glide_max": self.meter.handover_unexplained().max_m(),
             "second_rates": self.second_rates,
             "seconds": steps as f64 / PACKETS_PER_S as f64,
         }))
@@ -426,6 +427,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
             rejected.0[*reason as usize] += f["rejected"][k].as_u64().unwrap_or(0);
         }
         r.handover_pop_m_max = r.handover_pop_m_max.max(num(&f["pop_max"]));
+        r.handover_glide_m_max = r.handover_glide_m_max.max(num(&f["glide_max"]));
         r.handover_pop_m_p99 = r.handover_pop_m_p99.max(num(&f["pop_p99"]));
         let seconds = num(&f["seconds"]).max(1e-9);
         for d in f["demand"].as_array().into_iter().flatten() {
@@ -462,7 +464,11 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         .bit_identical_at_end
         .then(|| ((last_change - settle_ms) / 1000.0).max(0.0));
     (r.conflicts, r.conflict_resolve_ms_max) = conflicts(finals);
-    if let (Some(k), Some((player, _))) = (killed_at_ms, config.kill_player) {
+    // `--kill-player` names a seat; the killed peer's authority index is the one no surviving peer reports
+    // (the host hands indices out as handshakes finish, so seat and index can differ).
+    let killed_player = (1..=config.players as u64).find(|p| finals.iter().all(|f| f["player"].as_u64() != Some(*p)));
+    if let (Some(k), Some(player)) = (killed_at_ms, killed_player.filter(|_| config.kill_player.is_some())) {
+        let player = player as u8;
         let last = finals
             .iter()
             .map(|f| num(&f["last_seen_player_ms"][usize::from(player)]))

@@ -5,6 +5,7 @@
 //!
 //! Players are driven by [`Driver`]s: anything that turns (step, the peer) into an `AvatarInput`.
 
+use std::cmp::Ordering;
 use std::net::SocketAddr;
 
 use anyhow::{bail, Result};
@@ -14,7 +15,7 @@ use tumble_engine::physics::{BodyId, World};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
-use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
+use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
 use crate::harness::loopback::{bit_identical, percentile};
 use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, MAX_PLAYERS, PACKETS_PER_S};
@@ -87,6 +88,9 @@ pub struct SessionReport {
     pub authority_changes: u64,
     pub handover_pop_m_p99: f64,
     pub handover_pop_m_max: f64,
+    /// Largest drawn step not explained by the cube's velocity near a change of authority: the speed of an eased
+    /// correction's glide (m per step). See `smoothing::PopMeter`.
+    pub handover_glide_m_max: f64,
     pub corrections: u64,
     pub correction_max_m: f64,
     pub kbps_per_connection_mean_max: f64,
@@ -131,6 +135,7 @@ impl SessionReport {
             "authority_changes": self.authority_changes,
             "handover_pop_m_p99": self.handover_pop_m_p99,
             "handover_pop_m_max": self.handover_pop_m_max,
+            "handover_glide_m_max": self.handover_glide_m_max,
             "corrections": self.corrections,
             "correction_max_m": self.correction_max_m,
             "kbps_per_connection_mean_max": self.kbps_per_connection_mean_max,
@@ -186,6 +191,8 @@ pub struct SessionRun {
     second_rates: Vec<f64>,
     identical_since: Option<u64>,
     killed_at: Option<u64>,
+    /// The authority index of the peer killed (`--kill-player` names a seat).
+    killed_player: Option<u8>,
     released_killed_at: Option<u64>,
 }
 
@@ -252,6 +259,7 @@ impl SessionRun {
             second_rates: Vec::new(),
             identical_since: None,
             killed_at: None,
+            killed_player: None,
             released_killed_at: None,
             config,
         };
@@ -285,7 +293,16 @@ impl SessionRun {
         Ok(guest)
     }
 
-    /// Player `player`'s peer (1 = the host), for tests that reach behind the network's back.
+    /// The peer playing authority index `player` (0, default authority: the host). Seats are the order peers
+    /// were started in; the host hands out player indices as handshakes finish, so seat and index can differ.
+    fn peer_of_player(&self, player: u8) -> Option<&Peer> {
+        if player == 0 {
+            return self.peers[0].as_ref();
+        }
+        self.peers().find(|p| p.player() == player)
+    }
+
+    /// The peer in seat `player` (1 = the host), for tests that reach behind the network's back.
     pub fn peer_mut(&mut self, player: usize) -> Option<&mut Peer> {
         self.peers.get_mut(player.checked_sub(1)?)?.as_mut()
     }
@@ -333,7 +350,7 @@ impl SessionRun {
         if let Some((player, at_s)) = self.config.kill_player {
             if step == (at_s * PACKETS_PER_S as f64).round() as u64 {
                 if let Some(slot) = self.peers.get_mut(usize::from(player) - 1) {
-                    *slot = None;
+                    self.killed_player = slot.take().map(|p| p.player());
                     self.killed_at = Some(step);
                 }
             }
@@ -393,7 +410,7 @@ impl SessionRun {
                 self.identical_since = None;
             }
         }
-        if let (Some(_), None, Some((player, _))) = (self.killed_at, self.released_killed_at, self.config.kill_player) {
+        if let (Some(_), None, Some(player)) = (self.killed_at, self.released_killed_at, self.killed_player) {
             let all_released = self.peers().all(|p| {
                 p.table.stamps().iter().all(|s| s.authority != player)
                     && (0..p.table.len() as u32).all(|c| p.table.holder(c) != player)
@@ -407,12 +424,26 @@ impl SessionRun {
 
     /// Pops at changes of authority and rest jitter, on what each peer simulates (and so draws).
     fn measure_draw(&mut self, step: u64) -> Result<()> {
-        let host_stamps: Vec<u8> = match self.peers[0].as_ref() {
-            Some(h) => h.table.stamps().iter().map(|s| s.authority).collect(),
-            None => return Ok(()),
+        let Some(host) = self.peers[0].as_ref() else {
+            return Ok(());
         };
+        // Who has authority over each cube: the host's view, unless a guest has since claimed the cube (by touch
+        // or grab) and the host has not heard yet — then that guest simulates it for everyone, and what it does
+        // with the cube is what the others will see.
+        let host_stamps: Vec<u8> = (0..host.table.len() as u32)
+            .map(|c| {
+                let mut newest = host.table.stamp(c);
+                for guest in self.peers().skip(1) {
+                    let claim = guest.table.stamp(c);
+                    if claim.authority == guest.player() && compare_claims(&claim, &newest) == Ordering::Greater {
+                        newest = claim;
+                    }
+                }
+                newest.authority
+            })
+            .collect();
         for (c, &a) in host_stamps.iter().enumerate() {
-            let owner = self.peers.get(usize::from(a).max(1) - 1).and_then(|p| p.as_ref());
+            let owner = self.peer_of_player(a);
             let resting = match owner {
                 Some(o) => o.world.state(BodyId(c as u32))?.at_rest && self.authority_of[c] == a,
                 None => false,
@@ -444,11 +475,16 @@ impl SessionRun {
                 // the cube and the host has not heard yet, in which case nothing here counts) has kept the cube at
                 // rest for longer than news takes to arrive here, and this peer had it at rest: any movement is a
                 // correction of a resting cube, or a wake the authority never made.
-                let authority = usize::from(authority_index).max(1) - 1;
+                let is_authority = if authority_index == 0 {
+                    i == 0
+                } else {
+                    peer.player() == authority_index
+                };
                 let settled = step.saturating_sub(self.authority_rest_since[c]) >= self.news_steps;
-                if authority != i && !peer.table.is_local_authority(c as u32) && settled {
+                if !is_authority && !peer.table.is_local_authority(c as u32) && settled {
                     if let Some((p, true)) = self.previous[i][c] {
-                        self.rest_jitter_m = self.rest_jitter_m.max(f64::from((s.position - p).length()));
+                        let d = f64::from((s.position - p).length());
+                        self.rest_jitter_m = self.rest_jitter_m.max(d);
                     }
                 }
                 self.previous[i][c] = Some((s.position, s.at_rest));
@@ -529,7 +565,7 @@ impl SessionRun {
                 continue;
             }
             let id = BodyId(c as u32);
-            let authority = self.peers[stamp.authority as usize - 1].as_ref().unwrap_or(host);
+            let authority = self.peer_of_player(stamp.authority).unwrap_or(host);
             let s = authority.world.state(id)?;
             tracing::debug!(
                 cube = c,
@@ -607,6 +643,7 @@ impl SessionRun {
         for m in &self.pop_meters {
             r.handover_pop_m_max = r.handover_pop_m_max.max(f64::from(m.handover().max_m()));
             r.handover_pop_m_p99 = r.handover_pop_m_p99.max(f64::from(m.handover().quantile_m(0.99)));
+            r.handover_glide_m_max = r.handover_glide_m_max.max(f64::from(m.handover_unexplained().max_m()));
         }
         r.seconds_to_converge = self
             .identical_since

@@ -169,6 +169,8 @@ pub struct Peer {
     pub smoothing: DrawSmoothing,
     /// Links measure what they would send with no budget (`Sender::measure_demand`).
     measure_demand: bool,
+    /// Per cube: at rest before this step's physics (rule 3b takes other players' resting cubes on touch).
+    rested_before: Vec<bool>,
     /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
     resting_before: Vec<u32>,
     /// Scratch: the stamps a forged packet gives the cubes.
@@ -223,6 +225,7 @@ impl Peer {
         for (i, flag) in rest_detection.iter_mut().enumerate() {
             *flag = table.is_local_authority(i as u32);
             world.set_rest_detection(BodyId(i as u32), *flag)?;
+            world.set_remote(BodyId(i as u32), !*flag)?;
         }
         let mut links = Vec::with_capacity(slots);
         links.resize_with(slots, || None);
@@ -253,6 +256,7 @@ impl Peer {
             measure_demand: false,
             smoothing: DrawSmoothing::new(cubes),
             rest_claims: vec![None; cubes],
+            rested_before: vec![false; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
         })
@@ -817,10 +821,30 @@ impl Peer {
         Ok(())
     }
 
+    /// Tells the world which cubes this peer simulates for everyone (as the table now says, after what arrived):
+    /// rest detection is on exactly for its own unheld cubes, and every cube under another authority is remote.
+    fn set_body_flags(&mut self) -> Result<(), PeerError> {
+        for cube in 0..self.cube_count as usize {
+            let id = BodyId(cube as u32);
+            let local = self.table.is_local_authority(cube as u32);
+            let want = local && self.table.holder(cube as u32) == NOBODY;
+            if want != self.rest_detection[cube] {
+                self.world.set_rest_detection(id, want)?;
+                self.rest_detection[cube] = want;
+            }
+            self.world.set_remote(id, !local)?;
+        }
+        Ok(())
+    }
+
     /// The physics step, then the authority bookkeeping: collisions raise priorities, touch spreads authority
     /// (rule 3), the host returns rested cubes to default (rule 8), and rest detection is on exactly for the cubes
     /// this peer simulates for everyone.
     pub fn simulate(&mut self) -> Result<(), PeerError> {
+        self.set_body_flags()?;
+        for (cube, rested) in self.rested_before.iter_mut().enumerate() {
+            *rested = self.world.state(BodyId(cube as u32))?.at_rest;
+        }
         self.world.step();
         self.smoothing.step();
         let report = self.world.report();
@@ -834,7 +858,8 @@ impl Peer {
             }
         }
         if self.welcomed {
-            self.table.spread_by_contact(&self.world, &report.contacts)?;
+            self.table
+                .spread_by_contact(&self.world, &report.contacts, &self.rested_before)?;
         }
         self.returned.clear();
         let returned = &mut self.returned;
@@ -843,11 +868,6 @@ impl Peer {
         self.step += 1;
         for cube in 0..self.cube_count as usize {
             let id = BodyId(cube as u32);
-            let want = self.table.is_local_authority(cube as u32) && self.table.holder(cube as u32) == NOBODY;
-            if want != self.rest_detection[cube] {
-                self.world.set_rest_detection(id, want)?;
-                self.rest_detection[cube] = want;
-            }
             if !self.is_host && self.table.is_local_authority(cube as u32) && self.table.me() != DEFAULT_AUTHORITY {
                 // The resting state this guest would have the host commit; a cube moving again has none (its old
                 // resting state is superseded, not lost).
