@@ -940,6 +940,15 @@ mod tests {
         }))
     }
 
+    /// Steps `run` until every guest is welcomed; the player index each seat got (seat i = `peers[i]`: guests get
+    /// theirs in the order their handshakes finish).
+    fn welcomed_players(run: &mut SessionRun, drivers: &mut [Box<dyn Driver>]) -> Vec<u8> {
+        while run.peers().any(|p| p.player() == 0) {
+            run.step(drivers).unwrap();
+        }
+        run.peers().map(|p| p.player()).collect()
+    }
+
     /// The scripted hand's position at fractional step `t` (linear between steps, as the script moves).
     fn scripted_at(driver: &ScriptDriver, t: f64) -> Vec3 {
         let script = driver.0.as_ref().unwrap();
@@ -968,21 +977,22 @@ mod tests {
         let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), Box::new(sweeping_hand(1.5, 8 * 90)), idle()];
         let mut worst = [0.0f32; 2];
         let mut delays = [Vec::new(), Vec::new()];
+        let sender = welcomed_players(&mut run, &mut drivers)[1];
         while !run.is_finished() {
             run.step(&mut drivers).unwrap();
             let now = run.step as f64 * STEP_S;
             if run.step < 2 * 90 {
                 continue;
             }
-            for (k, player) in [1, 3].into_iter().enumerate() {
-                let peer = run.peers[player - 1].as_ref().unwrap();
-                let played = peer.remote_avatar(2).expect("player 2's avatar arrived");
-                let playout = peer.remote_avatars().playout(2).unwrap();
+            for (k, seat) in [0, 2].into_iter().enumerate() {
+                let peer = run.peers[seat].as_ref().unwrap();
+                let played = peer.remote_avatar(sender).expect("the sender's avatar arrived");
+                let playout = peer.remote_avatars().playout(sender).unwrap();
                 let t = playout.playout_time_s().unwrap() / STEP_S;
                 let error = played.hands[1].pose.position.distance(scripted_at(&script, t));
                 worst[k] = worst[k].max(error);
                 delays[k].push(now - t * STEP_S);
-                assert!(peer.remote_avatar(player as u8).is_none(), "a peer does not play its own avatar");
+                assert!(peer.remote_avatar(peer.player()).is_none(), "a peer does not play its own avatar");
             }
         }
         eprintln!("played-out hand: worst error host {:.4} m, guest 3 {:.4} m", worst[0], worst[1]);
@@ -1038,15 +1048,16 @@ mod tests {
                 .unwrap()
         };
         let (mut in_hand_steps, mut worst, mut apart) = (0, 0.0f32, 0.0f32);
+        let holder = welcomed_players(&mut run, &mut drivers)[1];
         while !run.is_finished() {
             run.step(&mut drivers).unwrap();
             if !(150..290).contains(&run.step) {
                 continue;
             }
-            for player in [1u8, 3] {
-                let peer = run.peers[usize::from(player) - 1].as_ref().unwrap();
-                assert_eq!(peer.table.holder(cube), 2, "player {player}");
-                let played = peer.remote_avatar(2).unwrap();
+            for seat in [0, 2] {
+                let peer = run.peers[seat].as_ref().unwrap();
+                assert_eq!(peer.table.holder(cube), holder, "seat {seat}");
+                let played = peer.remote_avatar(holder).unwrap();
                 let (c, in_hand) = played.hands[1].held_world_pose().expect("the played-out hand holds it");
                 assert_eq!(c, cube);
                 in_hand_steps += 1;
@@ -1060,8 +1071,9 @@ mod tests {
         assert_eq!(in_hand_steps, 2 * 140);
         // The easing of the grab is over by then: drawn exactly in the played-out hand.
         assert!(worst < 0.005, "{worst}");
-        // The hand moves at 1.7 m/s: the simulation (newest avatar) is visibly ahead of what is drawn.
-        assert!(apart > 0.03, "{apart}");
+        // The hand moves at up to 2.1 m/s: the simulation (newest avatar) is ahead of what is drawn by the jitter
+        // buffer's delay (about 14 ms here).
+        assert!(apart > 0.01, "{apart}");
     }
 
     #[test]
@@ -1114,12 +1126,16 @@ mod tests {
         };
         let mut run = SessionRun::new(config, table64()).unwrap();
         let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), Box::new(sweeping_hand(1.0, 6 * 90)), idle()];
+        let players = welcomed_players(&mut run, &mut drivers);
+        let (honest_player, hostile_player) = (players[1], players[2]);
         while !run.is_finished() {
             run.step(&mut drivers).unwrap();
             let host = run.peers[0].as_ref().unwrap();
             let honest = run.peers[1].as_ref().unwrap();
-            assert!(host.remote_avatar(3).is_none() && honest.remote_avatar(3).is_none());
-            if let Some(two) = host.remote_avatar(2) {
+            assert!(host.remote_avatar(hostile_player).is_none() && honest.remote_avatar(hostile_player).is_none());
+            // The impostor speaks in player 2's slot (3's when it is 2 itself): the honest guest's, or the host's
+            // own.
+            if let Some(two) = host.remote_avatar(honest_player) {
                 assert!(two.head.position.distance(crate::session::hostile::IMPOSTOR_HEAD) > 0.5);
             }
         }
@@ -1128,7 +1144,7 @@ mod tests {
         for reason in [RejectReason::NotSender, RejectReason::BadPose] {
             assert!(report.rejected_updates.0[reason as usize] > 50, "{reason:?}: {json}");
         }
-        assert_eq!(report.accepted_claims_by_player[3], 0, "{json}");
+        assert_eq!(report.accepted_claims_by_player[usize::from(hostile_player)], 0, "{json}");
         assert!(report.kbps_avatars_per_connection_mean_max > 0.0, "{json}");
     }
 }
