@@ -83,7 +83,8 @@ fn run(args: &Args) -> Result<()> {
             report.throws,
             report.conflicts,
         );
-        md += "| from → to | cube state | avatars (held cubes in them) | rest of header | transport + IP/UDP | total |\n\
+        md +=
+            "| from → to | cube state | avatars (held cubes in them) | rest of header | transport + IP/UDP | total |\n\
                |---|---|---|---|---|---|\n";
         for c in &report.connections {
             let _ = writeln!(

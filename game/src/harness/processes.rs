@@ -440,7 +440,8 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
                 .kbps_per_connection_mean_max
                 .max(kbps(&c["sent"]))
                 .max(kbps(&c["received"]));
-            r.kbps_avatars_per_connection_mean_max = r.kbps_avatars_per_connection_mean_max.max(kbps(&c["avatars_sent"]));
+            r.kbps_avatars_per_connection_mean_max =
+                r.kbps_avatars_per_connection_mean_max.max(kbps(&c["avatars_sent"]));
             if f["host"] == true {
                 r.host_kbps_up_mean += kbps(&c["sent"]);
             }

@@ -931,7 +931,9 @@ mod tests {
         let mut b = HandScript::starting_at(start);
         let mut k = 0;
         while k * 180 < steps {
-            b = b.move_to(k * 180 + 90, start + Vec3::X * reach).move_to(k * 180 + 180, start);
+            b = b
+                .move_to(k * 180 + 90, start + Vec3::X * reach)
+                .move_to(k * 180 + 180, start);
             k += 1;
         }
         ScriptDriver(Some(AvatarScript {
@@ -992,10 +994,16 @@ mod tests {
                 let error = played.hands[1].pose.position.distance(scripted_at(&script, t));
                 worst[k] = worst[k].max(error);
                 delays[k].push(now - t * STEP_S);
-                assert!(peer.remote_avatar(peer.player()).is_none(), "a peer does not play its own avatar");
+                assert!(
+                    peer.remote_avatar(peer.player()).is_none(),
+                    "a peer does not play its own avatar"
+                );
             }
         }
-        eprintln!("played-out hand: worst error host {:.4} m, guest 3 {:.4} m", worst[0], worst[1]);
+        eprintln!(
+            "played-out hand: worst error host {:.4} m, guest 3 {:.4} m",
+            worst[0], worst[1]
+        );
         // Quantization (1 mm), interpolation across a lost sample at 1.5 m/s, and the turn at each end.
         assert!(worst[0] < 0.03 && worst[1] < 0.03, "{worst:?}");
         for (k, d) in delays.iter().enumerate() {
@@ -1067,7 +1075,9 @@ mod tests {
                 apart = apart.max(simulated.distance(in_hand.position));
             }
         }
-        eprintln!("remote held cube: drawn within {worst:.4} m of the played-out hand; simulation up to {apart:.3} m ahead");
+        eprintln!(
+            "remote held cube: drawn within {worst:.4} m of the played-out hand; simulation up to {apart:.3} m ahead"
+        );
         assert_eq!(in_hand_steps, 2 * 140);
         // The easing of the grab is over by then: drawn exactly in the played-out hand.
         assert!(worst < 0.005, "{worst}");
@@ -1144,7 +1154,11 @@ mod tests {
         for reason in [RejectReason::NotSender, RejectReason::BadPose] {
             assert!(report.rejected_updates.0[reason as usize] > 50, "{reason:?}: {json}");
         }
-        assert_eq!(report.accepted_claims_by_player[usize::from(hostile_player)], 0, "{json}");
+        assert_eq!(
+            report.accepted_claims_by_player[usize::from(hostile_player)],
+            0,
+            "{json}"
+        );
         assert!(report.kbps_avatars_per_connection_mean_max > 0.0, "{json}");
     }
 }

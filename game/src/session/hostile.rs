@@ -102,7 +102,11 @@ pub fn forge(step: u64, me: u8, table: &AuthorityTable) -> Forgery {
             // honest grab if the holder has let go meanwhile.)
             let held = (0..cubes).find(|&c| table.holder(c) != NOBODY && table.holder(c) != me);
             let avatar = match held {
-                Some(c) => avatar_at(Vec3::new(0.0, 1.7, 0.0), Vec3::new(0.3, 1.2, 0.0), Some((c, Vec3::ZERO, table.stamp(c)))),
+                Some(c) => avatar_at(
+                    Vec3::new(0.0, 1.7, 0.0),
+                    Vec3::new(0.3, 1.2, 0.0),
+                    Some((c, Vec3::ZERO, table.stamp(c))),
+                ),
                 None => avatar_at(
                     Vec3::new(edge, 1.7, 0.0),
                     Vec3::new(edge, 1.2, 0.0),
@@ -136,7 +140,11 @@ pub fn forge(step: u64, me: u8, table: &AuthorityTable) -> Forgery {
             // Another player's slot (player 2, or 3 when we are 2: a guest that is there in any session of three),
             // its hand holding a cube with a claim that would win if it were that player's.
             let victim = if me == 2 { 3 } else { 2 };
-            let avatar = avatar_at(IMPOSTOR_HEAD, Vec3::new(0.3, 1.2, 0.0), Some((cube, Vec3::ZERO, next(stamp))));
+            let avatar = avatar_at(
+                IMPOSTOR_HEAD,
+                Vec3::new(0.3, 1.2, 0.0),
+                Some((cube, Vec3::ZERO, next(stamp))),
+            );
             say(victim, avatar);
             Forgery::Claim { header, cube: None }
         }

@@ -477,7 +477,10 @@ mod tests {
                     let mut again = [0u8; 400];
                     let baseline = header.avatar_baseline_age.map(|_| base);
                     let k = write_state_message(&mut again, &header, 64, baseline.as_ref(), body).unwrap();
-                    assert_eq!(read_message(&again[..k], 64, lookup), Ok(Message::State { header, body }));
+                    assert_eq!(
+                        read_message(&again[..k], 64, lookup),
+                        Ok(Message::State { header, body })
+                    );
                 }
                 Ok(Message::RejectNotice(_)) => parsed += 1,
                 Err(_) => refused += 1,

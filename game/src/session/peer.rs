@@ -488,7 +488,9 @@ impl Peer {
             if player == to_player || player == me {
                 continue;
             }
-            let Some(mut sample) = self.remote.newest(player).copied() else { continue };
+            let Some(mut sample) = self.remote.newest(player).copied() else {
+                continue;
+            };
             for hand in &mut sample.avatar.hands {
                 if hand.held.is_some_and(|h| self.table.holder(h.cube) != player) {
                     hand.held = None;
@@ -671,7 +673,11 @@ impl Peer {
 
     fn on_message(&mut self, peer: PeerId, data: &[u8], now_s: f64) -> Result<(), PeerError> {
         let read = {
-            let ring = self.links.get(self.slot_of(peer)).and_then(|l| l.as_ref()).map(|l| &l.avatars_received);
+            let ring = self
+                .links
+                .get(self.slot_of(peer))
+                .and_then(|l| l.as_ref())
+                .map(|l| &l.avatars_received);
             read_message(data, self.cube_count, |step| ring.and_then(|r| r.get(step)))
         };
         let message = match read {
@@ -769,7 +775,13 @@ impl Peer {
     /// The host takes only the sender's own slot (the sender is known by its connection: an avatar in another
     /// slot is impersonation, refused), refuses an implausible avatar whole, and relays an avatar only when it
     /// and every cube in its hands were accepted.
-    fn take_avatars(&mut self, from_player: u8, header: &StateHeader, newer: bool, now_s: f64) -> Result<(), PeerError> {
+    fn take_avatars(
+        &mut self,
+        from_player: u8,
+        header: &StateHeader,
+        newer: bool,
+        now_s: f64,
+    ) -> Result<(), PeerError> {
         if !self.is_host {
             let me = self.table.me();
             for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
@@ -779,7 +791,10 @@ impl Peer {
             }
             if newer {
                 for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
-                    if let Some(sample) = header.avatar(player).filter(|s| s.avatar.is_plausible(DESKTOP_HAND_REACH_M)) {
+                    if let Some(sample) = header
+                        .avatar(player)
+                        .filter(|s| s.avatar.is_plausible(DESKTOP_HAND_REACH_M))
+                    {
                         self.take_held(player, &sample.avatar)?;
                     }
                 }
@@ -813,7 +828,9 @@ impl Peer {
     fn take_held(&mut self, player: u8, avatar: &WireAvatar) -> Result<bool, PeerError> {
         let mut all_taken = true;
         for hand in avatar.to_poses().hands {
-            let Some((cube, target)) = hand.held_world_pose() else { continue };
+            let Some((cube, target)) = hand.held_world_pose() else {
+                continue;
+            };
             let Some(held) = hand.held else { continue };
             if self.world.is_removed(BodyId(cube))? {
                 self.refuse(RejectReason::UnknownCube);

@@ -168,7 +168,11 @@ mod tests {
         assert!(a.baseline(102).is_none(), "nothing acked");
         a.on_acked(8);
         a.on_acked(7);
-        assert_eq!(a.baseline(102), Some((1, &set(101))), "the later ack of an older packet is ignored");
+        assert_eq!(
+            a.baseline(102),
+            Some((1, &set(101))),
+            "the later ack of an older packet is ignored"
+        );
         assert!(a.baseline(101).is_none(), "age 0 is no baseline");
         assert!(a.baseline(101 + 256).is_none(), "too old");
         a.forget_all();
