@@ -1,7 +1,7 @@
 //! The four-player bandwidth table for `make bench`: a session of four bots (builder, thrower, contender, catcher)
 //! on table64, 50 ms each way with ±10 ms jitter and 1 % duplicates, at 5 % and 25 % loss, in one process on the
-//! simulated clock. For every connection and direction: cube state, message headers (held cubes, welcome) and the
-//! rest of the wire (transport header, acks, keep-alives, IP/UDP), in kbps. Prints one JSON object on stdout and
+//! simulated clock. For every connection and direction: cube state, avatars (with the cubes in their hands), the
+//! rest of the message headers (step, welcome) and the rest of the wire (transport header, acks, keep-alives, IP/UDP), in kbps. Prints one JSON object on stdout and
 //! writes `session-bandwidth.md` into the output folder.
 
 use std::fmt::Write as _;
@@ -68,29 +68,40 @@ fn run(args: &Args) -> Result<()> {
             md,
             "## {loss} % loss, 100 ms round trip ±10 ms, 1 % duplicates, {} s\n\nBudget {} kbps per connection and \
              direction; worst connection mean {:.1} kbps (p95 of seconds {:.1}), demand with no budget {:.1}; host \
-             up {:.1}. Bit-identical at the end: {}; lost commits {}; {} grabs, {} throws, {} conflicts.\n",
+             up {:.1}. Avatars alone on the worst connection: {:.1} kbps. Bit-identical at the end: {}; lost commits {}; {} grabs, \
+             {} throws, {} conflicts.\n",
             args.seconds,
             report.kbps_budget,
             report.kbps_per_connection_mean_max,
             report.kbps_per_connection_p95_max,
             report.kbps_demand_mean_max,
             report.host_kbps_up_mean,
+            report.kbps_avatars_per_connection_mean_max,
             report.bit_identical_at_end,
             report.lost_commits,
             report.grabs,
             report.throws,
             report.conflicts,
         );
-        md += "| from → to | cube state | held cubes + header | transport + IP/UDP | total |\n|---|---|---|---|---|\n";
-        for &(from, to, body, header, rest) in &report.connections {
+        md +=
+            "| from → to | cube state | avatars (held cubes in them) | rest of header | transport + IP/UDP | total |\n\
+               |---|---|---|---|---|---|\n";
+        for c in &report.connections {
             let _ = writeln!(
                 md,
-                "| {from} → {to} | {body:.1} | {header:.1} | {rest:.1} | {:.1} |",
-                body + header + rest
+                "| {} → {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} |",
+                c.from,
+                c.to,
+                c.cubes,
+                c.avatars,
+                c.header,
+                c.rest,
+                c.total()
             );
         }
         md += "\n";
-        runs.push(json!({ "loss_pct": loss, "report": report.to_json(), "connections": report.connections }));
+        let connections: Vec<_> = report.connections.iter().map(|c| c.to_json()).collect();
+        runs.push(json!({ "loss_pct": loss, "report": report.to_json(), "connections": connections }));
     }
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(args.out.join("session-bandwidth.md"), &md)?;

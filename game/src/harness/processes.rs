@@ -237,7 +237,10 @@ impl Watch {
             .collect();
         let connections: Vec<Value> = peer
             .wire_bytes()
-            .map(|(player, sent, received)| json!({ "player": player, "sent": sent, "received": received }))
+            .zip(peer.sent_breakdown())
+            .map(|((player, sent, received), b)| {
+                json!({ "player": player, "sent": sent, "received": received, "avatars_sent": b.avatars })
+            })
             .collect();
         let demand: Vec<u64> = peer.demand_wire_bytes().map(|(_, d)| d).collect();
         let rest_claims: Vec<Value> = peer
@@ -439,6 +442,8 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
                 .kbps_per_connection_mean_max
                 .max(kbps(&c["sent"]))
                 .max(kbps(&c["received"]));
+            r.kbps_avatars_per_connection_mean_max =
+                r.kbps_avatars_per_connection_mean_max.max(kbps(&c["avatars_sent"]));
             if f["host"] == true {
                 r.host_kbps_up_mean += kbps(&c["sent"]);
             }

@@ -115,9 +115,42 @@ pub struct SessionReport {
     pub seconds_to_release_killed: Option<f64>,
     /// Claims the host took, by player (index = player 1..=4).
     pub accepted_claims_by_player: [u64; 5],
-    /// Every connection and direction: (from player, to player, kbps of cube state, of message headers — held
-    /// cubes and welcome —, of the rest of the wire: transport header, acks, keep-alives, IP/UDP).
-    pub connections: Vec<(u8, u8, f64, f64, f64)>,
+    /// Every connection and direction: kbps by part.
+    pub connections: Vec<ConnectionKbps>,
+    /// The worst connection and direction's avatar bytes alone (kbps; in the figures above too).
+    pub kbps_avatars_per_connection_mean_max: f64,
+}
+
+/// One connection and direction's mean rate, by part (kbps).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ConnectionKbps {
+    pub from: u8,
+    pub to: u8,
+    /// Cube state bodies.
+    pub cubes: f64,
+    /// Avatars, with the cubes in their hands.
+    pub avatars: f64,
+    /// The rest of the message headers: type byte, step, welcome, avatar presence.
+    pub header: f64,
+    /// The rest of the wire: transport header, acks, keep-alives, IP/UDP.
+    pub rest: f64,
+}
+
+impl ConnectionKbps {
+    pub fn total(&self) -> f64 {
+        self.cubes + self.avatars + self.header + self.rest
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "from": self.from,
+            "to": self.to,
+            "cubes": self.cubes,
+            "avatars": self.avatars,
+            "header": self.header,
+            "rest": self.rest,
+        })
+    }
 }
 
 impl SessionReport {
@@ -140,6 +173,7 @@ impl SessionReport {
             "correction_max_m": self.correction_max_m,
             "kbps_per_connection_mean_max": self.kbps_per_connection_mean_max,
             "kbps_per_connection_p95_max": self.kbps_per_connection_p95_max,
+            "kbps_avatars_per_connection_mean_max": self.kbps_avatars_per_connection_mean_max,
             "host_kbps_up_mean": self.host_kbps_up_mean,
             "bit_identical_at_end": self.bit_identical_at_end,
             "authority_identical_at_end": self.authority_identical_at_end,
@@ -599,9 +633,16 @@ impl SessionRun {
             r.authority_changes += p.stats.authority_changes;
             r.rejected_updates.merge(&p.stats.rejected);
             let kbps = |b: u64| b as f64 * 8.0 / 1000.0 / seconds.max(STEP_S);
-            for (to, body, header, rest) in p.sent_breakdown() {
-                r.connections
-                    .push((p.player().max(1), to, kbps(body), kbps(header), kbps(rest)));
+            for b in p.sent_breakdown() {
+                r.connections.push(ConnectionKbps {
+                    from: p.player().max(1),
+                    to: b.to,
+                    cubes: kbps(b.cubes),
+                    avatars: kbps(b.avatars),
+                    header: kbps(b.header),
+                    rest: kbps(b.rest),
+                });
+                r.kbps_avatars_per_connection_mean_max = r.kbps_avatars_per_connection_mean_max.max(kbps(b.avatars));
             }
             for (_, demand) in p.demand_wire_bytes() {
                 r.kbps_demand_mean_max = r
@@ -918,5 +959,243 @@ mod tests {
                 assert_eq!(report.remote_rest_jitter_m, Some(0.0), "{}", report.to_json());
             }
         }
+    }
+
+    /// Player 2's right hand: from (−3, 1.5, −3) along x at `speed` m/s and back, grip open, for `steps`.
+    fn sweeping_hand(speed: f32, steps: u32) -> ScriptDriver {
+        let start = Vec3::new(-3.0, 1.5, -3.0);
+        let reach = speed * 2.0;
+        let mut b = HandScript::starting_at(start);
+        let mut k = 0;
+        while k * 180 < steps {
+            b = b
+                .move_to(k * 180 + 90, start + Vec3::X * reach)
+                .move_to(k * 180 + 180, start);
+            k += 1;
+        }
+        ScriptDriver(Some(AvatarScript {
+            head: None,
+            hands: [None, Some(b.build().unwrap())],
+        }))
+    }
+
+    /// Steps `run` until every guest is welcomed; the player index each seat got (seat i = `peers[i]`: guests get
+    /// theirs in the order their handshakes finish).
+    fn welcomed_players(run: &mut SessionRun, drivers: &mut [Box<dyn Driver>]) -> Vec<u8> {
+        while run.peers().any(|p| p.player() == 0) {
+            run.step(drivers).unwrap();
+        }
+        run.peers().map(|p| p.player()).collect()
+    }
+
+    /// The scripted hand's position at fractional step `t` (linear between steps, as the script moves).
+    fn scripted_at(driver: &ScriptDriver, t: f64) -> Vec3 {
+        let script = driver.0.as_ref().unwrap();
+        let (k, f) = (t.floor().max(0.0) as u32, (t - t.floor()) as f32);
+        let a = script.sample(k).hands[1].pose.position;
+        let b = script.sample(k + 1).hands[1].pose.position;
+        a.lerp(b, f)
+    }
+
+    #[test]
+    fn a_remote_hand_is_played_out_smoothly_behind_the_sender_on_every_peer() {
+        // Guest 2 sweeps its hand at 1.5 m/s; the host and guest 3 (through the host's relay) play it out of
+        // their jitter buffers. After the delay settles, the played-out hand is where the sender's hand was at the
+        // played moment, within a few cm, and the moment is a little more than the latency behind.
+        let config = SessionConfig {
+            players: 3,
+            seconds: 8.0,
+            latency_ms: 50.0,
+            jitter_ms: 10.0,
+            loss_pct: 5.0,
+            seed: 21,
+            ..SessionConfig::default()
+        };
+        let script = sweeping_hand(1.5, 8 * 90);
+        let mut run = SessionRun::new(config, table64()).unwrap();
+        let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), Box::new(sweeping_hand(1.5, 8 * 90)), idle()];
+        let mut worst = [0.0f32; 2];
+        let mut delays = [Vec::new(), Vec::new()];
+        let sender = welcomed_players(&mut run, &mut drivers)[1];
+        while !run.is_finished() {
+            run.step(&mut drivers).unwrap();
+            let now = run.step as f64 * STEP_S;
+            if run.step < 2 * 90 {
+                continue;
+            }
+            for (k, seat) in [0, 2].into_iter().enumerate() {
+                let peer = run.peers[seat].as_ref().unwrap();
+                let played = peer.remote_avatar(sender).expect("the sender's avatar arrived");
+                let playout = peer.remote_avatars().playout(sender).unwrap();
+                let t = playout.playout_time_s().unwrap() / STEP_S;
+                let error = played.hands[1].pose.position.distance(scripted_at(&script, t));
+                worst[k] = worst[k].max(error);
+                delays[k].push(now - t * STEP_S);
+                assert!(
+                    peer.remote_avatar(peer.player()).is_none(),
+                    "a peer does not play its own avatar"
+                );
+            }
+        }
+        eprintln!(
+            "played-out hand: worst error host {:.4} m, guest 3 {:.4} m",
+            worst[0], worst[1]
+        );
+        // Quantization (1 mm), interpolation across a lost sample at 1.5 m/s, and the turn at each end.
+        assert!(worst[0] < 0.03 && worst[1] < 0.03, "{worst:?}");
+        for (k, d) in delays.iter().enumerate() {
+            let mean = d.iter().sum::<f64>() / d.len() as f64;
+            // One way is 50 ms (two to guest 3, through the host), plus the jitter buffer's delay.
+            let (low, high) = if k == 0 { (0.05, 0.12) } else { (0.10, 0.20) };
+            eprintln!("played-out delay {k}: mean {mean:.3} s");
+            assert!((low..high).contains(&mean), "{k}: {mean}");
+        }
+    }
+
+    #[test]
+    fn a_cube_in_a_remote_hand_is_drawn_in_the_played_out_hand() {
+        // Guest 2 grabs the top cube of a tower and carries it around; on the host and on guest 3 the cube is drawn
+        // where the played-out hand holds it, while it is simulated where the newest avatar puts it.
+        let top = Vec3::new(-3.5, 4.0, -3.5);
+        let at = top + Vec3::Y * 0.05;
+        let hand = HandScript::starting_at(at + Vec3::Y * 0.5)
+            .move_to(15, at)
+            .grip_to(20, 1.0)
+            .move_to(110, at + Vec3::new(0.0, 1.0, 0.0))
+            .move_to(200, at + Vec3::new(1.5, 1.0, 0.0))
+            .move_to(290, at + Vec3::new(0.0, 1.0, 1.5))
+            .build()
+            .unwrap();
+        let config = SessionConfig {
+            players: 3,
+            seconds: 4.0,
+            latency_ms: 50.0,
+            jitter_ms: 5.0,
+            seed: 4,
+            ..SessionConfig::default()
+        };
+        let mut run = SessionRun::new(config, table64()).unwrap();
+        let mut drivers: Vec<Box<dyn Driver>> = vec![
+            idle(),
+            Box::new(ScriptDriver(Some(AvatarScript {
+                head: None,
+                hands: [None, Some(hand)],
+            }))),
+            idle(),
+        ];
+        let cube = {
+            let w = &run.peers[0].as_ref().unwrap().world;
+            (0..w.body_count() as u32)
+                .min_by(|&a, &b| {
+                    let d = |c| w.state(BodyId(c)).unwrap().position.distance(top - Vec3::Y * 0.5);
+                    d(a).total_cmp(&d(b))
+                })
+                .unwrap()
+        };
+        let (mut in_hand_steps, mut worst, mut apart) = (0, 0.0f32, 0.0f32);
+        let holder = welcomed_players(&mut run, &mut drivers)[1];
+        while !run.is_finished() {
+            run.step(&mut drivers).unwrap();
+            if !(150..290).contains(&run.step) {
+                continue;
+            }
+            for seat in [0, 2] {
+                let peer = run.peers[seat].as_ref().unwrap();
+                assert_eq!(peer.table.holder(cube), holder, "seat {seat}");
+                let played = peer.remote_avatar(holder).unwrap();
+                let (c, in_hand) = played.hands[1].held_world_pose().expect("the played-out hand holds it");
+                assert_eq!(c, cube);
+                in_hand_steps += 1;
+                let drawn = peer.drawn_pose(BodyId(cube)).unwrap();
+                worst = worst.max(drawn.position.distance(in_hand.position));
+                let simulated = peer.world.state(BodyId(cube)).unwrap().position;
+                apart = apart.max(simulated.distance(in_hand.position));
+            }
+        }
+        eprintln!(
+            "remote held cube: drawn within {worst:.4} m of the played-out hand; simulation up to {apart:.3} m ahead"
+        );
+        assert_eq!(in_hand_steps, 2 * 140);
+        // The easing of the grab is over by then: drawn exactly in the played-out hand.
+        assert!(worst < 0.005, "{worst}");
+        // The hand moves at up to 2.1 m/s: the simulation (newest avatar) is ahead of what is drawn by the jitter
+        // buffer's delay (about 14 ms here).
+        assert!(apart > 0.01, "{apart}");
+    }
+
+    #[test]
+    fn a_player_standing_still_costs_a_few_bits_of_avatar_per_packet() {
+        // Idle players, a clean link: once acked, each avatar is one "unchanged" bit; with the baseline's age and
+        // the presence flags, a few bits a packet.
+        let config = SessionConfig {
+            players: 3,
+            seconds: 6.0,
+            latency_ms: 30.0,
+            seed: 8,
+            ..SessionConfig::default()
+        };
+        let mut run = SessionRun::new(config, table64()).unwrap();
+        let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), idle(), idle()];
+        let sample = |run: &SessionRun| -> Vec<(u64, u64)> {
+            run.peers()
+                .flat_map(|p| p.sent_breakdown().map(|b| (b.avatars, b.packets)).collect::<Vec<_>>())
+                .collect()
+        };
+        let mut before = Vec::new();
+        while !run.is_finished() {
+            if run.step == 3 * 90 {
+                before = sample(&run);
+            }
+            run.step(&mut drivers).unwrap();
+        }
+        let after = sample(&run);
+        assert_eq!(before.len(), 4, "host to two guests, two guests to the host");
+        for (b, a) in before.iter().zip(&after) {
+            let bits = (a.0 - b.0) as f64 * 8.0 / (a.1 - b.1) as f64;
+            eprintln!("still avatars: {bits:.2} bits a packet");
+            // Host → guest: two avatars (host's, other guest's): 5 bits of age beyond a bare header, 2 flags.
+            assert!(bits <= 8.0, "{bits}");
+        }
+    }
+
+    #[test]
+    fn avatars_that_are_far_away_or_speak_for_another_player_are_refused_and_never_relayed() {
+        // Guest 3 is hostile: its avatars are far away, hold cubes it may not, or sit in player 2's slot. The host
+        // counts each, takes none, and relays none: nobody plays an avatar of player 3, and player 2's avatar is
+        // never the impostor's.
+        let config = SessionConfig {
+            players: 3,
+            seconds: 6.0,
+            latency_ms: 30.0,
+            seed: 13,
+            hostile_players: vec![3],
+            ..SessionConfig::default()
+        };
+        let mut run = SessionRun::new(config, table64()).unwrap();
+        let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), Box::new(sweeping_hand(1.0, 6 * 90)), idle()];
+        let players = welcomed_players(&mut run, &mut drivers);
+        let (honest_player, hostile_player) = (players[1], players[2]);
+        while !run.is_finished() {
+            run.step(&mut drivers).unwrap();
+            let host = run.peers[0].as_ref().unwrap();
+            let honest = run.peers[1].as_ref().unwrap();
+            assert!(host.remote_avatar(hostile_player).is_none() && honest.remote_avatar(hostile_player).is_none());
+            // The impostor speaks in player 2's slot (3's when it is 2 itself): the honest guest's, or the host's
+            // own.
+            if let Some(two) = host.remote_avatar(honest_player) {
+                assert!(two.head.position.distance(crate::session::hostile::IMPOSTOR_HEAD) > 0.5);
+            }
+        }
+        let report = run.report().unwrap();
+        let json = report.to_json();
+        for reason in [RejectReason::NotSender, RejectReason::BadPose] {
+            assert!(report.rejected_updates.0[reason as usize] > 50, "{reason:?}: {json}");
+        }
+        assert_eq!(
+            report.accepted_claims_by_player[usize::from(hostile_player)],
+            0,
+            "{json}"
+        );
+        assert!(report.kbps_avatars_per_connection_mean_max > 0.0, "{json}");
     }
 }

@@ -3,25 +3,49 @@
 //!
 //! 0. a cube state claimed for another player's authority index (impersonation);
 //! 1. a cube state claiming authority it does not hold (the host's own sequences, so a tie it did not win);
-//! 2. a hold on a cube someone else holds (or, when nobody holds one, a hold at an absurd pose);
+//! 2. an avatar holding a cube someone else holds (or, when nobody holds one, holding a cube outside the play
+//!    space);
 //! 3. a sequence jump (ownership and authority sequences far ahead, to win every future conflict);
-//! 4. a hold far outside the play space;
-//! 5. garbage bytes where a message should be.
+//! 4. an avatar far away: hands across the play space from the head, holding a cube;
+//! 5. garbage bytes where a message should be;
+//! 6. an avatar in another player's slot, its head at [`IMPOSTOR_HEAD`] (impersonation: the host knows the sender
+//!    by its connection).
 //!
 //! A guest can also make claims that look honest (grab any free cube): the authority scheme trusts players with
 //! what they touch, as the reference does; that is not forgery and is not sent here.
 
+use glam::{Quat, Vec3};
+
 use crate::authority::{AuthorityTable, NOBODY};
-use crate::session::message::{Hold, StateHeader};
-use crate::sync::codec::quantize::{QuantizedRotation, POSITION_UNITS_PER_M};
+use crate::avatar::{Avatar, Pose};
+use crate::session::message::StateHeader;
+use crate::sync::codec::avatar_state::{WireAvatar, PLAY_SPACE_HALF_WIDTH_M};
 use crate::sync::codec::stamp::{AuthorityStamp, MAX_AUTHORITY};
+use crate::sync::link::avatar_baseline::AvatarSample;
 
 /// Kinds of forgery, sent in turn.
-pub const FORGERY_KINDS: u64 = 6;
+pub const FORGERY_KINDS: u64 = 7;
 /// How far ahead the jumped sequences run.
 const JUMP: u16 = 1000;
-/// Where the absurd holds are (m): far outside any play space, within what the wire can say.
-const FAR_AWAY_M: f32 = 200.0;
+/// Far-away poses sit this far in from the play space's edge (m): the wire can say them, the host must not take
+/// them.
+const EDGE_INSET_M: f32 = 0.5;
+/// Where the impersonating avatar's head is (m): tests look for it in the victim's avatar elsewhere.
+pub const IMPOSTOR_HEAD: Vec3 = Vec3::new(0.0, 1.7, 0.0);
+/// A held cube's offset from its hand in the far-away avatars (m): beyond the play space from a hand at its edge.
+const FAR_OFFSET_M: f32 = 1.9;
+
+/// An avatar with its head at `head` and its right hand, tracked, at `hand`, holding `held` (cube, offset from the
+/// hand, stamp) if any. `None` if the wire cannot carry it.
+fn avatar_at(head: Vec3, hand: Vec3, held: Option<(u32, Vec3, AuthorityStamp)>) -> Option<WireAvatar> {
+    let mut a = Avatar::default();
+    a.head = Pose::new(head, Quat::IDENTITY);
+    a.hands[1].tracked = true;
+    a.hands[1].grip = 1.0;
+    a.hands[1].pose = Pose::new(hand, Quat::IDENTITY);
+    let held = held.map(|(cube, offset, stamp)| (cube, Pose::new(offset, Quat::IDENTITY), stamp));
+    WireAvatar::from_avatar(&a, [None, held]).ok()
+}
 
 /// What to send this step instead of honest state: the header, the cube to send (if any) with the stamp to give
 /// it, or garbage.
@@ -44,13 +68,14 @@ pub fn forge(step: u64, me: u8, table: &AuthorityTable) -> Forgery {
         sender_step: step as u32,
         ..StateHeader::default()
     };
-    let far = [(FAR_AWAY_M * POSITION_UNITS_PER_M) as i32, 0, 0];
-    let hold = |cube: u32, stamp: AuthorityStamp, position: [i32; 3]| Hold {
-        player: me,
-        cube,
-        stamp,
-        position,
-        rotation: QuantizedRotation::IDENTITY,
+    let edge = PLAY_SPACE_HALF_WIDTH_M - EDGE_INSET_M;
+    let mut say = |player: u8, avatar: Option<WireAvatar>| {
+        if let (Some(slot), Some(avatar)) = (header.avatars.get_mut(usize::from(player).wrapping_sub(1)), avatar) {
+            *slot = Some(AvatarSample {
+                step: step as u32,
+                avatar,
+            });
+        }
     };
     let next = |s: AuthorityStamp| AuthorityStamp {
         authority: me,
@@ -73,18 +98,22 @@ pub fn forge(step: u64, me: u8, table: &AuthorityTable) -> Forgery {
             cube: Some((cube, AuthorityStamp { authority: me, ..stamp })),
         },
         2 => {
-            // The holder's own sequences with our index: a claim to a hold we never won. (A newer ownership
-            // sequence would be an honest grab if the holder has let go meanwhile.)
+            // The holder's own sequences: a claim to a hold we never won. (A newer ownership sequence would be an
+            // honest grab if the holder has let go meanwhile.)
             let held = (0..cubes).find(|&c| table.holder(c) != NOBODY && table.holder(c) != me);
-            let (c, position) = match held {
-                Some(c) => (c, [0, 4096, 0]),
-                None => (cube, far),
+            let avatar = match held {
+                Some(c) => avatar_at(
+                    Vec3::new(0.0, 1.7, 0.0),
+                    Vec3::new(0.3, 1.2, 0.0),
+                    Some((c, Vec3::ZERO, table.stamp(c))),
+                ),
+                None => avatar_at(
+                    Vec3::new(edge, 1.7, 0.0),
+                    Vec3::new(edge, 1.2, 0.0),
+                    Some((cube, Vec3::X * FAR_OFFSET_M, next(stamp))),
+                ),
             };
-            let mine = AuthorityStamp {
-                authority: me,
-                ..table.stamp(c)
-            };
-            header.push_hold(hold(c, mine, position));
+            say(me, avatar);
             Forgery::Claim { header, cube: None }
         }
         3 => Forgery::Claim {
@@ -99,7 +128,24 @@ pub fn forge(step: u64, me: u8, table: &AuthorityTable) -> Forgery {
             )),
         },
         4 => {
-            header.push_hold(hold(cube, next(stamp), far));
+            let avatar = avatar_at(
+                Vec3::new(-edge, 1.7, 0.0),
+                Vec3::new(edge, 1.2, 0.0),
+                Some((cube, Vec3::ZERO, next(stamp))),
+            );
+            say(me, avatar);
+            Forgery::Claim { header, cube: None }
+        }
+        6 => {
+            // Another player's slot (player 2, or 3 when we are 2: a guest that is there in any session of three),
+            // its hand holding a cube with a claim that would win if it were that player's.
+            let victim = if me == 2 { 3 } else { 2 };
+            let avatar = avatar_at(
+                IMPOSTOR_HEAD,
+                Vec3::new(0.3, 1.2, 0.0),
+                Some((cube, Vec3::ZERO, next(stamp))),
+            );
+            say(victim, avatar);
             Forgery::Claim { header, cube: None }
         }
         _ => Forgery::Garbage,

@@ -1,9 +1,19 @@
 //! The messages of a session, inside `tumble-net`'s connected packets. The first byte says which:
 //!
 //! - [`MESSAGE_STATE`]: a bit-packed header — the sender's step, on the host's packets a welcome until the guest has
-//!   it (its player index, the scene's cube count and checksum), the cubes held in players' hands with their stamps
-//!   and poses — then, from the next byte, a state packet body (`sync::codec::state_packet`) of cube updates.
+//!   it (its player index, the scene's cube count and checksum), the avatars of the players the sender speaks for
+//!   (each with the cubes in its hands: held cubes travel only there) — then, from the next byte, a state packet body
+//!   (`sync::codec::state_packet`) of cube updates.
 //! - the reject notice (`sync::codec::reject_notice`), whose own first byte is its tag.
+//!
+//! Avatars are coded against the avatars of one earlier message the receiver is known to hold (its transport ack
+//! came back; `sync::link::avatar_baseline`), named by its age in sender steps, or absolute when there is none. An
+//! avatar whose sample is the baseline's, made the expected number of steps later, is one bit; otherwise its sample
+//! step and `sync::codec::avatar_state::serialize_avatar` against the baseline's avatar of that player.
+//!
+//! Who an avatar belongs to is its slot (player 1–4). A guest's message should carry its own only; the format lets
+//! it name any slot, and the host refuses an avatar in another player's slot (impersonation) by the connection it
+//! came on, so a guest cannot speak for another.
 //!
 //! One function ([`serialize_header`]) writes and reads the header; a read checks every value, and a message that
 //! does not parse is refused whole.
@@ -11,15 +21,20 @@
 use thiserror::Error;
 use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 
-use crate::sync::codec::cube_state::{serialize_cube_id, serialize_rotation, CubeStateError, MAX_CUBES};
-use crate::sync::codec::quantize::{QuantizedRotation, POSITION_BITS};
+use crate::sync::codec::avatar_state::{serialize_avatar, AvatarStateError};
+use crate::sync::codec::cube_state::{CubeStateError, MAX_CUBES};
 use crate::sync::codec::reject_notice::REJECT_NOTICE_TAG;
-use crate::sync::codec::stamp::{serialize_stamp, AuthorityStamp, MAX_AUTHORITY};
+use crate::sync::codec::stamp::MAX_AUTHORITY;
+use crate::sync::link::avatar_baseline::{AvatarSample, AvatarSet, MAX_AVATAR_BASELINE_AGE_STEPS, NO_AVATARS};
 
 /// First byte of a state message.
 pub const MESSAGE_STATE: u8 = 1;
-/// Most held cubes one message names: two hands for each of four players.
-pub const MAX_HOLDS: usize = 8;
+/// Baseline ages up to this are written in [`SHORT_AGE_BITS`] bits (a round trip of up to 180 ms), longer ones in 8.
+const SHORT_AGE_STEPS: u32 = 16;
+const SHORT_AGE_BITS: u32 = 4;
+/// A sample step within ±this of the expected one is a small residual (relayed avatars arrive at the host with the
+/// jitter of their own link); farther, it is sent whole.
+const STEP_RESIDUAL_MAX: i32 = 15;
 
 /// Why a message was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
@@ -32,8 +47,14 @@ pub enum MessageError {
     Stream(#[from] SerializeError),
     #[error(transparent)]
     Cube(#[from] CubeStateError),
+    #[error(transparent)]
+    Avatar(#[from] AvatarStateError),
     #[error("player index {0} outside 1..={MAX_AUTHORITY}")]
     BadPlayer(u32),
+    /// The avatars are coded against a message this receiver does not hold (never between honest peers: the
+    /// sender names only acked ones). The receiver tells the sender, which then codes absolute.
+    #[error("avatar baseline of sender step {0} not held")]
+    MissingAvatarBaseline(u32),
 }
 
 /// What a host tells a guest that just joined.
@@ -46,39 +67,28 @@ pub struct Welcome {
     pub scene_checksum: u32,
 }
 
-/// A cube in a player's hand: who holds it, the claim, and where it is (the quantized pose of the cube).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Hold {
-    pub player: u8,
-    pub cube: u32,
-    pub stamp: AuthorityStamp,
-    pub position: [i32; 3],
-    pub rotation: QuantizedRotation,
-}
-
 /// A state message's header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StateHeader {
     /// Low 32 bits of the sender's step.
     pub sender_step: u32,
     pub welcome: Option<Welcome>,
-    pub holds: [Hold; MAX_HOLDS],
-    pub hold_count: usize,
+    /// Age (sender steps, 1..=[`MAX_AVATAR_BASELINE_AGE_STEPS`]) of the message whose avatars these are coded
+    /// against; `None`: absolute.
+    pub avatar_baseline_age: Option<u32>,
+    /// The avatars carried, by player (index = player − 1).
+    pub avatars: AvatarSet,
 }
 
 impl StateHeader {
-    pub fn holds(&self) -> &[Hold] {
-        &self.holds[..self.hold_count]
+    /// The sender step of the avatar baseline, if any.
+    pub fn avatar_baseline_step(&self) -> Option<u32> {
+        self.avatar_baseline_age.map(|age| self.sender_step.wrapping_sub(age))
     }
 
-    /// Adds a hold; false when the header is full.
-    pub fn push_hold(&mut self, hold: Hold) -> bool {
-        if self.hold_count == MAX_HOLDS {
-            return false;
-        }
-        self.holds[self.hold_count] = hold;
-        self.hold_count += 1;
-        true
+    /// Player `player`'s avatar, if carried.
+    pub fn avatar(&self, player: u8) -> Option<&AvatarSample> {
+        self.avatars.get(usize::from(player).checked_sub(1)?)?.as_ref()
     }
 }
 
@@ -92,21 +102,95 @@ fn serialize_player<S: Stream>(s: &mut S, player: &mut u8) -> Result<(), Message
     Ok(())
 }
 
-fn serialize_hold<S: Stream>(s: &mut S, h: &mut Hold, cube_count: u32) -> Result<(), MessageError> {
-    serialize_player(s, &mut h.player)?;
-    serialize_cube_id(s, &mut h.cube, cube_count)?;
-    serialize_stamp(s, &mut h.stamp, &AuthorityStamp::DEFAULT)?;
-    let (min, max) = (-(1 << (POSITION_BITS - 1)), (1 << (POSITION_BITS - 1)) - 1);
-    for x in &mut h.position {
-        s.serialize_int(x, min, max)?;
+fn serialize_baseline_age<S: Stream>(s: &mut S, age: &mut Option<u32>) -> Result<(), MessageError> {
+    let mut has = age.is_some();
+    s.serialize_bool(&mut has)?;
+    if !has {
+        *age = None;
+        return Ok(());
     }
-    serialize_rotation(s, &mut h.rotation)?;
+    let mut a = age.unwrap_or(1).clamp(1, MAX_AVATAR_BASELINE_AGE_STEPS) - 1;
+    let mut short = a < SHORT_AGE_STEPS;
+    s.serialize_bool(&mut short)?;
+    if short {
+        s.serialize_bits(&mut a, SHORT_AGE_BITS)?;
+    } else {
+        s.serialize_uint(&mut a, MAX_AVATAR_BASELINE_AGE_STEPS - 1)?;
+    }
+    *age = Some(a + 1);
+    Ok(())
+}
+
+/// A sample step: "as expected", a small residual, or whole.
+fn serialize_sample_step<S: Stream>(s: &mut S, step: &mut u32, expected: Option<u32>) -> Result<(), MessageError> {
+    if let Some(expected) = expected {
+        let mut d = step.wrapping_sub(expected) as i32;
+        let mut exact = d == 0;
+        s.serialize_bool(&mut exact)?;
+        if exact {
+            *step = expected;
+            return Ok(());
+        }
+        let mut small = (-STEP_RESIDUAL_MAX..=STEP_RESIDUAL_MAX).contains(&d);
+        s.serialize_bool(&mut small)?;
+        if small {
+            s.serialize_int(&mut d, -STEP_RESIDUAL_MAX, STEP_RESIDUAL_MAX)?;
+            *step = expected.wrapping_add(d as u32);
+            return Ok(());
+        }
+    }
+    s.serialize_bits(step, 32)?;
+    Ok(())
+}
+
+/// One player's avatar against its baseline sample (if the baseline message carried one): one bit when unchanged
+/// and on schedule, else the sample step and the avatar.
+fn serialize_avatar_sample<S: Stream>(
+    s: &mut S,
+    sample: &mut AvatarSample,
+    baseline: Option<&AvatarSample>,
+    age: u32,
+    cube_count: u32,
+) -> Result<(), MessageError> {
+    let expected = baseline.map(|b| b.step.wrapping_add(age));
+    if let (Some(b), Some(expected)) = (baseline, expected) {
+        let mut unchanged = sample.avatar == b.avatar && sample.step == expected;
+        s.serialize_bool(&mut unchanged)?;
+        if unchanged {
+            *sample = AvatarSample {
+                step: expected,
+                avatar: b.avatar,
+            };
+            return Ok(());
+        }
+    }
+    serialize_sample_step(s, &mut sample.step, expected)?;
+    serialize_avatar(s, &mut sample.avatar, baseline.map(|b| &b.avatar), cube_count)?;
     Ok(())
 }
 
 /// The header of a state message (after the type byte). `cube_count` bounds cube ids; on a guest that has not been
-/// welcomed yet it is the largest possible, and the welcome then says the real one.
-pub fn serialize_header<S: Stream>(s: &mut S, h: &mut StateHeader, cube_count: u32) -> Result<(), MessageError> {
+/// welcomed yet it is the largest possible, and the welcome then says the real one. `baseline(step)` is the avatar
+/// set of the sender's message of that step (the writer's acked record, the reader's ring); a read whose baseline
+/// is not there is refused with [`MessageError::MissingAvatarBaseline`].
+pub fn serialize_header<S: Stream>(
+    s: &mut S,
+    h: &mut StateHeader,
+    cube_count: u32,
+    baseline: impl Fn(u32) -> Option<AvatarSet>,
+) -> Result<(), MessageError> {
+    serialize_header_fields(s, h, cube_count, baseline)?;
+    s.serialize_align()?;
+    Ok(())
+}
+
+/// [`serialize_header`] short of the final alignment.
+fn serialize_header_fields<S: Stream>(
+    s: &mut S,
+    h: &mut StateHeader,
+    cube_count: u32,
+    baseline: impl Fn(u32) -> Option<AvatarSet>,
+) -> Result<(), MessageError> {
     s.serialize_bits(&mut h.sender_step, 32)?;
     let mut has_welcome = h.welcome.is_some();
     s.serialize_bool(&mut has_welcome)?;
@@ -121,24 +205,56 @@ pub fn serialize_header<S: Stream>(s: &mut S, h: &mut StateHeader, cube_count: u
     } else {
         h.welcome = None;
     }
-    let mut count = h.hold_count as u32;
-    s.serialize_uint(&mut count, MAX_HOLDS as u32)?;
-    h.hold_count = count as usize;
-    for hold in &mut h.holds[..count as usize] {
-        serialize_hold(s, hold, cube_count)?;
+    serialize_baseline_age(s, &mut h.avatar_baseline_age)?;
+    let base = match h.avatar_baseline_step() {
+        Some(step) => Some(baseline(step).ok_or(MessageError::MissingAvatarBaseline(step))?),
+        None => None,
+    };
+    let age = h.avatar_baseline_age.unwrap_or(0);
+    for (slot, avatar) in h.avatars.iter_mut().enumerate() {
+        let mut present = avatar.is_some();
+        s.serialize_bool(&mut present)?;
+        if !present {
+            *avatar = None;
+            continue;
+        }
+        let mut sample = avatar.unwrap_or_default();
+        let reference = base.as_ref().and_then(|b| b[slot].as_ref());
+        serialize_avatar_sample(s, &mut sample, reference, age, cube_count)?;
+        *avatar = Some(sample);
     }
-    s.serialize_align()?;
     Ok(())
 }
 
-/// Writes a state message's type byte and `header` at the start of `buf`; the state packet body goes right after,
-/// written in place by the caller. Returns the header's length.
-pub fn write_header(buf: &mut [u8], header: &StateHeader, cube_count: u32) -> Result<usize, MessageError> {
+/// Writes a state message's type byte and `header` at the start of `buf` (its avatars coded against `baseline`,
+/// the set of the message `header.avatar_baseline_age` names); the state packet body goes right after, written in
+/// place by the caller. Returns the header's length and the bits its avatars took.
+pub fn write_header(
+    buf: &mut [u8],
+    header: &StateHeader,
+    cube_count: u32,
+    baseline: Option<&AvatarSet>,
+) -> Result<(usize, usize), MessageError> {
     let (first, rest) = buf.split_first_mut().ok_or(SerializeError::Overflow)?;
     *first = MESSAGE_STATE;
     let mut w = WriteStream::new(rest);
-    serialize_header(&mut w, &mut { *header }, cube_count)?;
-    Ok(1 + w.finish()?)
+    let mut h = *header;
+    let lookup = |_| baseline.copied();
+    // The avatars' bits: the whole header less the same header with none, before alignment (measured, so it
+    // cannot drift from the format).
+    serialize_header_fields(&mut w, &mut h, cube_count, lookup)?;
+    let bits = w.bits_processed();
+    w.serialize_align()?;
+    let n = w.finish()?;
+    let bare = StateHeader {
+        avatar_baseline_age: None,
+        avatars: NO_AVATARS,
+        ..*header
+    };
+    let mut scratch = [0u8; 64];
+    let mut b = WriteStream::new(&mut scratch);
+    serialize_header_fields(&mut b, &mut { bare }, cube_count, |_| None)?;
+    Ok((1 + n, bits.saturating_sub(b.bits_processed())))
 }
 
 /// Writes a whole state message: type byte, `header`, then a copy of `body`. Returns the length.
@@ -146,9 +262,10 @@ pub fn write_state_message(
     buf: &mut [u8],
     header: &StateHeader,
     cube_count: u32,
+    baseline: Option<&AvatarSet>,
     body: &[u8],
 ) -> Result<usize, MessageError> {
-    let head = write_header(buf, header, cube_count)?;
+    let (head, _) = write_header(buf, header, cube_count, baseline)?;
     let end = head + body.len();
     buf.get_mut(head..end)
         .ok_or(SerializeError::Overflow)?
@@ -156,9 +273,13 @@ pub fn write_state_message(
     Ok(end)
 }
 
-/// Bytes [`write_header`] writes for `header`.
+/// Bytes [`write_header`] writes for `header` (avatars absolute: the most they take).
 pub fn header_bytes(header: &StateHeader, cube_count: u32) -> Result<usize, MessageError> {
-    write_header(&mut [0u8; 256], header, cube_count)
+    let absolute = StateHeader {
+        avatar_baseline_age: None,
+        ..*header
+    };
+    Ok(write_header(&mut [0u8; 1024], &absolute, cube_count, None)?.0)
 }
 
 /// A message as read. (The state header is held inline: one message is read at a time, on the stack.)
@@ -169,14 +290,19 @@ pub enum Message<'a> {
     RejectNotice(&'a [u8]),
 }
 
-/// Reads a message's type and, for a state message, its header; the body is returned unread.
-pub fn read_message(bytes: &[u8], cube_count: u32) -> Result<Message<'_>, MessageError> {
+/// Reads a message's type and, for a state message, its header (avatars against `baseline(step)`, the receiver's
+/// ring); the body is returned unread.
+pub fn read_message(
+    bytes: &[u8],
+    cube_count: u32,
+    baseline: impl Fn(u32) -> Option<AvatarSet>,
+) -> Result<Message<'_>, MessageError> {
     let (&kind, rest) = bytes.split_first().ok_or(MessageError::Empty)?;
     match kind {
         MESSAGE_STATE => {
             let mut r = ReadStream::new(rest);
             let mut header = StateHeader::default();
-            serialize_header(&mut r, &mut header, cube_count)?;
+            serialize_header(&mut r, &mut header, cube_count, baseline)?;
             let used = r.bits_processed() / 8;
             Ok(Message::State {
                 header,
@@ -191,61 +317,134 @@ pub fn read_message(bytes: &[u8], cube_count: u32) -> Result<Message<'_>, Messag
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::avatar::{Avatar, Pose};
+    use crate::sync::codec::avatar_state::WireAvatar;
+    use crate::sync::codec::stamp::AuthorityStamp;
+    use glam::{Quat, Vec3};
+
+    fn avatar(x: f32, held: Option<u32>) -> WireAvatar {
+        let mut a = Avatar::default();
+        a.head = Pose::new(Vec3::new(x, 1.7, 0.0), Quat::from_rotation_y(0.3));
+        a.hands[1].tracked = true;
+        a.hands[1].pose = Pose::new(Vec3::new(x + 0.3, 1.2, -0.4), Quat::from_rotation_x(0.2));
+        a.hands[1].grip = 1.0;
+        let stamp = AuthorityStamp {
+            authority: 2,
+            authority_seq: 9,
+            ownership_seq: 65535,
+        };
+        let offset = Pose::new(Vec3::new(0.0, -0.5, 0.0), Quat::IDENTITY);
+        WireAvatar::from_avatar(&a, [None, held.map(|c| (c, offset, stamp))]).unwrap()
+    }
 
     fn header() -> StateHeader {
-        let mut h = StateHeader {
+        let mut avatars = NO_AVATARS;
+        avatars[1] = Some(AvatarSample {
+            step: 1234,
+            avatar: avatar(1.0, Some(63)),
+        });
+        avatars[3] = Some(AvatarSample {
+            step: 99,
+            avatar: avatar(-2.0, None),
+        });
+        StateHeader {
             sender_step: 70_000,
             welcome: Some(Welcome {
                 player: 3,
                 cube_count: 64,
                 scene_checksum: 0xdead_beef,
             }),
-            ..StateHeader::default()
-        };
-        h.push_hold(Hold {
-            player: 2,
-            cube: 63,
-            stamp: AuthorityStamp {
-                authority: 2,
-                authority_seq: 9,
-                ownership_seq: 65535,
-            },
-            position: [-5, 4096, 1 << 19],
-            rotation: QuantizedRotation::IDENTITY,
-        });
+            avatar_baseline_age: None,
+            avatars,
+        }
+    }
+
+    /// `header`'s avatars moved on by `steps`, one of them changed, coded against `header`'s.
+    fn next_header(steps: u32) -> StateHeader {
+        let mut h = header();
+        h.sender_step += steps;
+        h.welcome = None;
+        h.avatar_baseline_age = Some(steps);
+        for a in h.avatars.iter_mut().flatten() {
+            a.step += steps;
+        }
+        if let Some(a) = h.avatars[3].as_mut() {
+            a.avatar = avatar(-1.99, None);
+        }
         h
+    }
+
+    fn no_baseline(_: u32) -> Option<AvatarSet> {
+        None
     }
 
     #[test]
     fn a_state_message_round_trips_with_its_body() {
         let h = header();
-        let mut buf = [0u8; 200];
-        let n = write_state_message(&mut buf, &h, 64, &[7, 8, 9]).unwrap();
+        let mut buf = [0u8; 400];
+        let n = write_state_message(&mut buf, &h, 64, None, &[7, 8, 9]).unwrap();
         assert_eq!(n, header_bytes(&h, 64).unwrap() + 3);
-        match read_message(&buf[..n], 64).unwrap() {
+        match read_message(&buf[..n], 64, no_baseline).unwrap() {
             Message::State { header, body } => {
                 assert_eq!(header, h);
                 assert_eq!(body, &[7, 8, 9]);
             }
             m => panic!("{m:?}"),
         }
+        // Against a baseline the receiver holds; refused when it does not hold it.
+        let next = next_header(11);
+        let base = h.avatars;
+        let n = write_state_message(&mut buf, &next, 64, Some(&base), &[]).unwrap();
+        let lookup = |step| (step == 70_000).then_some(base);
+        match read_message(&buf[..n], 64, lookup).unwrap() {
+            Message::State { header, .. } => assert_eq!(header, next),
+            m => panic!("{m:?}"),
+        }
+        assert_eq!(
+            read_message(&buf[..n], 64, no_baseline),
+            Err(MessageError::MissingAvatarBaseline(70_000))
+        );
+    }
+
+    #[test]
+    fn an_unchanged_avatar_on_schedule_costs_one_bit_beyond_its_presence() {
+        let h = header();
+        let mut same = next_header(9);
+        same.avatars[3] = h.avatars[3].map(|a| AvatarSample { step: a.step + 9, ..a });
+        let (_, bits) = write_header(&mut [0u8; 400], &same, 64, Some(&h.avatars)).unwrap();
+        // Beyond a header with no avatars: the baseline age (short flag and 4 bits) and one "unchanged" bit for
+        // each of the two avatars.
+        assert_eq!(bits, 5 + 2);
+        // A sample step off schedule by one adds a flag and a small residual.
+        same.avatars[1].as_mut().unwrap().step += 1;
+        let (_, late) = write_header(&mut [0u8; 400], &same, 64, Some(&h.avatars)).unwrap();
+        assert!(late > bits && late < bits + 40, "{late}");
+        let (_, absolute) = write_header(&mut [0u8; 400], &h, 64, None).unwrap();
+        assert!(absolute > 500, "{absolute}");
     }
 
     #[test]
     fn damaged_messages_are_refused_never_a_panic() {
         let h = header();
-        let mut buf = [0u8; 200];
-        let n = write_state_message(&mut buf, &h, 64, &[]).unwrap();
+        let base = h.avatars;
+        let mut buf = [0u8; 400];
+        let n = write_state_message(&mut buf, &h, 64, None, &[]).unwrap();
         // Every truncation of the header is refused.
         for len in 0..n {
-            assert!(read_message(&buf[..len], 64).is_err(), "length {len}");
+            assert!(read_message(&buf[..len], 64, no_baseline).is_err(), "length {len}");
         }
         // A cube id the scene does not have.
-        assert!(read_message(&buf[..n], 32).is_err());
+        assert!(read_message(&buf[..n], 32, no_baseline).is_err());
         // Unknown type.
-        assert_eq!(read_message(&[9, 0, 0], 64), Err(MessageError::UnknownType(9)));
-        // A million cases: random bytes and valid messages with bits flipped. Each is refused or parsed into a
-        // header that writes back to the same bytes (so nothing out of range got in); never a panic.
+        assert_eq!(
+            read_message(&[9, 0, 0], 64, no_baseline),
+            Err(MessageError::UnknownType(9))
+        );
+        let mut coded = [0u8; 400];
+        let m = write_state_message(&mut coded, &next_header(5), 64, Some(&base), &[]).unwrap();
+        // A million cases: random bytes and valid messages (absolute, or against a baseline the reader holds for
+        // any step) with bits flipped. Each is refused or parsed into a header that writes back to the same bytes
+        // (so nothing out of range got in); never a panic.
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             x ^= x << 13;
@@ -253,29 +452,35 @@ mod tests {
             x ^= x << 17;
             x
         };
+        let lookup = |_| Some(base);
         let (mut parsed, mut refused) = (0u32, 0u32);
         for case in 0..1_000_000u32 {
-            let mut m = [0u8; 48];
-            let len = if case % 2 == 0 {
-                for b in &mut m {
+            let mut msg = [0u8; 160];
+            let (source, len) = if case % 3 == 1 { (&coded, m) } else { (&buf, n) };
+            let len = if case % 3 == 0 {
+                for b in &mut msg {
                     *b = next() as u8;
                 }
-                m[0] = MESSAGE_STATE;
-                (next() % 48) as usize
+                msg[0] = MESSAGE_STATE;
+                (next() % 160) as usize
             } else {
-                m[..n].copy_from_slice(&buf[..n]);
+                msg[..len].copy_from_slice(&source[..len]);
                 for _ in 0..1 + next() % 3 {
-                    let bit = (next() % (n as u64 * 8)) as usize;
-                    m[bit / 8] ^= 1 << (bit % 8);
+                    let bit = (next() % (len as u64 * 8)) as usize;
+                    msg[bit / 8] ^= 1 << (bit % 8);
                 }
-                n
+                len
             };
-            match read_message(&m[..len], 64) {
+            match read_message(&msg[..len], 64, lookup) {
                 Ok(Message::State { header, body }) => {
                     parsed += 1;
-                    let mut again = [0u8; 200];
-                    let k = write_state_message(&mut again, &header, 64, body).unwrap();
-                    assert_eq!(read_message(&again[..k], 64), Ok(Message::State { header, body }));
+                    let mut again = [0u8; 400];
+                    let baseline = header.avatar_baseline_age.map(|_| base);
+                    let k = write_state_message(&mut again, &header, 64, baseline.as_ref(), body).unwrap();
+                    assert_eq!(
+                        read_message(&again[..k], 64, lookup),
+                        Ok(Message::State { header, body })
+                    );
                 }
                 Ok(Message::RejectNotice(_)) => parsed += 1,
                 Err(_) => refused += 1,

@@ -1,12 +1,15 @@
 //! Sessions: a host and up to three guests in a star. Each guest talks only to the host through `tumble-net`
 //! (handshake with a challenge, timeouts); the host judges every claim (`crate::authority`) and relays every
-//! player's cubes and holds to the others, with the priority accumulator and delta baselines per connection.
+//! player's cubes and avatars (with the cubes in their hands) to the others, with the priority accumulator and delta baselines per connection.
 //!
-//! - [`message`]: what travels inside a connected packet: the state message (header with welcome and held cubes,
-//!   then a state packet body) and the reject notice.
+//! - [`message`]: what travels inside a connected packet: the state message (header with welcome and avatars,
+//!   held cubes inside them, then a state packet body) and the reject notice.
+//! - [`remote_avatars`]: the other players' avatars played out of jitter buffers, and remote held cubes drawn in
+//!   the played-out hands.
 //! - [`hostile`]: the forgeries a hostile guest sends instead of its state (tests of the host's judgement).
 //! - [`peer`]: one player's machine: its world, authority table, hands and connections, stepped by a driver.
 
 pub mod hostile;
 pub mod message;
 pub mod peer;
+pub mod remote_avatars;

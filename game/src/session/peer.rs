@@ -14,19 +14,19 @@ use tumble_net::{Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
 
 use crate::authority::rules::{guest_accepts, judge_claim, RejectCounts, RejectReason};
 use crate::authority::{AuthorityTable, NOBODY};
-use crate::avatar::{Avatar, AvatarInput, Pose};
+use crate::avatar::{Avatar, AvatarInput, HandSide, Pose};
 use crate::interaction::{Interaction, InteractionEvent};
 use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
-    header_bytes, read_message, write_header, Hold, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
+    header_bytes, read_message, write_header, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
+use crate::session::remote_avatars::RemoteAvatars;
 use crate::smoothing::DrawSmoothing;
-use crate::sync::codec::avatar_state::{PLAY_SPACE_CEILING_M, PLAY_SPACE_FLOOR_M, PLAY_SPACE_HALF_WIDTH_M};
-use crate::sync::codec::quantize::{
-    dequantize_rotation, quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M,
-};
+use crate::sync::codec::avatar_state::{AvatarPoses, WireAvatar, DESKTOP_HAND_REACH_M};
+use crate::sync::codec::quantize::{quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
-use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY};
+use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY, MAX_AUTHORITY};
+use crate::sync::link::avatar_baseline::{AvatarSample, AvatarSet, ReceivedAvatars, SentAvatars, NO_AVATARS};
 use crate::sync::link::priority::{packet_budget_bytes, IP_UDP_HEADER_BYTES};
 use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::{Sender, SyncError};
@@ -94,6 +94,23 @@ pub struct PeerStats {
     pub accepted_claims: [u64; 5],
 }
 
+/// What one connection's sender put on the wire, by part (bytes).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SentBytes {
+    /// The remote player.
+    pub to: u8,
+    /// Cube state bodies.
+    pub cubes: u64,
+    /// Avatars in the message headers, with the cubes in their hands (and the avatar baseline's age).
+    pub avatars: u64,
+    /// The rest of the message headers: type byte, sender step, welcome, avatar presence flags.
+    pub header: u64,
+    /// Everything else on the wire: transport header, acks, keep-alives, IP/UDP.
+    pub rest: u64,
+    /// Packets sent.
+    pub packets: u64,
+}
+
 /// One connection's sync state.
 struct Link {
     peer: PeerId,
@@ -110,8 +127,14 @@ struct Link {
     welcome_acked: bool,
     /// Newest header step processed from this link (holds are taken from newer headers only).
     newest_header_step: Option<u32>,
-    /// Message bytes sent before the state bodies (type byte, header: welcome, holds).
+    /// Message bytes sent before the state bodies (type byte, header: welcome, avatars).
     header_bytes_sent: u64,
+    /// Of those, the avatars' share (bits).
+    avatar_bits_sent: u64,
+    /// The avatars each sent message carried, and the acked baseline among them.
+    avatars_sent: SentAvatars,
+    /// The avatars of the messages received, by sender step (baselines of the next ones).
+    avatars_received: ReceivedAvatars,
 }
 
 impl Link {
@@ -128,6 +151,9 @@ impl Link {
             welcome_acked: false,
             newest_header_step: None,
             header_bytes_sent: 0,
+            avatar_bits_sent: 0,
+            avatars_sent: SentAvatars::new(),
+            avatars_received: ReceivedAvatars::new(),
         }
     }
 }
@@ -175,6 +201,12 @@ pub struct Peer {
     resting_before: Vec<u32>,
     /// Scratch: the stamps a forged packet gives the cubes.
     forged_stamps: Vec<AuthorityStamp>,
+    /// The other players' avatars, played out; on the host also the newest accepted ones, to relay.
+    remote: RemoteAvatars,
+    /// This player's avatar as last sent (kept when a step's cannot be put on the wire).
+    own_avatar: Option<AvatarSample>,
+    /// The latest time `send` or `receive` was given (s): the clock remote avatars are played out on.
+    clock_s: f64,
 }
 
 impl Peer {
@@ -206,8 +238,8 @@ impl Peer {
             (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
             (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
         ) as usize;
-        // A welcome, and room for at least one absolute update. (Holds may take the packet past the budget: a held
-        // cube must travel.)
+        // A welcome, and room for at least one absolute update. (Avatars may take the packet past the budget while
+        // they are absolute, after a join: they must travel.)
         let worst = StateHeader {
             welcome: Some(Welcome::default()),
             ..StateHeader::default()
@@ -259,6 +291,9 @@ impl Peer {
             rested_before: vec![false; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
+            remote: RemoteAvatars::new(cubes),
+            own_avatar: None,
+            clock_s: 0.0,
         })
     }
 
@@ -266,10 +301,25 @@ impl Peer {
         self.is_host
     }
 
-    /// Where cube `id` is drawn: its simulated pose plus what is left of the smoothing of its last snaps.
+    /// Where cube `id` is drawn: its simulated pose (or, in a remote player's hand, that hand as played out)
+    /// plus what is left of the smoothing of its last snaps.
     pub fn drawn_pose(&self, id: BodyId) -> Result<Pose, PhysicsError> {
-        let s = self.world.state(id)?;
-        Ok(self.smoothing.drawn_pose(id.index(), &pose(&s)))
+        let base = match self.remote.hand_drawn(id.index()) {
+            Some(in_hand) => in_hand,
+            None => pose(&self.world.state(id)?),
+        };
+        Ok(self.smoothing.drawn_pose(id.index(), &base))
+    }
+
+    /// Player `player`'s avatar as this peer plays it out (the jitter buffer's sample at the last step), for
+    /// drawing remote heads and hands; `None` for this peer's own player and players nothing has arrived from.
+    pub fn remote_avatar(&self, player: u8) -> Option<&AvatarPoses> {
+        self.remote.played(player)
+    }
+
+    /// The other players' avatars and jitter buffers on this peer.
+    pub fn remote_avatars(&self) -> &RemoteAvatars {
+        &self.remote
     }
 
     /// Guest: the resting states it last had as each cube's authority, with the stamp they had.
@@ -297,14 +347,21 @@ impl Peer {
         }
     }
 
-    /// Per connection, what this peer sent: the remote player, and bytes of cube state bodies, of message headers
-    /// (held cubes, welcome), and of everything else on the wire (transport header, acks, keep-alives, IP/UDP).
-    pub fn sent_breakdown(&self) -> impl Iterator<Item = (u8, u64, u64, u64)> + '_ {
+    /// Per connection, what this peer sent, by part.
+    pub fn sent_breakdown(&self) -> impl Iterator<Item = SentBytes> + '_ {
         self.links.iter().flatten().filter_map(|l| {
             let s = self.endpoint.stats(l.peer)?;
             let wire = s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64;
-            let (body, header) = (l.sender.body_bytes, l.header_bytes_sent);
-            Some((l.player, body, header, wire.saturating_sub(body + header)))
+            let (cubes, header) = (l.sender.body_bytes, l.header_bytes_sent);
+            let avatars = (l.avatar_bits_sent / 8).min(header);
+            Some(SentBytes {
+                to: l.player,
+                cubes,
+                avatars,
+                header: header - avatars,
+                rest: wire.saturating_sub(cubes + header),
+                packets: s.packets_sent,
+            })
         })
     }
 
@@ -385,6 +442,8 @@ impl Peer {
 
     /// Sends this step's message on every connection.
     pub fn send(&mut self, now_s: f64) -> Result<(), PeerError> {
+        self.clock_s = self.clock_s.max(now_s);
+        self.capture_own_avatar();
         for slot in 0..self.links.len() {
             if self.links[slot].is_some() {
                 self.send_on(slot, now_s)?;
@@ -393,31 +452,57 @@ impl Peer {
         Ok(())
     }
 
-    fn holds_for(&self, to_player: u8) -> Result<StateHeader, PeerError> {
-        let mut header = StateHeader {
-            sender_step: self.step as u32,
-            ..StateHeader::default()
-        };
-        for cube in 0..self.cube_count {
-            let holder = self.table.holder(cube);
-            // A guest tells only its own holds; the host relays everyone's but the receiver's own.
-            let tell = if self.is_host {
-                holder != NOBODY && holder != to_player
-            } else {
-                holder != NOBODY && holder == self.table.me()
-            };
-            if tell {
-                let q = quantize_state(&self.world.state(BodyId(cube))?);
-                header.push_hold(Hold {
-                    player: holder,
-                    cube,
-                    stamp: self.table.stamp(cube),
-                    position: q.position,
-                    rotation: q.rotation,
-                });
-            }
+    /// This player's avatar this step, with the cubes in its hands (those the table says it holds), stamped
+    /// with this step. A dedicated host or a guest not yet welcomed has none; an avatar the wire cannot carry (a
+    /// hand outside the play space) leaves the last one in place, so held cubes stay held.
+    fn capture_own_avatar(&mut self) {
+        let me = self.table.me();
+        if !self.welcomed || me == DEFAULT_AUTHORITY {
+            self.own_avatar = None;
+            return;
         }
-        Ok(header)
+        let held = HandSide::BOTH.map(|side| {
+            let h = self.interaction.hand(side).held?;
+            (self.table.holder(h.body.0) == me).then(|| (h.body.0, h.offset, self.table.stamp(h.body.0)))
+        });
+        match WireAvatar::from_avatar(&self.avatar, held) {
+            Ok(avatar) => {
+                self.own_avatar = Some(AvatarSample {
+                    step: self.step as u32,
+                    avatar,
+                })
+            }
+            Err(e) => tracing::debug!("own avatar not sendable, the last one stands: {e}"),
+        }
+    }
+
+    /// The avatars a message to `to_player` carries: a guest its own; the host its own and the newest accepted
+    /// avatar of every other guest, never the receiver's own, with only the held cubes the host's table gives
+    /// that player (the host's word is final).
+    fn avatars_for(&self, to_player: u8) -> AvatarSet {
+        let mut set = NO_AVATARS;
+        let me = self.table.me();
+        if let Some(own) = self.own_avatar {
+            set[usize::from(me) - 1] = Some(own);
+        }
+        if !self.is_host {
+            return set;
+        }
+        for player in 1..=MAX_AUTHORITY {
+            if player == to_player || player == me {
+                continue;
+            }
+            let Some(mut sample) = self.remote.newest(player).copied() else {
+                continue;
+            };
+            for hand in &mut sample.avatar.hands {
+                if hand.held.is_some_and(|h| self.table.holder(h.cube) != player) {
+                    hand.held = None;
+                }
+            }
+            set[usize::from(player) - 1] = Some(sample);
+        }
+        set
     }
 
     fn send_on(&mut self, slot: usize, now_s: f64) -> Result<(), PeerError> {
@@ -428,7 +513,17 @@ impl Peer {
             let link = self.links[slot].as_ref().expect("checked by the caller");
             (link.player, link.welcome_acked)
         };
-        let mut header = self.holds_for(player)?;
+        let step = self.step as u32;
+        let baseline = self.links[slot]
+            .as_ref()
+            .and_then(|l| l.avatars_sent.baseline(step))
+            .map(|(age, set)| (age, *set));
+        let mut header = StateHeader {
+            sender_step: step,
+            welcome: None,
+            avatar_baseline_age: baseline.map(|(age, _)| age),
+            avatars: self.avatars_for(player),
+        };
         if self.is_host && !welcome_acked {
             header.welcome = Some(Welcome {
                 player,
@@ -436,8 +531,14 @@ impl Peer {
                 scene_checksum: self.scene_checksum,
             });
         }
-        // The header goes first; the state body is written right after it, to what is left of the budget.
-        let head = write_header(&mut self.message_buf, &header, self.cube_count)?;
+        // The header goes first, avatars included; the state body is written right after it, to what is left of
+        // the budget.
+        let (head, avatar_bits) = write_header(
+            &mut self.message_buf,
+            &header,
+            self.cube_count,
+            baseline.as_ref().map(|(_, set)| set),
+        )?;
         let end = (head + self.packet_budget.saturating_sub(head).max(MIN_BODY_BYTES)).min(self.message_buf.len());
         let me = self.table.me();
         let is_host = self.is_host;
@@ -464,10 +565,12 @@ impl Peer {
         )?;
         let m = head + n;
         link.header_bytes_sent += head as u64;
+        link.avatar_bits_sent += avatar_bits as u64;
         match self.endpoint.send(now_s, link.peer, &self.message_buf[..m]) {
             Ok(transport) => {
                 link.sender_sequence[usize::from(transport)] = Some(sequence);
                 link.welcome_sequences[usize::from(transport)] = header.welcome.is_some();
+                link.avatars_sent.record_sent(transport, step, &header.avatars);
             }
             Err(e) => tracing::debug!("state message not sent: {e}"),
         }
@@ -485,7 +588,7 @@ impl Peer {
             }
             Forgery::Claim { header, cube } => (header, cube),
         };
-        let head = write_header(&mut self.message_buf, &header, self.cube_count)?;
+        let (head, _) = write_header(&mut self.message_buf, &header, self.cube_count, None)?;
         let end = (head + self.packet_budget).min(self.message_buf.len());
         self.forged_stamps.copy_from_slice(self.table.stamps());
         if let Some((cube, stamp)) = forged {
@@ -511,6 +614,7 @@ impl Peer {
     /// Handles everything the endpoint has for us: connections, acks, messages (judged on the host, accepted or
     /// ignored on a guest).
     pub fn receive(&mut self, now_s: f64) -> Result<(), PeerError> {
+        self.clock_s = self.clock_s.max(now_s);
         while let Some(event) = self.endpoint.pop_event() {
             match event {
                 EndpointEvent::Connected { peer } if self.is_host => {
@@ -527,6 +631,7 @@ impl Peer {
                         if let Some(s) = link.sender_sequence[usize::from(sequence)].take() {
                             link.sender.on_acked(s);
                         }
+                        link.avatars_sent.on_acked(sequence);
                         if link.welcome_sequences[usize::from(sequence)] {
                             link.welcome_acked = true;
                         }
@@ -543,8 +648,16 @@ impl Peer {
         Ok(())
     }
 
+    fn slot_of(&self, peer: PeerId) -> usize {
+        if self.is_host {
+            usize::from(peer.0)
+        } else {
+            0
+        }
+    }
+
     fn link_mut(&mut self, peer: PeerId) -> Option<&mut Link> {
-        let slot = if self.is_host { usize::from(peer.0) } else { 0 };
+        let slot = self.slot_of(peer);
         self.links.get_mut(slot).and_then(|l| l.as_mut())
     }
 
@@ -553,6 +666,7 @@ impl Peer {
         let Some(link) = self.links.get_mut(usize::from(peer.0)).and_then(|l| l.take()) else {
             return Ok(());
         };
+        self.remote.forget(link.player);
         let mut returned = Vec::new();
         self.table.release_player(link.player, |c| returned.push(c));
         for c in returned {
@@ -562,11 +676,29 @@ impl Peer {
     }
 
     fn on_message(&mut self, peer: PeerId, data: &[u8], now_s: f64) -> Result<(), PeerError> {
-        let message = match read_message(data, self.cube_count) {
+        let read = {
+            let ring = self
+                .links
+                .get(self.slot_of(peer))
+                .and_then(|l| l.as_ref())
+                .map(|l| &l.avatars_received);
+            read_message(data, self.cube_count, |step| ring.and_then(|r| r.get(step)))
+        };
+        let message = match read {
             Ok(m) => m,
             Err(e) => {
                 tracing::debug!("message refused: {e}");
                 self.refuse(RejectReason::Malformed);
+                if let (MessageError::MissingAvatarBaseline(_), Some(link)) = (e, self.link_mut(peer)) {
+                    // The transport acked a message we could not read: tell the sender, which then codes absolute.
+                    link.receiver.rejected_packets += 1;
+                    let count = link.receiver.rejected_packets as u16;
+                    let link_peer = link.peer;
+                    let mut notice = [0u8; REJECT_NOTICE_BYTES];
+                    if let Ok(n) = write_reject_notice(&mut notice, count) {
+                        let _ = self.endpoint.send(now_s, link_peer, &notice[..n]);
+                    }
+                }
                 return Ok(());
             }
         };
@@ -575,6 +707,7 @@ impl Peer {
                 if let (Ok(refused), Some(link)) = (read_reject_notice(bytes), self.link_mut(peer)) {
                     if link.reject_notices.is_new(refused) {
                         link.sender.resync();
+                        link.avatars_sent.forget_all();
                     }
                 }
             }
@@ -583,6 +716,8 @@ impl Peer {
                     self.take_welcome(&header)?;
                 }
                 let Some(link) = self.link_mut(peer) else { return Ok(()) };
+                // Kept whatever the body holds: the sender will code against this message once it is acked.
+                link.avatars_received.insert(header.sender_step, &header.avatars);
                 if let Err(e) = link.receiver.read(body) {
                     tracing::debug!("state body refused: {e}");
                     let mut notice = [0u8; REJECT_NOTICE_BYTES];
@@ -594,7 +729,8 @@ impl Peer {
                     }
                     return Ok(());
                 }
-                // Headers are ordered by the sender's step (wrap-safe over 32 bits): holds come from the newest only.
+                // Headers are ordered by the sender's step (wrap-safe over 32 bits): held cubes come from the newest
+                // only.
                 let newer = link
                     .newest_header_step
                     .is_none_or(|s| (header.sender_step.wrapping_sub(s) as i32) > 0);
@@ -602,9 +738,7 @@ impl Peer {
                     link.newest_header_step = Some(header.sender_step);
                 }
                 let player = link.player;
-                if newer {
-                    self.take_holds(player, &header)?;
-                }
+                self.take_avatars(player, &header, newer, now_s)?;
                 self.take_updates(peer, player)?;
             }
         }
@@ -638,29 +772,86 @@ impl Peer {
         Ok(())
     }
 
-    /// Holds in a message: claims of cubes in hands (judged or accepted like cube states), and releases (a cube
-    /// the sender's side held that no longer appears).
-    fn take_holds(&mut self, from_player: u8, header: &StateHeader) -> Result<(), PeerError> {
-        for h in header.holds() {
-            if h.cube >= self.cube_count || self.world.is_removed(BodyId(h.cube))? {
-                self.refuse(RejectReason::UnknownCube);
-                continue;
+    /// The avatars in a message from `from_player`'s connection. Every avatar is played out (the host: only those
+    /// it accepts); the newest message's (`newer`) also carry claims: the cubes in their hands, judged (host) or
+    /// accepted (guest) like cube states, and releases (a cube the sender's side held that no avatar names now).
+    ///
+    /// The host takes only the sender's own slot (the sender is known by its connection: an avatar in another
+    /// slot is impersonation, refused), refuses an implausible avatar whole, and relays an avatar only when it
+    /// and every cube in its hands were accepted.
+    fn take_avatars(
+        &mut self,
+        from_player: u8,
+        header: &StateHeader,
+        newer: bool,
+        now_s: f64,
+    ) -> Result<(), PeerError> {
+        if !self.is_host {
+            let me = self.table.me();
+            for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
+                if let Some(sample) = header.avatar(player) {
+                    self.remote.push(player, sample, now_s);
+                }
             }
-            let cube = h.cube;
-            if !in_play_space(&h.position) {
+            if newer {
+                for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
+                    if let Some(sample) = header
+                        .avatar(player)
+                        .filter(|s| s.avatar.is_plausible(DESKTOP_HAND_REACH_M))
+                    {
+                        self.take_held(player, &sample.avatar)?;
+                    }
+                }
+                self.release_unnamed(from_player, header)?;
+            }
+            return Ok(());
+        }
+        if !newer {
+            return Ok(());
+        }
+        for player in (1..=MAX_AUTHORITY).filter(|&p| p != from_player) {
+            if header.avatar(player).is_some() {
+                self.refuse(RejectReason::NotSender);
+            }
+        }
+        if let Some(sample) = header.avatar(from_player) {
+            if !sample.avatar.is_plausible(DESKTOP_HAND_REACH_M) {
                 self.refuse(RejectReason::BadPose);
+                return Ok(());
+            }
+            if self.take_held(from_player, &sample.avatar)? {
+                self.remote.accept(from_player, sample, now_s);
+            }
+        }
+        self.release_unnamed(from_player, header)
+    }
+
+    /// The cubes in `player`'s hands as `avatar` has them: each a claim, judged (host) or accepted (guest) as a
+    /// cube state is; a taken one is put in that hand (kinematic, at hand pose ∘ offset). True when every claim was
+    /// taken.
+    fn take_held(&mut self, player: u8, avatar: &WireAvatar) -> Result<bool, PeerError> {
+        let mut all_taken = true;
+        for hand in avatar.to_poses().hands {
+            let Some((cube, target)) = hand.held_world_pose() else {
+                continue;
+            };
+            let Some(held) = hand.held else { continue };
+            if self.world.is_removed(BodyId(cube))? {
+                self.refuse(RejectReason::UnknownCube);
+                all_taken = false;
                 continue;
             }
+            let stamp = AuthorityStamp {
+                authority: player,
+                authority_seq: held.authority_seq,
+                ownership_seq: held.ownership_seq,
+            };
             let local = self.table.stamp(cube);
             let taken = if self.is_host {
-                match judge_claim(from_player, &h.stamp, &local, self.table.holder(cube)) {
-                    Ok(()) if h.player == from_player => {
-                        self.stats.accepted_claims[usize::from(from_player.min(4))] += 1;
-                        true
-                    }
+                match judge_claim(player, &stamp, &local, self.table.holder(cube)) {
                     Ok(()) => {
-                        self.refuse(RejectReason::NotSender);
-                        false
+                        self.stats.accepted_claims[usize::from(player.min(4))] += 1;
+                        true
                     }
                     Err(reason) => {
                         self.refuse(reason);
@@ -668,38 +859,53 @@ impl Peer {
                     }
                 }
             } else {
-                h.player != self.table.me() && guest_accepts(self.table.me(), &h.stamp, &local)
+                guest_accepts(self.table.me(), &stamp, &local)
             };
-            if !taken {
-                continue;
+            all_taken &= taken;
+            if taken {
+                self.put_in_hand(cube, player, stamp, &target)?;
             }
-            self.lose_if_mine(cube)?;
-            let new_holder = self.table.holder(cube) != h.player;
-            self.table.set(cube, h.stamp, h.player);
-            let id = BodyId(cube);
-            if self.world.kind(id)? != BodyKind::Kinematic {
-                self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
-            }
-            let position = Vec3::from_array(h.position.map(|x| x as f32 / POSITION_UNITS_PER_M));
-            let rotation = dequantize_rotation(&h.rotation);
-            if new_holder {
-                // A hold this peer did not see coming (a conflict lost, or news of a grab): the cube is put in
-                // that hand at once, and what is drawn eases there.
-                let old = self.world.state(id)?;
-                let new = BodyState {
-                    position,
-                    rotation,
-                    linear_velocity: Vec3::ZERO,
-                    angular_velocity: Vec3::ZERO,
-                    at_rest: false,
-                };
-                self.world.set_state(id, &new)?;
-                self.smoothing.on_snap(cube as usize, &pose(&old), &pose(&new));
-            }
-            self.world.set_kinematic_target(id, position, rotation)?;
         }
-        // Releases: cubes this sender's player held (as we know it) that its newest header no longer names.
-        let named = |c: u32| header.holds().iter().any(|h| h.cube == c);
+        Ok(all_taken)
+    }
+
+    /// A claim on `cube` in `player`'s hand was taken: the table says so, and the cube follows the hand.
+    fn put_in_hand(&mut self, cube: u32, player: u8, stamp: AuthorityStamp, target: &Pose) -> Result<(), PeerError> {
+        self.lose_if_mine(cube)?;
+        let new_holder = self.table.holder(cube) != player;
+        self.table.set(cube, stamp, player);
+        let id = BodyId(cube);
+        if self.world.kind(id)? != BodyKind::Kinematic {
+            self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
+        }
+        if new_holder {
+            // A hold this peer did not see coming (a conflict lost, or news of a grab): the cube is put in that
+            // hand at once, and what is drawn eases there.
+            let old = self.world.state(id)?;
+            let new = BodyState {
+                position: target.position,
+                rotation: target.rotation,
+                linear_velocity: Vec3::ZERO,
+                angular_velocity: Vec3::ZERO,
+                at_rest: false,
+            };
+            self.world.set_state(id, &new)?;
+            self.smoothing.on_snap(cube as usize, &pose(&old), &pose(&new));
+        }
+        self.world.set_kinematic_target(id, target.position, target.rotation)?;
+        Ok(())
+    }
+
+    /// Releases: cubes held (as we know it) by the sender's player — on a guest, by anyone but us, since the host
+    /// speaks for everyone — that no avatar in its newest message names.
+    fn release_unnamed(&mut self, from_player: u8, header: &StateHeader) -> Result<(), PeerError> {
+        let named = |c: u32| {
+            header
+                .avatars
+                .iter()
+                .flatten()
+                .any(|a| a.avatar.hands.iter().any(|h| h.held.is_some_and(|held| held.cube == c)))
+        };
         for cube in 0..self.cube_count {
             let holder = self.table.holder(cube);
             let released = holder != NOBODY
@@ -881,6 +1087,10 @@ impl Peer {
                 self.stats.authority_changes += 1;
             }
         }
+        // Remote hands as drawn this step, and the cubes in them.
+        let me = self.table.me();
+        self.remote
+            .sample(self.clock_s, me, &self.table, &self.world, &mut self.smoothing)?;
         Ok(())
     }
 
@@ -901,14 +1111,6 @@ impl Peer {
     pub fn returned_this_step(&self) -> &[(u32, u8)] {
         &self.returned
     }
-}
-
-/// True when a quantized position lies in the play space avatars are bounded to (`avatar_state`).
-fn in_play_space(p: &[i32; 3]) -> bool {
-    let m = p.map(|x| x as f32 / POSITION_UNITS_PER_M);
-    m[0].abs() <= PLAY_SPACE_HALF_WIDTH_M
-        && m[2].abs() <= PLAY_SPACE_HALF_WIDTH_M
-        && (PLAY_SPACE_FLOOR_M..=PLAY_SPACE_CEILING_M).contains(&m[1])
 }
 
 /// Smallest state body worth sending: one absolute update of an awake cube with its stamp, and the packet header.
