@@ -38,8 +38,10 @@ const FAR_OFFSET_M: f32 = 1.9;
 /// An avatar with its head at `head` and its right hand, tracked, at `hand`, holding `held` (cube, offset from the
 /// hand, stamp) if any. `None` if the wire cannot carry it.
 fn avatar_at(head: Vec3, hand: Vec3, held: Option<(u32, Vec3, AuthorityStamp)>) -> Option<WireAvatar> {
-    let mut a = Avatar::default();
-    a.head = Pose::new(head, Quat::IDENTITY);
+    let mut a = Avatar {
+        head: Pose::new(head, Quat::IDENTITY),
+        ..Avatar::default()
+    };
     a.hands[1].tracked = true;
     a.hands[1].grip = 1.0;
     a.hands[1].pose = Pose::new(hand, Quat::IDENTITY);

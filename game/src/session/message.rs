@@ -323,8 +323,10 @@ mod tests {
     use glam::{Quat, Vec3};
 
     fn avatar(x: f32, held: Option<u32>) -> WireAvatar {
-        let mut a = Avatar::default();
-        a.head = Pose::new(Vec3::new(x, 1.7, 0.0), Quat::from_rotation_y(0.3));
+        let mut a = Avatar {
+            head: Pose::new(Vec3::new(x, 1.7, 0.0), Quat::from_rotation_y(0.3)),
+            ..Avatar::default()
+        };
         a.hands[1].tracked = true;
         a.hands[1].pose = Pose::new(Vec3::new(x + 0.3, 1.2, -0.4), Quat::from_rotation_x(0.2));
         a.hands[1].grip = 1.0;
