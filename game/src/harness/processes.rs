@@ -205,7 +205,8 @@ impl Watch {
             if peer.authority_changed_step[c] == peer.step_count() && peer.steps_since_welcome() > JOIN_GRACE_STEPS {
                 self.meter.mark_handover(c);
             }
-            self.meter.observe(c, peer.drawn_pose(id)?.position, s.linear_velocity);
+            self.meter
+                .observe(c, peer.drawn_pose(id)?.position, peer.drawn_velocity(id)?);
             self.previous[c] = Some(q);
         }
         Ok(())

@@ -210,8 +210,6 @@ pub struct SessionRun {
     previous: Vec<Vec<Option<(Vec3, bool)>>>,
     /// Per peer: drawn jumps not explained by motion, and those near a change of authority.
     pop_meters: Vec<PopMeter>,
-    /// Per peer, per cube: where a remote hand held it last step, as played out.
-    previous_hand: Vec<Vec<Option<Vec3>>>,
     rest_jitter_m: f64,
     /// Per cube: the authority index (host's view) last step, and the step since which that authority has had
     /// the cube at rest.
@@ -283,7 +281,6 @@ impl SessionRun {
             settle_step,
             previous: vec![vec![None; cubes]; config.players],
             pop_meters: (0..config.players).map(|_| PopMeter::new(cubes)).collect(),
-            previous_hand: vec![vec![None; cubes]; config.players],
             rest_jitter_m: 0.0,
             authority_of: vec![0; cubes],
             authority_rest_since: vec![0; cubes],
@@ -507,16 +504,7 @@ impl SessionRun {
                     self.pop_meters[i].mark_handover(c);
                 }
                 let drawn = peer.drawn_pose(id)?.position;
-                // A cube in a remote hand is drawn where the played-out hand holds it, not where it is simulated
-                // (a kinematic body whose velocity jumps with every hold that arrives): its drawn motion is
-                // explained by the played-out hand's.
-                let in_hand = peer.remote_avatars().hand_drawn(c).map(|p| p.position);
-                let velocity = match (in_hand, self.previous_hand[i][c]) {
-                    (Some(now), Some(before)) => (now - before) / STEP_S as f32,
-                    _ => s.linear_velocity,
-                };
-                self.previous_hand[i][c] = in_hand;
-                self.pop_meters[i].observe(c, drawn, velocity);
+                self.pop_meters[i].observe(c, drawn, peer.drawn_velocity(id)?);
                 // Rest jitter: the peer with authority (the host's view; or this peer itself when it has claimed
                 // the cube and the host has not heard yet, in which case nothing here counts) has kept the cube at
                 // rest for longer than news takes to arrive here, and this peer had it at rest: any movement is a

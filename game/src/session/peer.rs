@@ -311,6 +311,16 @@ impl Peer {
         Ok(self.smoothing.drawn_pose(id.index(), &base))
     }
 
+    /// The velocity that explains how cube `id` is drawn to move (m/s): its simulated velocity, or, drawn in a
+    /// remote hand, that hand's played-out motion over the last step (the simulation follows the newest avatar in
+    /// jerks as packets arrive; what is drawn does not). For pop measurements.
+    pub fn drawn_velocity(&self, id: BodyId) -> Result<Vec3, PhysicsError> {
+        match self.remote.hand_drawn_step(id.index()) {
+            Some(moved) => Ok(moved / self.world.config().dt),
+            None => Ok(self.world.state(id)?.linear_velocity),
+        }
+    }
+
     /// Player `player`'s avatar as this peer plays it out (the jitter buffer's sample at the last step), for
     /// drawing remote heads and hands; `None` for this peer's own player and players nothing has arrived from.
     pub fn remote_avatar(&self, player: u8) -> Option<&AvatarPoses> {

@@ -29,6 +29,8 @@ pub struct RemoteAvatars {
     newest: [Option<AvatarSample>; AVATAR_SLOTS],
     /// Per cube: where it is drawn from a remote hand this step (`None`: drawn from its simulation).
     hand_drawn: Vec<Option<Pose>>,
+    /// Per cube: the same, the step before.
+    hand_drawn_before: Vec<Option<Pose>>,
 }
 
 fn slot(player: u8) -> Option<usize> {
@@ -43,6 +45,7 @@ impl RemoteAvatars {
             played: [None; AVATAR_SLOTS],
             newest: [None; AVATAR_SLOTS],
             hand_drawn: vec![None; cube_count],
+            hand_drawn_before: vec![None; cube_count],
         }
     }
 
@@ -90,6 +93,16 @@ impl RemoteAvatars {
         self.hand_drawn.get(cube).copied().flatten()
     }
 
+    /// How far `cube` moved in the remote hand it is drawn from over the last step (m), when it was drawn from
+    /// one both steps: the motion its drawn pose follows, as a simulated cube's follows its velocity.
+    pub fn hand_drawn_step(&self, cube: usize) -> Option<glam::Vec3> {
+        let (now, before) = (
+            self.hand_drawn(cube)?,
+            self.hand_drawn_before.get(cube).copied().flatten()?,
+        );
+        Some(now.position - before.position)
+    }
+
     /// Once per step at `now_s`: every buffer that has samples is played out, and each cube held by a remote
     /// player (in `table`) whose played-out hand holds it is drawn there. `me`'s own slot is never played.
     pub fn sample(
@@ -132,6 +145,7 @@ impl RemoteAvatars {
                     _ => {}
                 }
             }
+            self.hand_drawn_before[cube] = was;
             self.hand_drawn[cube] = in_hand;
         }
         Ok(())
