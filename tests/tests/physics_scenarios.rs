@@ -319,6 +319,63 @@ fn a_moving_kinematic_box_wakes_and_pushes_a_resting_cube() {
     );
 }
 
+/// A resting cube with a kinematic box swept through it; `remote`: both are another peer's (see
+/// `World::set_remote`). Returns the cube's state before and after the sweep.
+fn sweep_hand_through_resting_cube(cube_remote: bool, hand_remote: bool) -> (BodyState, BodyState) {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let cube = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let hand = world
+        .add_body(&BodyDesc {
+            kind: BodyKind::Kinematic,
+            half_extents: Vec3::splat(0.2),
+            position: Vec3::new(-1.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    world.set_remote(cube, cube_remote).unwrap();
+    world.set_remote(hand, hand_remote).unwrap();
+    for _ in 0..40 {
+        world.step();
+    }
+    let before = world.state(cube).unwrap();
+    assert!(before.at_rest);
+    if cube_remote {
+        // Another peer's cube rests only on its word; here it was put to rest before the sweep.
+        world.set_rest_detection(cube, false).unwrap();
+    }
+    for k in 1..=90 {
+        world
+            .set_kinematic_target(hand, Vec3::new(-1.0 + k as f32 * 0.02, 0.5, 0.0), Quat::IDENTITY)
+            .unwrap();
+        world.step();
+    }
+    (before, world.state(cube).unwrap())
+}
+
+#[test]
+fn a_remote_hand_never_wakes_a_remote_resting_cube_but_pushes_a_local_one() {
+    let (before, after) = sweep_hand_through_resting_cube(true, true);
+    assert_eq!(
+        after, before,
+        "the resting cube holds until its authority says otherwise"
+    );
+    let (_, pushed) = sweep_hand_through_resting_cube(false, true);
+    assert!(
+        pushed.position.x > 0.2,
+        "a remote hand pushes this peer's cube: {pushed:?}"
+    );
+    let (_, pushed) = sweep_hand_through_resting_cube(true, false);
+    assert!(
+        pushed.position.x > 0.2,
+        "this peer's hand pushes a remote cube: {pushed:?}"
+    );
+}
+
 #[test]
 fn contact_report_says_who_touched_whom_and_how_hard() {
     let mut world = World::new(WorldConfig::default()).unwrap();

@@ -214,6 +214,8 @@ pub struct SessionRun {
     /// Per cube: the authority index (host's view) last step, and the step since which that authority has had
     /// the cube at rest.
     authority_of: Vec<u8>,
+    /// Scratch for `measure_draw`: per cube, who has authority this step (sized once).
+    authority_now: Vec<u8>,
     authority_rest_since: Vec<u64>,
     /// Steps news may take to reach a guest through the host: two one-way trips with their jitter, and two steps.
     news_steps: u64,
@@ -283,6 +285,7 @@ impl SessionRun {
             pop_meters: (0..config.players).map(|_| PopMeter::new(cubes)).collect(),
             rest_jitter_m: 0.0,
             authority_of: vec![0; cubes],
+            authority_now: Vec::with_capacity(cubes),
             authority_rest_since: vec![0; cubes],
             news_steps: (2.0 * (config.latency_ms + config.jitter_ms) / 1000.0 * PACKETS_PER_S as f64).ceil() as u64
                 + 2,
@@ -464,19 +467,19 @@ impl SessionRun {
         // Who has authority over each cube: the host's view, unless a guest has since claimed the cube (by touch
         // or grab) and the host has not heard yet — then that guest simulates it for everyone, and what it does
         // with the cube is what the others will see.
-        let host_stamps: Vec<u8> = (0..host.table.len() as u32)
-            .map(|c| {
-                let mut newest = host.table.stamp(c);
-                for guest in self.peers().skip(1) {
-                    let claim = guest.table.stamp(c);
-                    if claim.authority == guest.player() && compare_claims(&claim, &newest) == Ordering::Greater {
-                        newest = claim;
-                    }
+        let mut authority_now = std::mem::take(&mut self.authority_now);
+        authority_now.clear();
+        authority_now.extend((0..host.table.len() as u32).map(|c| {
+            let mut newest = host.table.stamp(c);
+            for guest in self.peers().skip(1) {
+                let claim = guest.table.stamp(c);
+                if claim.authority == guest.player() && compare_claims(&claim, &newest) == Ordering::Greater {
+                    newest = claim;
                 }
-                newest.authority
-            })
-            .collect();
-        for (c, &a) in host_stamps.iter().enumerate() {
+            }
+            newest.authority
+        }));
+        for (c, &a) in authority_now.iter().enumerate() {
             let owner = self.peer_of_player(a);
             let resting = match owner {
                 Some(o) => o.world.state(BodyId(c as u32))?.at_rest && self.authority_of[c] == a,
@@ -492,7 +495,7 @@ impl SessionRun {
                 self.previous[i].iter_mut().for_each(|p| *p = None);
                 continue;
             };
-            for (c, &authority_index) in host_stamps.iter().enumerate() {
+            for (c, &authority_index) in authority_now.iter().enumerate() {
                 let id = BodyId(c as u32);
                 if peer.world.is_removed(id)? {
                     self.previous[i][c] = None;
@@ -524,6 +527,7 @@ impl SessionRun {
                 self.previous[i][c] = Some((s.position, s.at_rest));
             }
         }
+        self.authority_now = authority_now;
         Ok(())
     }
 
