@@ -56,6 +56,12 @@ pub fn authority_tint(authority: u8, held: bool) -> [f32; 3] {
     }
 }
 
+/// A cube's flags in a session: the renderer's held highlight mixes the colour towards amber and would hide whose
+/// cube it is, so there a held cube is only brighter ([`authority_tint`]); hover stays.
+pub fn session_flags(flags: u32) -> u32 {
+    flags & !CUBE_HELD
+}
+
 /// Cube `cube`'s tint and held flag as `table` has it (`None`, a world with no session: white, not held).
 pub fn table_tint(table: Option<&AuthorityTable>, cube: u32) -> ([f32; 3], bool) {
     match table {

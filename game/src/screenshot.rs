@@ -8,7 +8,7 @@ use std::path::Path;
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    authority_rgb, CubeInstance, FrameInput, Offscreen, RenderError, View, CUBE_HELD, CUBE_RESTING, MAX_CUBES,
+    authority_rgb, CubeInstance, FrameInput, Offscreen, RenderError, View, CUBE_RESTING, MAX_CUBES,
 };
 
 use crate::desktop::net_play::NetPlay;
@@ -150,6 +150,8 @@ pub fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> anyhow::R
     let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
     encoder.set_color(png::ColorType::Rgba);
     encoder.set_depth(png::BitDepth::Eight);
+    // Pictures go into the repository (docs/): smallest files, at a few milliseconds more.
+    encoder.set_compression(png::Compression::Best);
     encoder.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
     let mut writer = encoder
         .write_header()
@@ -193,13 +195,13 @@ pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> an
             continue;
         }
         let pose = peer.drawn_pose(id)?;
-        let (colour, held) = table_tint(Some(&peer.table), id.0);
+        let (colour, _) = table_tint(Some(&peer.table), id.0);
         cubes.push(CubeInstance {
             position: pose.position,
             rotation: pose.rotation,
             half_extents: peer.world.half_extents(id)?,
             colour,
-            flags: if held { CUBE_HELD } else { 0 },
+            flags: 0,
         });
     }
     for seat in &play.seats {

@@ -708,6 +708,66 @@ mod tests {
         assert_eq!(play.shown().player(), 1);
     }
 
+    /// A host with two bots over UDP on 127.0.0.1, in a thread of its own (it must answer while a guest's
+    /// handshake blocks): a third guest is welcomed as player 4, a fourth is told the host is full.
+    #[test]
+    fn over_udp_a_guest_joins_the_host_and_its_bots_and_the_next_is_refused() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::{mpsc, Arc};
+        let (port_tx, port_rx) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let host_stop = stop.clone();
+        let host = std::thread::spawn(move || {
+            let options = HostOptions {
+                scene: table64(),
+                port: 0,
+                bots: 2,
+                playing: true,
+                kbps_budget: PLAY_KBPS_BUDGET,
+            };
+            let mut play = NetPlay::host(&options).unwrap();
+            let mut told = false;
+            let mut last = Instant::now();
+            while !host_stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                play.advance((now - last).as_secs_f64(), &AvatarInput::default()).unwrap();
+                last = now;
+                // The port goes out once both bots are in, so the guests below come third and fourth.
+                if !told && play.seats[0].peer.endpoint().peers().count() == 2 {
+                    port_tx.send(play.host_port().unwrap()).unwrap();
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            play.seats.iter().map(|s| s.peer.player()).collect::<Vec<_>>()
+        });
+        let port = port_rx.recv_timeout(Duration::from_secs(20)).expect("the bots joined");
+        let join = JoinOptions {
+            scene: table64(),
+            host: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            kbps_budget: PLAY_KBPS_BUDGET,
+        };
+        let mut guest = NetPlay::join(&join).unwrap();
+        let mut last = Instant::now();
+        for _ in 0..2000 {
+            let now = Instant::now();
+            guest.advance((now - last).as_secs_f64(), &AvatarInput::default()).unwrap();
+            last = now;
+            if guest.shown().player() != 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        assert_eq!(guest.shown().player(), 4, "welcomed as the fourth player");
+        let refused = NetPlay::join(&join).err().expect("a fifth player is refused");
+        assert!(matches!(refused, NetPlayError::Join { reason: ConnectError::Full, .. }), "{refused}");
+        assert_eq!(refused.to_string(), format!("could not join 127.0.0.1:{port}: the host is full"));
+        stop.store(true, Ordering::Relaxed);
+        let mut players = host.join().unwrap();
+        players.sort_unstable();
+        assert_eq!(players, vec![1, 2, 3], "the host and its two bots");
+    }
+
     #[test]
     fn bad_local_options_are_refused() {
         let e = NetPlay::local(&local(5, &[])).err().unwrap().to_string();

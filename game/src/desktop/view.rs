@@ -1,16 +1,16 @@
 //! What one frame shows, in the renderer's plain types: every cube's interpolated pose, size, authority colour
-//! (white without a session) and highlight flags (held by anyone in a session), the hands as small paddles, and one view (two in the stereo preview). Filled into reused
+//! (white without a session; held cubes brighter in one) and highlight flags, the hands as small paddles, and one view (two in the stereo preview). Filled into reused
 //! buffers, so a running frame allocates nothing.
 
 use glam::Vec3;
 use tumble_engine::input::FlyCamera;
 use tumble_engine::physics::World;
-use tumble_engine::render::{CubeInstance, View, CUBE_HELD, MAX_CUBES};
+use tumble_engine::render::{CubeInstance, View, MAX_CUBES};
 
 use super::interpolate::PoseBuffer;
 use crate::authority::AuthorityTable;
 use crate::avatar::Avatar;
-use crate::draw::{cube_flags, push_hand_boxes, table_tint};
+use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
 use crate::interaction::Interaction;
 
 /// Eye separation of the stereo preview (m): a typical interpupillary distance.
@@ -45,13 +45,14 @@ impl FrameView {
             }
             let (position, rotation) = poses.interpolated(i, alpha);
             let resting = world.state(id).is_ok_and(|s| s.at_rest);
-            let (colour, held_by_anyone) = table_tint(session.map(|s| s.0), id.0);
+            let (colour, _) = table_tint(session.map(|s| s.0), id.0);
+            let flags = cube_flags(interaction, id, resting);
             self.cubes.push(CubeInstance {
                 position,
                 rotation,
                 half_extents: world.half_extents(id).unwrap_or(Vec3::splat(0.5)),
                 colour,
-                flags: cube_flags(interaction, id, resting) | if held_by_anyone { CUBE_HELD } else { 0 },
+                flags: if session.is_some() { session_flags(flags) } else { flags },
             });
         }
         push_hand_boxes(avatar, session.map_or(1, |s| s.1), &mut self.cubes);
@@ -78,7 +79,7 @@ mod tests {
     use crate::draw::HAND_HALF_EXTENTS_M;
     use glam::Quat;
     use tumble_engine::physics::{BodyDesc, WorldConfig};
-    use tumble_engine::render::CUBE_SELECTED;
+    use tumble_engine::render::{CUBE_HELD, CUBE_SELECTED};
 
     #[test]
     fn hovered_and_held_cubes_are_flagged_and_hands_drawn() {

@@ -7,13 +7,13 @@
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    ash, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, CUBE_HELD, MAX_CUBES,
+    ash, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES,
     RESULT_FORMAT,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
 use crate::avatar::Avatar;
-use crate::draw::{cube_flags, push_hand_boxes, table_tint};
+use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
 use crate::session::peer::Peer;
 use crate::interaction::Interaction;
 
@@ -116,13 +116,14 @@ impl VrRenderer {
                 continue;
             };
             let pose = peer.and_then(|p| p.drawn_pose(id).ok());
-            let (colour, held) = table_tint(peer.map(|p| &p.table), id.0);
+            let (colour, _) = table_tint(peer.map(|p| &p.table), id.0);
+            let flags = cube_flags(interaction, id, state.at_rest);
             self.cubes.push(CubeInstance {
                 position: pose.map_or(state.position, |p| p.position),
                 rotation: pose.map_or(state.rotation, |p| p.rotation),
                 half_extents,
                 colour,
-                flags: cube_flags(interaction, id, state.at_rest) | if held { CUBE_HELD } else { 0 },
+                flags: if peer.is_some() { session_flags(flags) } else { flags },
             });
         }
     }
