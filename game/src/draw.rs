@@ -81,13 +81,20 @@ mod tests {
     #[test]
     fn authority_tints_are_white_blue_red_green_yellow_and_held_is_brighter() {
         assert_eq!(authority_tint(0, false), AUTHORITY_NONE_RGB);
-        assert_eq!(authority_tint(9, false), AUTHORITY_NONE_RGB, "an index past 4 is drawn as none");
+        assert_eq!(
+            authority_tint(9, false),
+            AUTHORITY_NONE_RGB,
+            "an index past 4 is drawn as none"
+        );
         let dominant = |rgb: [f32; 3]| (0..3).max_by(|&a, &b| rgb[a].total_cmp(&rgb[b])).unwrap();
         assert_eq!(dominant(authority_tint(1, false)), 2, "player 1 blue");
         assert_eq!(dominant(authority_tint(2, false)), 0, "player 2 red");
         assert_eq!(dominant(authority_tint(3, false)), 1, "player 3 green");
         let yellow = authority_tint(4, false);
-        assert!(yellow[0] > 2.0 * yellow[2] && yellow[1] > 2.0 * yellow[2], "player 4 yellow: {yellow:?}");
+        assert!(
+            yellow[0] > 2.0 * yellow[2] && yellow[1] > 2.0 * yellow[2],
+            "player 4 yellow: {yellow:?}"
+        );
         for a in 0..=4 {
             let (plain, held) = (authority_tint(a, false), authority_tint(a, true));
             assert!(held.iter().zip(&plain).all(|(h, p)| h >= p && *h <= 1.0), "{a}");

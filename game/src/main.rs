@@ -304,8 +304,12 @@ fn view_exit(outcome: Result<(), tumble::desktop::DesktopError>) -> ExitCode {
             eprintln!(
                 "Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended"
             );
-            eprintln!("`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG; `tumble host --headless`");
-            eprintln!("is a dedicated host and `tumble local --headless --seconds S` plays a game. See `tumble --help`.");
+            eprintln!(
+                "`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG; `tumble host --headless`"
+            );
+            eprintln!(
+                "is a dedicated host and `tumble local --headless --seconds S` plays a game. See `tumble --help`."
+            );
             ExitCode::from(EXIT_UNAVAILABLE)
         }
         Err(tumble::desktop::DesktopError::Render(e)) if e.is_unavailable() => {
@@ -406,13 +410,18 @@ fn session_cubes(args: &ScreenshotArgs) -> anyhow::Result<Vec<tumble_engine::ren
         anyhow::bail!("--seconds must be 0 or more (got {})", args.seconds);
     }
     let bots = if args.bots.is_empty() {
-        ["builder", "thrower", "contender", "catcher"].map(String::from).to_vec()
+        ["builder", "thrower", "contender", "catcher"]
+            .map(String::from)
+            .to_vec()
     } else {
         args.bots.clone()
     };
     let players = usize::from(args.players);
     let options = tumble::desktop::net_play::LocalOptions {
-        scene: args.scene.clone().unwrap_or_else(tumble::harness::session_cli::default_scene),
+        scene: args
+            .scene
+            .clone()
+            .unwrap_or_else(tumble::harness::session_cli::default_scene),
         players,
         bots: bots.into_iter().take(players).collect(),
         link: tumble_net::LinkConfig {

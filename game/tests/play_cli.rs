@@ -41,14 +41,27 @@ fn bad_play_flags_are_usage_errors_with_a_reason() {
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     }
-    let o = tumble(&["local", "--headless", "--seconds", "1", "--bots", "idle,juggler", "--players", "2"]);
+    let o = tumble(&[
+        "local",
+        "--headless",
+        "--seconds",
+        "1",
+        "--bots",
+        "idle,juggler",
+        "--players",
+        "2",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("unknown bot 'juggler'"), "{}", stderr(&o));
 }
 
 #[test]
 fn the_windowed_play_modes_without_a_display_say_so() {
-    for args in [&["host", "--port", "0"][..], &["local", "--players", "2"], &["join", "127.0.0.1:9"]] {
+    for args in [
+        &["host", "--port", "0"][..],
+        &["local", "--players", "2"],
+        &["join", "127.0.0.1:9"],
+    ] {
         let o = tumble(args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         let err = stderr(&o);
@@ -146,11 +159,18 @@ fn a_guest_joins_a_headless_host_over_udp_and_a_fifth_player_is_refused() {
     // Four want three guest slots: one is refused. Almost always a late guest; should a guest's handshake beat a
     // bot's, the bot is the one left out (it is never welcomed: player 0).
     let h = json(&host);
-    let bots_left_out = h["seats"].as_array().unwrap()[1..].iter().filter(|s| s["player"] == 0).count();
+    let bots_left_out = h["seats"].as_array().unwrap()[1..]
+        .iter()
+        .filter(|s| s["player"] == 0)
+        .count();
     let said: Vec<String> = outcomes.iter().map(stderr).collect();
     assert_eq!(refused.len() + bots_left_out, 1, "{h} {said:?}");
     for o in refused {
-        assert!(stderr(o).contains(&format!("could not join {addr}: the host is full")), "{}", stderr(o));
+        assert!(
+            stderr(o).contains(&format!("could not join {addr}: the host is full")),
+            "{}",
+            stderr(o)
+        );
     }
 }
 
@@ -173,13 +193,22 @@ fn a_session_screenshot_is_written() {
         out.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&out).expect("the PNG exists")));
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&out).expect("the PNG exists"),
+    ));
     let mut reader = decoder.read_info().expect("a PNG");
     assert_eq!((reader.info().width, reader.info().height), (160, 90));
     let mut rgba = vec![0; reader.output_buffer_size()];
     reader.next_frame(&mut rgba).unwrap();
     assert!(rgba.chunks(4).any(|p| p[0] != rgba[0]), "not one flat colour");
-    let o = tumble(&["screenshot", "--session", "--view-player", "5", "--out", out.to_str().unwrap()]);
+    let o = tumble(&[
+        "screenshot",
+        "--session",
+        "--view-player",
+        "5",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("--view-player must be 1 to 4"), "{}", stderr(&o));
 }

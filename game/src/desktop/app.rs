@@ -278,7 +278,9 @@ impl DesktopApp {
         };
         self.contacts.clear();
         if self.toggles.contacts {
-            self.mode.world().contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
+            self.mode
+                .world()
+                .contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
         }
         let input = FrameInput {
             views: &self.view.views,

@@ -65,7 +65,9 @@ pub fn display_named() -> bool {
 /// Opens the window and runs until it is closed (or `frames` have been shown).
 pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
     let scene = options.scene.clone().unwrap_or_else(scenes::default_scene);
-    run_with(options.frames, || Ok(mode::Mode::Single(sim::DesktopSim::load(&scene)?)))
+    run_with(options.frames, || {
+        Ok(mode::Mode::Single(Box::new(sim::DesktopSim::load(&scene)?)))
+    })
 }
 
 /// Opens the window on what `make` builds (called once the display is known to be there, so a game is not joined

@@ -13,8 +13,9 @@ use crate::avatar::{Avatar, AvatarInput};
 use crate::interaction::Interaction;
 
 pub enum Mode {
-    Single(DesktopSim),
-    Net(NetPlay),
+    /// Both boxed: the single world keeps kilobytes of fixed-size buffers inline, and the two differ in size.
+    Single(Box<DesktopSim>),
+    Net(Box<NetPlay>),
 }
 
 impl Mode {

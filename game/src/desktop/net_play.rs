@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use glam::{Quat, Vec3};
 use tumble_engine::physics::{BodyId, World};
-use tumble_net::memory::MemoryNetwork;
 use tumble_net::endpoint::ConnectError;
+use tumble_net::memory::MemoryNetwork;
 use tumble_net::{Endpoint, EndpointConfig, EndpointEvent, LinkConfig, SocketError, UdpTransport};
 
 use super::fixed_step::{FixedStep, STEP_S};
@@ -133,7 +133,10 @@ fn memory_address(seat: usize) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, seat as u8 + 1], 1000))
 }
 
-fn load(scene: &Path) -> Result<(String, Box<dyn Fn() -> anyhow::Result<World>>), NetPlayError> {
+/// Makes a fresh world of the scene for each peer.
+type WorldMaker = Box<dyn Fn() -> anyhow::Result<World>>;
+
+fn load(scene: &Path) -> Result<(String, WorldMaker), NetPlayError> {
     let bad = |source| NetPlayError::Scene {
         path: scene.to_path_buf(),
         source,
@@ -185,7 +188,12 @@ impl NetPlay {
             path: options.scene.clone(),
             source,
         })?;
-        let host = Peer::host(world, Endpoint::host(endpoint_config(seed), 0.0), config, options.playing)?;
+        let host = Peer::host(
+            world,
+            Endpoint::host(endpoint_config(seed), 0.0),
+            config,
+            options.playing,
+        )?;
         // Player 1 is the desktop's hands (or nobody, dedicated); bots take the guest players in order.
         let bots: Vec<String> = std::iter::once("idle")
             .chain(HOST_BOTS.iter().copied().take(options.bots))
@@ -697,7 +705,12 @@ mod tests {
         let cube = held[0].0;
         for seat in &play.seats {
             let t = &seat.peer.table;
-            assert_eq!((t.stamp(cube).authority, t.holder(cube)), (2, 2), "player {}", seat.peer.player());
+            assert_eq!(
+                (t.stamp(cube).authority, t.holder(cube)),
+                (2, 2),
+                "player {}",
+                seat.peer.player()
+            );
             assert_eq!(
                 crate::draw::table_tint(Some(t), cube),
                 (crate::draw::authority_tint(2, true), true)
@@ -730,7 +743,8 @@ mod tests {
             let mut last = Instant::now();
             while !host_stop.load(Ordering::Relaxed) {
                 let now = Instant::now();
-                play.advance((now - last).as_secs_f64(), &AvatarInput::default()).unwrap();
+                play.advance((now - last).as_secs_f64(), &AvatarInput::default())
+                    .unwrap();
                 last = now;
                 // The port goes out once both bots are in, so the guests below come third and fourth.
                 if !told && play.seats[0].peer.endpoint().peers().count() == 2 {
@@ -751,7 +765,9 @@ mod tests {
         let mut last = Instant::now();
         for _ in 0..2000 {
             let now = Instant::now();
-            guest.advance((now - last).as_secs_f64(), &AvatarInput::default()).unwrap();
+            guest
+                .advance((now - last).as_secs_f64(), &AvatarInput::default())
+                .unwrap();
             last = now;
             if guest.shown().player() != 0 {
                 break;
@@ -760,8 +776,20 @@ mod tests {
         }
         assert_eq!(guest.shown().player(), 4, "welcomed as the fourth player");
         let refused = NetPlay::join(&join).err().expect("a fifth player is refused");
-        assert!(matches!(refused, NetPlayError::Join { reason: ConnectError::Full, .. }), "{refused}");
-        assert_eq!(refused.to_string(), format!("could not join 127.0.0.1:{port}: the host is full"));
+        assert!(
+            matches!(
+                refused,
+                NetPlayError::Join {
+                    reason: ConnectError::Full,
+                    ..
+                }
+            ),
+            "{refused}"
+        );
+        assert_eq!(
+            refused.to_string(),
+            format!("could not join 127.0.0.1:{port}: the host is full")
+        );
         stop.store(true, Ordering::Relaxed);
         let mut players = host.join().unwrap();
         players.sort_unstable();
@@ -772,7 +800,10 @@ mod tests {
     fn bad_local_options_are_refused() {
         let e = NetPlay::local(&local(5, &[])).err().unwrap().to_string();
         assert!(e.contains("--players must be 1 to 4 (got 5)"), "{e}");
-        let e = NetPlay::local(&local(2, &["idle", "juggler"])).err().unwrap().to_string();
+        let e = NetPlay::local(&local(2, &["idle", "juggler"]))
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("unknown bot 'juggler'"), "{e}");
         let e = NetPlay::local(&local(1, &["idle", "idle"])).err().unwrap().to_string();
         assert!(e.contains("names 2 seats for 1 players"), "{e}");

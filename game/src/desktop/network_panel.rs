@@ -93,9 +93,14 @@ impl NetGraphs {
         }
         let mut seen = [false; MAX_LINKS];
         for (player, sent, received) in peer.wire_bytes() {
-            let Some(slot) = link_slot(peer.is_host(), player) else { continue };
+            let Some(slot) = link_slot(peer.is_host(), player) else {
+                continue;
+            };
             seen[slot] = true;
-            let stats = peer.endpoint().stats(peer_id(peer.is_host(), player)).unwrap_or_default();
+            let stats = peer
+                .endpoint()
+                .stats(peer_id(peer.is_host(), player))
+                .unwrap_or_default();
             self.links[slot].record(player, stats.rtt_ms, stats.loss_pct, (sent, received));
         }
         // A connection that closed: its graphs go (a new guest in that slot starts afresh).
@@ -166,7 +171,9 @@ pub fn draw(ui: &mut Ui, info: &NetworkInfo) {
     let peer = info.peer;
     ui.label(format!("{} — player {}", info.role, peer.player()));
     if let Some((player, players)) = info.controlled {
-        ui.label(format!("hands: player {player} of {players} (keys 1–{players}); view follows"));
+        ui.label(format!(
+            "hands: player {player} of {players} (keys 1–{players}); view follows"
+        ));
     }
     let counts = peer.table.counts();
     ui.horizontal(|ui| {

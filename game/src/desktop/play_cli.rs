@@ -186,7 +186,7 @@ pub fn run_host(args: &HostArgs) -> Result<Option<Value>, DesktopError> {
         play.run_headless(seconds)?;
         return Ok(Some(summary(&play)));
     }
-    super::run_with(args.frames, || Ok(Mode::Net(NetPlay::host(&args.options())?)))?;
+    super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::host(&args.options())?))))?;
     Ok(None)
 }
 
@@ -203,7 +203,7 @@ pub fn run_join(args: &JoinArgs) -> Result<Option<Value>, DesktopError> {
         play.run_headless(seconds)?;
         return Ok(Some(summary(&play)));
     }
-    super::run_with(args.frames, || Ok(Mode::Net(NetPlay::join(&options)?)))?;
+    super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::join(&options)?))))?;
     Ok(None)
 }
 
@@ -219,7 +219,7 @@ pub fn run_local(args: &LocalArgs) -> Result<Option<Value>, DesktopError> {
         play.run_simulated(seconds, args.settle_s)?;
         return Ok(Some(summary(&play)));
     }
-    super::run_with(args.frames, || Ok(Mode::Net(NetPlay::local(&options)?)))?;
+    super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::local(&options)?))))?;
     Ok(None)
 }
 
@@ -269,14 +269,22 @@ mod tests {
 
     #[test]
     fn good_command_lines_parse() {
-        let Cli::Host(h) = parse(&["host", "--bots", "3", "--port", "5000"]).unwrap() else { panic!() };
+        let Cli::Host(h) = parse(&["host", "--bots", "3", "--port", "5000"]).unwrap() else {
+            panic!()
+        };
         assert_eq!((h.bots, h.port, h.headless), (3, 5000, false));
         assert!(h.options().playing);
-        let Cli::Host(h) = parse(&["host", "--headless", "--seconds", "2"]).unwrap() else { panic!() };
+        let Cli::Host(h) = parse(&["host", "--headless", "--seconds", "2"]).unwrap() else {
+            panic!()
+        };
         assert!(!h.options().playing, "a headless host is a dedicated host");
-        let Cli::Join(j) = parse(&["join", "127.0.0.1:40000"]).unwrap() else { panic!() };
+        let Cli::Join(j) = parse(&["join", "127.0.0.1:40000"]).unwrap() else {
+            panic!()
+        };
         assert_eq!(j.host, "127.0.0.1:40000".parse().unwrap());
-        let Cli::Join(j) = parse(&["join", "[::1]:7"]).unwrap() else { panic!() };
+        let Cli::Join(j) = parse(&["join", "[::1]:7"]).unwrap() else {
+            panic!()
+        };
         assert_eq!(j.host, "[::1]:7".parse().unwrap());
         let Cli::Local(l) = parse(&["local", "--players", "2", "--bots", "idle,thrower", "--loss-pct", "5"]).unwrap()
         else {
@@ -302,7 +310,9 @@ mod tests {
             let e = parse(args).expect_err(&format!("{args:?} parsed"));
             assert!(e.contains(says), "{args:?}: {e}");
         }
-        let Cli::Local(l) = parse(&["local", "--loss-pct", "150"]).unwrap() else { panic!() };
+        let Cli::Local(l) = parse(&["local", "--loss-pct", "150"]).unwrap() else {
+            panic!()
+        };
         let e = l.options().err().unwrap().to_string();
         assert!(e.contains("--loss-pct must be 0 to 100"), "{e}");
         assert!(positive(Some(-1.0)).is_err() && positive(Some(f64::NAN)).is_err());

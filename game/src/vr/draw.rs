@@ -7,15 +7,14 @@
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    ash, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES,
-    RESULT_FORMAT,
+    ash, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES, RESULT_FORMAT,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
 use crate::avatar::Avatar;
 use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
-use crate::session::peer::Peer;
 use crate::interaction::Interaction;
+use crate::session::peer::Peer;
 
 /// Boxes beyond the world's bodies: the two hands.
 const HAND_BOXES: usize = 2;

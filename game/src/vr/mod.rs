@@ -76,7 +76,10 @@ pub struct VrOptions {
 pub enum VrNet {
     Alone,
     /// Host on `port` with `bots` guest seats filled by bots (as `tumble host`).
-    Host { port: u16, bots: usize },
+    Host {
+        port: u16,
+        bots: usize,
+    },
     Join(std::net::SocketAddr),
 }
 
@@ -516,12 +519,9 @@ mod tests {
     fn alone_starts_no_network_and_a_missing_scene_is_named() {
         let scene = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml");
         assert!(start_net(&scene, &VrNet::Alone).unwrap().is_none());
-        let e = start_net(
-            std::path::Path::new("/no/such.toml"),
-            &VrNet::Host { port: 0, bots: 0 },
-        )
-        .err()
-        .unwrap();
+        let e = start_net(std::path::Path::new("/no/such.toml"), &VrNet::Host { port: 0, bots: 0 })
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("/no/such.toml"), "{e}");
     }
 }
