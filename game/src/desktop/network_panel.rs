@@ -296,6 +296,60 @@ mod tests {
     }
 
     #[test]
+    fn the_section_shows_a_live_connection_and_the_counters() {
+        use crate::desktop::net_play::{LocalOptions, NetPlay, PLAY_KBPS_BUDGET};
+        let mut play = NetPlay::local(&LocalOptions {
+            scene: std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml"),
+            players: 2,
+            bots: Vec::new(),
+            link: tumble_net::LinkConfig {
+                latency_ms: 40.0,
+                ..Default::default()
+            },
+            seed: 1,
+            kbps_budget: PLAY_KBPS_BUDGET,
+        })
+        .unwrap();
+        for _ in 0..3 * 90 {
+            play.step_once(None).unwrap();
+        }
+        let seat = &play.seats[0];
+        let link = &seat.graphs.links[0];
+        assert_eq!(link.player, 2, "the host's first guest");
+        assert_eq!(link.rtt_ms.len(), 3 * 90 / SAMPLE_EVERY_STEPS as usize - 1);
+        let rtt = link.rtt_ms.last().unwrap();
+        assert!((70.0..110.0).contains(&rtt), "80 ms round trip, measured {rtt}");
+        assert!(link.up_kbps.last().unwrap() > 10.0 && link.down_kbps.last().unwrap() > 1.0);
+        let info = NetworkInfo {
+            role: &play.role,
+            peer: &seat.peer,
+            graphs: &seat.graphs,
+            controlled: Some((1, 2)),
+        };
+        let ctx = egui::Context::default();
+        let mut text = String::new();
+        for _ in 0..2 {
+            let mut out = ctx.run_ui(egui::RawInput::default(), |ui| {
+                egui::CentralPanel::default().show_inside(ui, |ui| draw(ui, &info));
+            });
+            text = out
+                .shapes
+                .iter()
+                .filter_map(|c| match &c.shape {
+                    egui::Shape::Text(t) => Some(t.galley.text().to_string()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.textures_delta.clear();
+        }
+        assert!(text.contains("local, 2 players — player 1"), "{text}");
+        assert!(text.contains("player 2: RTT"), "{text}");
+        assert!(text.contains("cubes per authority"), "{text}");
+        assert!(text.contains("corrections 0"), "{text}");
+    }
+
+    #[test]
     fn slots_and_endpoint_ids_follow_the_player_numbering() {
         assert_eq!(link_slot(true, 2), Some(0));
         assert_eq!(link_slot(true, 4), Some(2));
