@@ -330,7 +330,7 @@ mod tests {
         let mut text = String::new();
         for _ in 0..2 {
             let mut out = ctx.run_ui(egui::RawInput::default(), |ui| {
-                egui::CentralPanel::default().show_inside(ui, |ui| draw(ui, &info));
+                egui::CentralPanel::default().show(ui, |ui| draw(ui, &info));
             });
             text = out
                 .shapes
