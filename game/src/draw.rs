@@ -1,10 +1,12 @@
-//! What the desktop view and VR both draw the same way: a cube's highlight flags from the interaction, and the
-//! player's hands as small boxes in the player's colour.
+//! What the desktop view, VR and screenshots draw the same way: a cube's highlight flags from the interaction, its
+//! colour from its authority (white, blue, red, green, yellow; held brighter), and the player's hands as small boxes
+//! in the player's colour.
 
 use glam::Vec3;
 use tumble_engine::physics::BodyId;
-use tumble_engine::render::{CubeInstance, CUBE_HELD, CUBE_RESTING, CUBE_SELECTED, PLAYER_RGB};
+use tumble_engine::render::{authority_rgb, CubeInstance, CUBE_HELD, CUBE_RESTING, CUBE_SELECTED, PLAYER_RGB};
 
+use crate::authority::{AuthorityTable, NOBODY};
 use crate::avatar::{Avatar, HandSide};
 use crate::interaction::Interaction;
 
@@ -23,8 +25,10 @@ pub fn cube_flags(interaction: &Interaction, id: BodyId, at_rest: bool) -> u32 {
     hand | if at_rest { CUBE_RESTING } else { 0 }
 }
 
-/// Appends a box per tracked hand (our own head would fill the view from inside, so it is not drawn).
-pub fn push_hand_boxes(avatar: &Avatar, out: &mut Vec<CubeInstance>) {
+/// Appends a box per tracked hand in player `player`'s colour (0, no session: player 1's); our own head would fill
+/// the view from inside, so it is not drawn.
+pub fn push_hand_boxes(avatar: &Avatar, player: u8, out: &mut Vec<CubeInstance>) {
+    let colour = PLAYER_RGB[usize::from(player.clamp(1, 4)) - 1];
     for side in HandSide::BOTH {
         let hand = avatar.hand(side);
         if hand.tracked {
@@ -32,9 +36,79 @@ pub fn push_hand_boxes(avatar: &Avatar, out: &mut Vec<CubeInstance>) {
                 position: hand.pose.position,
                 rotation: hand.pose.rotation,
                 half_extents: HAND_HALF_EXTENTS_M,
-                colour: PLAYER_RGB[0],
+                colour,
                 flags: 0,
             });
         }
+    }
+}
+
+/// How much brighter a held cube is drawn than its authority colour (the renderer's held highlight comes on top).
+pub const HELD_BRIGHTNESS: f32 = 1.4;
+
+/// A cube's colour by authority: 0 white (no player), 1 blue, 2 red, 3 green, 4 yellow; held cubes brighter.
+pub fn authority_tint(authority: u8, held: bool) -> [f32; 3] {
+    let rgb = authority_rgb(authority);
+    if held {
+        rgb.map(|c| (c * HELD_BRIGHTNESS).min(1.0))
+    } else {
+        rgb
+    }
+}
+
+/// A cube's flags in a session: the renderer's held highlight mixes the colour towards amber and would hide whose
+/// cube it is, so there a held cube is only brighter ([`authority_tint`]); hover stays.
+pub fn session_flags(flags: u32) -> u32 {
+    flags & !CUBE_HELD
+}
+
+/// Cube `cube`'s tint and held flag as `table` has it (`None`, a world with no session: white, not held).
+pub fn table_tint(table: Option<&AuthorityTable>, cube: u32) -> ([f32; 3], bool) {
+    match table {
+        Some(t) if (cube as usize) < t.len() => {
+            let held = t.holder(cube) != NOBODY;
+            (authority_tint(t.stamp(cube).authority, held), held)
+        }
+        _ => (authority_tint(0, false), false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tumble_engine::render::AUTHORITY_NONE_RGB;
+
+    #[test]
+    fn authority_tints_are_white_blue_red_green_yellow_and_held_is_brighter() {
+        assert_eq!(authority_tint(0, false), AUTHORITY_NONE_RGB);
+        assert_eq!(
+            authority_tint(9, false),
+            AUTHORITY_NONE_RGB,
+            "an index past 4 is drawn as none"
+        );
+        let dominant = |rgb: [f32; 3]| (0..3).max_by(|&a, &b| rgb[a].total_cmp(&rgb[b])).unwrap();
+        assert_eq!(dominant(authority_tint(1, false)), 2, "player 1 blue");
+        assert_eq!(dominant(authority_tint(2, false)), 0, "player 2 red");
+        assert_eq!(dominant(authority_tint(3, false)), 1, "player 3 green");
+        let yellow = authority_tint(4, false);
+        assert!(
+            yellow[0] > 2.0 * yellow[2] && yellow[1] > 2.0 * yellow[2],
+            "player 4 yellow: {yellow:?}"
+        );
+        for a in 0..=4 {
+            let (plain, held) = (authority_tint(a, false), authority_tint(a, true));
+            assert!(held.iter().zip(&plain).all(|(h, p)| h >= p && *h <= 1.0), "{a}");
+            assert!(held.iter().sum::<f32>() > plain.iter().sum::<f32>() + 0.1, "{a}");
+        }
+    }
+
+    #[test]
+    fn the_table_decides_the_tint() {
+        let mut table = AuthorityTable::new(3, 2, false);
+        assert!(table.grab(1));
+        assert_eq!(table_tint(Some(&table), 0), (authority_tint(0, false), false));
+        assert_eq!(table_tint(Some(&table), 1), (authority_tint(2, true), true));
+        assert_eq!(table_tint(Some(&table), 7), (authority_tint(0, false), false));
+        assert_eq!(table_tint(None, 1), (authority_tint(0, false), false));
     }
 }

@@ -39,6 +39,7 @@ const EXIT_UNAVAILABLE: u8 = 2;
         With no subcommand, opens the desktop debug view (needs a display; --scene FILE, default table64).\n\
         Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended;\n\
         `tumble screenshot --scene FILE --out PATH.png` renders it offscreen to a PNG.\n\
+        Play: `tumble host [--bots N]`, `tumble join ADDR:PORT`, `tumble local --players 4`, `tumble vr --host`.\n\
         Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
 )]
 struct Cli {
@@ -67,13 +68,19 @@ enum Command {
     SessionPeer(tumble::harness::processes::PeerProcessArgs),
     /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
     Vr(tumble::vr::VrArgs),
+    /// Host a game over UDP in the desktop view (or --headless: a dedicated host); --bots N fills guest seats
+    Host(tumble::desktop::play_cli::HostArgs),
+    /// Join a game at ADDR:PORT in the desktop view
+    Join(tumble::desktop::play_cli::JoinArgs),
+    /// N players in one window, joined through the link simulator; keys 1-N take over a player's hands
+    Local(tumble::desktop::play_cli::LocalArgs),
 }
 
 #[derive(Args, Debug)]
 struct ScreenshotArgs {
-    /// Scene file (TOML; the format is in assets/scenes/README.md)
-    #[arg(long, value_name = "FILE")]
-    scene: PathBuf,
+    /// Scene file (TOML; the format is in assets/scenes/README.md) [with --session, default: table64]
+    #[arg(long, value_name = "FILE", required_unless_present = "session")]
+    scene: Option<PathBuf>,
     /// Where to write the PNG
     #[arg(long, value_name = "PATH.png")]
     out: PathBuf,
@@ -89,6 +96,30 @@ struct ScreenshotArgs {
     /// Both eyes side by side, 64 mm apart
     #[arg(long)]
     stereo: bool,
+    /// A networked game instead: `tumble local`'s players, every seat played by a bot, for --seconds; drawn as
+    /// --view-player's world sees it, cubes tinted by authority, every player's hands in its colour
+    #[arg(long, conflicts_with = "steps")]
+    session: bool,
+    /// With --session: players (1 to 4)
+    #[arg(long, value_name = "N", default_value_t = 4, requires = "session", value_parser = clap::value_parser!(u8).range(1..=4))]
+    players: u8,
+    /// With --session: the bot in each seat, host first [default: builder,thrower,contender,catcher]
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "session")]
+    bots: Vec<String>,
+    /// With --session: simulated seconds before the picture
+    #[arg(long, value_name = "S", default_value_t = 10.0, requires = "session")]
+    seconds: f64,
+    /// With --session: whose world is drawn (1 = the host)
+    #[arg(long, value_name = "K", default_value_t = 1, requires = "session")]
+    view_player: usize,
+    /// With --session: one-way delay each direction (ms)
+    #[arg(long, value_name = "L", default_value_t = 50.0, requires = "session")]
+    latency_ms: f64,
+    /// With --session: loss each direction (percent)
+    #[arg(long, value_name = "P", default_value_t = 0.0, requires = "session")]
+    loss_pct: f64,
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "session")]
+    seed: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -209,6 +240,9 @@ fn main() -> ExitCode {
                 ExitCode::from(if unavailable { EXIT_UNAVAILABLE } else { 1 })
             }
         },
+        Some(Command::Host(args)) => play(tumble::desktop::play_cli::run_host(&args)),
+        Some(Command::Join(args)) => play(tumble::desktop::play_cli::run_join(&args)),
+        Some(Command::Local(args)) => play(tumble::desktop::play_cli::run_local(&args)),
         Some(Command::Simulate(args)) => match simulate(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -246,14 +280,36 @@ fn init_logging() {
 /// The desktop debug view; with no display, say so, and say where the headless modes are.
 fn desktop_view(scene: Option<PathBuf>, frames: Option<u64>) -> ExitCode {
     let options = tumble::desktop::DesktopOptions { scene, frames };
-    match tumble::desktop::run(&options) {
+    view_exit(tumble::desktop::run(&options))
+}
+
+/// `host`, `join`, `local`: a headless run's JSON on stdout; the window's outcome as the desktop view's.
+fn play(outcome: Result<Option<serde_json::Value>, tumble::desktop::DesktopError>) -> ExitCode {
+    match outcome {
+        Ok(Some(summary)) => {
+            println!("{summary}");
+            ExitCode::SUCCESS
+        }
+        Ok(None) => ExitCode::SUCCESS,
+        Err(e) => view_exit(Err(e)),
+    }
+}
+
+/// Exit code and message for the end of a window (no display: 2 with the headless modes named).
+fn view_exit(outcome: Result<(), tumble::desktop::DesktopError>) -> ExitCode {
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(tumble::desktop::DesktopError::NoDisplay(why)) => {
             eprintln!("tumble: no display found ({why}), so the desktop view cannot open.");
             eprintln!(
                 "Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended"
             );
-            eprintln!("`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG. See `tumble --help`.");
+            eprintln!(
+                "`tumble screenshot --scene FILE --out PATH.png` renders a scene to a PNG; `tumble host --headless`"
+            );
+            eprintln!(
+                "is a dedicated host and `tumble local --headless --seconds S` plays a game. See `tumble --help`."
+            );
             ExitCode::from(EXIT_UNAVAILABLE)
         }
         Err(tumble::desktop::DesktopError::Render(e)) if e.is_unavailable() => {
@@ -326,12 +382,17 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
 }
 
 fn screenshot(args: &ScreenshotArgs) -> anyhow::Result<()> {
-    let scene = load_scene(&args.scene)?;
-    let mut world = scene.build_world(WorldConfig::default())?;
-    for _ in 0..args.steps {
-        world.step();
-    }
-    let cubes = screenshot::world_cubes(&world, &[])?;
+    let cubes = if args.session {
+        session_cubes(args)?
+    } else {
+        let path = args.scene.as_ref().context("--scene FILE is needed")?;
+        let scene = load_scene(path)?;
+        let mut world = scene.build_world(WorldConfig::default())?;
+        for _ in 0..args.steps {
+            world.step();
+        }
+        screenshot::world_cubes(&world, &[])?
+    };
     let options = screenshot::ShotOptions {
         width: args.width,
         height: args.height,
@@ -341,6 +402,41 @@ fn screenshot(args: &ScreenshotArgs) -> anyhow::Result<()> {
     screenshot::write_png(&args.out, shot.width, shot.height, &shot.rgba)?;
     tracing::info!(out = %args.out.display(), width = shot.width, height = shot.height, "screenshot written");
     Ok(())
+}
+
+/// `screenshot --session`: the bots play a local game for `--seconds`, then one player's world is drawn.
+fn session_cubes(args: &ScreenshotArgs) -> anyhow::Result<Vec<tumble_engine::render::CubeInstance>> {
+    if !(args.seconds.is_finite() && args.seconds >= 0.0) {
+        anyhow::bail!("--seconds must be 0 or more (got {})", args.seconds);
+    }
+    let bots = if args.bots.is_empty() {
+        ["builder", "thrower", "contender", "catcher"]
+            .map(String::from)
+            .to_vec()
+    } else {
+        args.bots.clone()
+    };
+    let players = usize::from(args.players);
+    let options = tumble::desktop::net_play::LocalOptions {
+        scene: args
+            .scene
+            .clone()
+            .unwrap_or_else(tumble::harness::session_cli::default_scene),
+        players,
+        bots: bots.into_iter().take(players).collect(),
+        link: tumble_net::LinkConfig {
+            latency_ms: args.latency_ms,
+            loss_pct: args.loss_pct,
+            ..tumble_net::LinkConfig::default()
+        },
+        seed: args.seed,
+        kbps_budget: tumble::desktop::net_play::PLAY_KBPS_BUDGET,
+    };
+    let mut play = tumble::desktop::net_play::NetPlay::local(&options)?;
+    let cubes = screenshot::session_cubes(&mut play, args.seconds, args.view_player)?;
+    let [none, p1, p2, p3, p4] = play.seats[args.view_player - 1].peer.table.counts();
+    tracing::info!(players, seconds = args.seconds, view_player = args.view_player, cubes_by_authority = ?[none, p1, p2, p3, p4], "session played");
+    Ok(cubes)
 }
 
 fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {

@@ -1,6 +1,7 @@
 //! `tumble screenshot`: step a scene headless, render it offscreen (no window or display; lavapipe is enough) and
 //! write a PNG. The camera is fixed and derived from the scene's bounds: above and in front of the cubes, looking
 //! at their centre, far enough back that they all fit. With stereo, two eyes 64 mm apart render side by side.
+//! `--session`: a four-player game played by bots in one process ([`session_cubes`]), drawn as one player sees it.
 
 use std::path::Path;
 
@@ -9,6 +10,9 @@ use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
     authority_rgb, CubeInstance, FrameInput, Offscreen, RenderError, View, CUBE_RESTING, MAX_CUBES,
 };
+
+use crate::desktop::net_play::NetPlay;
+use crate::draw::{push_hand_boxes, table_tint};
 
 /// Vertical field of view of the screenshot camera (rad): 50°, a normal lens.
 pub const CAMERA_FOV_Y_RAD: f32 = 50.0 * std::f32::consts::PI / 180.0;
@@ -146,6 +150,8 @@ pub fn write_png(path: &Path, width: u32, height: u32, rgba: &[u8]) -> anyhow::R
     let mut encoder = png::Encoder::new(std::io::BufWriter::new(file), width, height);
     encoder.set_color(png::ColorType::Rgba);
     encoder.set_depth(png::BitDepth::Eight);
+    // Pictures go into the repository (docs/): smallest files, at a few milliseconds more.
+    encoder.set_compression(png::Compression::Best);
     encoder.set_source_srgb(png::SrgbRenderingIntent::Perceptual);
     let mut writer = encoder
         .write_header()
@@ -169,4 +175,38 @@ pub fn project(view: &View, point: Vec3, x0: u32, width: u32, height: u32) -> Op
         x0 as f32 + (ndc.x * 0.5 + 0.5) * width as f32,
         (ndc.y * 0.5 + 0.5) * height as f32,
     ))
+}
+
+/// A four-player picture: `tumble local`'s players, every seat played by its bot, for `seconds` of simulated time,
+/// then player `view_player`'s world as that player draws it (smoothed poses), cubes tinted by authority, and every
+/// player's hands (each where its own peer has them) in the player's colour.
+pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> anyhow::Result<Vec<CubeInstance>> {
+    if view_player == 0 || view_player > play.seats.len() {
+        anyhow::bail!("--view-player must be 1 to {} (got {view_player})", play.seats.len());
+    }
+    let steps = (seconds * 90.0).round() as u64;
+    for _ in 0..steps {
+        play.step_once(None)?;
+    }
+    let peer = &play.seats[view_player - 1].peer;
+    let mut cubes = Vec::with_capacity(peer.world.body_count() + 2 * play.seats.len());
+    for id in (0..peer.world.body_count() as u32).map(BodyId) {
+        if peer.world.is_removed(id)? {
+            continue;
+        }
+        let pose = peer.drawn_pose(id)?;
+        let (colour, _) = table_tint(Some(&peer.table), id.0);
+        cubes.push(CubeInstance {
+            position: pose.position,
+            rotation: pose.rotation,
+            half_extents: peer.world.half_extents(id)?,
+            colour,
+            flags: 0,
+        });
+    }
+    for seat in &play.seats {
+        push_hand_boxes(&seat.peer.avatar, seat.peer.player(), &mut cubes);
+    }
+    cubes.truncate(MAX_CUBES);
+    Ok(cubes)
 }

@@ -18,10 +18,13 @@ use tumble_engine::render::{DebugModes, FrameInput, OverlayFrame as RenderOverla
 use tumble_engine::render::{DEFAULT_LIGHT_DIRECTION, MAX_CONTACT_MARKERS};
 
 use super::hands::DesktopHands;
+use super::mode::Mode;
+use super::net_play::NetPlayError;
+use super::network_panel::NetworkInfo;
 use super::overlay::{self, FrameTimes, OverlayData, OverlayToggles};
 use super::scenes::{list_scenes, step_scene};
-use super::sim::DesktopSim;
 use super::view::FrameView;
+use tumble_engine::input::winit::keyboard::{KeyCode, PhysicalKey};
 
 /// Shortest time between frames (s): at most 240 frames per second.
 pub const MIN_FRAME_S: f64 = 1.0 / 240.0;
@@ -36,7 +39,7 @@ pub struct OverlayFrame {
 
 /// The desktop view's state between frames.
 pub struct DesktopApp {
-    pub sim: DesktopSim,
+    pub mode: Mode,
     scenes: Vec<PathBuf>,
     input: InputState,
     camera: FlyCamera,
@@ -64,15 +67,33 @@ pub struct DesktopApp {
     pub render_error: Option<RenderError>,
     /// Contact points to mark (F5), refilled each frame into capacity reserved once.
     contacts: Vec<Vec3>,
+    /// A digit key pressed this frame (`tumble local`: take over that player's hands).
+    take_over: Option<u8>,
+    /// Set when the networked game failed; the caller reports it.
+    pub net_error: Option<NetPlayError>,
+}
+
+/// The player a number key takes over (1–4), as the reference's loopback scene did.
+pub fn player_for_key(key: KeyCode) -> Option<u8> {
+    match key {
+        KeyCode::Digit1 | KeyCode::Numpad1 => Some(1),
+        KeyCode::Digit2 | KeyCode::Numpad2 => Some(2),
+        KeyCode::Digit3 | KeyCode::Numpad3 => Some(3),
+        KeyCode::Digit4 | KeyCode::Numpad4 => Some(4),
+        _ => None,
+    }
 }
 
 impl DesktopApp {
-    pub fn new(sim: DesktopSim, frames: Option<u64>) -> DesktopApp {
-        let dir = sim.scene_path.parent().map(PathBuf::from).unwrap_or_default();
-        let (center, radius) = sim.bounds();
+    pub fn new(mode: Mode, frames: Option<u64>) -> DesktopApp {
+        let scenes = match &mode {
+            Mode::Single(sim) => list_scenes(&sim.scene_path.parent().map(PathBuf::from).unwrap_or_default()),
+            Mode::Net(_) => Vec::new(),
+        };
+        let (center, radius) = mode.bounds();
         DesktopApp {
-            scenes: list_scenes(&dir),
-            sim,
+            scenes,
+            mode,
             input: InputState::default(),
             camera: FlyCamera::framing(center, radius),
             hands: DesktopHands::default(),
@@ -93,17 +114,28 @@ impl DesktopApp {
             window_error: None,
             render_error: None,
             contacts: Vec::with_capacity(MAX_CONTACT_MARKERS),
+            take_over: None,
+            net_error: None,
         }
     }
 
-    /// The keys that act once per press.
+    /// The keys that act once per press. Reset, pause and scenes act on a world of our own only.
     fn apply_commands(&mut self, pad_pause: bool, pad_reset: bool) {
         let input = &self.input;
-        if input.was_pressed(Action::Reset) || pad_reset {
-            self.sim.reset();
+        if let (Mode::Net(net), Some(player)) = (&mut self.mode, self.take_over.take()) {
+            if let Some(seat) = net.seat_of_player(player) {
+                if net.take_over(seat) {
+                    tracing::info!(player, "the hands drive another player");
+                }
+            }
         }
-        if input.presses(Action::Pause) % 2 == 1 || pad_pause {
-            self.sim.paused = !self.sim.paused;
+        if let Mode::Single(sim) = &mut self.mode {
+            if input.was_pressed(Action::Reset) || pad_reset {
+                sim.reset();
+            }
+            if input.presses(Action::Pause) % 2 == 1 || pad_pause {
+                sim.paused = !sim.paused;
+            }
         }
         self.toggles.stats ^= input.presses(Action::ToggleStats) % 2 == 1;
         self.toggles.help ^= input.presses(Action::ToggleHelp) % 2 == 1;
@@ -112,12 +144,13 @@ impl DesktopApp {
         self.toggles.contacts ^= input.presses(Action::ToggleContactsDebug) % 2 == 1;
         let delta =
             isize::from(input.was_pressed(Action::NextScene)) - isize::from(input.was_pressed(Action::PreviousScene));
+        let Mode::Single(sim) = &mut self.mode else { return };
         if delta != 0 {
-            if let Some(next) = step_scene(&self.scenes, &self.sim.scene_path, delta) {
-                match self.sim.switch_scene(&next) {
+            if let Some(next) = step_scene(&self.scenes, &sim.scene_path, delta) {
+                match sim.switch_scene(&next) {
                     Ok(()) => {
                         self.scene_error = None;
-                        let (center, radius) = self.sim.bounds();
+                        let (center, radius) = sim.bounds();
                         self.camera = FlyCamera::framing(center, radius);
                     }
                     Err(e) => {
@@ -155,21 +188,29 @@ impl DesktopApp {
             &self.input,
             size,
             &pad,
-            &self.sim.world,
-            &self.sim.interaction,
+            self.mode.world(),
+            self.mode.interaction(),
             frame_s as f32,
             pointer_free,
         );
-        self.sim.advance(frame_s, &hands);
-        if self.input.was_pressed(Action::SingleStep) || pad.step_pressed {
-            self.sim.single_step(&hands);
+        if let Err(e) = self.mode.advance(frame_s, &hands) {
+            self.net_error = Some(e);
+            event_loop.exit();
+            return;
         }
+        if let Mode::Single(sim) = &mut self.mode {
+            if self.input.was_pressed(Action::SingleStep) || pad.step_pressed {
+                sim.single_step(&hands);
+            }
+        }
+        let mode = &self.mode;
         self.view.fill(
-            &self.sim.world,
-            &self.sim.poses,
-            self.sim.alpha(),
-            &self.sim.avatar,
-            &self.sim.interaction,
+            mode.world(),
+            mode.poses(),
+            mode.alpha(),
+            mode.avatar(),
+            mode.interaction(),
+            mode.session(),
         );
         let aspect = match self.presenter.as_mut() {
             Some(p) => {
@@ -199,16 +240,27 @@ impl DesktopApp {
             return;
         };
         let raw = state.take_egui_input(window);
+        let stats = self.mode.stats();
+        let network = match &self.mode {
+            Mode::Single(_) => None,
+            Mode::Net(n) => Some(NetworkInfo {
+                role: &n.role,
+                peer: n.shown(),
+                graphs: &n.seats[n.controlled()].graphs,
+                controlled: (n.seats.len() > 1).then(|| (n.shown().player(), n.seats.len())),
+            }),
+        };
         let data = OverlayData {
-            scene: &self.sim.scene_name,
-            paused: self.sim.paused,
-            sim: &self.sim.stats,
+            scene: self.mode.scene_name(),
+            paused: self.mode.paused(),
+            sim: &stats,
             frames: &self.frames,
             hands: self.hands.source.name(),
-            held: self.sim.interaction.held_cubes().count(),
+            held: self.mode.interaction().held_cubes().count(),
             gamepad_connected: self.gamepad_connected,
             gpu_ms: self.gpu_ms,
             error: self.scene_error.as_deref(),
+            network,
         };
         let toggles = self.toggles;
         let output = self.egui.run_ui(raw, |ui| overlay::draw(ui.ctx(), &data, &toggles));
@@ -226,7 +278,9 @@ impl DesktopApp {
         };
         self.contacts.clear();
         if self.toggles.contacts {
-            self.sim.world.contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
+            self.mode
+                .world()
+                .contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
         }
         let input = FrameInput {
             views: &self.view.views,
@@ -258,7 +312,7 @@ impl ApplicationHandler for DesktopApp {
             return;
         }
         let attributes = Window::default_attributes()
-            .with_title(format!("Tumble — {}", self.sim.scene_name))
+            .with_title(format!("Tumble — {}", self.mode.scene_name()))
             .with_inner_size(LogicalSize::new(1280.0, 720.0));
         match event_loop.create_window(attributes) {
             Ok(window) => {
@@ -285,7 +339,7 @@ impl ApplicationHandler for DesktopApp {
                     }
                 }
                 event_loop.set_control_flow(ControlFlow::Poll);
-                tracing::info!(scene = %self.sim.scene_name, "desktop view open");
+                tracing::info!(scene = %self.mode.scene_name(), "desktop view open");
                 self.window = Some((window, state));
             }
             Err(e) => {
@@ -310,6 +364,11 @@ impl ApplicationHandler for DesktopApp {
         let key_for_us = matches!(event, WindowEvent::KeyboardInput { .. }) && !self.egui.egui_wants_keyboard_input();
         if !consumed || key_for_us || is_release || matches!(event, WindowEvent::CursorMoved { .. }) {
             self.input.handle_window_event(&event);
+            if let WindowEvent::KeyboardInput { event: key, .. } = &event {
+                if let (PhysicalKey::Code(code), true, false) = (key.physical_key, key.state.is_pressed(), key.repeat) {
+                    self.take_over = player_for_key(code).or(self.take_over);
+                }
+            }
         }
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),
@@ -338,5 +397,18 @@ impl ApplicationHandler for DesktopApp {
         } else {
             event_loop.set_control_flow(ControlFlow::WaitUntil(next));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_keys_name_players_one_to_four() {
+        assert_eq!(player_for_key(KeyCode::Digit1), Some(1));
+        assert_eq!(player_for_key(KeyCode::Numpad4), Some(4));
+        assert_eq!(player_for_key(KeyCode::Digit5), None);
+        assert_eq!(player_for_key(KeyCode::KeyW), None);
     }
 }

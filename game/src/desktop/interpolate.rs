@@ -31,6 +31,25 @@ impl PoseBuffer {
         }
     }
 
+    /// Both ends at `pose(i)` for bodies `0..n` (a networked view shows drawn poses, not the world's).
+    pub fn fill_with(&mut self, n: usize, pose: impl Fn(usize) -> (Vec3, Quat)) {
+        self.current.clear();
+        self.current.extend((0..n).map(pose));
+        self.previous.clone_from(&self.current);
+    }
+
+    /// Call after each step with `pose(i)` for bodies `0..n`: the last poses become the previous ones.
+    pub fn record_with(&mut self, n: usize, pose: impl Fn(usize) -> (Vec3, Quat)) {
+        if self.current.len() != n {
+            self.fill_with(n, pose);
+            return;
+        }
+        std::mem::swap(&mut self.previous, &mut self.current);
+        for (i, slot) in self.current.iter_mut().enumerate() {
+            *slot = pose(i);
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.current.len()
     }

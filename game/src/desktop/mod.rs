@@ -3,6 +3,9 @@
 //! interpolated poses, and an egui overlay.
 //!
 //! - [`sim`]: the simulation side (world, player, fixed-step clock, stats), no window — tested headless;
+//! - [`net_play`]: a networked game's peers (host and bots over UDP, a guest, or `tumble local`'s players over the
+//!   link simulator), no window — tested headless; [`mode`]: one world or a networked game, as the window asks;
+//! - [`network_panel`]: the overlay's Network section (per connection graphs in rings sized once);
 //! - [`fixed_step`], [`interpolate`]: the clock and the pose blending;
 //! - [`hands`]: keyboard, mouse and gamepad (via `engine::input`) → `AvatarInput`;
 //! - [`view`]: the frame as plain data for the renderer; [`overlay`]: the egui panels;
@@ -12,7 +15,11 @@ pub mod app;
 pub mod fixed_step;
 pub mod hands;
 pub mod interpolate;
+pub mod mode;
+pub mod net_play;
+pub mod network_panel;
 pub mod overlay;
+pub mod play_cli;
 pub mod scenes;
 pub mod sim;
 pub mod view;
@@ -43,6 +50,9 @@ pub enum DesktopError {
     /// No Vulkan (exit 2, see `RenderError::is_unavailable`) or a device error.
     #[error(transparent)]
     Render(#[from] RenderError),
+    /// A networked game could not start (bad address, full host, socket) or failed while running.
+    #[error(transparent)]
+    Net(#[from] net_play::NetPlayError),
 }
 
 /// True when a display server is named in the environment.
@@ -54,6 +64,18 @@ pub fn display_named() -> bool {
 
 /// Opens the window and runs until it is closed (or `frames` have been shown).
 pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
+    let scene = options.scene.clone().unwrap_or_else(scenes::default_scene);
+    run_with(options.frames, || {
+        Ok(mode::Mode::Single(Box::new(sim::DesktopSim::load(&scene)?)))
+    })
+}
+
+/// Opens the window on what `make` builds (called once the display is known to be there, so a game is not joined
+/// only to find no window can show it) and runs until it is closed (or `frames` have been shown).
+pub fn run_with(
+    frames: Option<u64>,
+    make: impl FnOnce() -> Result<mode::Mode, DesktopError>,
+) -> Result<(), DesktopError> {
     if !display_named() {
         return Err(DesktopError::NoDisplay(
             "neither DISPLAY nor WAYLAND_DISPLAY is set".into(),
@@ -61,9 +83,7 @@ pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
     }
     // Connecting to the display first: a named display that cannot be reached is "no display", whatever the scene.
     let event_loop = EventLoop::new().map_err(|e| DesktopError::NoDisplay(e.to_string()))?;
-    let scene = options.scene.clone().unwrap_or_else(scenes::default_scene);
-    let sim = sim::DesktopSim::load(&scene)?;
-    let mut app = app::DesktopApp::new(sim, options.frames);
+    let mut app = app::DesktopApp::new(make()?, frames);
     event_loop
         .run_app(&mut app)
         .map_err(|e| DesktopError::NoDisplay(e.to_string()))?;
@@ -73,13 +93,16 @@ pub fn run(options: &DesktopOptions) -> Result<(), DesktopError> {
     if let Some(e) = app.render_error.take() {
         return Err(DesktopError::Render(e));
     }
-    let stats = &app.sim.stats;
+    if let Some(e) = app.net_error.take() {
+        return Err(DesktopError::Net(e));
+    }
+    let stats = app.mode.stats();
     tracing::info!(
         frames = app.frames_shown,
         steps = stats.steps,
         grabs = stats.grabs,
         throws = stats.throws,
-        scene = %app.sim.scene_name,
+        scene = %app.mode.scene_name(),
         "desktop view closed"
     );
     Ok(())

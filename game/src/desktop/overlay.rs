@@ -1,9 +1,11 @@
 //! The on-screen overlay, built with egui (the renderer draws what it produces): frame rate, frame and physics
 //! times with a frame-time graph, cube and resting counts, the scene and its state, a help panel with the controls,
-//! and a "Network" section that will hold the connection graphs once sessions exist.
+//! and a "Network" section: in a networked game, per connection RTT, loss and kbps graphs and the peer's counters
+//! (`network_panel`).
 
 use egui::{Align2, Color32, Context, Pos2, Shape, Stroke, Ui, Vec2};
 
+use super::network_panel::{self, NetworkInfo};
 use super::sim::SimStats;
 
 /// Frames the frame-time graph shows.
@@ -98,6 +100,8 @@ pub struct OverlayData<'a> {
     pub gpu_ms: Option<f32>,
     /// Set when the last scene switch failed: the loader's message.
     pub error: Option<&'a str>,
+    /// A networked game: the Network section's data.
+    pub network: Option<NetworkInfo<'a>>,
 }
 
 /// Builds this frame's overlay.
@@ -153,8 +157,13 @@ fn stats(ui: &mut Ui, d: &OverlayData, toggles: &OverlayToggles) {
         ui.colored_label(Color32::LIGHT_RED, e);
     }
     egui::CollapsingHeader::new("Network")
-        .default_open(false)
-        .show(ui, |ui| ui.label("no session: local simulation only"));
+        .default_open(d.network.is_some())
+        .show(ui, |ui| match &d.network {
+            Some(info) => network_panel::draw(ui, info),
+            None => {
+                ui.label("no session: local simulation only");
+            }
+        });
 }
 
 /// Frame times as a line, 0 to 33 ms high (a line at 11.1 ms marks the 90 Hz budget).
@@ -196,6 +205,7 @@ pub const HELP: &[&str] = &[
     "R: reset    P / Space: pause    N: single step",
     "Tab / PageDown, PageUp: next / previous scene",
     "F1: stats    F2: this help    F3: stereo preview    F4: tint resting cubes    F5: contact points",
+    "1 – 4: take over that player's hands and world (tumble local)",
     "Esc: quit",
 ];
 
@@ -246,6 +256,7 @@ mod tests {
             gamepad_connected: false,
             gpu_ms: Some(1.5),
             error: None,
+            network: None,
         };
         let toggles = OverlayToggles {
             help: true,

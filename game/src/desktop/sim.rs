@@ -95,17 +95,7 @@ impl DesktopSim {
 
     /// The centre and radius (m) of a sphere around every body in the simulation (for framing the camera).
     pub fn bounds(&self) -> (glam::Vec3, f32) {
-        let (mut lo, mut hi) = (glam::Vec3::splat(f32::MAX), glam::Vec3::splat(f32::MIN));
-        for id in self.world.body_ids() {
-            if let (Ok(s), Ok(h)) = (self.world.state(id), self.world.half_extents(id)) {
-                let r = glam::Vec3::splat(h.length());
-                (lo, hi) = (lo.min(s.position - r), hi.max(s.position + r));
-            }
-        }
-        if lo.x > hi.x {
-            return (glam::Vec3::ZERO, 1.0);
-        }
-        ((lo + hi) * 0.5, (hi - lo).length() * 0.5)
+        super::mode::bounds_of(&self.world)
     }
 
     /// Where the frame lies between the last two steps (for [`PoseBuffer::interpolated`]).

@@ -1,15 +1,16 @@
-//! What one frame shows, in the renderer's plain types: every cube's interpolated pose, size, authority colour and
-//! highlight flags, the hands as small paddles, and one view (two in the stereo preview). Filled into reused
+//! What one frame shows, in the renderer's plain types: every cube's interpolated pose, size, authority colour
+//! (white without a session; held cubes brighter in one) and highlight flags, the hands as small paddles, and one view (two in the stereo preview). Filled into reused
 //! buffers, so a running frame allocates nothing.
 
 use glam::Vec3;
 use tumble_engine::input::FlyCamera;
 use tumble_engine::physics::World;
-use tumble_engine::render::{authority_rgb, CubeInstance, View, MAX_CUBES};
+use tumble_engine::render::{CubeInstance, View, MAX_CUBES};
 
 use super::interpolate::PoseBuffer;
+use crate::authority::AuthorityTable;
 use crate::avatar::Avatar;
-use crate::draw::{cube_flags, push_hand_boxes};
+use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
 use crate::interaction::Interaction;
 
 /// Eye separation of the stereo preview (m): a typical interpupillary distance.
@@ -25,8 +26,18 @@ pub struct FrameView {
 }
 
 impl FrameView {
-    /// Refills the view from the simulation; `alpha` blends the last two steps' poses.
-    pub fn fill(&mut self, world: &World, poses: &PoseBuffer, alpha: f32, avatar: &Avatar, interaction: &Interaction) {
+    /// Refills the view from the simulation; `alpha` blends the last two steps' poses. `session`: the authority
+    /// table and player of a networked peer (cubes tinted by authority, hands in the player's colour); `None`: one
+    /// world, every cube white.
+    pub fn fill(
+        &mut self,
+        world: &World,
+        poses: &PoseBuffer,
+        alpha: f32,
+        avatar: &Avatar,
+        interaction: &Interaction,
+        session: Option<(&AuthorityTable, u8)>,
+    ) {
         self.cubes.clear();
         for (i, id) in world.body_ids().enumerate().take(poses.len()) {
             if world.is_removed(id).unwrap_or(true) || self.cubes.len() + 2 >= MAX_CUBES {
@@ -34,15 +45,17 @@ impl FrameView {
             }
             let (position, rotation) = poses.interpolated(i, alpha);
             let resting = world.state(id).is_ok_and(|s| s.at_rest);
+            let (colour, _) = table_tint(session.map(|s| s.0), id.0);
+            let flags = cube_flags(interaction, id, resting);
             self.cubes.push(CubeInstance {
                 position,
                 rotation,
                 half_extents: world.half_extents(id).unwrap_or(Vec3::splat(0.5)),
-                colour: authority_rgb(0),
-                flags: cube_flags(interaction, id, resting),
+                colour,
+                flags: if session.is_some() { session_flags(flags) } else { flags },
             });
         }
-        push_hand_boxes(avatar, &mut self.cubes);
+        push_hand_boxes(avatar, session.map_or(1, |s| s.1), &mut self.cubes);
     }
 
     /// The camera's view, or two eyes side by side; `aspect` is one view's width / height.
@@ -97,7 +110,7 @@ mod tests {
         avatar.update(&input, 1.0 / 90.0);
         interaction.update(&mut world, &avatar).unwrap();
         let mut view = FrameView::default();
-        view.fill(&world, &poses, 1.0, &avatar, &interaction);
+        view.fill(&world, &poses, 1.0, &avatar, &interaction, None);
         let flags: Vec<_> = view.cubes.iter().map(|c| c.flags).collect();
         assert_eq!(
             flags,

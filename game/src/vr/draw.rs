@@ -7,14 +7,14 @@
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    ash, authority_rgb, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES,
-    RESULT_FORMAT,
+    ash, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES, RESULT_FORMAT,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
 use crate::avatar::Avatar;
-use crate::draw::{cube_flags, push_hand_boxes};
+use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
 use crate::interaction::Interaction;
+use crate::session::peer::Peer;
 
 /// Boxes beyond the world's bodies: the two hands.
 const HAND_BOXES: usize = 2;
@@ -72,6 +72,7 @@ impl VrRenderer {
         world: &World,
         avatar: &Avatar,
         interaction: &Interaction,
+        peer: Option<&Peer>,
     ) -> Result<(), RenderError> {
         let eye = |i: usize| {
             let e = &target.eyes[i];
@@ -85,8 +86,8 @@ impl VrRenderer {
             )
         };
         let views = [eye(0), eye(1)];
-        self.fill_cubes(world, interaction);
-        push_hand_boxes(avatar, &mut self.cubes);
+        self.fill_cubes(world, interaction, peer);
+        push_hand_boxes(avatar, peer.map_or(1, Peer::player), &mut self.cubes);
         if let [renderer] = self.renderers.as_mut_slice() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
             // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
@@ -102,8 +103,9 @@ impl VrRenderer {
         Ok(())
     }
 
-    /// The world's bodies as boxes, highlighted where a hand hovers or holds them.
-    fn fill_cubes(&mut self, world: &World, interaction: &Interaction) {
+    /// The world's bodies as boxes, highlighted where a hand hovers or holds them; in a session (`peer`), where the
+    /// peer draws them (smoothed) and tinted by authority.
+    fn fill_cubes(&mut self, world: &World, interaction: &Interaction, peer: Option<&Peer>) {
         self.cubes.clear();
         for id in (0..world.body_count() as u32).map(BodyId) {
             if world.is_removed(id).unwrap_or(true) {
@@ -112,12 +114,15 @@ impl VrRenderer {
             let (Ok(state), Ok(half_extents)) = (world.state(id), world.half_extents(id)) else {
                 continue;
             };
+            let pose = peer.and_then(|p| p.drawn_pose(id).ok());
+            let (colour, _) = table_tint(peer.map(|p| &p.table), id.0);
+            let flags = cube_flags(interaction, id, state.at_rest);
             self.cubes.push(CubeInstance {
-                position: state.position,
-                rotation: state.rotation,
+                position: pose.map_or(state.position, |p| p.position),
+                rotation: pose.map_or(state.rotation, |p| p.rotation),
                 half_extents,
-                colour: authority_rgb(0),
-                flags: cube_flags(interaction, id, state.at_rest),
+                colour,
+                flags: if peer.is_some() { session_flags(flags) } else { flags },
             });
         }
     }

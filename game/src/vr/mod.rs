@@ -3,6 +3,9 @@
 //! time has advanced (none on some frames at 120 Hz, two on some at 72 Hz), so physics never depends on the
 //! headset's refresh rate. Hands are located at the frame's predicted display time right before the steps.
 //!
+//! With `--host` or `--join ADDR:PORT` the headset plays in a networked game: the world is a session peer's
+//! (`crate::desktop::net_play`, shared with the desktop view), cubes tinted by authority.
+//!
 //! With `--frames N` it stops after N stereo frames submitted while focused with both hands tracked, and prints a
 //! JSON report (the numbers `make test-vr` checks against Monado's simulated headset).
 
@@ -23,6 +26,7 @@ use tumble_engine::xr::{
 };
 
 use crate::avatar::{Avatar, HAND_COUNT};
+use crate::desktop::net_play::{HostOptions, JoinOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
 use crate::interaction::{Interaction, InteractionEvent};
 use clock::StepClock;
 use draw::VrRenderer;
@@ -63,6 +67,20 @@ pub struct VrOptions {
     pub clear_only: bool,
     /// Draw each eye in a pass of its own rather than one multiview pass (a driver workaround).
     pub pass_per_eye: bool,
+    /// Alone, or a networked game's host or guest.
+    pub net: VrNet,
+}
+
+/// Whether `tumble vr` plays alone or in a session (`--host`, `--join ADDR:PORT`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum VrNet {
+    Alone,
+    /// Host on `port` with `bots` guest seats filled by bots (as `tumble host`).
+    Host {
+        port: u16,
+        bots: usize,
+    },
+    Join(std::net::SocketAddr),
 }
 
 /// Why `tumble vr` stopped early.
@@ -76,6 +94,8 @@ pub enum VrError {
     Physics(#[from] PhysicsError),
     #[error("renderer: {0}")]
     Render(#[from] tumble_engine::render::RenderError),
+    #[error(transparent)]
+    Net(#[from] NetPlayError),
 }
 
 impl VrError {
@@ -113,6 +133,52 @@ pub struct VrArgs {
     /// Print one JSON object on stdout instead of a summary on stderr
     #[arg(long)]
     pub json: bool,
+    /// Host a game (as `tumble host`): others join with `tumble join ADDR:PORT` or `tumble vr --join ADDR:PORT`
+    #[arg(long, conflicts_with = "join")]
+    pub host: bool,
+    /// Join a game hosted at ADDR:PORT
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub join: Option<std::net::SocketAddr>,
+    /// With --host: the UDP port to listen on
+    #[arg(long, value_name = "P", default_value_t = DEFAULT_PORT, requires = "host")]
+    pub port: u16,
+    /// With --host: guest seats filled by bots in this process (0 to 3)
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "host", value_parser = clap::value_parser!(u8).range(0..=3))]
+    pub bots: u8,
+}
+
+impl VrArgs {
+    /// Alone, host or guest, from the flags.
+    pub fn net(&self) -> VrNet {
+        match (self.host, self.join) {
+            (true, _) => VrNet::Host {
+                port: self.port,
+                bots: usize::from(self.bots),
+            },
+            (false, Some(addr)) => VrNet::Join(addr),
+            (false, None) => VrNet::Alone,
+        }
+    }
+}
+
+/// The networked game a VR session plays in, if any (the same [`NetPlay`] the desktop view runs; the headset's
+/// hands drive its seat 0).
+pub fn start_net(scene: &std::path::Path, net: &VrNet) -> Result<Option<NetPlay>, NetPlayError> {
+    Ok(match net {
+        VrNet::Alone => None,
+        VrNet::Host { port, bots } => Some(NetPlay::host(&HostOptions {
+            scene: scene.to_path_buf(),
+            port: *port,
+            bots: *bots,
+            playing: true,
+            kbps_budget: PLAY_KBPS_BUDGET,
+        })?),
+        VrNet::Join(host) => Some(NetPlay::join(&JoinOptions {
+            scene: scene.to_path_buf(),
+            host: *host,
+            kbps_budget: PLAY_KBPS_BUDGET,
+        })?),
+    })
 }
 
 /// `tumble vr`: runs, then reports (JSON on stdout, or a line on stderr).
@@ -124,6 +190,7 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
         scripted_grab: args.scripted_grab,
         clear_only: args.clear_only,
         pass_per_eye: args.pass_per_eye,
+        net: args.net(),
     })?;
     if args.json {
         println!("{}", report.to_json());
@@ -152,8 +219,11 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     } else {
         Some(VrRenderer::new(&xr, world.body_count(), options.pass_per_eye)?)
     };
+    // The runtime first: no headset is a quick "unavailable", before any network wait.
+    let net = start_net(&options.scene, &options.net)?;
     // Declared after `xr`, so dropped before it: the renderer uses the session's device.
     let mut game = VrGame::new(world, options.scripted_grab, renderer);
+    game.net = net;
     game.report = VrReport {
         runtime: xr.runtime_name().to_owned(),
         system: xr.system_name().to_owned(),
@@ -224,6 +294,8 @@ struct VrGame {
     /// Steps since the scripted grip started (once both hands were first tracked while focused).
     script_step: Option<u32>,
     report: VrReport,
+    /// A networked game: its shown peer's world, hands and interaction replace the ones above.
+    net: Option<NetPlay>,
 }
 
 impl VrGame {
@@ -243,6 +315,7 @@ impl VrGame {
             renderer,
             script_step: None,
             report: VrReport::default(),
+            net: None,
         }
     }
 
@@ -274,9 +347,10 @@ impl VrGame {
     fn render(&mut self, xr: &mut XrSession, timing: &FrameTiming) -> Result<FrameSubmitted, VrError> {
         let mut depth_written = false;
         if let Some(target) = xr.acquire_frame(timing)? {
-            match self.renderer.as_mut() {
-                Some(r) => r.draw(&target, self.origin, &self.world, &self.avatar, &self.interaction)?,
-                None => {
+            match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
+                (Some(r), Some(p)) => r.draw(&target, self.origin, &p.world, &p.avatar, &p.interaction, Some(p))?,
+                (Some(r), None) => r.draw(&target, self.origin, &self.world, &self.avatar, &self.interaction, None)?,
+                (None, _) => {
                     xr.clear_target(&target, CLEAR_RGBA)?;
                     depth_written = true;
                 }
@@ -292,8 +366,9 @@ impl VrGame {
             return;
         }
         let midpoint = (left.grip_position + right.grip_position) * 0.5;
-        let placed = scripted::target_cube(&self.world)
-            .and_then(|cube| scripted::play_space_origin_for(&self.world, cube, midpoint));
+        let world = self.net.as_ref().map_or(&self.world, |n| &n.shown().world);
+        let placed =
+            scripted::target_cube(world).and_then(|cube| scripted::play_space_origin_for(world, cube, midpoint));
         if let Some(origin) = placed {
             self.origin = origin;
             // The hands jump with the play space: no velocity from the move.
@@ -312,13 +387,18 @@ impl VrGame {
             let step_ns = first_step_ns + i64::from(k) * STEP_NS;
             let grips = self.grips(focused);
             let input = avatar_input_at(self.prev_hands.as_ref(), &self.hands, step_ns, grips, self.origin);
-            self.avatar.update(&input, STEP_S);
-            self.interaction.update(&mut self.world, &self.avatar)?;
-            self.world.step();
+            if let Some(net) = self.net.as_mut() {
+                net.step_once(Some(&input))?;
+            } else {
+                self.avatar.update(&input, STEP_S);
+                self.interaction.update(&mut self.world, &self.avatar)?;
+                self.world.step();
+            }
             self.report.physics_steps += 1;
             // By index: the events live in the interaction, which `on_event` does not touch.
-            for i in 0..self.interaction.events().len() {
-                let event = self.interaction.events()[i];
+            let events = self.interaction_now().events().len();
+            for i in 0..events {
+                let event = self.interaction_now().events()[i];
                 self.on_event(xr, event)?;
             }
             if let Some(s) = self.script_step.as_mut() {
@@ -326,6 +406,11 @@ impl VrGame {
             }
         }
         Ok(())
+    }
+
+    /// The interaction the hands act through: the shown peer's in a session.
+    fn interaction_now(&self) -> &Interaction {
+        self.net.as_ref().map_or(&self.interaction, |n| &n.shown().interaction)
     }
 
     /// The grip of each hand this step: the controllers' squeeze (zero while not focused), or the larger of it and
@@ -378,5 +463,65 @@ impl VrGame {
                 report.frames_focused_hands_tracked += 1;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        vr: VrArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<VrNet, clap::Error> {
+        Cli::try_parse_from(std::iter::once("vr").chain(args.iter().copied())).map(|c| c.vr.net())
+    }
+
+    #[test]
+    fn the_network_flags_parse_and_bad_ones_are_refused() {
+        assert_eq!(parse(&[]).unwrap(), VrNet::Alone);
+        assert_eq!(
+            parse(&["--host"]).unwrap(),
+            VrNet::Host {
+                port: DEFAULT_PORT,
+                bots: 0
+            }
+        );
+        assert_eq!(
+            parse(&["--host", "--port", "5000", "--bots", "3"]).unwrap(),
+            VrNet::Host { port: 5000, bots: 3 }
+        );
+        assert_eq!(
+            parse(&["--join", "192.168.1.20:40000"]).unwrap(),
+            VrNet::Join("192.168.1.20:40000".parse().unwrap())
+        );
+        assert_eq!(
+            parse(&["--join", "[::1]:40000"]).unwrap(),
+            VrNet::Join("[::1]:40000".parse().unwrap())
+        );
+        for bad in [
+            &["--join", "not-an-address"][..],
+            &["--join", "10.0.0.1"],
+            &["--join", "10.0.0.1:70000"],
+            &["--host", "--join", "10.0.0.1:4000"],
+            &["--port", "5000"],
+            &["--host", "--bots", "4"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn alone_starts_no_network_and_a_missing_scene_is_named() {
+        let scene = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml");
+        assert!(start_net(&scene, &VrNet::Alone).unwrap().is_none());
+        let e = start_net(std::path::Path::new("/no/such.toml"), &VrNet::Host { port: 0, bots: 0 })
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("/no/such.toml"), "{e}");
     }
 }
