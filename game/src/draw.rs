@@ -9,9 +9,29 @@ use tumble_engine::render::{authority_rgb, CubeInstance, CUBE_HELD, CUBE_RESTING
 use crate::authority::{AuthorityTable, NOBODY};
 use crate::avatar::{Avatar, HandSide};
 use crate::interaction::Interaction;
+use crate::session::remote_avatars::RemoteAvatars;
 
 /// Half extents of a drawn hand (m): a flat paddle.
 pub const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.045, 0.025, 0.09);
+
+/// Half extents of another player's drawn head (m): a box the size of a head, so a player sees where the others
+/// stand and look.
+pub const HEAD_HALF_EXTENTS_M: Vec3 = Vec3::new(0.09, 0.11, 0.1);
+
+/// Boxes drawn per remote player: the head and two hands.
+pub const BOXES_PER_REMOTE_PLAYER: usize = 3;
+
+/// Boxes drawn for avatars at most: our two hands, and the head and hands of three other players.
+pub const AVATAR_BOXES_MAX: usize = 2 + 3 * BOXES_PER_REMOTE_PLAYER;
+
+/// What a networked peer's frame is drawn with besides its world: whose cube is whose, whose hands ours are, and the
+/// other players as this peer plays them out.
+#[derive(Clone, Copy)]
+pub struct SessionDraw<'a> {
+    pub table: &'a AuthorityTable,
+    pub player: u8,
+    pub remote: &'a RemoteAvatars,
+}
 
 /// A cube's flags: held wins over hovered (selected); resting adds its tint.
 pub fn cube_flags(interaction: &Interaction, id: BodyId, at_rest: bool) -> u32 {
@@ -32,6 +52,34 @@ pub fn push_hand_boxes(avatar: &Avatar, player: u8, out: &mut Vec<CubeInstance>)
     for side in HandSide::BOTH {
         let hand = avatar.hand(side);
         if hand.tracked {
+            out.push(CubeInstance {
+                position: hand.pose.position,
+                rotation: hand.pose.rotation,
+                half_extents: HAND_HALF_EXTENTS_M,
+                colour,
+                flags: 0,
+            });
+        }
+    }
+}
+
+/// Appends the other players' heads and tracked hands, as this peer plays them out of their jitter buffers (not as
+/// those players have them: a peer knows the others only through packets), each in its player's colour. `me`'s
+/// own slot is skipped: its hands come from [`push_hand_boxes`].
+pub fn push_remote_avatar_boxes(remote: &RemoteAvatars, me: u8, out: &mut Vec<CubeInstance>) {
+    for player in 1..=PLAYER_RGB.len() as u8 {
+        let Some(poses) = remote.played(player).filter(|_| player != me) else {
+            continue;
+        };
+        let colour = PLAYER_RGB[usize::from(player) - 1];
+        out.push(CubeInstance {
+            position: poses.head.position,
+            rotation: poses.head.rotation,
+            half_extents: HEAD_HALF_EXTENTS_M,
+            colour,
+            flags: 0,
+        });
+        for hand in poses.hands.iter().filter(|h| h.tracked) {
             out.push(CubeInstance {
                 position: hand.pose.position,
                 rotation: hand.pose.rotation,

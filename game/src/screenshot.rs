@@ -12,7 +12,7 @@ use tumble_engine::render::{
 };
 
 use crate::desktop::net_play::NetPlay;
-use crate::draw::{push_hand_boxes, table_tint};
+use crate::draw::{push_hand_boxes, push_remote_avatar_boxes, table_tint};
 
 /// Vertical field of view of the screenshot camera (rad): 50°, a normal lens.
 pub const CAMERA_FOV_Y_RAD: f32 = 50.0 * std::f32::consts::PI / 180.0;
@@ -178,8 +178,8 @@ pub fn project(view: &View, point: Vec3, x0: u32, width: u32, height: u32) -> Op
 }
 
 /// A four-player picture: `tumble local`'s players, every seat played by its bot, for `seconds` of simulated time,
-/// then player `view_player`'s world as that player draws it (smoothed poses), cubes tinted by authority, and every
-/// player's hands (each where its own peer has them) in the player's colour.
+/// then player `view_player`'s world as that player draws it (smoothed poses), cubes tinted by authority, its own
+/// hands, and the other players' heads and hands as its peer plays them out, each in the player's colour.
 pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> anyhow::Result<Vec<CubeInstance>> {
     if view_player == 0 || view_player > play.seats.len() {
         anyhow::bail!("--view-player must be 1 to {} (got {view_player})", play.seats.len());
@@ -189,7 +189,7 @@ pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> an
         play.step_once(None)?;
     }
     let peer = &play.seats[view_player - 1].peer;
-    let mut cubes = Vec::with_capacity(peer.world.body_count() + 2 * play.seats.len());
+    let mut cubes = Vec::with_capacity(peer.world.body_count() + crate::draw::AVATAR_BOXES_MAX);
     for id in (0..peer.world.body_count() as u32).map(BodyId) {
         if peer.world.is_removed(id)? {
             continue;
@@ -204,9 +204,9 @@ pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> an
             flags: 0,
         });
     }
-    for seat in &play.seats {
-        push_hand_boxes(&seat.peer.avatar, seat.peer.player(), &mut cubes);
-    }
+    // The shown player's own hands, and the others as this peer plays them out (what its player would see).
+    push_hand_boxes(&peer.avatar, peer.player(), &mut cubes);
+    push_remote_avatar_boxes(peer.remote_avatars(), peer.player(), &mut cubes);
     cubes.truncate(MAX_CUBES);
     Ok(cubes)
 }

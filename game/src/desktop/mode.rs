@@ -8,8 +8,8 @@ use tumble_engine::physics::World;
 use super::interpolate::PoseBuffer;
 use super::net_play::{NetPlay, NetPlayError};
 use super::sim::{DesktopSim, SimStats};
-use crate::authority::AuthorityTable;
 use crate::avatar::{Avatar, AvatarInput};
+use crate::draw::SessionDraw;
 use crate::interaction::Interaction;
 
 pub enum Mode {
@@ -73,11 +73,18 @@ impl Mode {
         matches!(self, Mode::Single(s) if s.paused)
     }
 
-    /// The authority table and player of the shown peer, for tints; `None` alone.
-    pub fn session(&self) -> Option<(&AuthorityTable, u8)> {
+    /// The shown peer's authority table, player and remote avatars, for tints and the other players; `None` alone.
+    pub fn session(&self) -> Option<SessionDraw<'_>> {
         match self {
             Mode::Single(_) => None,
-            Mode::Net(n) => Some((&n.shown().table, n.shown().player())),
+            Mode::Net(n) => {
+                let peer = n.shown();
+                Some(SessionDraw {
+                    table: &peer.table,
+                    player: peer.player(),
+                    remote: peer.remote_avatars(),
+                })
+            }
         }
     }
 

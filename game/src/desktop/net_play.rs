@@ -716,6 +716,28 @@ mod tests {
                 (crate::draw::authority_tint(2, true), true)
             );
         }
+        // The host draws player 2's head and the hand holding the cube, in player 2's colour, where the packets
+        // put them (its own hands are not in the remote set).
+        let host = &play.seats[0].peer;
+        let mut boxes = Vec::new();
+        crate::draw::push_remote_avatar_boxes(host.remote_avatars(), host.player(), &mut boxes);
+        let red = tumble_engine::render::PLAYER_RGB[1];
+        let theirs: Vec<_> = boxes.iter().filter(|b| b.colour == red).collect();
+        assert_eq!(theirs.len(), 2, "player 2's head and one tracked hand: {boxes:?}");
+        let hand = theirs
+            .iter()
+            .find(|b| b.half_extents == crate::draw::HAND_HALF_EXTENTS_M)
+            .expect("player 2's hand drawn");
+        assert!(
+            hand.position.distance(Vec3::new(-2.0, 1.05, 0.0)) < 0.01,
+            "player 2's hand drawn at {}",
+            hand.position
+        );
+        let blue = tumble_engine::render::PLAYER_RGB[0];
+        assert!(
+            boxes.iter().all(|b| b.colour != blue),
+            "the host's own avatar is not drawn as remote"
+        );
         // Back to player 1; player 2, with no bot, stands idle.
         assert!(play.take_over(0));
         assert_eq!(play.shown().player(), 1);

@@ -8,9 +8,8 @@ use tumble_engine::physics::World;
 use tumble_engine::render::{CubeInstance, View, MAX_CUBES};
 
 use super::interpolate::PoseBuffer;
-use crate::authority::AuthorityTable;
 use crate::avatar::Avatar;
-use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
+use crate::draw::{cube_flags, push_hand_boxes, push_remote_avatar_boxes, session_flags, table_tint, SessionDraw};
 use crate::interaction::Interaction;
 
 /// Eye separation of the stereo preview (m): a typical interpupillary distance.
@@ -26,9 +25,9 @@ pub struct FrameView {
 }
 
 impl FrameView {
-    /// Refills the view from the simulation; `alpha` blends the last two steps' poses. `session`: the authority
-    /// table and player of a networked peer (cubes tinted by authority, hands in the player's colour); `None`: one
-    /// world, every cube white.
+    /// Refills the view from the simulation; `alpha` blends the last two steps' poses. `session`: a networked
+    /// peer's (cubes tinted by authority, hands in the player's colour, the other players' heads and hands as
+    /// played out); `None`: one world, every cube white.
     pub fn fill(
         &mut self,
         world: &World,
@@ -36,7 +35,7 @@ impl FrameView {
         alpha: f32,
         avatar: &Avatar,
         interaction: &Interaction,
-        session: Option<(&AuthorityTable, u8)>,
+        session: Option<SessionDraw<'_>>,
     ) {
         self.cubes.clear();
         for (i, id) in world.body_ids().enumerate().take(poses.len()) {
@@ -45,7 +44,7 @@ impl FrameView {
             }
             let (position, rotation) = poses.interpolated(i, alpha);
             let resting = world.state(id).is_ok_and(|s| s.at_rest);
-            let (colour, _) = table_tint(session.map(|s| s.0), id.0);
+            let (colour, _) = table_tint(session.map(|s| s.table), id.0);
             let flags = cube_flags(interaction, id, resting);
             self.cubes.push(CubeInstance {
                 position,
@@ -55,7 +54,10 @@ impl FrameView {
                 flags: if session.is_some() { session_flags(flags) } else { flags },
             });
         }
-        push_hand_boxes(avatar, session.map_or(1, |s| s.1), &mut self.cubes);
+        push_hand_boxes(avatar, session.map_or(1, |s| s.player), &mut self.cubes);
+        if let Some(s) = session {
+            push_remote_avatar_boxes(s.remote, s.player, &mut self.cubes);
+        }
     }
 
     /// The camera's view, or two eyes side by side; `aspect` is one view's width / height.

@@ -9,7 +9,6 @@ use tumble_engine::physics::{World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
 use glam::Vec3;
-use tumble_engine::physics::BodyId;
 
 use crate::authority::NOBODY;
 use crate::avatar::AvatarInput;
@@ -175,7 +174,11 @@ pub fn make_driver(name: &str, player: u8, seed: u64) -> Result<Box<dyn Driver>>
     })
 }
 
-/// A bot in a seat: it sees its peer's world, its own hands, and the cubes others hold there.
+/// A hand further than this from its head (m) is reaching out; a resting hand is 0.63 m from it.
+const REACHING_OUT_M: f32 = 0.8;
+
+/// A bot in a seat: it sees its peer's world, its own hands, the cubes others hold there and the other players'
+/// hands as its peer plays them out.
 pub struct BotDriver {
     bot: Bot,
     others_holding: Vec<u32>,
@@ -201,10 +204,18 @@ impl Driver for BotDriver {
             let h = peer.table.holder(c);
             if h != NOBODY && h != me {
                 self.others_holding.push(c);
-                // Until avatars travel, a remote hand is where the cube it holds is.
-                if let Ok(s) = peer.world.state(BodyId(c)) {
-                    self.other_hands.push(s.position);
-                }
+            }
+        }
+        // The other players' hands reaching out, as this peer plays them out: what a player would see of them. A
+        // hand near its head is at rest and about to grab nothing.
+        for player in (1..=crate::bots::seat::SEATS as u8).filter(|&p| p != me) {
+            if let Some(avatar) = peer.remote_avatar(player) {
+                let head = avatar.head.position;
+                let reaching = avatar
+                    .hands
+                    .iter()
+                    .filter(|h| h.tracked && h.pose.position.distance(head) > REACHING_OUT_M);
+                self.other_hands.extend(reaching.map(|h| h.pose.position));
             }
         }
         let view = BotView {

@@ -12,12 +12,9 @@ use tumble_engine::render::{
 use tumble_engine::xr::{FrameTarget, XrSession};
 
 use crate::avatar::Avatar;
-use crate::draw::{cube_flags, push_hand_boxes, session_flags, table_tint};
+use crate::draw::{cube_flags, push_hand_boxes, push_remote_avatar_boxes, session_flags, table_tint, AVATAR_BOXES_MAX};
 use crate::interaction::Interaction;
 use crate::session::peer::Peer;
-
-/// Boxes beyond the world's bodies: the two hands.
-const HAND_BOXES: usize = 2;
 
 /// The scene renderer on the session's device, and the frame data it reuses.
 pub struct VrRenderer {
@@ -33,7 +30,7 @@ impl VrRenderer {
     /// a pass of its own instead of one multiview pass: a fallback for drivers whose multiview fails (Mesa 25.0's
     /// lavapipe crashes in the renderer's two-view pass; see docs/vr-test-bed.md).
     pub fn new(xr: &XrSession, body_count: usize, pass_per_eye: bool) -> Result<VrRenderer, RenderError> {
-        if body_count + HAND_BOXES > MAX_CUBES {
+        if body_count + AVATAR_BOXES_MAX > MAX_CUBES {
             return Err(RenderError::Input(format!(
                 "the scene has {body_count} bodies; the renderer draws at most {MAX_CUBES}"
             )));
@@ -60,7 +57,7 @@ impl VrRenderer {
         Ok(VrRenderer {
             renderers,
             gpu,
-            cubes: Vec::with_capacity(body_count + HAND_BOXES),
+            cubes: Vec::with_capacity(body_count + AVATAR_BOXES_MAX),
         })
     }
 
@@ -88,6 +85,9 @@ impl VrRenderer {
         let views = [eye(0), eye(1)];
         self.fill_cubes(world, interaction, peer);
         push_hand_boxes(avatar, peer.map_or(1, Peer::player), &mut self.cubes);
+        if let Some(p) = peer {
+            push_remote_avatar_boxes(p.remote_avatars(), p.player(), &mut self.cubes);
+        }
         if let [renderer] = self.renderers.as_mut_slice() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
             // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
