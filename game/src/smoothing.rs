@@ -1,15 +1,19 @@
 //! What is simulated snaps; what is drawn eases. When a received state (or a change of authority) moves a cube in
 //! the simulation, [`DrawSmoothing`] takes the jump into a per-cube visual offset, so the drawn pose does not move
 //! at that step, and then eases the offset to zero. [`PopMeter`] measures what is left: the largest step of a
-//! drawn cube that its own velocity does not explain.
+//! drawn cube that its physics and its own drawn motion do not explain.
 //!
-//! The easing is a critically damped spring per cube (position and rotation): from a snap the offset starts with
-//! zero speed, so the correction eases in as well as out, and never overshoots. With ω = [`SMOOTHING_RATE_RAD_S`]
+//! The easing is a critically damped spring per cube (position and rotation). A snap that keeps the velocity
+//! starts the offset with zero speed, so the correction eases in as well as out, and never overshoots. A snap that
+//! also changes the velocity (a state from the authority, a cube taken into or let go from a remote hand) starts
+//! it with the old velocity less the new, so the drawn cube carries on as it was drawn moving and turns into the
+//! new motion over the same spring: no jump in where it is drawn, and no kink in how it moves. With ω = [`SMOOTHING_RATE_RAD_S`]
 //! an offset `x₀` decays as `x₀·(1 + ωt)·e^(−ωt)`: its speed peaks at `x₀·ω/e` (a 10 cm snap moves at most 6.1 mm
 //! per 90 Hz step) and it is under 1 % of `x₀` after `6.64/ω` = 0.44 s. The reference sample's first-order decay
 //! (×0.95 per frame, a 0.22 s time constant) jumps 5 % of the error on the first frame and needs 1 s to get
-//! to 1 %. Offsets beyond [`MAX_SMOOTHED_ERROR_M`] are not eased (a cube gliding metres through others reads worse
-//! than a jump).
+//! to 1 %. A large offset would start the spring at hundreds of m/s², itself a pop: the easing's acceleration is
+//! limited to [`MAX_SMOOTHING_ACCEL_M_S2`]. Offsets beyond [`MAX_SMOOTHED_ERROR_M`] are not eased (a cube gliding
+//! across the whole table reads worse than a jump).
 //!
 //! Flat arrays indexed by cube, sized once in `new`: nothing allocates per step.
 
@@ -21,8 +25,17 @@ use crate::avatar::Pose;
 pub const SMOOTHING_RATE_RAD_S: f32 = 15.0;
 /// The fixed step (s).
 pub const SMOOTHING_STEP_S: f32 = 1.0 / 90.0;
-/// Position errors larger than this (m) are drawn as they are: the offset is dropped.
-pub const MAX_SMOOTHED_ERROR_M: f32 = 2.0;
+/// Position errors larger than this (m) are drawn as they are: the offset is dropped. Up to it an error eases in
+/// under 0.7 s (a cube caught far from where this peer had it, a conflict lost across the table).
+pub const MAX_SMOOTHED_ERROR_M: f32 = 4.0;
+/// The most the easing accelerates what is drawn (m/s², rad/s²): a 10 cm snap's spring never reaches it; a metre's
+/// would start at 225 m/s². 60 m/s² changes a drawn step by at most 7.4 mm from one step to the next.
+pub const MAX_SMOOTHING_ACCEL_M_S2: f32 = 60.0;
+const MAX_SMOOTHING_ACCEL_RAD_S2: f32 = 120.0;
+/// Offset speeds beyond these (m/s, rad/s) are not carried on (a cube drawn carrying on at such a speed away from
+/// where it is would read worse than the kink): the snap is drawn as it is.
+pub const MAX_SMOOTHED_SPEED_M_S: f32 = 20.0;
+const MAX_SMOOTHED_SPIN_RAD_S: f32 = 40.0;
 /// An offset under this that would move less than this in a step is zeroed, so a settled cube is drawn exactly
 /// where it is simulated (m for positions, rad for rotations).
 const SETTLED_M: f32 = 1e-6;
@@ -39,11 +52,22 @@ pub struct DrawSmoothing {
     decay: f32,
 }
 
-/// One step of a critically damped spring towards zero, exactly (the closed form, so any ω·dt is stable).
-fn spring_step(x: &mut Vec3, v: &mut Vec3, omega: f32, dt: f32, decay: f32) {
+/// One step of a critically damped spring towards zero, exactly (the closed form, so any ω·dt is stable), with
+/// its acceleration limited to `max_accel`: a small offset eases as the spring does; a large one (a cube caught a
+/// metre from where this peer had it) would be flung at hundreds of m/s², and a drawn cube whose acceleration
+/// jumps by that much in a step reads as a pop. Limited, the offset's speed changes by at most `max_accel·dt` a
+/// step and its position by the mean of the two speeds, so what is drawn stays smooth to second order.
+fn spring_step(x: &mut Vec3, v: &mut Vec3, omega: f32, dt: f32, decay: f32, max_accel: f32) {
     let c = *v + *x * omega;
-    *x = (*x + c * dt) * decay;
-    *v = (*v - c * (omega * dt)) * decay;
+    let (free_x, free_v) = ((*x + c * dt) * decay, (*v - c * (omega * dt)) * decay);
+    let dv = free_v - *v;
+    if dv.length() > max_accel * dt {
+        let limited = *v + dv.normalize() * (max_accel * dt);
+        *x += (*v + limited) * (0.5 * dt);
+        *v = limited;
+    } else {
+        (*x, *v) = (free_x, free_v);
+    }
     if x.length() < SETTLED_M && v.length() * dt < SETTLED_M {
         (*x, *v) = (Vec3::ZERO, Vec3::ZERO);
     }
@@ -74,17 +98,33 @@ impl DrawSmoothing {
     }
 
     /// The simulation moved `cube` from `old` to `new` (a received state, a change of authority): the drawn pose
-    /// stays where it was and eases towards the new one from here. Ids past the count are ignored.
+    /// stays where it was and eases towards the new one from here. Ids past the count are ignored. A snap that also
+    /// changes the velocity: [`DrawSmoothing::on_snap_moving`].
     pub fn on_snap(&mut self, cube: usize, old: &Pose, new: &Pose) {
-        if cube >= self.position.len() || !(old.position.is_finite() && new.position.is_finite()) {
+        self.on_snap_moving(cube, old, new, Motion::default());
+    }
+
+    /// As [`DrawSmoothing::on_snap`], for a snap that also changes how the cube moves (`jump`: the old velocities
+    /// less the new): the drawn cube keeps the speed and spin it was drawn with, and eases from there into the new
+    /// motion. Its drawn motion has no kink, as its drawn pose has no jump; the reference sample's smoothing
+    /// dropped the old velocity at once.
+    pub fn on_snap_moving(&mut self, cube: usize, old: &Pose, new: &Pose, jump: Motion) {
+        let finite = old.position.is_finite() && new.position.is_finite() && jump.is_finite();
+        if cube >= self.position.len() || !finite {
             return;
         }
         let offset = self.position[cube] + old.position - new.position;
-        if offset.length() > MAX_SMOOTHED_ERROR_M {
+        let speed = self.position_speed[cube] + jump.velocity;
+        if offset.length() > MAX_SMOOTHED_ERROR_M || speed.length() > MAX_SMOOTHED_SPEED_M_S {
             self.clear(cube);
             return;
         }
         self.position[cube] = offset;
+        self.position_speed[cube] = speed;
+        let spin = self.rotation_speed[cube] + jump.spin;
+        if spin.is_finite() && spin.length() <= MAX_SMOOTHED_SPIN_RAD_S {
+            self.rotation_speed[cube] = spin;
+        }
         // drawn = offset ∘ old must equal offset' ∘ new: offset' = offset ∘ old ∘ new⁻¹.
         let drawn = Quat::from_scaled_axis(self.rotation[cube]) * old.rotation;
         let turn = rotation_vector(new.rotation, drawn);
@@ -108,12 +148,12 @@ impl DrawSmoothing {
         let (omega, dt, decay) = (SMOOTHING_RATE_RAD_S, SMOOTHING_STEP_S, self.decay);
         for (x, v) in self.position.iter_mut().zip(&mut self.position_speed) {
             if *x != Vec3::ZERO || *v != Vec3::ZERO {
-                spring_step(x, v, omega, dt, decay);
+                spring_step(x, v, omega, dt, decay, MAX_SMOOTHING_ACCEL_M_S2);
             }
         }
         for (x, v) in self.rotation.iter_mut().zip(&mut self.rotation_speed) {
             if *x != Vec3::ZERO || *v != Vec3::ZERO {
-                spring_step(x, v, omega, dt, decay);
+                spring_step(x, v, omega, dt, decay, MAX_SMOOTHING_ACCEL_RAD_S2);
             }
         }
     }
@@ -134,6 +174,40 @@ impl DrawSmoothing {
     /// The position offset still drawn for `cube` (m).
     pub fn position_offset(&self, cube: usize) -> Vec3 {
         self.position.get(cube).copied().unwrap_or(Vec3::ZERO)
+    }
+
+    /// How fast `cube`'s position offset is changing (m/s): drawn velocity = simulated velocity + this.
+    pub fn offset_velocity(&self, cube: usize) -> Vec3 {
+        self.position_speed.get(cube).copied().unwrap_or(Vec3::ZERO)
+    }
+}
+
+/// A change of linear and angular velocity (m/s, rad/s) at a snap.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Motion {
+    pub velocity: Vec3,
+    pub spin: Vec3,
+}
+
+impl Motion {
+    /// The motion that takes `from` to `to` in `dt` seconds.
+    pub fn between(from: &Pose, to: &Pose, dt: f32) -> Motion {
+        Motion {
+            velocity: (to.position - from.position) / dt,
+            spin: rotation_vector(from.rotation, to.rotation) / dt,
+        }
+    }
+
+    /// This motion less `other`: the jump from `other` to this.
+    pub fn less(self, other: Motion) -> Motion {
+        Motion {
+            velocity: self.velocity - other.velocity,
+            spin: self.spin - other.spin,
+        }
+    }
+
+    fn is_finite(&self) -> bool {
+        self.velocity.is_finite() && self.spin.is_finite()
     }
 }
 
@@ -210,13 +284,14 @@ impl PopHistogram {
     }
 }
 
-/// Measures drawn jumps per cube. A cube's *unexplained step* is `u(t) = drawn(t) − drawn(t−1) − v(t)·dt`: the
-/// motion of what is drawn that its own velocity does not explain (the engine moves a free body by exactly
-/// `v(t)·dt`, so a collision, however hard, explains itself). A *pop* is a sudden change of it, `|u(t) − u(t−1)|`:
-/// what is drawn leaves the path its motion was on. A snap drawn as it is pops by its whole size; a snap eased by
-/// [`DrawSmoothing`] glides (its unexplained steps grow and shrink a little each step) and pops by little. Both are
-/// kept: the pops, and the unexplained steps themselves (the glide's speed: a 10 cm snap eased glides up to
-/// 6.1 mm per step). Within [`HANDOVER_WINDOW_STEPS`] of a marked change of authority both also go into
+/// Measures drawn jumps per cube. A cube's *unexplained step* is `u(t) = drawn(t) − drawn(t−1) − e(t)`, where
+/// `e(t)` is the motion the world explains: what the physics step moved the cube (a collision, however hard, and
+/// the solver pushing overlapping cubes apart explain themselves; a snap to a received state does not), or the
+/// played-out hand's motion for a cube drawn in a remote hand, plus a smoothing offset carried on at its own speed.
+/// A *pop* is a sudden change of it, `|u(t) − u(t−1)|`: what is drawn leaves the path its motion was on. A snap
+/// drawn as it is pops by its whole size; a snap eased by [`DrawSmoothing`] glides (its unexplained steps grow and
+/// shrink a little each step) and pops by little. Both are kept: the pops, and the unexplained steps themselves
+/// (the glide's speed). Within [`HANDOVER_WINDOW_STEPS`] of a marked change of authority both also go into
 /// histograms of their own.
 #[derive(Clone, Debug)]
 pub struct PopMeter {
@@ -260,12 +335,13 @@ impl PopMeter {
         }
     }
 
-    /// This step's drawn position of `cube` and its simulated linear velocity (m/s), after the physics step.
-    /// Returns the pop (m), `None` for a cube's first two observations.
-    pub fn observe(&mut self, cube: usize, drawn: Vec3, velocity: Vec3) -> Option<f32> {
+    /// This step's drawn position of `cube` and how far its motion explains it moved since the last (m): the
+    /// physics step's motion, not a snap (`session::peer::Peer::explained_step`). Returns the pop (m), `None` for
+    /// a cube's first two observations.
+    pub fn observe(&mut self, cube: usize, drawn: Vec3, explained_step: Vec3) -> Option<f32> {
         let last = self.last.get_mut(cube)?;
         let previous = last.replace(drawn)?;
-        let unexplained = drawn - previous - velocity * SMOOTHING_STEP_S;
+        let unexplained = drawn - previous - explained_step;
         let before = self.last_unexplained[cube].replace(unexplained)?;
         let pop = (unexplained - before).length();
         if !pop.is_finite() {
@@ -366,9 +442,57 @@ mod tests {
         assert_eq!(meter.handovers(), 1);
         // Other cubes were never touched; far jumps are not eased.
         assert_eq!(smoothing.position_offset(0), Vec3::ZERO);
-        let far = Pose::new(old.position + Vec3::X * 3.0, old.rotation);
+        let far = Pose::new(old.position + Vec3::X * (MAX_SMOOTHED_ERROR_M + 0.5), old.rotation);
         smoothing.on_snap(2, &old, &far);
         assert_eq!(smoothing.drawn_pose(2, &far), far);
+    }
+
+    #[test]
+    fn a_caught_cube_a_metre_and_a_half_away_moving_at_8_m_s_eases_without_a_centimetre_pop() {
+        // Another player caught, 1.5 m back along its path, a cube this peer drew flying at 8 m/s: the simulation
+        // snaps into the hand (still); what is drawn carries on, turns and glides there.
+        let mut smoothing = DrawSmoothing::new(1);
+        let mut meter = PopMeter::new(1);
+        let velocity = Vec3::new(-5.7, 0.4, 5.8);
+        let flying = Pose::new(Vec3::new(2.7, 4.2, -1.8), Quat::IDENTITY);
+        let hand = Pose::new(flying.position - velocity.normalize() * 1.5, Quat::IDENTITY);
+        meter.observe(
+            0,
+            flying.position - velocity * SMOOTHING_STEP_S,
+            velocity * SMOOTHING_STEP_S,
+        );
+        meter.observe(0, flying.position, velocity * SMOOTHING_STEP_S);
+        let jump = Motion {
+            velocity,
+            spin: Vec3::ZERO,
+        };
+        smoothing.on_snap_moving(0, &flying, &hand, jump);
+        meter.mark_handover(0);
+        let mut farthest = 0.0f32;
+        let mut within_cm_at = None;
+        for step in 1..=180 {
+            smoothing.step();
+            let drawn = smoothing.drawn_pose(0, &hand).position;
+            // The hand is still: what explains the drawn motion is the offset carried on at its speed.
+            meter.observe(0, drawn, smoothing.offset_velocity(0) * SMOOTHING_STEP_S);
+            farthest = farthest.max(drawn.distance(hand.position));
+            if drawn.distance(hand.position) < 0.01 && within_cm_at.is_none() {
+                within_cm_at = Some(step);
+            }
+        }
+        let pop = meter.handover().max_m();
+        let within_cm_s = within_cm_at.unwrap() as f32 * SMOOTHING_STEP_S;
+        eprintln!(
+            "a 1.5 m, 8 m/s catch eased: pop {:.2} mm, farthest {farthest:.2} m, within 1 cm after {within_cm_s:.2} s",
+            pop * 1e3
+        );
+        assert!(pop < 0.008, "{pop}");
+        // It carries on less than a metre past where it was drawn, and is in the hand within a second.
+        assert!(farthest < 1.5 + 1.0, "{farthest}");
+        assert!(within_cm_s < 1.0, "{within_cm_s}");
+        // Without the acceleration limit the spring would start at ω²·1.5 m + 2ω·8 m/s = 578 m/s²: a pop of
+        // 2.9 cm; with the old velocity dropped at the snap, 8 m/s × dt = 8.9 cm.
+        assert_eq!(smoothing.drawn_pose(0, &hand).position, hand.position);
     }
 
     /// A cube thrown through empty space for 2 s, drawn through the smoothing with no corrections, the pops it
@@ -393,11 +517,12 @@ mod tests {
             if quantize {
                 quantize_world(&mut world).unwrap();
             }
+            let before = world.state(BodyId(0)).unwrap().position;
             world.step();
             smoothing.step();
             let s = world.state(BodyId(0)).unwrap();
             let drawn = smoothing.drawn_pose(0, &Pose::new(s.position, s.rotation));
-            meter.observe(0, drawn.position, s.linear_velocity);
+            meter.observe(0, drawn.position, s.position - before);
         }
         let _ = id;
         meter.all().max_m()

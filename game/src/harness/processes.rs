@@ -206,7 +206,7 @@ impl Watch {
                 self.meter.mark_handover(c);
             }
             self.meter
-                .observe(c, peer.drawn_pose(id)?.position, peer.drawn_velocity(id)?);
+                .observe(c, peer.drawn_pose(id)?.position, peer.explained_step(id)?);
             self.previous[c] = Some(q);
         }
         Ok(())

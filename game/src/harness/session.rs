@@ -27,6 +27,9 @@ pub const DEFAULT_SESSION_KBPS_BUDGET: u32 = 128;
 /// Seconds at the end with the players' hands still, so the world can rest and the peers converge.
 pub const SETTLE_S: f64 = 10.0;
 /// Network clock ticks per physics step.
+/// Handover pops larger than this (m) are logged (debug), with what the cube was doing: where to look when
+/// `handover_pop_m_max` is high.
+const LOGGED_POP_M: f32 = 0.01;
 const SUBTICKS_PER_STEP: u64 = 12;
 const TICK_S: f64 = 1.0 / (PACKETS_PER_S as f64 * SUBTICKS_PER_STEP as f64);
 const STEP_S: f64 = 1.0 / PACKETS_PER_S as f64;
@@ -507,7 +510,22 @@ impl SessionRun {
                     self.pop_meters[i].mark_handover(c);
                 }
                 let drawn = peer.drawn_pose(id)?.position;
-                self.pop_meters[i].observe(c, drawn, peer.drawn_velocity(id)?);
+                let in_handover = self.pop_meters[i].handover_left(c) > 0;
+                let pop = self.pop_meters[i].observe(c, drawn, peer.explained_step(id)?);
+                if let Some(pop) = pop.filter(|&p| in_handover && p > LOGGED_POP_M) {
+                    tracing::debug!(
+                        step,
+                        player = peer.player(),
+                        cube = c,
+                        pop_m = pop,
+                        authority = peer.table.stamp(c as u32).authority,
+                        holder = peer.table.holder(c as u32),
+                        in_remote_hand = peer.remote_avatars().hand_drawn(c).is_some(),
+                        at_rest = s.at_rest,
+                        speed = s.linear_velocity.length(),
+                        "a pop at a change of authority"
+                    );
+                }
                 // Rest jitter: the peer with authority (the host's view; or this peer itself when it has claimed
                 // the cube and the host has not heard yet, in which case nothing here counts) has kept the cube at
                 // rest for longer than news takes to arrive here, and this peer had it at rest: any movement is a
@@ -1068,6 +1086,7 @@ mod tests {
             .move_to(110, at + Vec3::new(0.0, 1.0, 0.0))
             .move_to(200, at + Vec3::new(1.5, 1.0, 0.0))
             .move_to(290, at + Vec3::new(0.0, 1.0, 1.5))
+            .grip_to(300, 0.0)
             .build()
             .unwrap();
         let config = SessionConfig {
@@ -1097,9 +1116,35 @@ mod tests {
                 .unwrap()
         };
         let (mut in_hand_steps, mut worst, mut apart) = (0, 0.0f32, 0.0f32);
+        let (mut pinned_steps, mut let_go_steps) = (0, 0);
         let holder = welcomed_players(&mut run, &mut drivers)[1];
+        let resting = run.peers[0]
+            .as_ref()
+            .unwrap()
+            .world
+            .state(BodyId(cube))
+            .unwrap()
+            .position;
         while !run.is_finished() {
             run.step(&mut drivers).unwrap();
+            for seat in [0, 2] {
+                let peer = run.peers[seat].as_ref().unwrap();
+                let played = peer.remote_avatar(holder).and_then(|a| a.hands[1].held_world_pose());
+                let drawn = peer.drawn_pose(BodyId(cube)).unwrap().position;
+                match (peer.table.holder(cube), played) {
+                    // News of the grab came before the played-out hand made it: the cube stays where it rests.
+                    (h, None) if h == holder => {
+                        pinned_steps += 1;
+                        assert!(drawn.distance(resting) < 1e-3, "seat {seat} step {}: {drawn}", run.step);
+                    }
+                    // News of the let-go came before the played-out hand made it: the cube stays in that hand.
+                    (crate::authority::NOBODY, Some((_, in_hand))) => {
+                        let_go_steps += 1;
+                        assert!(drawn.distance(in_hand.position) < 1e-3, "seat {seat} step {}", run.step);
+                    }
+                    _ => {}
+                }
+            }
             if !(150..290).contains(&run.step) {
                 continue;
             }
@@ -1120,6 +1165,12 @@ mod tests {
             "remote held cube: drawn within {worst:.4} m of the played-out hand; simulation up to {apart:.3} m ahead"
         );
         assert_eq!(in_hand_steps, 2 * 140);
+        // The let-go's news runs ahead of the played-out hand (here the grab's news and the played-out grab came
+        // in the same step: the jitter buffer's delay is about a step).
+        eprintln!("steps drawn pinned before the played-out grab: {pinned_steps}; in the hand after the let-go's news: {let_go_steps}");
+        assert!(let_go_steps >= 2, "{let_go_steps}");
+        let report = run.report().unwrap();
+        assert!(report.handover_pop_m_max < 0.01, "{}", report.handover_pop_m_max);
         // The easing of the grab is over by then: drawn exactly in the played-out hand.
         assert!(worst < 0.005, "{worst}");
         // The hand moves at up to 2.1 m/s: the simulation (newest avatar) is ahead of what is drawn by the jitter

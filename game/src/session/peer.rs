@@ -21,7 +21,7 @@ use crate::session::message::{
     header_bytes, read_message, write_header, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
 use crate::session::remote_avatars::RemoteAvatars;
-use crate::smoothing::DrawSmoothing;
+use crate::smoothing::{DrawSmoothing, Motion};
 use crate::sync::codec::avatar_state::{AvatarPoses, WireAvatar, DESKTOP_HAND_REACH_M};
 use crate::sync::codec::quantize::{quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
@@ -197,6 +197,9 @@ pub struct Peer {
     measure_demand: bool,
     /// Per cube: at rest before this step's physics (rule 3b takes other players' resting cubes on touch).
     rested_before: Vec<bool>,
+    /// Per cube: how far the last physics step moved it (m), contacts and depenetration included; a snap to a
+    /// received state is not in it. What a drawn cube's motion is measured against.
+    physics_step: Vec<Vec3>,
     /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
     resting_before: Vec<u32>,
     /// Scratch: the stamps a forged packet gives the cubes.
@@ -289,6 +292,7 @@ impl Peer {
             smoothing: DrawSmoothing::new(cubes),
             rest_claims: vec![None; cubes],
             rested_before: vec![false; cubes],
+            physics_step: vec![Vec3::ZERO; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
             remote: RemoteAvatars::new(cubes),
@@ -311,14 +315,34 @@ impl Peer {
         Ok(self.smoothing.drawn_pose(id.index(), &base))
     }
 
-    /// The velocity that explains how cube `id` is drawn to move (m/s): its simulated velocity, or, drawn in a
-    /// remote hand, that hand's played-out motion over the last step (the simulation follows the newest avatar in
-    /// jerks as packets arrive; what is drawn does not). For pop measurements.
-    pub fn drawn_velocity(&self, id: BodyId) -> Result<Vec3, PhysicsError> {
-        match self.remote.hand_drawn_step(id.index()) {
-            Some(moved) => Ok(moved / self.world.config().dt),
-            None => Ok(self.world.state(id)?.linear_velocity),
+    /// How far cube `id`'s drawn pose is explained to move over the last step (m), for pop measurements: the
+    /// physics step's motion of it (contacts and depenetration included, snaps to received states not), or,
+    /// drawn in a remote hand, that hand's played-out motion (the simulation follows the newest avatar in jerks as
+    /// packets arrive; what is drawn does not); plus its smoothing offset carried on at the offset's speed (a
+    /// snap keeps the motion the cube was drawn with). What the smoothing's easing adds, and any snap drawn as it
+    /// is, is left unexplained.
+    pub fn explained_step(&self, id: BodyId) -> Result<Vec3, PhysicsError> {
+        let dt = self.world.config().dt;
+        let cube = id.index();
+        let base = match self.remote.hand_drawn_motion(cube) {
+            Some(motion) => motion.velocity * dt,
+            None => self.physics_step.get(cube).copied().unwrap_or_default(),
+        };
+        Ok(base + self.smoothing.offset_velocity(cube) * dt)
+    }
+
+    /// The simulation moved cube `cube` from `old` to `new` (a received state, news of a hold): what is drawn
+    /// keeps its pose and motion and eases into the new ones. A cube drawn from a remote hand is not drawn where it
+    /// is simulated, so its simulation's jumps are not seen (the switch out of the hand eases from the hand).
+    fn snap_drawn(&mut self, cube: usize, old: &BodyState, new: &BodyState) {
+        if self.remote.hand_drawn(cube).is_some() {
+            return;
         }
+        let jump = Motion {
+            velocity: old.linear_velocity - new.linear_velocity,
+            spin: old.angular_velocity - new.angular_velocity,
+        };
+        self.smoothing.on_snap_moving(cube, &pose(old), &pose(new), jump);
     }
 
     /// Player `player`'s avatar as this peer plays it out (the jitter buffer's sample at the last step), for
@@ -900,7 +924,7 @@ impl Peer {
                 at_rest: false,
             };
             self.world.set_state(id, &new)?;
-            self.smoothing.on_snap(cube as usize, &pose(&old), &pose(&new));
+            self.snap_drawn(cube as usize, &old, &new);
         }
         self.world.set_kinematic_target(id, target.position, target.rotation)?;
         Ok(())
@@ -1031,8 +1055,8 @@ impl Peer {
             self.table.set(cube, state.stamp, NOBODY);
             let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
-            self.smoothing
-                .on_snap(cube as usize, &pose(&old), &pose(&self.world.state(id)?));
+            let new = self.world.state(id)?;
+            self.snap_drawn(cube as usize, &old, &new);
         }
         Ok(())
     }
@@ -1058,10 +1082,14 @@ impl Peer {
     /// this peer simulates for everyone.
     pub fn simulate(&mut self) -> Result<(), PeerError> {
         self.set_body_flags()?;
-        for (cube, rested) in self.rested_before.iter_mut().enumerate() {
-            *rested = self.world.state(BodyId(cube as u32))?.at_rest;
+        for (cube, (rested, moved)) in self.rested_before.iter_mut().zip(&mut self.physics_step).enumerate() {
+            let s = self.world.state(BodyId(cube as u32))?;
+            (*rested, *moved) = (s.at_rest, -s.position);
         }
         self.world.step();
+        for (cube, moved) in self.physics_step.iter_mut().enumerate() {
+            *moved += self.world.state(BodyId(cube as u32))?.position;
+        }
         self.smoothing.step();
         let report = self.world.report();
         for c in &report.contacts {

@@ -10,12 +10,12 @@
 //! The host also keeps each guest's newest accepted avatar here, to relay. Fixed arrays (players 1–4) and one
 //! per-cube array sized once: nothing allocates per step.
 
-use tumble_engine::physics::{BodyId, PhysicsError, World};
+use tumble_engine::physics::{BodyId, BodyKind, PhysicsError, World};
 
 use crate::authority::{AuthorityTable, NOBODY};
 use crate::avatar::Pose;
-use crate::smoothing::DrawSmoothing;
-use crate::sync::codec::avatar_state::AvatarPoses;
+use crate::smoothing::{DrawSmoothing, Motion};
+use crate::sync::codec::avatar_state::{AvatarPoses, HandPose};
 use crate::sync::link::avatar_baseline::{AvatarSample, AVATAR_SLOTS};
 use crate::sync::link::playout::AvatarPlayout;
 
@@ -27,10 +27,10 @@ pub struct RemoteAvatars {
     played: [Option<AvatarPoses>; AVATAR_SLOTS],
     /// Host: each guest's newest accepted avatar, relayed to the others.
     newest: [Option<AvatarSample>; AVATAR_SLOTS],
-    /// Per cube: where it is drawn from a remote hand this step (`None`: drawn from its simulation).
-    hand_drawn: Vec<Option<Pose>>,
-    /// Per cube: the same, the step before.
-    hand_drawn_before: Vec<Option<Pose>>,
+    /// Per cube: what it is drawn from this step.
+    hand_drawn: Vec<DrawnFrom>,
+    /// What each player's buffer gave the step before: hand velocities.
+    played_before: [Option<AvatarPoses>; AVATAR_SLOTS],
 }
 
 fn slot(player: u8) -> Option<usize> {
@@ -44,8 +44,8 @@ impl RemoteAvatars {
             playouts: std::array::from_fn(|_| AvatarPlayout::new()),
             played: [None; AVATAR_SLOTS],
             newest: [None; AVATAR_SLOTS],
-            hand_drawn: vec![None; cube_count],
-            hand_drawn_before: vec![None; cube_count],
+            hand_drawn: vec![DrawnFrom::Simulation; cube_count],
+            played_before: [None; AVATAR_SLOTS],
         }
     }
 
@@ -74,6 +74,7 @@ impl RemoteAvatars {
         if let Some(s) = slot(player) {
             self.playouts[s].reset();
             self.played[s] = None;
+            self.played_before[s] = None;
             self.newest[s] = None;
         }
     }
@@ -88,19 +89,16 @@ impl RemoteAvatars {
         self.playouts.get(slot(player)?)
     }
 
-    /// Where `cube` is drawn from a remote hand this step, if it is.
+    /// Where `cube` is drawn this step when it is not drawn where it is simulated: in a remote player's played-out
+    /// hand, or where it was when news came that a remote player holds it, until that hold plays out.
     pub fn hand_drawn(&self, cube: usize) -> Option<Pose> {
-        self.hand_drawn.get(cube).copied().flatten()
+        Some(self.hand_drawn.get(cube)?.pose_and_motion()?.0)
     }
 
-    /// How far `cube` moved in the remote hand it is drawn from over the last step (m), when it was drawn from
-    /// one both steps: the motion its drawn pose follows, as a simulated cube's follows its velocity.
-    pub fn hand_drawn_step(&self, cube: usize) -> Option<glam::Vec3> {
-        let (now, before) = (
-            self.hand_drawn(cube)?,
-            self.hand_drawn_before.get(cube).copied().flatten()?,
-        );
-        Some(now.position - before.position)
+    /// How `cube` moves where [`RemoteAvatars::hand_drawn`] draws it (in a hand: over the hand's last played-out
+    /// step): the motion its drawn pose follows, as a simulated cube's follows its physics.
+    pub fn hand_drawn_motion(&self, cube: usize) -> Option<Motion> {
+        Some(self.hand_drawn.get(cube)?.pose_and_motion()?.1)
     }
 
     /// Once per step at `now_s`: every buffer that has samples is played out, and each cube held by a remote
@@ -113,6 +111,7 @@ impl RemoteAvatars {
         world: &World,
         smoothing: &mut DrawSmoothing,
     ) -> Result<(), PhysicsError> {
+        self.played_before = self.played;
         for (s, (playout, played)) in self.playouts.iter_mut().zip(&mut self.played).enumerate() {
             *played = if s + 1 == usize::from(me) {
                 None
@@ -120,34 +119,139 @@ impl RemoteAvatars {
                 playout.sample(now_s)
             };
         }
+        let dt = world.config().dt;
         for cube in 0..self.hand_drawn.len() {
-            let holder = table.holder(cube as u32);
-            let in_hand = if holder == NOBODY || holder == me {
-                None
-            } else {
-                self.played(holder).and_then(|poses| {
-                    poses
-                        .hands
-                        .iter()
-                        .filter_map(|h| h.held_world_pose())
-                        .find(|&(c, _)| c == cube as u32)
-                        .map(|(_, pose)| pose)
-                })
-            };
             let was = self.hand_drawn[cube];
-            if in_hand.is_some() || was.is_some() {
-                let s = world.state(BodyId(cube as u32))?;
-                let simulated = Pose::new(s.position, s.rotation);
-                // The drawn pose stays put across the switch between the hand and the simulation, then eases.
-                match (was, in_hand) {
-                    (None, Some(hand)) => smoothing.on_snap(cube, &simulated, &hand),
-                    (Some(hand), None) => smoothing.on_snap(cube, &hand, &simulated),
-                    _ => {}
-                }
+            let next = self.next_source(cube as u32, me, table, &was, dt);
+            if was == DrawnFrom::Simulation && next == DrawnFrom::Simulation {
+                continue;
             }
-            self.hand_drawn_before[cube] = was;
-            self.hand_drawn[cube] = in_hand;
+            let id = BodyId(cube as u32);
+            let s = world.state(id)?;
+            let simulated = Pose::new(s.position, s.rotation);
+            let simulated_motion = Motion {
+                velocity: s.linear_velocity,
+                spin: s.angular_velocity,
+            };
+            // Where the last source would have the cube now, and how it moved: drawn from a hand last step, it would
+            // otherwise stand still for this one. A cube held by a remote player is kinematic and this step jerked
+            // it towards the newest avatar: that jerk is not drawn, the cube is taken from where it was.
+            let (from, from_motion) = match (was.pose_and_motion(), world.kind(id)?) {
+                (Some((pose, motion)), _) => (carried(&pose, &motion, dt), motion),
+                (None, BodyKind::Dynamic) => (simulated, simulated_motion),
+                (None, _) => {
+                    let back = Motion::default().less(simulated_motion);
+                    (carried(&simulated, &back, dt), Motion::default())
+                }
+            };
+            self.hand_drawn[cube] = match next {
+                DrawnFrom::Pinned { .. } if !matches!(was, DrawnFrom::Pinned { .. }) => {
+                    // News of a hold the played-out hand has not made yet: the cube stays as it is drawn (moving on
+                    // as it was drawn moving) until the hand takes it.
+                    let drawn = smoothing.drawn_pose(cube, &from);
+                    let motion = Motion {
+                        velocity: from_motion.velocity + smoothing.offset_velocity(cube),
+                        spin: from_motion.spin,
+                    };
+                    smoothing.clear(cube);
+                    DrawnFrom::Pinned { pose: drawn, motion }
+                }
+                _ => {
+                    if !was.same_source(&next) {
+                        // A change of source keeps where the cube is drawn and how it moves, then eases.
+                        let (to, to_motion) = next.pose_and_motion().unwrap_or((simulated, simulated_motion));
+                        smoothing.on_snap_moving(cube, &from, &to, from_motion.less(to_motion));
+                    }
+                    next
+                }
+            };
         }
         Ok(())
     }
+
+    /// What `cube` is drawn from next, given what it was drawn from: the played-out hand of the remote player that
+    /// holds it (or held it and let go, until the let-go plays out); pinned where it was drawn while a remote hold
+    /// has not played out yet; else its simulation.
+    fn next_source(&self, cube: u32, me: u8, table: &AuthorityTable, was: &DrawnFrom, dt: f32) -> DrawnFrom {
+        let holder = table.holder(cube);
+        let player = if holder != NOBODY && holder != me {
+            holder
+        } else {
+            match *was {
+                DrawnFrom::Hand { player, .. } if holder == NOBODY && table.stamp(cube).authority == player => player,
+                _ => return DrawnFrom::Simulation,
+            }
+        };
+        if let Some((pose, motion)) = self.in_played_hand(player, cube, dt) {
+            return DrawnFrom::Hand { player, pose, motion };
+        }
+        if holder != player {
+            return DrawnFrom::Simulation;
+        }
+        match *was {
+            DrawnFrom::Pinned { pose, motion } => DrawnFrom::Pinned {
+                pose: carried(&pose, &motion, dt),
+                motion,
+            },
+            // The pose is filled in by `sample`, which has the smoothing.
+            _ => DrawnFrom::Pinned {
+                pose: Pose::IDENTITY,
+                motion: Motion::default(),
+            },
+        }
+    }
+
+    /// Where `cube` is in `holder`'s played-out hands, and how it moves there (from the hand's previous sample,
+    /// holding the cube as it holds it now; still when there was none).
+    fn in_played_hand(&self, holder: u8, cube: u32, dt: f32) -> Option<(Pose, Motion)> {
+        let now = self.played(holder)?;
+        let (i, pose) = now
+            .hands
+            .iter()
+            .enumerate()
+            .find_map(|(i, h)| h.held_world_pose().filter(|&(c, _)| c == cube).map(|(_, p)| (i, p)))?;
+        let before = self.played_before.get(slot(holder)?)?.as_ref().and_then(|b| {
+            let hand = HandPose {
+                held: now.hands[i].held,
+                ..b.hands[i]
+            };
+            hand.held_world_pose().map(|(_, p)| p)
+        });
+        let motion = before.map_or(Motion::default(), |b| Motion::between(&b, &pose, dt));
+        Some((pose, motion))
+    }
+}
+
+/// What a cube is drawn from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum DrawnFrom {
+    /// Its simulation (with the smoothing's offset).
+    Simulation,
+    /// Remote player `player`'s played-out hand.
+    Hand { player: u8, pose: Pose, motion: Motion },
+    /// Where it was drawn when news of a remote hold came, moving on as it moved, until the hold plays out.
+    Pinned { pose: Pose, motion: Motion },
+}
+
+impl DrawnFrom {
+    fn pose_and_motion(&self) -> Option<(Pose, Motion)> {
+        match *self {
+            DrawnFrom::Simulation => None,
+            DrawnFrom::Hand { pose, motion, .. } | DrawnFrom::Pinned { pose, motion } => Some((pose, motion)),
+        }
+    }
+
+    /// Drawn from the same thing (the same player's hand): moving from one to the other is no snap.
+    fn same_source(&self, other: &DrawnFrom) -> bool {
+        match (self, other) {
+            (DrawnFrom::Hand { player: a, .. }, DrawnFrom::Hand { player: b, .. }) => a == b,
+            _ => std::mem::discriminant(self) == std::mem::discriminant(other),
+        }
+    }
+}
+
+/// `pose` moved on by `motion` for `dt` seconds.
+fn carried(pose: &Pose, motion: &Motion, dt: f32) -> Pose {
+    let turn = glam::Quat::from_scaled_axis(motion.spin * dt);
+    Pose::new(pose.position + motion.velocity * dt, (turn * pose.rotation).normalize())
 }
