@@ -540,6 +540,18 @@ impl SessionRun {
                     if let Some((p, true)) = self.previous[i][c] {
                         let d = f64::from((s.position - p).length());
                         self.rest_jitter_m = self.rest_jitter_m.max(d);
+                        if d > 1e-3 {
+                            tracing::debug!(
+                                step,
+                                player = peer.player(),
+                                cube = c,
+                                moved_m = d,
+                                authority = authority_index,
+                                stamp = ?peer.table.stamp(c as u32),
+                                at_rest = s.at_rest,
+                                "a cube at rest with its authority moved here"
+                            );
+                        }
                     }
                 }
                 self.previous[i][c] = Some((s.position, s.at_rest));
