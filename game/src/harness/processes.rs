@@ -12,6 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
+use glam::Vec3;
 use serde_json::{json, Value};
 use tumble_engine::physics::BodyId;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
@@ -157,6 +158,15 @@ struct Watch {
     /// Per-second rates of every connection and direction (kbps), and the byte counts at the last second.
     second_rates: Vec<f64>,
     bytes_at_second: Vec<(u64, u64)>,
+    /// Per cube: this peer is its authority and has it at rest (last step).
+    resting_here: Vec<bool>,
+    /// (wall ms, cube, resting_here): when that changed. The merge knows from them when, and how long, the
+    /// authority had each cube at rest.
+    rest_events: Vec<(f64, u32, bool)>,
+    /// Per cube: its simulated position last step, and whether it was at rest here.
+    last_position: Vec<Option<(Vec3, bool)>>,
+    /// (wall ms, cube, m): a cube not under this peer's authority, at rest here the step before, moved.
+    rest_moves: Vec<(f64, u32, f32)>,
 }
 
 impl Watch {
@@ -170,6 +180,10 @@ impl Watch {
             meter: PopMeter::new(cubes),
             second_rates: Vec::new(),
             bytes_at_second: Vec::new(),
+            resting_here: vec![false; cubes],
+            rest_events: Vec::new(),
+            last_position: vec![None; cubes],
+            rest_moves: Vec::new(),
         }
     }
 
@@ -196,6 +210,19 @@ impl Watch {
                 continue;
             }
             let s = peer.world.state(id)?;
+            let local = peer.table.is_local_authority(c as u32);
+            let resting = local && s.at_rest;
+            if resting != self.resting_here[c] {
+                self.resting_here[c] = resting;
+                self.rest_events.push((now_ms, c as u32, resting));
+            }
+            if let Some((p, true)) = self.last_position[c] {
+                let moved = (s.position - p).length();
+                if !local && moved > 0.0 {
+                    self.rest_moves.push((now_ms, c as u32, moved));
+                }
+            }
+            self.last_position[c] = Some((s.position, s.at_rest));
             let q = quantize_state(&s);
             if let Some(p) = self.previous[c] {
                 if p != q {
@@ -277,6 +304,8 @@ impl Watch {
             "rest_claims": rest_claims,
             "rejected": rejected,
             "holder_events": self.holder_events,
+            "rest_events": self.rest_events,
+            "rest_moves": self.rest_moves,
             "last_seen_player_ms": self.last_seen_player_ms,
             "last_change_ms": self.last_change_ms,
             "pop_max": self.meter.handover().max_m(),
@@ -470,6 +499,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         .bit_identical_at_end
         .then(|| ((last_change - settle_ms) / 1000.0).max(0.0));
     (r.conflicts, r.conflict_resolve_ms_max) = conflicts(finals);
+    r.remote_rest_jitter_m = Some(rest_jitter_m(finals, news_ms(config)));
     // `--kill-player` names a seat; the killed peer's authority index is the one no surviving peer reports
     // (the host hands indices out as handshakes finish, so seat and index can differ).
     let killed_player = (1..=config.players as u64).find(|p| finals.iter().all(|f| f["player"].as_u64() != Some(*p)));
@@ -528,6 +558,63 @@ fn divergence_m(a: &Value, b: &Value) -> f64 {
 
 /// Conflicts from the processes' holder changes on the wall clock: a conflict is a time when two processes name
 /// different players as a cube's holder; it lasts until they agree.
+/// How long news may take to reach a guest through the host (ms): two one-way trips with their jitter, and two
+/// steps (as the in-process harness allows).
+fn news_ms(config: &SessionConfig) -> f64 {
+    2.0 * (config.latency_ms + config.jitter_ms) + 2000.0 / PACKETS_PER_S as f64
+}
+
+/// The largest step a cube made on a peer where it was at rest, while another peer, its authority, had had it at
+/// rest for longer than news takes to arrive (`remote_rest_jitter_m`, from every peer's rest events and moves).
+fn rest_jitter_m(finals: &[Value], news_ms: f64) -> f64 {
+    let cubes = finals.first().and_then(|f| f["stamps"].as_array()).map_or(0, Vec::len);
+    // Per cube: (from ms, to ms, peer) intervals during which a peer, its authority, had it at rest.
+    let mut resting: Vec<Vec<(f64, f64, usize)>> = vec![Vec::new(); cubes];
+    for (p, f) in finals.iter().enumerate() {
+        let mut since: Vec<Option<f64>> = vec![None; cubes];
+        for e in f["rest_events"].as_array().into_iter().flatten() {
+            let (t, c, at_rest) = (
+                e[0].as_f64().unwrap_or(0.0),
+                e[1].as_u64().unwrap_or(0) as usize,
+                e[2] == true,
+            );
+            if c >= cubes {
+                continue;
+            }
+            match (at_rest, since[c]) {
+                (true, None) => since[c] = Some(t),
+                (false, Some(s)) => {
+                    resting[c].push((s, t, p));
+                    since[c] = None;
+                }
+                _ => {}
+            }
+        }
+        for (c, s) in since.iter().enumerate() {
+            if let Some(s) = s {
+                resting[c].push((*s, f64::INFINITY, p));
+            }
+        }
+    }
+    let mut worst = 0.0f64;
+    for (p, f) in finals.iter().enumerate() {
+        for m in f["rest_moves"].as_array().into_iter().flatten() {
+            let (t, c, d) = (
+                m[0].as_f64().unwrap_or(0.0),
+                m[1].as_u64().unwrap_or(0) as usize,
+                m[2].as_f64().unwrap_or(0.0),
+            );
+            let settled = resting
+                .get(c)
+                .is_some_and(|r| r.iter().any(|&(from, to, q)| q != p && from + news_ms <= t && t <= to));
+            if settled {
+                worst = worst.max(d);
+            }
+        }
+    }
+    worst
+}
+
 fn conflicts(finals: &[Value]) -> (u64, f64) {
     let mut events: Vec<(f64, usize, u32, u8)> = Vec::new();
     for (p, f) in finals.iter().enumerate() {
@@ -566,4 +653,31 @@ fn conflicts(finals: &[Value]) -> (u64, f64) {
         }
     }
     (count, longest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rest_jitter_counts_a_move_only_once_the_authority_has_rested_longer_than_news_takes() {
+        let stamps = json!([[0, 0, 0], [0, 0, 0]]);
+        // Peer 0 (the host) has cube 1 at rest from 1000 ms to 5000 ms.
+        let host =
+            json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true], [5000.0, 1, false]], "rest_moves": [] });
+        let guest = |moves: Value| json!({ "stamps": stamps, "rest_events": [], "rest_moves": moves });
+        let news = 150.0;
+        // Moved 2 cm while the host had rested it for 2 s: counted.
+        let counted = rest_jitter_m(&[host.clone(), guest(json!([[3000.0, 1, 0.02]]))], news);
+        assert!((counted - 0.02).abs() < 1e-9, "{counted}");
+        // Moved before news of the rest could arrive, after the host woke it, or another cube: not counted.
+        let early = guest(json!([[1100.0, 1, 0.5], [5100.0, 1, 0.5], [3000.0, 0, 0.5]]));
+        assert_eq!(rest_jitter_m(&[host.clone(), early], news), 0.0);
+        // The authority's own moves are not jitter.
+        let own = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true]], "rest_moves": [[3000.0, 1, 0.5]] });
+        assert_eq!(rest_jitter_m(&[own], news), 0.0);
+        // A rest that has not ended by the end of the run still counts.
+        let open = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true]], "rest_moves": [] });
+        assert_eq!(rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01]]))], news), 0.01);
+    }
 }
