@@ -14,6 +14,7 @@ use glam::Vec3;
 use tumble_engine::physics::{BodyId, BodyState, World};
 
 use super::anticipate::{self, grip_point, Aim};
+use super::fetch::HAND_CLEARANCE_M;
 use super::motion::HAND_SPEED_M_S;
 use super::scan;
 use super::thrower::{THROW_SPEED_MAX_M_S, THROW_SPEED_MIN_M_S};
@@ -51,6 +52,8 @@ const CAMP_ABOVE_M: f32 = 0.5;
 /// Steps of a toss's swing at constant velocity, the grip opening on the last: at least the interaction's velocity
 /// window (5), so the cube leaves at the swing's velocity.
 const TOSS_SWING_STEPS: u64 = 8;
+/// A toss is lifted clear of the piles within this distance (m, horizontally) of the hand.
+const TOSS_CLEAR_RADIUS_M: f32 = 1.5;
 /// Cubes this close (m, horizontally) to a tower spot are part of a tower: nobody takes them.
 const TOWER_KEEP_OUT_M: f32 = scan::COLUMN_RADIUS_M + 0.6;
 
@@ -81,8 +84,15 @@ pub(super) struct Contest {
 pub(super) struct Toss {
     pub(super) hand: HandSide,
     pub(super) cube: BodyId,
-    velocity: Vec3,
-    since: u64,
+    stage: TossStage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum TossStage {
+    /// Straight up, clear of the piles around.
+    Lift { to: Vec3 },
+    /// `since`: the step the swing's first move was made on.
+    Swing { velocity: Vec3, since: u64 },
 }
 
 /// Waiting with a hand over where the others reach.
@@ -298,43 +308,71 @@ pub(super) fn step(bot: &mut Bot, view: &BotView, mut c: Chase) -> Task {
     Task::Chase(c)
 }
 
-/// Got one: toss it at the tallest stack from where the hand is, so the hand stays among the piles, ready for the
-/// next reach (a thrower's throw carries the cube metres away first, a put-down to the seat and back takes five
-/// seconds or more). With no stack to aim at, the thrower's way: put it down by the seat.
+/// Got one: lift it clear of the piles around and toss it at the tallest stack from there, so the hand stays among
+/// the piles, ready for the next reach (a thrower's throw carries the cube metres away first, a put-down by the seat
+/// and back takes five seconds or more). With no stack to aim at, the thrower's way: put it down by the seat.
 pub(super) fn after_grab(bot: &mut Bot, view: &BotView, hand: HandSide) -> Task {
     let Some(held) = view.me.hand(hand).held else {
         return bot.next_task(view);
     };
-    let target = scan::tallest(view.world, |id, _| !view.others_holding.contains(&id.0));
-    let (Some((_, target)), Ok(cube)) = (target, view.world.state(held.body)) else {
+    if scan::tallest(view.world, |id, _| !view.others_holding.contains(&id.0)).is_none() {
         return thrower::start(bot, view, hand);
-    };
-    let speed = bot
-        .rng
-        .range_f64(THROW_SPEED_MIN_M_S as f64, THROW_SPEED_MAX_M_S as f64) as f32;
-    // Aimed from where the cube is let go: at the end of the swing, which itself depends on the aim (once is near
-    // enough for a toss).
-    let (first, _) = ballistic::aim(cube.position, target.position, speed, bot.gravity, bot.dt);
-    let release = cube.position + first * (TOSS_SWING_STEPS - 1) as f32 * bot.dt;
-    let (velocity, _) = ballistic::aim(release, target.position, speed, bot.gravity, bot.dt);
+    }
+    let here = bot.hands[hand.index()].position;
+    // Hand to the cube's bottom: the cube's centre below the hand plus its half height (under 0.87 m however turned).
+    let hang = -(bot.hands[hand.index()].rotation * held.offset.position).y + 0.87;
+    let clear_y = scan::path_top(view.world, here, here, TOSS_CLEAR_RADIUS_M) + hang + HAND_CLEARANCE_M;
     Task::Toss(Toss {
         hand,
         cube: held.body,
-        velocity,
-        since: bot.now,
+        stage: TossStage::Lift {
+            to: Vec3::new(here.x, here.y.max(clear_y), here.z),
+        },
     })
 }
 
-/// The swing: the hand moves at the launch velocity and opens on the last step.
-pub(super) fn step_toss(bot: &mut Bot, view: &BotView, t: Toss) -> Task {
+/// Up, then the swing: the hand moves at the launch velocity and opens on the last step.
+pub(super) fn step_toss(bot: &mut Bot, view: &BotView, mut t: Toss) -> Task {
     if view.me.hand(t.hand).held.is_none() {
         return bot.next_task(view);
     }
-    let k = bot.now - t.since + 1;
-    let hand = &mut bot.hands[t.hand.index()];
-    hand.position += t.velocity * bot.dt;
-    hand.grip = if k >= TOSS_SWING_STEPS { 0.0 } else { 1.0 };
+    let i = t.hand.index();
+    t.stage = match t.stage {
+        TossStage::Lift { to } => {
+            if !bot.hands[i].approach(to, HAND_SPEED_M_S, bot.dt) {
+                return Task::Toss(t);
+            }
+            match toss_velocity(bot, view, t.cube) {
+                Some(velocity) => TossStage::Swing {
+                    velocity,
+                    since: bot.now,
+                },
+                None => return thrower::start(bot, view, t.hand),
+            }
+        }
+        TossStage::Swing { velocity, since } => {
+            let k = bot.now - since;
+            bot.hands[i].position += velocity * bot.dt;
+            bot.hands[i].grip = if k >= TOSS_SWING_STEPS { 0.0 } else { 1.0 };
+            TossStage::Swing { velocity, since }
+        }
+    };
     Task::Toss(t)
+}
+
+/// The launch velocity from where the swing will let the cube go to the top of the tallest stack, at a thrower's
+/// speeds.
+fn toss_velocity(bot: &mut Bot, view: &BotView, cube: BodyId) -> Option<Vec3> {
+    let (_, target) = scan::tallest(view.world, |id, _| !view.others_holding.contains(&id.0))?;
+    let from = view.world.state(cube).ok()?.position;
+    let speed = bot
+        .rng
+        .range_f64(THROW_SPEED_MIN_M_S as f64, THROW_SPEED_MAX_M_S as f64) as f32;
+    // Aimed from where the cube is let go, at the end of the swing, which itself depends on the aim: once is near
+    // enough for a toss.
+    let (first, _) = ballistic::aim(from, target.position, speed, bot.gravity, bot.dt);
+    let release = from + first * ((TOSS_SWING_STEPS - 1) as f32 * bot.dt);
+    Some(ballistic::aim(release, target.position, speed, bot.gravity, bot.dt).0)
 }
 
 #[cfg(test)]
