@@ -305,6 +305,24 @@ mod tests {
     }
 
     #[test]
+    fn a_hand_coming_back_towards_its_head_is_not_reaching() {
+        // The same crossing as above, but the head is ahead of the hand: the hand is on its way back.
+        let world = world_with(&[Vec3::new(3.0, 0.5, 0.0)]);
+        let dt = 1.0 / 90.0;
+        let mut tracks = HandTracks::new();
+        for k in 0..20u64 {
+            let mut hand = seen(Vec3::new(5.0 - 3.0 * k as f32 * dt, 3.0, 0.0));
+            hand.head = Vec3::new(-1.0, 3.2, 0.0);
+            tracks.observe(&[hand], k, dt);
+        }
+        let track = *tracks.get(track_index(2, HandSide::Right).unwrap()).unwrap();
+        assert_eq!(predict(&world, &track, |_, _| true), None);
+        let mut outward = track;
+        outward.head = Vec3::new(10.0, 3.2, 0.0);
+        assert_eq!(predict(&world, &outward, |_, _| true).map(|a| a.cube), Some(BodyId(0)));
+    }
+
+    #[test]
     fn tracks_go_stale_and_slots_are_per_player_and_hand() {
         assert_eq!(track_index(1, HandSide::Left), Some(0));
         assert_eq!(track_index(4, HandSide::Right), Some(7));
