@@ -7,8 +7,8 @@
 //!
 //! Between reaches it waits with a hand over where the others have been reaching (the piles in the middle), ready
 //! to go. Fallbacks, as before: it catches cubes in flight (the catcher's plan) and now and then chases a cube
-//! another player holds (its squeeze is refused while the cube is held). A cube it gets is thrown at the tallest
-//! stack or put down by its own seat.
+//! another player holds (its squeeze is refused while the cube is held). A cube it gets is lifted clear of the
+//! piles around and tossed at the tallest stack from there, so its hand stays where the reaching is.
 
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, BodyState, World};
