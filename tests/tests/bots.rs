@@ -8,7 +8,7 @@ use std::cell::Cell;
 use glam::Vec3;
 use tumble::avatar::{Avatar, HandSide};
 use tumble::bots::ballistic;
-use tumble::bots::{Bot, BotKind, BotView};
+use tumble::bots::{Bot, BotKind, BotView, SeenHand};
 use tumble::interaction::{Interaction, InteractionEvent};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
 use tumble_tests::scene_world;
@@ -86,7 +86,7 @@ struct Table {
     active: bool,
     /// Scratch for each player's view of the others (reserved once).
     others_holding: Vec<u32>,
-    other_hands: Vec<Vec3>,
+    other_hands: Vec<SeenHand>,
     /// Allocations made inside `Bot::step` (counted only when `count_bot_allocations`).
     bot_allocations: u64,
 }
@@ -126,8 +126,15 @@ impl Table {
             for (j, other) in self.players.iter().enumerate() {
                 if j != i {
                     self.others_holding.extend(other.interaction.held_cubes().map(|b| b.0));
-                    self.other_hands
-                        .extend(other.avatar.hands.iter().map(|h| h.pose.position));
+                    let player = other.bot.player();
+                    self.other_hands.extend(HandSide::BOTH.map(|side| SeenHand {
+                        player,
+                        side,
+                        position: other.avatar.hands[side.index()].pose.position,
+                        head: other.avatar.head.position,
+                        holding: other.interaction.hand(side).held.is_some(),
+                        reaching: true,
+                    }));
                 }
             }
             let player = &mut self.players[i];

@@ -47,7 +47,7 @@ pub(super) fn pick_free(bot: &Bot, view: &BotView, near: Vec3) -> Option<BodyId>
             && view
                 .other_hands
                 .iter()
-                .all(|h| h.distance(s.position) > CONTEST_RADIUS_M)
+                .all(|h| !h.reaching || h.position.distance(s.position) > CONTEST_RADIUS_M)
             && !scan::has_cube_on_top(view.world, id, s.position)
     };
     scan::nearest(view.world, near, accept).map(|(id, _)| id)

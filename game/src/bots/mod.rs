@@ -13,19 +13,23 @@
 //!
 //! - [`BotKind::Builder`] (`builder.rs`): towers of 5–10 cubes on its spots near its seat, cubes put down slowly;
 //! - [`BotKind::Thrower`] (`thrower.rs`): throws cubes at the tallest stack at 6–12 m/s every few seconds;
-//! - [`BotKind::Contender`] (`contender.rs`): goes for cubes others hold or reach for, and for flying cubes;
+//! - [`BotKind::Contender`] (`contender.rs`): conflicts on purpose: predicts from the other players' seen hands
+//!   which cube each is heading for (`anticipate.rs`), gets there first and squeezes just before the seen hand
+//!   arrives; also catches flying cubes and chases held ones;
 //! - [`BotKind::Catcher`] (`catcher.rs`): catches flying cubes on their predicted path, passes them hand to hand,
 //!   then places or throws them.
 //!
 //! A fifth kind, the hostile bot that forges packets, lives with the session (`game::session`): it attacks the
 //! wire, not the hands. Shared pieces: `seat.rs` (where each player stands), `motion.rs` (hand speeds and paths),
-//! `scan.rs` (what a bot looks for), `ballistic.rs` (free flight as the physics step integrates it), `fetch.rs`
+//! `scan.rs` (what a bot looks for), `ballistic.rs` (free flight as the physics step integrates it),
+//! `anticipate.rs` (where the other players' hands are going), `fetch.rs`
 //! (reach and grab a cube), `place.rs` (carry and put down).
 //!
 //! A bot is deterministic: a seeded [`Rng`] makes its choices, and it reads only the world it is given, in body id
 //! order. Nothing allocates after [`Bot::new`]. Hands move at most [`motion::HAND_SPEED_M_S`] except in a throw's
 //! swing.
 
+mod anticipate;
 pub mod ballistic;
 mod builder;
 mod catcher;
@@ -73,11 +77,26 @@ pub struct BotView<'a> {
     pub me: &'a Interaction,
     /// Cube ids other players hold.
     pub others_holding: &'a [u32],
-    /// Other players' hand positions.
-    pub other_hands: &'a [Vec3],
+    /// Other players' hands, as this player's peer plays them out.
+    pub other_hands: &'a [SeenHand],
     /// False: stop acting, put down what is held, open the hands and stand still (the session stops bots before
     /// the end so the world can rest).
     pub active: bool,
+}
+
+/// Another player's hand as seen from this player's peer (it came through packets).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SeenHand {
+    /// 1..=4.
+    pub player: u8,
+    pub side: HandSide,
+    pub position: Vec3,
+    /// The player's head, as seen.
+    pub head: Vec3,
+    /// It holds a cube.
+    pub holding: bool,
+    /// Out in front of its player, not resting by the body: builders and throwers leave cubes near it alone.
+    pub reaching: bool,
 }
 
 /// What a bot has done, for a harness.
@@ -123,6 +142,9 @@ enum Task {
     Catch(catcher::Catch),
     Pass(catcher::Pass),
     Chase(contender::Chase),
+    Contest(contender::Contest),
+    Camp(contender::Camp),
+    Toss(contender::Toss),
     /// Inactive: hands open, standing still.
     Retire,
 }
@@ -142,8 +164,16 @@ impl Task {
             Task::Throw(t) => one(t.hand),
             Task::Catch(c) => one(c.hand),
             Task::Chase(c) => one(c.hand),
+            Task::Contest(c) => one(c.hand),
+            Task::Camp(c) => one(c.hand),
+            Task::Toss(t) => one(t.hand),
             Task::Pass(_) => [true; HAND_COUNT],
         }
+    }
+
+    /// A throw's swing may move the hand faster than a reach.
+    fn swings(&self) -> bool {
+        matches!(self, Task::Throw(_) | Task::Toss(_))
     }
 
     fn cube(&self) -> Option<BodyId> {
@@ -153,7 +183,9 @@ impl Task {
             Task::Catch(c) => Some(c.cube),
             Task::Pass(p) => Some(p.cube),
             Task::Chase(c) => Some(c.cube),
-            Task::Rest { .. } | Task::Place(_) | Task::Retire => None,
+            Task::Contest(c) => Some(c.cube),
+            Task::Toss(t) => Some(t.cube),
+            Task::Rest { .. } | Task::Place(_) | Task::Camp(_) | Task::Retire => None,
         }
     }
 }
@@ -182,6 +214,8 @@ pub struct Bot {
     /// Every seat's tower spots (nobody takes cubes from a tower).
     spots: [Vec3; SEATS * BUILD_SPOTS],
     build: builder::Build,
+    /// The other players' hands as seen, with their velocities (kept by the contender only).
+    tracks: anticipate::HandTracks,
 }
 
 impl Bot {
@@ -211,6 +245,7 @@ impl Bot {
             failed_next: 0,
             spots: all_build_spots(),
             build,
+            tracks: anticipate::HandTracks::new(),
         }
     }
 
@@ -255,6 +290,9 @@ impl Bot {
         self.dt = view.world.config().dt;
         self.gravity = view.world.config().gravity;
         self.count_events(view);
+        if self.kind == BotKind::Contender {
+            self.tracks.observe(view.other_hands, step, self.dt);
+        }
         if view.active != self.active {
             self.active = view.active;
             self.task = if self.active {
@@ -264,12 +302,12 @@ impl Bot {
             };
         }
         let was = [self.hands[0].position, self.hands[1].position];
-        let throwing_before = matches!(self.task, Task::Throw(_));
+        let throwing_before = self.task.swings();
         self.task = self.run(view);
         self.rest_idle_hands();
         // A task that ends and hands over to the next within one step may move a hand twice; outside a throw's
         // swing no hand goes faster than a reach.
-        if !throwing_before && !matches!(self.task, Task::Throw(_)) {
+        if !throwing_before && !self.task.swings() {
             for (hand, from) in self.hands.iter_mut().zip(was) {
                 hand.position = motion::step_towards(from, hand.position, HAND_SPEED_M_S * self.dt);
             }
@@ -287,6 +325,9 @@ impl Bot {
             Task::Catch(c) => catcher::step_catch(self, view, c),
             Task::Pass(p) => catcher::step_pass(self, view, p),
             Task::Chase(c) => contender::step(self, view, c),
+            Task::Contest(c) => contender::step_contest(self, view, c),
+            Task::Camp(c) => contender::step_camp(self, view, c),
+            Task::Toss(t) => contender::step_toss(self, view, t),
             Task::Retire => Task::Retire,
         }
     }
@@ -308,6 +349,8 @@ impl Bot {
                     if let Task::Throw(t) = self.task {
                         self.counters.throws += 1;
                         self.last_throw = Some(t.record(body, self.now.saturating_sub(1)));
+                    } else if linear_velocity != Vec3::ZERO && matches!(self.task, Task::Toss(_)) {
+                        self.counters.throws += 1;
                     } else if linear_velocity == Vec3::ZERO && matches!(self.task, Task::Place(_)) {
                         self.counters.places += 1;
                     }
@@ -316,9 +359,13 @@ impl Bot {
         }
     }
 
-    /// Resting: a catcher or contender watches for cubes in flight; when the rest is over, the kind decides.
+    /// Resting: a catcher watches for cubes in flight; when the rest is over, the kind decides. A contender does
+    /// not rest: its hand waits where the others reach (a rest would take it back to its seat, out of reach).
     fn rest(&mut self, view: &BotView, until: u64) -> Task {
-        if matches!(self.kind, BotKind::Catcher | BotKind::Contender) && self.holding(view).is_none() {
+        if self.kind == BotKind::Contender {
+            return self.next_task(view);
+        }
+        if self.kind == BotKind::Catcher && self.holding(view).is_none() {
             if let Some(catch) = catcher::plan(self, view) {
                 return Task::Catch(catch);
             }
@@ -491,5 +538,5 @@ fn is_contested(view: &BotView, cube: BodyId) -> bool {
     };
     view.other_hands
         .iter()
-        .any(|h| h.distance(state.position) <= CONTEST_RADIUS_M)
+        .any(|h| h.reaching && h.position.distance(state.position) <= CONTEST_RADIUS_M)
 }

@@ -8,11 +8,10 @@ use clap::Args;
 use tumble_engine::physics::{World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
-use glam::Vec3;
-
 use crate::authority::NOBODY;
 use crate::avatar::AvatarInput;
-use crate::bots::{Bot, BotKind, BotView};
+use crate::avatar::HandSide;
+use crate::bots::{Bot, BotKind, BotView, SeenHand};
 use crate::harness::conflict::ConflictDriver;
 use crate::harness::session::{
     run_session, Driver, ScriptDriver, SessionConfig, SessionReport, DEFAULT_SESSION_KBPS_BUDGET,
@@ -182,7 +181,7 @@ const REACHING_OUT_M: f32 = 0.8;
 pub struct BotDriver {
     bot: Bot,
     others_holding: Vec<u32>,
-    other_hands: Vec<Vec3>,
+    other_hands: Vec<SeenHand>,
 }
 
 impl BotDriver {
@@ -206,16 +205,24 @@ impl Driver for BotDriver {
                 self.others_holding.push(c);
             }
         }
-        // The other players' hands reaching out, as this peer plays them out: what a player would see of them. A
-        // hand near its head is at rest and about to grab nothing.
+        // The other players' tracked hands as this peer plays them out: what a player would see of them. A hand
+        // near its head is at rest, not reaching.
         for player in (1..=crate::bots::seat::SEATS as u8).filter(|&p| p != me) {
             if let Some(avatar) = peer.remote_avatar(player) {
                 let head = avatar.head.position;
-                let reaching = avatar
-                    .hands
-                    .iter()
-                    .filter(|h| h.tracked && h.pose.position.distance(head) > REACHING_OUT_M);
-                self.other_hands.extend(reaching.map(|h| h.pose.position));
+                let seen = HandSide::BOTH
+                    .into_iter()
+                    .zip(&avatar.hands)
+                    .filter(|(_, h)| h.tracked)
+                    .map(|(side, h)| SeenHand {
+                        player,
+                        side,
+                        position: h.pose.position,
+                        head,
+                        holding: h.held.is_some(),
+                        reaching: h.pose.position.distance(head) > REACHING_OUT_M,
+                    });
+                self.other_hands.extend(seen);
             }
         }
         let view = BotView {
