@@ -1089,7 +1089,7 @@ mod tests {
     #[test]
     fn a_cube_in_a_remote_hand_is_drawn_in_the_played_out_hand() {
         // Guest 2 grabs the top cube of a tower and carries it around; on the host and on guest 3 the cube is drawn
-        // where the played-out hand holds it, while it is simulated where the newest avatar puts it.
+        // where the played-out hand holds it, and simulated there one step behind.
         let top = Vec3::new(-3.5, 4.0, -3.5);
         let at = top + Vec3::Y * 0.05;
         let hand = HandScript::starting_at(at + Vec3::Y * 0.5)
@@ -1174,7 +1174,7 @@ mod tests {
             }
         }
         eprintln!(
-            "remote held cube: drawn within {worst:.4} m of the played-out hand; simulation up to {apart:.3} m ahead"
+            "remote held cube: drawn within {worst:.4} m of the played-out hand; simulation up to {apart:.3} m apart"
         );
         assert_eq!(in_hand_steps, 2 * 140);
         // The let-go's news runs ahead of the played-out hand (here the grab's news and the played-out grab came
@@ -1185,9 +1185,9 @@ mod tests {
         assert!(report.handover_pop_m_max < 0.01, "{}", report.handover_pop_m_max);
         // The easing of the grab is over by then: drawn exactly in the played-out hand.
         assert!(worst < 0.005, "{worst}");
-        // The hand moves at up to 2.1 m/s: the simulation (newest avatar) is ahead of what is drawn by the jitter
-        // buffer's delay (about 14 ms here).
-        assert!(apart > 0.01, "{apart}");
+        // The hand moves at up to 2.1 m/s: the simulation trails what is drawn by one step (about 2.3 cm), never
+        // by the jitter buffer's delay or a burst of packets.
+        assert!(apart > 0.005 && apart < 0.03, "{apart}");
     }
 
     #[test]

@@ -317,8 +317,7 @@ impl Peer {
 
     /// How far cube `id`'s drawn pose is explained to move over the last step (m), for pop measurements: the
     /// physics step's motion of it (contacts and depenetration included, snaps to received states not), or,
-    /// drawn in a remote hand, that hand's played-out motion (the simulation follows the newest avatar in jerks as
-    /// packets arrive; what is drawn does not); plus its smoothing offset carried on at the offset's speed (a
+    /// drawn in a remote hand, that hand's played-out motion (the simulation follows it a step behind); plus its smoothing offset carried on at the offset's speed (a
     /// snap keeps the motion the cube was drawn with). What the smoothing's easing adds, and any snap drawn as it
     /// is, is left unexplained.
     pub fn explained_step(&self, id: BodyId) -> Result<Vec3, PhysicsError> {
@@ -861,15 +860,13 @@ impl Peer {
     }
 
     /// The cubes in `player`'s hands as `avatar` has them: each a claim, judged (host) or accepted (guest) as a
-    /// cube state is; a taken one is put in that hand (kinematic, at hand pose ∘ offset). True when every claim was
-    /// taken.
+    /// cube state is; a taken one is that player's to hold (kinematic, following the played-out hand). True when
+    /// every claim was taken.
     fn take_held(&mut self, player: u8, avatar: &WireAvatar) -> Result<bool, PeerError> {
         let mut all_taken = true;
         for hand in avatar.to_poses().hands {
-            let Some((cube, target)) = hand.held_world_pose() else {
-                continue;
-            };
             let Some(held) = hand.held else { continue };
+            let cube = held.cube;
             if self.world.is_removed(BodyId(cube))? {
                 self.refuse(RejectReason::UnknownCube);
                 all_taken = false;
@@ -897,14 +894,14 @@ impl Peer {
             };
             all_taken &= taken;
             if taken {
-                self.put_in_hand(cube, player, stamp, &target)?;
+                self.put_in_hand(cube, player, stamp)?;
             }
         }
         Ok(all_taken)
     }
 
     /// A claim on `cube` in `player`'s hand was taken: the table says so, and the cube follows the hand.
-    fn put_in_hand(&mut self, cube: u32, player: u8, stamp: AuthorityStamp, target: &Pose) -> Result<(), PeerError> {
+    fn put_in_hand(&mut self, cube: u32, player: u8, stamp: AuthorityStamp) -> Result<(), PeerError> {
         self.lose_if_mine(cube)?;
         let new_holder = self.table.holder(cube) != player;
         self.table.set(cube, stamp, player);
@@ -913,20 +910,14 @@ impl Peer {
             self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
         }
         if new_holder {
-            // A hold this peer did not see coming (a conflict lost, or news of a grab): the cube is put in that
-            // hand at once, and what is drawn eases there.
-            let old = self.world.state(id)?;
-            let new = BodyState {
-                position: target.position,
-                rotation: target.rotation,
-                linear_velocity: Vec3::ZERO,
-                angular_velocity: Vec3::ZERO,
-                at_rest: false,
-            };
-            self.world.set_state(id, &new)?;
-            self.snap_drawn(cube as usize, &old, &new);
+            // A hold this peer did not see coming (a conflict lost, or news of a grab): the cube stops where it is
+            // until the played-out hand takes it (`follow_remote_hands`).
+            let s = self.world.state(id)?;
+            self.world.set_kinematic_target(id, s.position, s.rotation)?;
         }
-        self.world.set_kinematic_target(id, target.position, target.rotation)?;
+        // The newest avatar's pose is judged (the host) and relayed, not followed: the simulation follows the
+        // played-out hand, which moves smoothly, where the newest avatar jumps as packets arrive in bursts and a
+        // cube dragged along at such speeds would fling what it touches.
         Ok(())
     }
 
@@ -1077,11 +1068,31 @@ impl Peer {
         Ok(())
     }
 
+    /// Cubes held by other players are simulated where they are drawn: in the played-out hand (or, until the hold
+    /// plays out, where they were), one step behind, so they push what they touch at the hand's own speed.
+    fn follow_remote_hands(&mut self) -> Result<(), PeerError> {
+        let me = self.table.me();
+        for cube in 0..self.cube_count as usize {
+            let holder = self.table.holder(cube as u32);
+            let id = BodyId(cube as u32);
+            if holder == NOBODY || holder == me || self.world.kind(id)? != BodyKind::Kinematic {
+                continue;
+            }
+            let target = match self.remote.hand_drawn(cube) {
+                Some(pose) => pose,
+                None => pose(&self.world.state(id)?),
+            };
+            self.world.set_kinematic_target(id, target.position, target.rotation)?;
+        }
+        Ok(())
+    }
+
     /// The physics step, then the authority bookkeeping: collisions raise priorities, touch spreads authority
     /// (rule 3), the host returns rested cubes to default (rule 8), and rest detection is on exactly for the cubes
     /// this peer simulates for everyone.
     pub fn simulate(&mut self) -> Result<(), PeerError> {
         self.set_body_flags()?;
+        self.follow_remote_hands()?;
         for (cube, (rested, moved)) in self.rested_before.iter_mut().zip(&mut self.physics_step).enumerate() {
             let s = self.world.state(BodyId(cube as u32))?;
             (*rested, *moved) = (s.at_rest, -s.position);

@@ -2,10 +2,13 @@
 //! ([`AvatarPlayout`], pushed with the player's sample step and the arrival time), sampled once per step so the
 //! view can draw remote heads and hands, and the cubes in remote hands drawn in those hands.
 //!
-//! What is drawn and what is simulated differ here on purpose. A remote held cube is *simulated* where the newest
-//! avatar puts it (the hold rules, `session::peer`), but *drawn* in the played-out hand, which runs a playout delay
-//! behind: drawn pose = played-out hand pose ∘ the cube's pose in the hand. When a cube starts or stops being drawn
-//! from a hand, the jump between the two is handed to [`DrawSmoothing`] as a snap, so it eases instead of popping.
+//! A remote held cube is *drawn* in the played-out hand, which runs a playout delay behind the newest avatar: drawn
+//! pose = played-out hand pose ∘ the cube's pose in the hand; its simulation follows one step behind
+//! (`session::peer`'s `follow_remote_hands`: kinematic, pushing what it meets at the hand's speed). News of a hold
+//! runs ahead of the played-out hand that makes it: until the hand takes the cube it is drawn where it was; news of
+//! a let-go too: until the hand lets go the cube stays drawn in it. When a cube starts or stops being drawn from a
+//! hand, the jump between the two, and the change of motion, are handed to [`DrawSmoothing`] as a snap, so it eases
+//! instead of popping.
 //!
 //! The host also keeps each guest's newest accepted avatar here, to relay. Fixed arrays (players 1–4) and one
 //! per-cube array sized once: nothing allocates per step.
@@ -134,8 +137,8 @@ impl RemoteAvatars {
                 spin: s.angular_velocity,
             };
             // Where the last source would have the cube now, and how it moved: drawn from a hand last step, it would
-            // otherwise stand still for this one. A cube held by a remote player is kinematic and this step jerked
-            // it towards the newest avatar: that jerk is not drawn, the cube is taken from where it was.
+            // otherwise stand still for this one. A cube held by a remote player is kinematic and this step moved it
+            // towards a hold's pose: that move is not drawn, the cube is taken from where it was.
             let (from, from_motion) = match (was.pose_and_motion(), world.kind(id)?) {
                 (Some((pose, motion)), _) => (carried(&pose, &motion, dt), motion),
                 (None, BodyKind::Dynamic) => (simulated, simulated_motion),
