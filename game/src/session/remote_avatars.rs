@@ -185,8 +185,13 @@ impl RemoteAvatars {
                 _ => return DrawnFrom::Simulation,
             }
         };
-        if let Some((pose, motion)) = self.in_played_hand(player, cube, dt) {
-            return DrawnFrom::Hand { player, pose, motion };
+        if let Some((hand, pose, motion)) = self.in_played_hand(player, cube, dt) {
+            return DrawnFrom::Hand {
+                player,
+                hand,
+                pose,
+                motion,
+            };
         }
         if holder != player {
             return DrawnFrom::Simulation;
@@ -204,9 +209,9 @@ impl RemoteAvatars {
         }
     }
 
-    /// Where `cube` is in `holder`'s played-out hands, and how it moves there (from the hand's previous sample,
+    /// Which of `holder`'s played-out hands holds `cube`, where it is there, and how it moves there (from the hand's previous sample,
     /// holding the cube as it holds it now; still when there was none).
-    fn in_played_hand(&self, holder: u8, cube: u32, dt: f32) -> Option<(Pose, Motion)> {
+    fn in_played_hand(&self, holder: u8, cube: u32, dt: f32) -> Option<(usize, Pose, Motion)> {
         let now = self.played(holder)?;
         let (i, pose) = now
             .hands
@@ -221,7 +226,7 @@ impl RemoteAvatars {
             hand.held_world_pose().map(|(_, p)| p)
         });
         let motion = before.map_or(Motion::default(), |b| Motion::between(&b, &pose, dt));
-        Some((pose, motion))
+        Some((i, pose, motion))
     }
 }
 
@@ -230,8 +235,13 @@ impl RemoteAvatars {
 enum DrawnFrom {
     /// Its simulation (with the smoothing's offset).
     Simulation,
-    /// Remote player `player`'s played-out hand.
-    Hand { player: u8, pose: Pose, motion: Motion },
+    /// Remote player `player`'s played-out hand `hand`.
+    Hand {
+        player: u8,
+        hand: usize,
+        pose: Pose,
+        motion: Motion,
+    },
     /// Where it was drawn when news of a remote hold came, moving on as it moved, until the hold plays out.
     Pinned { pose: Pose, motion: Motion },
 }
@@ -244,10 +254,14 @@ impl DrawnFrom {
         }
     }
 
-    /// Drawn from the same thing (the same player's hand): moving from one to the other is no snap.
+    /// Drawn from the same thing (the same hand of the same player): moving from one to the other is no snap. A
+    /// cube passed from one hand to the other is: the two hands are played out between samples, and where the
+    /// second took it differs from where the first had it by what the interpolation made of each.
     fn same_source(&self, other: &DrawnFrom) -> bool {
         match (self, other) {
-            (DrawnFrom::Hand { player: a, .. }, DrawnFrom::Hand { player: b, .. }) => a == b,
+            (DrawnFrom::Hand { player: a, hand: i, .. }, DrawnFrom::Hand { player: b, hand: j, .. }) => {
+                (a, i) == (b, j)
+            }
             _ => std::mem::discriminant(self) == std::mem::discriminant(other),
         }
     }
