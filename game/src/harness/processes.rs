@@ -4,6 +4,7 @@
 //! end reads one JSON line from each: its final quantized states and stamps, what it counted, and its holder
 //! changes stamped with the wall clock, from which conflicts are timed across processes.
 
+use std::cmp::Ordering;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -17,7 +18,7 @@ use serde_json::{json, Value};
 use tumble_engine::physics::BodyId;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
-use crate::authority::rules::{commit_outcome, RejectCounts, RejectReason};
+use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
 use crate::harness::loopback::percentile;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
@@ -160,13 +161,13 @@ struct Watch {
     bytes_at_second: Vec<(u64, u64)>,
     /// Per cube: this peer is its authority and has it at rest (last step).
     resting_here: Vec<bool>,
-    /// (wall ms, cube, resting_here): when that changed. The merge knows from them when, and how long, the
-    /// authority had each cube at rest.
-    rest_events: Vec<(f64, u32, bool)>,
+    /// (wall ms, cube, resting_here, stamp as [authority, authority seq, ownership seq]): when that changed. The
+    /// merge knows from them when, and how long, the authority had each cube at rest.
+    rest_events: Vec<(f64, u32, bool, [u16; 3])>,
     /// Per cube: its simulated position last step, and whether it was at rest here.
     last_position: Vec<Option<(Vec3, bool)>>,
-    /// (wall ms, cube, m): a cube not under this peer's authority, at rest here the step before, moved.
-    rest_moves: Vec<(f64, u32, f32)>,
+    /// (wall ms, cube, m, stamp): a cube not under this peer's authority, at rest here the step before, moved.
+    rest_moves: Vec<(f64, u32, f32, [u16; 3])>,
 }
 
 impl Watch {
@@ -212,14 +213,26 @@ impl Watch {
             let s = peer.world.state(id)?;
             let local = peer.table.is_local_authority(c as u32);
             let resting = local && s.at_rest;
+            let stamp = peer.table.stamp(c as u32);
+            let stamp = [u16::from(stamp.authority), stamp.authority_seq, stamp.ownership_seq];
             if resting != self.resting_here[c] {
                 self.resting_here[c] = resting;
-                self.rest_events.push((now_ms, c as u32, resting));
+                self.rest_events.push((now_ms, c as u32, resting, stamp));
             }
             if let Some((p, true)) = self.last_position[c] {
                 let moved = (s.position - p).length();
                 if !local && moved > 0.0 {
-                    self.rest_moves.push((now_ms, c as u32, moved));
+                    self.rest_moves.push((now_ms, c as u32, moved, stamp));
+                    if moved > 1e-3 {
+                        tracing::debug!(
+                            player = peer.player(),
+                            step = peer.step_count(),
+                            cube = c,
+                            moved_m = moved,
+                            stamp = ?peer.table.stamp(c as u32),
+                            "a cube resting here moved"
+                        );
+                    }
                 }
             }
             self.last_position[c] = Some((s.position, s.at_rest));
@@ -232,8 +245,23 @@ impl Watch {
             if peer.authority_changed_step[c] == peer.step_count() && peer.steps_since_welcome() > JOIN_GRACE_STEPS {
                 self.meter.mark_handover(c);
             }
-            self.meter
+            let in_handover = self.meter.handover_left(c) > 0;
+            let pop = self
+                .meter
                 .observe(c, peer.drawn_pose(id)?.position, peer.explained_step(id)?);
+            if let Some(pop) = pop.filter(|&p| in_handover && p > 0.01) {
+                tracing::debug!(
+                    player = peer.player(),
+                    step = peer.step_count(),
+                    cube = c,
+                    pop_m = pop,
+                    stamp = ?peer.table.stamp(c as u32),
+                    holder = peer.table.holder(c as u32),
+                    in_remote_hand = peer.remote_avatars().hand_drawn(c).is_some(),
+                    speed = s.linear_velocity.length(),
+                    "a pop at a change of authority"
+                );
+            }
             self.previous[c] = Some(q);
         }
         Ok(())
@@ -565,13 +593,14 @@ fn news_ms(config: &SessionConfig) -> f64 {
 }
 
 /// The largest step a cube made on a peer where it was at rest, while another peer, its authority, had had it at
-/// rest for longer than news takes to arrive (`remote_rest_jitter_m`, from every peer's rest events and moves).
+/// rest for longer than news takes to arrive (`remote_rest_jitter_m`, from every peer's rest events and moves). A
+/// peer that rests a cube under a claim the moving peer already knows to be superseded is not its authority.
 fn rest_jitter_m(finals: &[Value], news_ms: f64) -> f64 {
     let cubes = finals.first().and_then(|f| f["stamps"].as_array()).map_or(0, Vec::len);
-    // Per cube: (from ms, to ms, peer) intervals during which a peer, its authority, had it at rest.
-    let mut resting: Vec<Vec<(f64, f64, usize)>> = vec![Vec::new(); cubes];
+    // Per cube: (from ms, to ms, peer, stamp) intervals during which a peer, its authority, had it at rest.
+    let mut resting: Vec<Vec<(f64, f64, usize, AuthorityStamp)>> = vec![Vec::new(); cubes];
     for (p, f) in finals.iter().enumerate() {
-        let mut since: Vec<Option<f64>> = vec![None; cubes];
+        let mut since: Vec<Option<(f64, AuthorityStamp)>> = vec![None; cubes];
         for e in f["rest_events"].as_array().into_iter().flatten() {
             let (t, c, at_rest) = (
                 e[0].as_f64().unwrap_or(0.0),
@@ -582,17 +611,17 @@ fn rest_jitter_m(finals: &[Value], news_ms: f64) -> f64 {
                 continue;
             }
             match (at_rest, since[c]) {
-                (true, None) => since[c] = Some(t),
-                (false, Some(s)) => {
-                    resting[c].push((s, t, p));
+                (true, None) => since[c] = Some((t, stamp_of(&e[3]))),
+                (false, Some((s, stamp))) => {
+                    resting[c].push((s, t, p, stamp));
                     since[c] = None;
                 }
                 _ => {}
             }
         }
         for (c, s) in since.iter().enumerate() {
-            if let Some(s) = s {
-                resting[c].push((*s, f64::INFINITY, p));
+            if let Some((s, stamp)) = s {
+                resting[c].push((*s, f64::INFINITY, p, *stamp));
             }
         }
     }
@@ -604,15 +633,32 @@ fn rest_jitter_m(finals: &[Value], news_ms: f64) -> f64 {
                 m[1].as_u64().unwrap_or(0) as usize,
                 m[2].as_f64().unwrap_or(0.0),
             );
-            let settled = resting
-                .get(c)
-                .is_some_and(|r| r.iter().any(|&(from, to, q)| q != p && from + news_ms <= t && t <= to));
+            let known = stamp_of(&m[3]);
+            let settled = resting.get(c).is_some_and(|r| {
+                r.iter().any(|&(from, to, q, stamp)| {
+                    q != p && from + news_ms <= t && t <= to && compare_claims(&known, &stamp) != Ordering::Greater
+                })
+            });
             if settled {
                 worst = worst.max(d);
+                if d > 1e-3 {
+                    let player = &finals[p]["player"];
+                    tracing::debug!(%player, cube = c, moved_m = d, at_ms = t, "rest jitter: moved while its authority had it at rest");
+                }
             }
         }
     }
     worst
+}
+
+/// A stamp as the rest events carry it: [authority, authority seq, ownership seq].
+fn stamp_of(v: &Value) -> AuthorityStamp {
+    let n = |i: usize| v[i].as_u64().unwrap_or(0) as u16;
+    AuthorityStamp {
+        authority: n(0) as u8,
+        authority_seq: n(1),
+        ownership_seq: n(2),
+    }
 }
 
 fn conflicts(finals: &[Value]) -> (u64, f64) {
@@ -662,22 +708,36 @@ mod tests {
     #[test]
     fn rest_jitter_counts_a_move_only_once_the_authority_has_rested_longer_than_news_takes() {
         let stamps = json!([[0, 0, 0], [0, 0, 0]]);
-        // Peer 0 (the host) has cube 1 at rest from 1000 ms to 5000 ms.
-        let host =
-            json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true], [5000.0, 1, false]], "rest_moves": [] });
+        // Peer 0 (the host) has cube 1 at rest under its default claim (seq 4) from 1000 ms to 5000 ms.
+        let host = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0]], [5000.0, 1, false, [0, 4, 0]]], "rest_moves": [] });
         let guest = |moves: Value| json!({ "stamps": stamps, "rest_events": [], "rest_moves": moves });
         let news = 150.0;
-        // Moved 2 cm while the host had rested it for 2 s: counted.
-        let counted = rest_jitter_m(&[host.clone(), guest(json!([[3000.0, 1, 0.02]]))], news);
+        // Moved 2 cm while the host had rested it for 2 s: counted (the mover knows that claim, or an older one).
+        let counted = rest_jitter_m(
+            &[
+                host.clone(),
+                guest(json!([[3000.0, 1, 0.02, [0, 4, 0]], [3100.0, 1, 0.01, [2, 3, 0]]])),
+            ],
+            news,
+        );
         assert!((counted - 0.02).abs() < 1e-9, "{counted}");
-        // Moved before news of the rest could arrive, after the host woke it, or another cube: not counted.
-        let early = guest(json!([[1100.0, 1, 0.5], [5100.0, 1, 0.5], [3000.0, 0, 0.5]]));
+        // Moved before news of the rest could arrive, after the host woke it, another cube, or under a claim newer
+        // than the host's (player 3 took it: the host's rest is no longer the authority's): not counted.
+        let early = guest(json!([
+            [1100.0, 1, 0.5, [0, 4, 0]],
+            [5100.0, 1, 0.5, [0, 4, 0]],
+            [3000.0, 0, 0.5, [0, 4, 0]],
+            [3000.0, 1, 0.5, [3, 5, 0]]
+        ]));
         assert_eq!(rest_jitter_m(&[host.clone(), early], news), 0.0);
         // The authority's own moves are not jitter.
-        let own = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true]], "rest_moves": [[3000.0, 1, 0.5]] });
+        let own = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0]]], "rest_moves": [[3000.0, 1, 0.5, [0, 4, 0]]] });
         assert_eq!(rest_jitter_m(&[own], news), 0.0);
         // A rest that has not ended by the end of the run still counts.
-        let open = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true]], "rest_moves": [] });
-        assert_eq!(rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01]]))], news), 0.01);
+        let open = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0]]], "rest_moves": [] });
+        assert_eq!(
+            rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01, [0, 4, 0]]]))], news),
+            0.01
+        );
     }
 }
