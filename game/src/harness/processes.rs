@@ -448,7 +448,9 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
     let mut finals = Vec::new();
     for mut c in children {
         let status = c.child.wait()?;
-        let last = c.lines.try_iter().last();
+        // Every line the process printed: the reader thread may still be forwarding them when the process has
+        // exited (a loaded machine), so wait for it to reach the end of the pipe rather than take what is there.
+        let last = c.lines.iter().last();
         if Some(c.seat) == kill.map(|k| k.0) {
             continue;
         }
