@@ -131,6 +131,12 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
             }
             socket.wait(Duration::from_secs_f64(((due_ms - now_ms) / 1000.0).min(MAX_WAIT_S)))?;
         }
+        let late_ms = unix_ms() - due_ms;
+        if late_ms > LATE_STEP_LOG_MS {
+            // The process was not scheduled in time (a loaded machine): the steps run back to back to catch up,
+            // and what it sends bunches up. Worth knowing when a figure of the run looks wrong.
+            tracing::debug!(player = peer.player(), step, late_ms, "a step ran late");
+        }
         let active = due_ms < args.settle_unix_ms;
         let input = driver.input(step, &peer, active);
         peer.play(&input)?;
@@ -145,6 +151,9 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     println!("{}", watch.final_json(&peer, step)?);
     Ok(())
 }
+
+/// A step that starts this much after it was due (ms) is logged (debug).
+const LATE_STEP_LOG_MS: f64 = 50.0;
 
 /// What one process watches as it goes.
 struct Watch {
