@@ -1,5 +1,6 @@
 //! Cross-crate integration tests live in `tests/tests/`. This library holds the helpers they share.
 
+pub mod alloc;
 pub mod tipping;
 
 use std::path::PathBuf;

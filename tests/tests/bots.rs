@@ -2,62 +2,19 @@
 //! `Interaction`, and every step goes bot → `Avatar::update` → `Interaction::update`, then one `World::step` — the
 //! path a session takes for each player.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use glam::Vec3;
 use tumble::avatar::{Avatar, HandSide};
 use tumble::bots::ballistic;
 use tumble::bots::{Bot, BotKind, BotView, SeenHand};
 use tumble::interaction::{Interaction, InteractionEvent};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
+use tumble_tests::alloc::{thread_allocations, PerThreadCounting};
 use tumble_tests::scene_world;
 
 // Allocations counted per thread, so the other tests of this file, running beside the no-allocation one, do not
 // count against it.
-thread_local! {
-    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
-}
-
-struct PerThreadCounting;
-
-fn count_one() {
-    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
-}
-
-// SAFETY: every call is forwarded unchanged to the system allocator; counting touches only a const-initialised
-// thread-local cell (no allocation, no destructor).
-unsafe impl GlobalAlloc for PerThreadCounting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        count_one();
-        // SAFETY: forwarded with the caller's guarantees.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
 static GLOBAL: PerThreadCounting = PerThreadCounting;
-
-fn allocations() -> u64 {
-    ALLOCATIONS.with(Cell::get)
-}
 
 const STEPS_PER_S: u64 = 90;
 
@@ -145,9 +102,9 @@ impl Table {
                 other_hands: &self.other_hands,
                 active: self.active,
             };
-            let before = allocations();
+            let before = thread_allocations();
             let input = player.bot.step(self.step, &view);
-            self.bot_allocations += allocations() - before;
+            self.bot_allocations += thread_allocations() - before;
             let before: [Vec3; 2] = [0, 1].map(|h| player.avatar.hands[h].pose.position);
             player.avatar.update(&input, dt);
             if self.step > 0 {
@@ -446,9 +403,9 @@ fn bots_allocate_nothing_move_at_human_speeds_and_retire_when_told() {
     let mut table = four_bots(31);
     table.run_for(5);
     table.bot_allocations = 0;
-    let before = allocations();
+    let before = thread_allocations();
     table.run_for(25);
-    let whole_steps = allocations() - before;
+    let whole_steps = thread_allocations() - before;
     let counters: Vec<_> = table.players.iter().map(|p| *p.bot.counters()).collect();
     eprintln!(
         "four bots, 25 s after warm-up: {} allocations in Bot::step, {whole_steps} in whole steps; {counters:?}",

@@ -2,17 +2,16 @@
 //! steps measured include bodies in full motion (a heavy cube thrown through a pyramid, a tower being smashed),
 //! not only resting worlds, because that is when contact lists, islands and the solver's buffers would grow.
 //!
-//! One test function only: the allocator counts every thread of the process, and the harness runs tests in
-//! parallel, so a second test's set-up would be counted in the first one's steps.
+//! Allocations are counted on the test's own thread: the harness's threads (and any test beside it) do not count.
 
 use glam::Vec3;
-use tumble::alloc_count::{allocations as allocations_so_far, Counting};
 use tumble_engine::physics::{BodyDesc, BodyId, World};
+use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};
 
 use tumble_tests::{positions, scene_world};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: PerThreadCounting = PerThreadCounting;
 
 /// Steps `world` `steps` times; returns the allocations made meanwhile and the most bodies awake in one step.
 fn measure(world: &mut World, steps: u32) -> (u64, usize) {
