@@ -141,6 +141,16 @@ pub fn guest_accepts(me: u8, host: &AuthorityStamp, local: &AuthorityStamp) -> b
     }
 }
 
+/// Rule 6b: whether a guest whose player index is `me` takes the host's news that another player holds a cube
+/// (`host`, relayed in that player's avatar), given its own stamp `local`. Holds are judged by ownership alone: the
+/// host refuses any claim on a cube someone holds (rule 7), so a grab of this guest made as recently (the same
+/// ownership sequence: both grabbed before hearing of the other) lost to the one the host saw first, whatever the
+/// authority sequences say; an older grab of ours is superseded. Only a newer grab of ours is kept for the host to
+/// judge.
+pub fn guest_accepts_hold(me: u8, host: &AuthorityStamp, local: &AuthorityStamp) -> bool {
+    host.authority != me && compare_sequence(host.ownership_seq, local.ownership_seq) != Ordering::Less
+}
+
 /// Whether a guest's resting claim `claim` (its stamp when it last had the cube at rest) was superseded or
 /// committed by what the host ended with (`host`): `None` when a later claim by anyone took the cube after it
 /// (it moved on), else `Some(committed)` — the host's final stamp is the claim itself or its return to default,
@@ -157,6 +167,23 @@ pub fn commit_outcome(claim: &AuthorityStamp, host: &AuthorityStamp) -> Option<(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_guest_concedes_a_hold_grabbed_as_recently_even_with_a_higher_authority_sequence() {
+        // Players 2 and 3 grabbed the same cube before hearing of each other: both ownership sequences are 2; 2's
+        // authority sequence is higher (it had touched the cube before). The host saw 3's grab first.
+        let mine = stamp(2, 187, 2);
+        let theirs = stamp(3, 186, 2);
+        assert!(
+            !guest_accepts(2, &theirs, &mine),
+            "by stamps alone, player 2 would keep its claim for ever"
+        );
+        assert!(guest_accepts_hold(2, &theirs, &mine));
+        // An older hold does not take a cube from a newer grab; our own hold is never news.
+        assert!(!guest_accepts_hold(2, &stamp(3, 190, 1), &mine));
+        assert!(guest_accepts_hold(2, &stamp(3, 100, 3), &mine));
+        assert!(!guest_accepts_hold(2, &stamp(2, 187, 2), &mine));
+    }
 
     fn stamp(authority: u8, authority_seq: u16, ownership_seq: u16) -> AuthorityStamp {
         AuthorityStamp {

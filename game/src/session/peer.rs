@@ -12,7 +12,7 @@ use tumble_engine::physics::{BodyId, BodyKind, BodyState, PhysicsError, World};
 use tumble_net::packet::CONNECTED_HEADER_BYTES;
 use tumble_net::{Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
 
-use crate::authority::rules::{guest_accepts, judge_claim, RejectCounts, RejectReason};
+use crate::authority::rules::{guest_accepts, guest_accepts_hold, judge_claim, RejectCounts, RejectReason};
 use crate::authority::{AuthorityTable, NOBODY};
 use crate::avatar::{Avatar, AvatarInput, HandSide, Pose};
 use crate::interaction::{Interaction, InteractionEvent};
@@ -890,7 +890,7 @@ impl Peer {
                     }
                 }
             } else {
-                guest_accepts(self.table.me(), &stamp, &local)
+                guest_accepts_hold(self.table.me(), &stamp, &local)
             };
             all_taken &= taken;
             if taken {
