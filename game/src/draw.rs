@@ -7,7 +7,7 @@ use tumble_engine::physics::BodyId;
 use tumble_engine::render::{authority_rgb, CubeInstance, CUBE_HELD, CUBE_RESTING, CUBE_SELECTED, PLAYER_RGB};
 
 use crate::authority::{AuthorityTable, NOBODY};
-use crate::avatar::{Avatar, HandSide};
+use crate::avatar::{Avatar, HandSide, Pose};
 use crate::interaction::Interaction;
 use crate::session::remote_avatars::RemoteAvatars;
 
@@ -52,13 +52,7 @@ pub fn push_hand_boxes(avatar: &Avatar, player: u8, out: &mut Vec<CubeInstance>)
     for side in HandSide::BOTH {
         let hand = avatar.hand(side);
         if hand.tracked {
-            out.push(CubeInstance {
-                position: hand.pose.position,
-                rotation: hand.pose.rotation,
-                half_extents: HAND_HALF_EXTENTS_M,
-                colour,
-                flags: 0,
-            });
+            out.push(avatar_box(&hand.pose, HAND_HALF_EXTENTS_M, colour));
         }
     }
 }
@@ -72,22 +66,21 @@ pub fn push_remote_avatar_boxes(remote: &RemoteAvatars, me: u8, out: &mut Vec<Cu
             continue;
         };
         let colour = PLAYER_RGB[usize::from(player) - 1];
-        out.push(CubeInstance {
-            position: poses.head.position,
-            rotation: poses.head.rotation,
-            half_extents: HEAD_HALF_EXTENTS_M,
-            colour,
-            flags: 0,
-        });
+        out.push(avatar_box(&poses.head, HEAD_HALF_EXTENTS_M, colour));
         for hand in poses.hands.iter().filter(|h| h.tracked) {
-            out.push(CubeInstance {
-                position: hand.pose.position,
-                rotation: hand.pose.rotation,
-                half_extents: HAND_HALF_EXTENTS_M,
-                colour,
-                flags: 0,
-            });
+            out.push(avatar_box(&hand.pose, HAND_HALF_EXTENTS_M, colour));
         }
+    }
+}
+
+/// A head or hand drawn as a plain box at `pose`.
+fn avatar_box(pose: &Pose, half_extents: Vec3, colour: [f32; 3]) -> CubeInstance {
+    CubeInstance {
+        position: pose.position,
+        rotation: pose.rotation,
+        half_extents,
+        colour,
+        flags: 0,
     }
 }
 

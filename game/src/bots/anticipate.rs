@@ -229,20 +229,7 @@ fn on_course(track: &HandTrack, speed: f32, grip: Vec3) -> Option<(f32, f32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tumble_engine::physics::{BodyDesc, WorldConfig};
-
-    fn world_with(positions: &[Vec3]) -> World {
-        let mut world = World::new(WorldConfig::default()).unwrap();
-        for &position in positions {
-            world
-                .add_body(&BodyDesc {
-                    position,
-                    ..BodyDesc::default()
-                })
-                .unwrap();
-        }
-        world
-    }
+    use crate::bots::scan::world_with;
 
     fn seen(position: Vec3) -> SeenHand {
         SeenHand {

@@ -157,24 +157,26 @@ pub fn is_flying(state: &BodyState) -> bool {
     !state.at_rest && state.linear_velocity.length() >= FLYING_MIN_SPEED_M_S && state.position.y >= FLYING_MIN_HEIGHT_M
 }
 
+/// A world of unit cubes at `positions`, for the bots' tests.
+#[cfg(test)]
+pub(super) fn world_with(positions: &[Vec3]) -> World {
+    use tumble_engine::physics::{BodyDesc, WorldConfig};
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    for &position in positions {
+        world
+            .add_body(&BodyDesc {
+                position,
+                ..BodyDesc::default()
+            })
+            .unwrap();
+    }
+    world
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use glam::Quat;
-    use tumble_engine::physics::{BodyDesc, WorldConfig};
-
-    fn world_with(positions: &[Vec3]) -> World {
-        let mut world = World::new(WorldConfig::default()).unwrap();
-        for &position in positions {
-            world
-                .add_body(&BodyDesc {
-                    position,
-                    ..BodyDesc::default()
-                })
-                .unwrap();
-        }
-        world
-    }
 
     #[test]
     fn columns_tops_and_paths() {

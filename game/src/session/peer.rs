@@ -903,21 +903,15 @@ impl Peer {
     /// A claim on `cube` in `player`'s hand was taken: the table says so, and the cube follows the hand.
     fn put_in_hand(&mut self, cube: u32, player: u8, stamp: AuthorityStamp) -> Result<(), PeerError> {
         self.lose_if_mine(cube)?;
-        let new_holder = self.table.holder(cube) != player;
         self.table.set(cube, stamp, player);
         let id = BodyId(cube);
         if self.world.kind(id)? != BodyKind::Kinematic {
             self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
         }
-        if new_holder {
-            // A hold this peer did not see coming (a conflict lost, or news of a grab): the cube stops where it is
-            // until the played-out hand takes it (`follow_remote_hands`).
-            let s = self.world.state(id)?;
-            self.world.set_kinematic_target(id, s.position, s.rotation)?;
-        }
-        // The newest avatar's pose is judged (the host) and relayed, not followed: the simulation follows the
-        // played-out hand, which moves smoothly, where the newest avatar jumps as packets arrive in bursts and a
-        // cube dragged along at such speeds would fling what it touches.
+        // The newest avatar's pose is judged (the host) and relayed, not followed: `follow_remote_hands` moves the
+        // cube with the played-out hand (until that hand takes it, where it was), which moves smoothly, where the
+        // newest avatar jumps as packets arrive in bursts and a cube dragged along at such speeds would fling what
+        // it touches.
         Ok(())
     }
 
