@@ -376,6 +376,94 @@ fn a_remote_hand_never_wakes_a_remote_resting_cube_but_pushes_a_local_one() {
     );
 }
 
+/// Another peer's cubes at rest beside one of this peer's cubes and on top of another, which are then set far
+/// away: returns the side cube's and the top cube's states before and after.
+fn pull_local_cube_from_remote_neighbours() -> [(BodyState, BodyState); 2] {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let at = |world: &mut World, x: f32, y: f32| {
+        world
+            .add_body(&BodyDesc {
+                position: Vec3::new(x, y, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap()
+    };
+    // Two of this peer's cubes, 5 m apart: one with a remote cube beside it, one with a remote cube on top.
+    let beside = at(&mut world, 0.0, 0.5);
+    let side = at(&mut world, 1.0, 0.5);
+    let under = at(&mut world, -5.0, 0.5);
+    let top = at(&mut world, -5.0, 1.5);
+    world.set_remote(side, true).unwrap();
+    world.set_remote(top, true).unwrap();
+    for _ in 0..40 {
+        world.step();
+    }
+    for id in [side, top] {
+        // Another peer's cube rests only on its word; here it was put to rest before.
+        assert!(world.state(id).unwrap().at_rest);
+        world.set_rest_detection(id, false).unwrap();
+    }
+    let before = [world.state(side).unwrap(), world.state(top).unwrap()];
+    for (id, to_z) in [(beside, 5.0), (under, -5.0)] {
+        let mut gone = world.state(id).unwrap();
+        gone.position.z = to_z;
+        world.set_state(id, &gone).unwrap();
+    }
+    for _ in 0..20 {
+        world.step();
+    }
+    [
+        (before[0], world.state(side).unwrap()),
+        (before[1], world.state(top).unwrap()),
+    ]
+}
+
+#[test]
+fn a_remote_resting_cube_wakes_when_this_peer_takes_what_holds_it_up_not_what_brushed_its_side() {
+    let [(side_before, side_after), (top_before, top_after)] = pull_local_cube_from_remote_neighbours();
+    assert_eq!(
+        side_after, side_before,
+        "a cube beside the one taken away stands on the ground: it holds, not even solver noise"
+    );
+    assert!(
+        !top_after.at_rest && top_after.position.y < top_before.position.y - 0.1,
+        "the cube on top lost its support and falls: {top_after:?}"
+    );
+}
+
+#[test]
+fn a_remote_cube_resting_on_this_peers_cube_holds_when_that_cube_becomes_remote_too() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let at = |world: &mut World, x: f32, y: f32| {
+        world
+            .add_body(&BodyDesc {
+                position: Vec3::new(x, y, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap()
+    };
+    let under = at(&mut world, 0.0, 0.5);
+    let top = at(&mut world, 0.0, 1.5);
+    world.set_remote(top, true).unwrap();
+    for _ in 0..40 {
+        world.step();
+    }
+    world.set_rest_detection(top, false).unwrap();
+    let before = world.state(top).unwrap();
+    assert!(before.at_rest);
+    // The cube below goes back to its authority (this peer's claim on it ended), while something else moves here.
+    world.set_remote(under, true).unwrap();
+    let _falling = at(&mut world, 5.0, 3.0);
+    for _ in 0..10 {
+        world.step();
+    }
+    assert_eq!(
+        world.state(top).unwrap(),
+        before,
+        "nothing it stands on moved: the count of what holds it up changed, not its support"
+    );
+}
+
 #[test]
 fn contact_report_says_who_touched_whom_and_how_hard() {
     let mut world = World::new(WorldConfig::default()).unwrap();

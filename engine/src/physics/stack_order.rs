@@ -46,6 +46,15 @@ pub fn can_support(c: &Contact, up: Vec3) -> bool {
     c.manifold.normal.dot(up).abs() >= SUPPORTS_COS && !c.manifold.rim
 }
 
+/// The other body of the contact is below body a (`for_a`) or body b, close enough under it to carry its weight:
+/// the normal, which points from a to b, is within 60° of vertical and points away from the body. Rim contacts
+/// count here: losing one may drop the body.
+#[inline]
+pub fn holds_up(c: &Contact, for_a: bool, up: Vec3) -> bool {
+    let towards_other = if for_a { c.manifold.normal } else { -c.manifold.normal };
+    towards_other.dot(up) <= -SUPPORTS_COS
+}
+
 /// The contact joins the stack: it touches, or it is a body about to land on the ground (a speculative ground
 /// contact). Two cubes falling together onto the ground are then ordered ground up in the step they land;
 /// otherwise the lower one stops and the upper one, solved first, sinks 5 cm into it. Speculative contacts between

@@ -14,11 +14,11 @@ use super::body::{
     MAX_LINEAR_SPEED_M_S, MAX_POSITION_M,
 };
 use super::broadphase::{Aabb, Broadphase, GROUND};
-use super::contact::{BodyPoses, ContactSet, SPECULATIVE_DISTANCE_M};
+use super::contact::{BodyPoses, Contact, ContactSet, SPECULATIVE_DISTANCE_M};
 use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
 use super::island::Islands;
 use super::rest::{MotionHistory, RestThresholds, REST_WINDOW};
-use super::stack_order::{lower_body, StackOrder};
+use super::stack_order::{holds_up, lower_body, StackOrder};
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
 /// Flushes denormal floats to zero while a step runs and puts the caller's setting back afterwards. Resting
@@ -497,9 +497,25 @@ impl World {
     /// state arrives. Until then the resting one holds as if fixed.
     pub fn set_remote(&mut self, id: BodyId, remote: bool) -> Result<(), PhysicsError> {
         let i = self.check(id)?;
-        if self.remote[i] != remote {
-            // Its contacts are counted another way from now on: no loss can be told from the last step's count.
-            self.touching_before[i] = 0;
+        if self.remote[i] == remote {
+            return Ok(());
+        }
+        // Its contacts are counted another way from now on: no loss can be told from the last step's count.
+        self.touching_before[i] = 0;
+        // Nor may its neighbours see one: a cube this peer no longer simulates (its authority returned it) stops
+        // counting for a remote cube resting on it, which lost nothing. Their last counts are redone as the new
+        // flag would have given them.
+        let up = -self.config.gravity.normalize_or_zero();
+        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
+            let (j, j_is_a) = match (c.a as usize == i, c.b as usize == i) {
+                (true, _) if c.b != GROUND => (c.b as usize, false),
+                (false, true) => (c.a as usize, true),
+                _ => continue,
+            };
+            let was = counts_as_touching(c, j_is_a, [self.remote[j], !remote], up);
+            let now = counts_as_touching(c, j_is_a, [self.remote[j], remote], up);
+            let before = &mut self.touching_before[j];
+            *before = (*before + u32::from(now)).saturating_sub(u32::from(was));
         }
         self.remote[i] = remote;
         Ok(())
@@ -824,14 +840,15 @@ impl World {
     /// after the islands' unions.
     fn wake_bodies_that_lost_a_contact(&mut self) {
         self.touching_now.iter_mut().for_each(|t| *t = 0);
-        // Between two remote bodies nothing is lost here: a remote body's supports that move away are its
-        // authority's to see (see `World::set_remote`).
+        let up = -self.config.gravity.normalize_or_zero();
+        // A local cube that brushed a remote one's side and left (one pulled from beside it) takes nothing it stands
+        // on: waking it would only shake its stack by solver noise before its authority's next word.
         for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
-            if c.b != GROUND && self.remote[c.a as usize] && self.remote[c.b as usize] {
-                continue;
+            let remote_b = c.b != GROUND && self.remote[c.b as usize];
+            if counts_as_touching(c, true, [self.remote[c.a as usize], remote_b], up) {
+                self.touching_now[c.a as usize] += 1;
             }
-            self.touching_now[c.a as usize] += 1;
-            if c.b != GROUND {
+            if c.b != GROUND && counts_as_touching(c, false, [remote_b, self.remote[c.a as usize]], up) {
                 self.touching_now[c.b as usize] += 1;
             }
         }
@@ -1040,6 +1057,14 @@ impl World {
             }
         }
     }
+}
+
+/// Whether touching contact `c` counts for body a (`for_a`) or body b among the contacts whose loss wakes it, given
+/// `[this body remote, the other body remote]` (the ground is never remote). Between two remote bodies nothing
+/// counts: a remote body's supports that move away are its authority's to see (see `World::set_remote`). A remote
+/// body counts only what holds it up.
+fn counts_as_touching(c: &Contact, for_a: bool, [remote, other_remote]: [bool; 2], up: Vec3) -> bool {
+    !remote || (!other_remote && holds_up(c, for_a, up))
 }
 
 #[cfg(test)]

@@ -168,15 +168,33 @@ struct Watch {
     /// Per-second rates of every connection and direction (kbps), and the byte counts at the last second.
     second_rates: Vec<f64>,
     bytes_at_second: Vec<(u64, u64)>,
-    /// Per cube: this peer is its authority and has it at rest (last step).
-    resting_here: Vec<bool>,
-    /// (wall ms, cube, resting_here, stamp as [authority, authority seq, ownership seq]): when that changed. The
-    /// merge knows from them when, and how long, the authority had each cube at rest.
-    rest_events: Vec<(f64, u32, bool, [u16; 3])>,
-    /// Per cube: its simulated position last step, and whether it was at rest here.
-    last_position: Vec<Option<(Vec3, bool)>>,
-    /// (wall ms, cube, m, stamp): a cube not under this peer's authority, at rest here the step before, moved.
-    rest_moves: Vec<(f64, u32, f32, [u16; 3])>,
+    /// Per cube: the quantized pose this peer, its authority, has it at rest in (last step; `None` when it is not
+    /// the authority or has it awake).
+    resting_here: Vec<Option<PoseKey>>,
+    /// (wall ms, cube, at rest, stamp as [authority, authority seq, ownership seq], pose): when that changed. The
+    /// merge knows from them when, and in which pose, the authority had each cube at rest.
+    rest_events: Vec<RestEvent>,
+    /// Per cube: its simulated position last step, whether it was at rest here, and the resting state from another
+    /// authority it was held to (see [`Peer::applied_rest`]).
+    last_position: Vec<Option<(Vec3, bool, Option<PoseKey>)>>,
+    /// (wall ms, cube, m, stamp, pose): a cube not under this peer's authority, at rest here the step before and
+    /// held to the same applied resting pose before and after the step, moved.
+    rest_moves: Vec<(f64, u32, f32, [u16; 3], PoseKey)>,
+}
+
+/// (wall ms, cube, at rest, stamp, pose): see `Watch::rest_events`.
+type RestEvent = (f64, u32, bool, [u16; 3], Option<PoseKey>);
+
+/// (from ms, to ms, peer, stamp, pose): a stretch over which a peer, the cube's authority, had it at rest.
+type RestRun<'a> = (f64, f64, usize, AuthorityStamp, &'a Value);
+
+/// A quantized pose as the merge compares them: position units, then the rotation's dropped index and other three.
+type PoseKey = [i32; 7];
+
+fn pose_key(q: &QuantizedState) -> PoseKey {
+    let [x, y, z] = q.position;
+    let [a, b, c] = q.rotation.smallest_three.map(i32::from);
+    [x, y, z, i32::from(q.rotation.largest), a, b, c]
 }
 
 impl Watch {
@@ -190,7 +208,7 @@ impl Watch {
             meter: PopMeter::new(cubes),
             second_rates: Vec::new(),
             bytes_at_second: Vec::new(),
-            resting_here: vec![false; cubes],
+            resting_here: vec![None; cubes],
             rest_events: Vec::new(),
             last_position: vec![None; cubes],
             rest_moves: Vec::new(),
@@ -220,18 +238,21 @@ impl Watch {
                 continue;
             }
             let s = peer.world.state(id)?;
+            let q = quantize_state(&s);
             let local = peer.table.is_local_authority(c as u32);
-            let resting = local && s.at_rest;
+            let resting = (local && s.at_rest).then(|| pose_key(&q));
             let stamp = peer.table.stamp(c as u32);
             let stamp = [u16::from(stamp.authority), stamp.authority_seq, stamp.ownership_seq];
             if resting != self.resting_here[c] {
                 self.resting_here[c] = resting;
-                self.rest_events.push((now_ms, c as u32, resting, stamp));
+                self.rest_events
+                    .push((now_ms, c as u32, resting.is_some(), stamp, resting));
             }
-            if let Some((p, true)) = self.last_position[c] {
+            let pinned = peer.applied_rest()[c].as_ref().map(pose_key);
+            if let Some((p, true, Some(before))) = self.last_position[c] {
                 let moved = (s.position - p).length();
-                if !local && moved > 0.0 {
-                    self.rest_moves.push((now_ms, c as u32, moved, stamp));
+                if !local && moved > 0.0 && pinned == Some(before) {
+                    self.rest_moves.push((now_ms, c as u32, moved, stamp, before));
                     if moved > 1e-3 {
                         tracing::debug!(
                             player = peer.player(),
@@ -244,8 +265,7 @@ impl Watch {
                     }
                 }
             }
-            self.last_position[c] = Some((s.position, s.at_rest));
-            let q = quantize_state(&s);
+            self.last_position[c] = Some((s.position, s.at_rest, pinned));
             if let Some(p) = self.previous[c] {
                 if p != q {
                     self.last_change_ms = now_ms;
@@ -538,7 +558,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         .bit_identical_at_end
         .then(|| ((last_change - settle_ms) / 1000.0).max(0.0));
     (r.conflicts, r.conflict_resolve_ms_max) = conflicts(finals);
-    r.remote_rest_jitter_m = Some(rest_jitter_m(finals, news_ms(config)));
+    r.remote_rest_jitter_m = Some(rest_jitter_m(finals));
     // `--kill-player` names a seat; the killed peer's authority index is the one no surviving peer reports
     // (the host hands indices out as handshakes finish, so seat and index can differ).
     let killed_player = (1..=config.players as u64).find(|p| finals.iter().all(|f| f["player"].as_u64() != Some(*p)));
@@ -595,44 +615,32 @@ fn divergence_m(a: &Value, b: &Value) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Conflicts from the processes' holder changes on the wall clock: a conflict is a time when two processes name
-/// different players as a cube's holder; it lasts until they agree.
-/// How long news may take to reach a guest through the host (ms): two one-way trips with their jitter, and two
-/// steps (as the in-process harness allows).
-fn news_ms(config: &SessionConfig) -> f64 {
-    2.0 * (config.latency_ms + config.jitter_ms) + 2000.0 / PACKETS_PER_S as f64
-}
-
-/// The largest step a cube made on a peer where it was at rest, while another peer, its authority, had had it at
-/// rest for longer than news takes to arrive (`remote_rest_jitter_m`, from every peer's rest events and moves). A
-/// peer that rests a cube under a claim the moving peer already knows to be superseded is not its authority.
-fn rest_jitter_m(finals: &[Value], news_ms: f64) -> f64 {
+/// The largest step a cube made on a peer where it was at rest, held to a resting state it had applied, while
+/// another peer, its authority, had it at rest in that same pose (`remote_rest_jitter_m`, from every peer's rest
+/// events and moves). Arrival is not jitter: a copy moving onto the authority's new resting pose was held to an
+/// older one, and a copy replaying a wake it heard of late was released by the awake state. A peer that rests a
+/// cube under a claim the moving peer already knows to be superseded is not its authority.
+fn rest_jitter_m(finals: &[Value]) -> f64 {
     let cubes = finals.first().and_then(|f| f["stamps"].as_array()).map_or(0, Vec::len);
-    // Per cube: (from ms, to ms, peer, stamp) intervals during which a peer, its authority, had it at rest.
-    let mut resting: Vec<Vec<(f64, f64, usize, AuthorityStamp)>> = vec![Vec::new(); cubes];
+    // Per cube: (from ms, to ms, peer, stamp, pose) intervals during which a peer, its authority, had it at rest.
+    let mut resting: Vec<Vec<RestRun>> = vec![Vec::new(); cubes];
     for (p, f) in finals.iter().enumerate() {
-        let mut since: Vec<Option<(f64, AuthorityStamp)>> = vec![None; cubes];
+        let mut since: Vec<Option<(f64, AuthorityStamp, &Value)>> = vec![None; cubes];
         for e in f["rest_events"].as_array().into_iter().flatten() {
-            let (t, c, at_rest) = (
-                e[0].as_f64().unwrap_or(0.0),
-                e[1].as_u64().unwrap_or(0) as usize,
-                e[2] == true,
-            );
+            let (t, c) = (e[0].as_f64().unwrap_or(0.0), e[1].as_u64().unwrap_or(0) as usize);
             if c >= cubes {
                 continue;
             }
-            match (at_rest, since[c]) {
-                (true, None) => since[c] = Some((t, stamp_of(&e[3]))),
-                (false, Some((s, stamp))) => {
-                    resting[c].push((s, t, p, stamp));
-                    since[c] = None;
-                }
-                _ => {}
+            if let Some((s, stamp, pose)) = since[c].take() {
+                resting[c].push((s, t, p, stamp, pose));
+            }
+            if e[2] == true {
+                since[c] = Some((t, stamp_of(&e[3]), &e[4]));
             }
         }
-        for (c, s) in since.iter().enumerate() {
-            if let Some((s, stamp)) = s {
-                resting[c].push((*s, f64::INFINITY, p, *stamp));
+        for (c, s) in since.into_iter().enumerate() {
+            if let Some((s, stamp, pose)) = s {
+                resting[c].push((s, f64::INFINITY, p, stamp, pose));
             }
         }
     }
@@ -646,8 +654,12 @@ fn rest_jitter_m(finals: &[Value], news_ms: f64) -> f64 {
             );
             let known = stamp_of(&m[3]);
             let settled = resting.get(c).is_some_and(|r| {
-                r.iter().any(|&(from, to, q, stamp)| {
-                    q != p && from + news_ms <= t && t <= to && compare_claims(&known, &stamp) != Ordering::Greater
+                r.iter().any(|&(from, to, q, stamp, pose)| {
+                    q != p
+                        && from <= t
+                        && t <= to
+                        && *pose == m[4]
+                        && compare_claims(&known, &stamp) != Ordering::Greater
                 })
             });
             if settled {
@@ -672,6 +684,8 @@ fn stamp_of(v: &Value) -> AuthorityStamp {
     }
 }
 
+/// Conflicts from the processes' holder changes on the wall clock: a conflict is a time when two processes name
+/// different players as a cube's holder; it lasts until they agree.
 fn conflicts(finals: &[Value]) -> (u64, f64) {
     let mut events: Vec<(f64, usize, u32, u8)> = Vec::new();
     for (p, f) in finals.iter().enumerate() {
@@ -717,37 +731,41 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rest_jitter_counts_a_move_only_once_the_authority_has_rested_longer_than_news_takes() {
+    fn rest_jitter_counts_a_move_only_of_a_copy_held_to_the_authoritys_resting_pose() {
         let stamps = json!([[0, 0, 0], [0, 0, 0]]);
-        // Peer 0 (the host) has cube 1 at rest under its default claim (seq 4) from 1000 ms to 5000 ms.
-        let host = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0]], [5000.0, 1, false, [0, 4, 0]]], "rest_moves": [] });
+        let (a, b) = (json!([0, 2048, 0, 3, 0, 0, 0]), json!([1, 2048, 0, 3, 0, 0, 0]));
+        // Peer 0 (the host) has cube 1 at rest under its default claim (seq 4) in pose A from 1000 ms, then (a wake
+        // too short to log, or one in place) in pose B from 3000 ms to 5000 ms.
+        let host = json!({ "stamps": stamps, "rest_events": [
+            [1000.0, 1, true, [0, 4, 0], a], [3000.0, 1, true, [0, 4, 0], b], [5000.0, 1, false, [0, 4, 0], null]
+        ], "rest_moves": [] });
         let guest = |moves: Value| json!({ "stamps": stamps, "rest_events": [], "rest_moves": moves });
-        let news = 150.0;
-        // Moved 2 cm while the host had rested it for 2 s: counted (the mover knows that claim, or an older one).
-        let counted = rest_jitter_m(
-            &[
-                host.clone(),
-                guest(json!([[3000.0, 1, 0.02, [0, 4, 0]], [3100.0, 1, 0.01, [2, 3, 0]]])),
-            ],
-            news,
-        );
+        // Moved 2 cm while held to A and the host had it at rest in A: counted (the mover knows that claim, or an
+        // older one); so is 1 cm while held to B in B's run.
+        let counted = rest_jitter_m(&[
+            host.clone(),
+            guest(json!([
+                [2000.0, 1, 0.02, [0, 4, 0], a],
+                [3100.0, 1, 0.01, [2, 3, 0], b]
+            ])),
+        ]);
         assert!((counted - 0.02).abs() < 1e-9, "{counted}");
-        // Moved before news of the rest could arrive, after the host woke it, another cube, or under a claim newer
-        // than the host's (player 3 took it: the host's rest is no longer the authority's): not counted.
-        let early = guest(json!([
-            [1100.0, 1, 0.5, [0, 4, 0]],
-            [5100.0, 1, 0.5, [0, 4, 0]],
-            [3000.0, 0, 0.5, [0, 4, 0]],
-            [3000.0, 1, 0.5, [3, 5, 0]]
+        // Held to A while the host rests in B (the copy has not heard of B yet), after the host woke it, another
+        // cube, or under a claim newer than the host's (player 3 took it): not counted.
+        let not = guest(json!([
+            [3100.0, 1, 0.5, [0, 4, 0], a],
+            [5100.0, 1, 0.5, [0, 4, 0], b],
+            [2000.0, 0, 0.5, [0, 4, 0], a],
+            [2000.0, 1, 0.5, [3, 5, 0], a]
         ]));
-        assert_eq!(rest_jitter_m(&[host.clone(), early], news), 0.0);
+        assert_eq!(rest_jitter_m(&[host.clone(), not]), 0.0);
         // The authority's own moves are not jitter.
-        let own = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0]]], "rest_moves": [[3000.0, 1, 0.5, [0, 4, 0]]] });
-        assert_eq!(rest_jitter_m(&[own], news), 0.0);
+        let own = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0], a]], "rest_moves": [[3000.0, 1, 0.5, [0, 4, 0], a]] });
+        assert_eq!(rest_jitter_m(&[own]), 0.0);
         // A rest that has not ended by the end of the run still counts.
-        let open = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0]]], "rest_moves": [] });
+        let open = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0], a]], "rest_moves": [] });
         assert_eq!(
-            rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01, [0, 4, 0]]]))], news),
+            rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01, [0, 4, 0], a]]))]),
             0.01
         );
     }

@@ -191,6 +191,9 @@ pub struct Peer {
     hostile: bool,
     /// Guest: per cube, the last resting state it had while it was the cube's authority, with the stamp then.
     rest_claims: Vec<Option<(AuthorityStamp, QuantizedState)>>,
+    /// Per cube: the resting state last applied from another authority, until an awake state or a hand replaces
+    /// it (what the harness's rest-jitter measure holds a remote copy to).
+    applied_rest: Vec<Option<QuantizedState>>,
     /// What is drawn eases into what is simulated after every snap.
     pub smoothing: DrawSmoothing,
     /// Links measure what they would send with no budget (`Sender::measure_demand`).
@@ -291,6 +294,7 @@ impl Peer {
             measure_demand: false,
             smoothing: DrawSmoothing::new(cubes),
             rest_claims: vec![None; cubes],
+            applied_rest: vec![None; cubes],
             rested_before: vec![false; cubes],
             physics_step: vec![Vec3::ZERO; cubes],
             resting_before: Vec::with_capacity(cubes),
@@ -358,6 +362,12 @@ impl Peer {
     /// Guest: the resting states it last had as each cube's authority, with the stamp they had.
     pub fn rest_claims(&self) -> &[Option<(AuthorityStamp, QuantizedState)>] {
         &self.rest_claims
+    }
+
+    /// Per cube: the resting state last applied from another authority (`None` once an awake state or a hand took
+    /// over, or before any arrived).
+    pub fn applied_rest(&self) -> &[Option<QuantizedState>] {
+        &self.applied_rest
     }
 
     /// Steps since this guest was welcomed (a host: `u64::MAX`); 0 for a guest not yet welcomed. A guest that
@@ -904,6 +914,7 @@ impl Peer {
     fn put_in_hand(&mut self, cube: u32, player: u8, stamp: AuthorityStamp) -> Result<(), PeerError> {
         self.lose_if_mine(cube)?;
         self.table.set(cube, stamp, player);
+        self.applied_rest[cube as usize] = None;
         let id = BodyId(cube);
         if self.world.kind(id)? != BodyKind::Kinematic {
             self.set_kind_keeping_rest(id, BodyKind::Kinematic)?;
@@ -1040,6 +1051,7 @@ impl Peer {
             self.table.set(cube, state.stamp, NOBODY);
             let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
+            self.applied_rest[cube as usize] = state.at_rest.then_some(state);
             let new = self.world.state(id)?;
             self.snap_drawn(cube as usize, &old, &new);
         }
