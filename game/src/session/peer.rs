@@ -1144,8 +1144,14 @@ impl Peer {
         }
         // Remote hands as drawn this step, and the cubes in them.
         let me = self.table.me();
-        self.remote
-            .sample(self.clock_s, me, &self.table, &self.world, &mut self.smoothing)?;
+        self.remote.sample(
+            self.clock_s,
+            me,
+            &self.table,
+            &self.world,
+            &self.physics_step,
+            &mut self.smoothing,
+        )?;
         Ok(())
     }
 
