@@ -10,6 +10,11 @@
 //! never jumps to follow the target: it runs up to [`MAX_RATE_DEVIATION`] faster or slower than real time until
 //! it gets there (only a gap past [`RESYNC_S`], a stall or a restarted sender, is a jump).
 //!
+//! Lost samples are bridged by interpolating across them, which needs the sample after the gap to have arrived: the
+//! delay adds an interval for each sample lost in a row, as many as [`LOSS_PERCENTILE`] of the recent steps' runs
+//! of loss need (a step's run: how many samples in a row were lost from it on, judged as steps leave the ring). On
+//! a clean link that adds nothing; at 5 % loss one interval; at 25 % three.
+//!
 //! When the buffer runs dry the avatar is extrapolated from the last two samples for at most
 //! [`MAX_EXTRAPOLATION_STEPS`], then held. Fixed rings: nothing is allocated after [`AvatarPlayout::new`].
 
@@ -28,6 +33,11 @@ pub const JITTER_WINDOW: usize = 128;
 /// The share of arrivals the delay covers: the rest arrive after their moment was played (skipped, or briefly
 /// extrapolated over).
 pub const JITTER_PERCENTILE: f64 = 0.95;
+/// The share of steps whose run of lost samples the delay covers: a sample lost is bridged by interpolating
+/// between its neighbours, which needs the one after the run to have arrived when its moment is played. Higher
+/// than the jitter's share: a step not covered is extrapolated over, and a hand that stops dead (a throw let go)
+/// is drawn a step's motion past where it stopped and then back, a pop.
+pub const LOSS_PERCENTILE: f64 = 0.99;
 /// Added to the delay (s), for the offsets the window has not seen.
 pub const DELAY_MARGIN_S: f64 = 0.002;
 /// The played clock converges on the target delay with this time constant (s)...
@@ -90,6 +100,18 @@ pub struct AvatarPlayout {
     scratch: [f64; JITTER_WINDOW],
     min_offset_s: f64,
     spread_s: f64,
+    /// Per step leaving the ring, in step order: how many samples in a row were lost from it on (0: it arrived).
+    /// A ring of the last [`JITTER_WINDOW`], with a scratch copy for the percentile.
+    lost_runs: [u32; JITTER_WINDOW],
+    lost_run_count: usize,
+    lost_run_next: usize,
+    lost_scratch: [u32; JITTER_WINDOW],
+    /// The next step to leave the ring (the first one not yet judged lost or arrived).
+    judged_until: Option<u64>,
+    /// Samples lost in a row up to `judged_until` (not yet recorded: the run has not ended).
+    lost_in_a_row: u32,
+    /// [`LOSS_PERCENTILE`] of the lost runs: extra sample intervals the delay covers.
+    lost_cover: u32,
     /// The sender time being played (s), once `sample` has been called with samples in the ring.
     playout_s: Option<f64>,
     last_now_s: f64,
@@ -113,6 +135,13 @@ impl AvatarPlayout {
             scratch: [0.0; JITTER_WINDOW],
             min_offset_s: 0.0,
             spread_s: 0.0,
+            lost_runs: [0; JITTER_WINDOW],
+            lost_run_count: 0,
+            lost_run_next: 0,
+            lost_scratch: [0; JITTER_WINDOW],
+            judged_until: None,
+            lost_in_a_row: 0,
+            lost_cover: 0,
             playout_s: None,
             last_now_s: 0.0,
             stats: PlayoutStats::default(),
@@ -151,6 +180,11 @@ impl AvatarPlayout {
             return;
         }
         self.record_offset(offset);
+        if newer {
+            // Steps before the first sample were never sent to us: judging starts there.
+            self.judged_until.get_or_insert(sample_step);
+            self.judge_leaving(sample_step);
+        }
         let played = self
             .playout_s
             .is_some_and(|p| (sample_step as f64) * SAMPLE_INTERVAL_S < p - SAMPLE_INTERVAL_S);
@@ -179,14 +213,54 @@ impl AvatarPlayout {
         self.spread_s = percentile - self.min_offset_s;
     }
 
+    /// The steps that leave the ring once `newest` is in it, oldest first: each arrived or is lost for good (an
+    /// arrival older than the ring is refused). Runs of lost ones are recorded per step, as the number lost in a
+    /// row from it on, when they end.
+    fn judge_leaving(&mut self, newest: u64) {
+        let (Some(first_kept), Some(from)) = ((newest + 1).checked_sub(PLAYOUT_RING as u64), self.judged_until) else {
+            return;
+        };
+        // After a long silence only the last window's worth of steps is worth judging.
+        let from = from.max(first_kept.saturating_sub(JITTER_WINDOW as u64));
+        for step in from..first_kept.max(from) {
+            let arrived = self.slots[step as usize % PLAYOUT_RING].step == Some(step);
+            if arrived {
+                for left in (1..=self.lost_in_a_row).rev() {
+                    self.record_lost_run(left);
+                }
+                self.lost_in_a_row = 0;
+                self.record_lost_run(0);
+            } else {
+                self.lost_in_a_row = (self.lost_in_a_row + 1).min(PLAYOUT_RING as u32);
+            }
+        }
+        self.judged_until = Some(first_kept.max(from));
+    }
+
+    fn record_lost_run(&mut self, lost: u32) {
+        self.lost_runs[self.lost_run_next] = lost;
+        self.lost_run_next = (self.lost_run_next + 1) % JITTER_WINDOW;
+        self.lost_run_count = (self.lost_run_count + 1).min(JITTER_WINDOW);
+        let window = &mut self.lost_scratch[..self.lost_run_count];
+        window.copy_from_slice(&self.lost_runs[..self.lost_run_count]);
+        let high = ((self.lost_run_count - 1) as f64 * LOSS_PERCENTILE).round() as usize;
+        self.lost_cover = *window.select_nth_unstable(high).1;
+    }
+
+    /// Sample intervals the delay adds for lost samples: the [`LOSS_PERCENTILE`] of how many were lost in a row.
+    pub fn lost_cover_steps(&self) -> u32 {
+        self.lost_cover
+    }
+
     /// The measured jitter spread (s): the percentile offset minus the smallest.
     pub fn jitter_s(&self) -> f64 {
         self.spread_s
     }
 
-    /// How far behind the fastest arrivals the buffer aims to play (s): spread + one interval + margin.
+    /// How far behind the fastest arrivals the buffer aims to play (s): spread + one interval + margin, and an
+    /// interval more for each sample in the runs of lost ones it covers.
     pub fn target_delay_s(&self) -> f64 {
-        self.spread_s + SAMPLE_INTERVAL_S + DELAY_MARGIN_S
+        self.spread_s + f64::from(1 + self.lost_cover) * SAMPLE_INTERVAL_S + DELAY_MARGIN_S
     }
 
     /// How far behind the fastest arrivals it played at the last `sample` (s).
@@ -328,12 +402,33 @@ mod tests {
     }
 
     fn sample_at(step: u64) -> WireAvatar {
+        sample_on(hand_at, step)
+    }
+
+    /// The sample at `step` of a right hand on `path` (sender time, s → position).
+    fn sample_on(path: fn(f64) -> Vec3, step: u64) -> WireAvatar {
         let t = step as f64 * SAMPLE_INTERVAL_S;
         let mut avatar = Avatar::default();
         avatar.head.position = Vec3::new(0.0, 1.7, 0.0);
         avatar.hands[1].tracked = true;
-        avatar.hands[1].pose = Pose::new(hand_at(t), Quat::from_rotation_y(t as f32));
+        avatar.hands[1].pose = Pose::new(path(t), Quat::from_rotation_y(t as f32));
         WireAvatar::from_avatar(&avatar, [None, None]).unwrap()
+    }
+
+    /// The farthest a throw takes the hand along x (m): 0.3 s at a constant 26.7 m/s², to 8 m/s.
+    const THROW_REACH_M: f32 = 1.2;
+
+    /// A hand that throws once a second: it speeds up along x to 8 m/s over 0.3 s, stops dead (the throw let go),
+    /// and eases back to the start over the rest of the second.
+    fn throwing_hand_at(t: f64) -> Vec3 {
+        let phase = t.rem_euclid(1.0) as f32;
+        let x = if phase < 0.3 {
+            THROW_REACH_M * (phase / 0.3).powi(2)
+        } else {
+            let u = (phase - 0.3) / 0.7;
+            THROW_REACH_M * (1.0 - u * u * (3.0 - 2.0 * u))
+        };
+        Vec3::new(x, 1.2, 0.0)
     }
 
     /// One run: samples sent every step, delivered after `latency ± jitter` (uniform) with `loss_pct` lost,
@@ -345,10 +440,22 @@ mod tests {
         error: Vec<f32>,
         delay: Vec<f64>,
         jitter: f64,
+        lost_cover: u32,
         stats: PlayoutStats,
     }
 
     fn run(seconds: f64, latency: f64, jitter: impl Fn(f64) -> f64, loss_pct: f64, seed: u64) -> Run {
+        run_on(hand_at, seconds, latency, jitter, loss_pct, seed)
+    }
+
+    fn run_on(
+        path: fn(f64) -> Vec3,
+        seconds: f64,
+        latency: f64,
+        jitter: impl Fn(f64) -> f64,
+        loss_pct: f64,
+        seed: u64,
+    ) -> Run {
         let mut rng = Rng::new(seed);
         let steps = (seconds / SAMPLE_INTERVAL_S) as u64;
         let mut arrivals: Vec<(f64, u64)> = Vec::new();
@@ -367,6 +474,7 @@ mod tests {
             error: Vec::new(),
             delay: Vec::new(),
             jitter: 0.0,
+            lost_cover: 0,
             stats: PlayoutStats::default(),
         };
         let mut next = 0;
@@ -377,19 +485,20 @@ mod tests {
                 break;
             }
             while next < arrivals.len() && arrivals[next].0 <= now {
-                playout.push(arrivals[next].1, arrivals[next].0, sample_at(arrivals[next].1));
+                playout.push(arrivals[next].1, arrivals[next].0, sample_on(path, arrivals[next].1));
                 next += 1;
             }
             if let Some(poses) = playout.sample(now) {
                 let p = playout.playout_time_s().unwrap();
                 out.played.push(p);
                 out.hand.push(poses.hands[1].pose.position);
-                out.error.push(poses.hands[1].pose.position.distance(hand_at(p)));
+                out.error.push(poses.hands[1].pose.position.distance(path(p)));
                 out.delay.push(playout.delay_s().unwrap());
             }
             frame += 1;
         }
         out.jitter = playout.jitter_s();
+        out.lost_cover = playout.lost_cover_steps();
         out.stats = playout.stats();
         out
     }
@@ -440,7 +549,9 @@ mod tests {
         );
         // Uniform ±10 ms: the 95th percentile of the spread is 19 ms.
         assert!((0.016..=0.0205).contains(&r.jitter), "{}", r.jitter);
-        let expected = r.jitter + SAMPLE_INTERVAL_S + DELAY_MARGIN_S;
+        // One sample in twenty is lost: runs of one are covered (0.25 % of steps start a run of two).
+        assert_eq!(r.lost_cover, 1);
+        let expected = r.jitter + 2.0 * SAMPLE_INTERVAL_S + DELAY_MARGIN_S;
         assert!((mean_delay - expected).abs() < 0.003, "{mean_delay} vs {expected}");
         assert!(settled.iter().all(|d| (d - expected).abs() < 0.01), "delay wandered");
         // No pops: the path's own second difference is 0.93 mm and 1 mm quantization adds up to 2 mm; the worst
@@ -450,6 +561,32 @@ mod tests {
         assert!(p99 < 0.003, "{p99}");
         assert!(accel < 0.006, "{accel}");
         assert!(worst_error < 0.004, "{worst_error}");
+    }
+
+    #[test]
+    fn a_hand_that_stops_dead_is_never_drawn_past_where_it_stopped_at_25_pct_loss() {
+        let r = run_on(throwing_hand_at, 20.0, 0.05, |_| 0.01, 25.0, 11);
+        let warm = 2 * 90;
+        let overshoot = r.hand[warm..]
+            .iter()
+            .map(|p| p.x - THROW_REACH_M)
+            .fold(f32::MIN, f32::max);
+        let settled = &r.delay[10 * 90..];
+        let mean_delay = settled.iter().sum::<f64>() / settled.len() as f64;
+        eprintln!(
+            "throws at 25 % loss: lost samples covered {} in a row, delay {:.1} ms, farthest past the stop {:.1} mm, \
+             {:?}",
+            r.lost_cover,
+            mean_delay * 1e3,
+            overshoot * 1e3,
+            r.stats
+        );
+        // A quarter lost: 1.6 % of steps start a run of 3 or more, 0.4 % of 4 or more.
+        assert!((2..=4).contains(&r.lost_cover), "{}", r.lost_cover);
+        // Extrapolated over a lost sample at the stop, the hand was drawn up to three steps of 8 m/s (27 mm a
+        // step) past it and then pulled back; bridged, it cuts the corner. Wire quantization is 1 mm.
+        assert!(overshoot < 0.001, "{overshoot}");
+        assert!(r.played.windows(2).all(|w| w[1] > w[0]));
     }
 
     #[test]
