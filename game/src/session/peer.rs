@@ -1088,7 +1088,7 @@ impl Peer {
                 Some(pose) => pose,
                 None => pose(&self.world.state(id)?),
             };
-            self.world.set_kinematic_target(id, target.position, target.rotation)?;
+            move_held_towards(&mut self.world, id, &target)?;
         }
         Ok(())
     }
@@ -1181,6 +1181,30 @@ fn pose(s: &BodyState) -> Pose {
     Pose::new(s.position, s.rotation)
 }
 
+/// The fastest a cube held in a remote hand is moved here (m/s): faster than hands move (a throw leaves at up to
+/// 12 m/s). The played-out hand jumps when a hold plays out far from where the cube was pinned, or a cube passes
+/// from one hand to the other; swept there in one step, the kinematic cube hit what it met at up to 50 m/s, and a
+/// cube flung at 33 m/s is past what any easing can draw smoothly.
+pub const MAX_REMOTE_HELD_SPEED_M_S: f32 = 15.0;
+/// The same for turning (rad/s): a hand turns at a few turns a second at most.
+pub const MAX_REMOTE_HELD_SPIN_RAD_S: f32 = 30.0;
+
+/// Moves kinematic cube `id` towards `target` in one step, at most at [`MAX_REMOTE_HELD_SPEED_M_S`] and
+/// [`MAX_REMOTE_HELD_SPIN_RAD_S`]: a jump of the hand is caught up over a few steps.
+fn move_held_towards(world: &mut World, id: BodyId, target: &Pose) -> Result<(), PhysicsError> {
+    let dt = world.config().dt;
+    let now = world.state(id)?;
+    let position = now.position + (target.position - now.position).clamp_length_max(MAX_REMOTE_HELD_SPEED_M_S * dt);
+    let angle = now.rotation.angle_between(target.rotation);
+    let most = MAX_REMOTE_HELD_SPIN_RAD_S * dt;
+    let rotation = if angle > most {
+        now.rotation.slerp(target.rotation, most / angle)
+    } else {
+        target.rotation
+    };
+    world.set_kinematic_target(id, position, rotation)
+}
+
 /// A cube returned to default by rule 9: dynamic again and awake, where it is.
 fn wake_dynamic(world: &mut World, id: BodyId) -> Result<(), PhysicsError> {
     if world.is_removed(id)? {
@@ -1191,4 +1215,48 @@ fn wake_dynamic(world: &mut World, id: BodyId) -> Result<(), PhysicsError> {
     }
     let s = world.state(id)?;
     world.set_state(id, &BodyState { at_rest: false, ..s })
+}
+
+#[cfg(test)]
+mod tests {
+    use glam::{Quat, Vec3};
+    use tumble_engine::physics::{BodyDesc, WorldConfig};
+
+    use super::*;
+
+    /// A cube in a remote hand whose played-out pose jumps 1 m through a resting cube, followed for 30 steps:
+    /// the fastest the resting cube is then sent moving (m/s).
+    fn fling_speed(follow: impl Fn(&mut World, BodyId, &Pose)) -> f32 {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let held = world
+            .add_body(&BodyDesc {
+                kind: BodyKind::Kinematic,
+                position: Vec3::new(-0.6, 0.5, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        let struck = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(0.6, 0.5, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        let jumped_to = Pose::new(Vec3::new(0.4, 0.5, 0.0), Quat::IDENTITY);
+        let mut fastest = 0.0f32;
+        for _ in 0..30 {
+            follow(&mut world, held, &jumped_to);
+            world.step();
+            fastest = fastest.max(world.state(struck).unwrap().linear_velocity.length());
+        }
+        fastest
+    }
+
+    #[test]
+    fn a_remote_hands_jump_is_caught_up_without_flinging_what_the_held_cube_meets() {
+        let swept = fling_speed(|w, id, to| w.set_kinematic_target(id, to.position, to.rotation).unwrap());
+        let caught_up = fling_speed(|w, id, to| move_held_towards(w, id, to).unwrap());
+        eprintln!("a 1 m jump of a remote hand flings a cube at {swept:.1} m/s swept, {caught_up:.1} m/s caught up");
+        assert!(swept > 30.0, "{swept}");
+        assert!(caught_up <= MAX_REMOTE_HELD_SPEED_M_S * 1.5, "{caught_up}");
+    }
 }
