@@ -116,6 +116,12 @@ impl DrawSmoothing {
         let offset = self.position[cube] + old.position - new.position;
         let speed = self.position_speed[cube] + jump.velocity;
         if offset.length() > MAX_SMOOTHED_ERROR_M || speed.length() > MAX_SMOOTHED_SPEED_M_S {
+            tracing::debug!(
+                cube,
+                offset_m = offset.length(),
+                speed_m_s = speed.length(),
+                "a snap too large to ease is drawn as it is"
+            );
             self.clear(cube);
             return;
         }
