@@ -376,23 +376,25 @@ fn a_remote_hand_never_wakes_a_remote_resting_cube_but_pushes_a_local_one() {
     );
 }
 
+/// A one-metre dynamic cube added at (`x`, `y`, 0).
+fn cube_at(world: &mut World, x: f32, y: f32) -> BodyId {
+    world
+        .add_body(&BodyDesc {
+            position: Vec3::new(x, y, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap()
+}
+
 /// Another peer's cubes at rest beside one of this peer's cubes and on top of another, which are then set far
 /// away: returns the side cube's and the top cube's states before and after.
 fn pull_local_cube_from_remote_neighbours() -> [(BodyState, BodyState); 2] {
     let mut world = World::new(WorldConfig::default()).unwrap();
-    let at = |world: &mut World, x: f32, y: f32| {
-        world
-            .add_body(&BodyDesc {
-                position: Vec3::new(x, y, 0.0),
-                ..BodyDesc::default()
-            })
-            .unwrap()
-    };
     // Two of this peer's cubes, 5 m apart: one with a remote cube beside it, one with a remote cube on top.
-    let beside = at(&mut world, 0.0, 0.5);
-    let side = at(&mut world, 1.0, 0.5);
-    let under = at(&mut world, -5.0, 0.5);
-    let top = at(&mut world, -5.0, 1.5);
+    let beside = cube_at(&mut world, 0.0, 0.5);
+    let side = cube_at(&mut world, 1.0, 0.5);
+    let under = cube_at(&mut world, -5.0, 0.5);
+    let top = cube_at(&mut world, -5.0, 1.5);
     world.set_remote(side, true).unwrap();
     world.set_remote(top, true).unwrap();
     for _ in 0..40 {
@@ -434,16 +436,8 @@ fn a_remote_resting_cube_wakes_when_this_peer_takes_what_holds_it_up_not_what_br
 #[test]
 fn a_remote_cube_resting_on_this_peers_cube_holds_when_that_cube_becomes_remote_too() {
     let mut world = World::new(WorldConfig::default()).unwrap();
-    let at = |world: &mut World, x: f32, y: f32| {
-        world
-            .add_body(&BodyDesc {
-                position: Vec3::new(x, y, 0.0),
-                ..BodyDesc::default()
-            })
-            .unwrap()
-    };
-    let under = at(&mut world, 0.0, 0.5);
-    let top = at(&mut world, 0.0, 1.5);
+    let under = cube_at(&mut world, 0.0, 0.5);
+    let top = cube_at(&mut world, 0.0, 1.5);
     world.set_remote(top, true).unwrap();
     for _ in 0..40 {
         world.step();
@@ -453,7 +447,7 @@ fn a_remote_cube_resting_on_this_peers_cube_holds_when_that_cube_becomes_remote_
     assert!(before.at_rest);
     // The cube below goes back to its authority (this peer's claim on it ended), while something else moves here.
     world.set_remote(under, true).unwrap();
-    let _falling = at(&mut world, 5.0, 3.0);
+    let _falling = cube_at(&mut world, 5.0, 3.0);
     for _ in 0..10 {
         world.step();
     }

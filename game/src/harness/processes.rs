@@ -750,6 +750,8 @@ mod tests {
             ])),
         ]);
         assert!((counted - 0.02).abs() < 1e-9, "{counted}");
+        let in_b = rest_jitter_m(&[host.clone(), guest(json!([[3100.0, 1, 0.01, [2, 3, 0], b]]))]);
+        assert!((in_b - 0.01).abs() < 1e-9, "{in_b}");
         // Held to A while the host rests in B (the copy has not heard of B yet), after the host woke it, another
         // cube, or under a claim newer than the host's (player 3 took it): not counted.
         let not = guest(json!([
