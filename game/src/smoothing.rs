@@ -129,6 +129,14 @@ impl DrawSmoothing {
         }
         self.position[cube] = offset;
         let speed = self.position_speed[cube] + jump.velocity;
+        if speed.length() > MAX_SMOOTHED_SPEED_M_S {
+            tracing::debug!(
+                cube,
+                offset_m = offset.length(),
+                speed_m_s = speed.length(),
+                "a snap's carried speed is cut"
+            );
+        }
         self.position_speed[cube] = speed.clamp_length_max(MAX_SMOOTHED_SPEED_M_S);
         let spin = self.rotation_speed[cube] + jump.spin;
         self.rotation_speed[cube] = spin.clamp_length_max(MAX_SMOOTHED_SPIN_RAD_S);
