@@ -592,6 +592,16 @@ fn lost_commits(guest: &Value, host: &Value) -> u64 {
         let host_state = &host["states"][c];
         if commit_outcome(&stamp(&claim[1]), &stamp(&host["stamps"][c])).is_some() && !host_state.is_null() {
             let same = host_state[0] == claim[2] && host_state[1] == claim[3] && host_state[2] == claim[4];
+            if !same {
+                tracing::debug!(
+                    guest = %guest["player"],
+                    cube = c,
+                    claim = %claim,
+                    host_stamp = %host["stamps"][c],
+                    host_state = %host_state,
+                    "a guest's resting claim that the host ended without"
+                );
+            }
             lost += u64::from(!same);
         }
     }
