@@ -25,9 +25,12 @@ use crate::avatar::Pose;
 pub const SMOOTHING_RATE_RAD_S: f32 = 15.0;
 /// The fixed step (s).
 pub const SMOOTHING_STEP_S: f32 = 1.0 / 90.0;
-/// Position errors larger than this (m) are drawn as they are: the offset is dropped. Up to it an error eases in
-/// under 0.7 s (a cube caught far from where this peer had it, a conflict lost across the table).
-pub const MAX_SMOOTHED_ERROR_M: f32 = 4.0;
+/// Position offsets larger than this (m) are drawn as they are: the offset is dropped. Up to it an offset eases
+/// (a cube caught far from where this peer had it, a conflict lost across the table). It is more than a snap's
+/// own error reaches in play (4.7 m at most over UDP at 25 % loss) plus how far an offset carried on at
+/// [`MAX_SMOOTHED_SPEED_M_S`] can grow before the easing turns it (3.3 m): at 4 m, offsets that grew past it while
+/// their cube was drawn turning back were dropped, 4 m pops at changes of authority.
+pub const MAX_SMOOTHED_ERROR_M: f32 = 8.0;
 /// The most the easing accelerates what is drawn (m/s², rad/s²): a 10 cm snap's spring never reaches it; a metre's
 /// would start at 225 m/s². 60 m/s² changes a drawn step by at most 7.4 mm from one step to the next.
 pub const MAX_SMOOTHING_ACCEL_M_S2: f32 = 60.0;
@@ -549,6 +552,51 @@ mod tests {
         assert!(farthest_on < 0.9, "{farthest_on}");
         // And it is drawn where it is simulated within 2 s.
         assert_eq!(smoothing.position_offset(0), Vec3::ZERO);
+    }
+
+    #[test]
+    fn an_offset_that_grows_while_its_cube_is_drawn_turning_back_is_eased_not_dropped() {
+        // This peer drew a cube still; its authority threw it, and the state that says so has it 2.5 m away,
+        // flying on at 18 m/s. What is drawn keeps still and turns into the throw at the easing's acceleration:
+        // the offset grows by up to 18²/(2·60) = 2.7 m first. States that agree with the simulation keep coming.
+        let mut smoothing = DrawSmoothing::new(1);
+        let mut meter = PopMeter::new(1);
+        let dt = SMOOTHING_STEP_S;
+        let still = Pose::new(Vec3::new(0.0, 2.0, 0.0), Quat::IDENTITY);
+        meter.observe(0, still.position, Vec3::ZERO);
+        meter.observe(0, still.position, Vec3::ZERO);
+        let velocity = Vec3::new(6.0, 10.0, 14.0);
+        let mut sim = Pose::new(still.position + velocity.normalize() * 2.5, Quat::IDENTITY);
+        let jump = Motion {
+            velocity: -velocity,
+            spin: Vec3::ZERO,
+        };
+        smoothing.on_snap_moving(0, &still, &sim, jump);
+        meter.mark_handover(0);
+        let (mut largest, mut eased_at) = (0.0f32, None);
+        for step in 1..=360 {
+            sim.position += velocity * dt;
+            if step % 4 == 0 {
+                smoothing.on_snap(0, &sim, &sim);
+            }
+            smoothing.step();
+            largest = largest.max(smoothing.position_offset(0).length());
+            if smoothing.position_offset(0).length() < 0.01 && eased_at.is_none() {
+                eased_at = Some(step);
+            }
+            let drawn = smoothing.drawn_pose(0, &sim).position;
+            meter.observe(0, drawn, (velocity + smoothing.offset_velocity(0)) * dt);
+        }
+        let pop = meter.all().max_m();
+        let eased_s = eased_at.map(|s| s as f32 * dt);
+        eprintln!(
+            "an offset grown to {largest:.2} m: pop {:.2} mm, within 1 cm after {eased_s:?} s",
+            pop * 1e3
+        );
+        // Dropped at 4 m (the old limit), it popped by all of it.
+        assert!(largest > 4.0, "{largest}");
+        assert!(pop < 0.01, "{pop}");
+        assert!(eased_s.is_some_and(|s| s < 2.5), "{eased_s:?}");
     }
 
     /// A cube thrown through empty space for 2 s, drawn through the smoothing with no corrections, the pops it
