@@ -178,7 +178,8 @@ struct Watch {
     /// authority it was held to (see [`Peer::applied_rest`]).
     last_position: Vec<Option<(Vec3, bool, Option<PoseKey>)>>,
     /// (wall ms, cube, m, stamp, pose): a cube not under this peer's authority, at rest here the step before and
-    /// held to the same applied resting pose before and after the step, moved.
+    /// held to the same applied resting pose before and after the step, moved (not counted in a guest's first
+    /// [`JOIN_GRACE_STEPS`] after its welcome: arrival).
     rest_moves: Vec<(f64, u32, f32, [u16; 3], PoseKey)>,
 }
 
@@ -251,7 +252,11 @@ impl Watch {
             let pinned = peer.applied_rest()[c].as_ref().map(pose_key);
             if let Some((p, true, Some(before))) = self.last_position[c] {
                 let moved = (s.position - p).length();
-                if !local && moved > 0.0 && pinned == Some(before) {
+                // A guest that just joined takes every cube from absolute states, a few a packet: a cube set to its
+                // resting state before the one under it arrives can move when that one is set. Arrival, as for the
+                // pop meter, not jitter.
+                let arrived = peer.steps_since_welcome() > JOIN_GRACE_STEPS;
+                if !local && moved > 0.0 && pinned == Some(before) && arrived {
                     self.rest_moves.push((now_ms, c as u32, moved, stamp, before));
                     if moved > 1e-3 {
                         tracing::debug!(
