@@ -40,7 +40,7 @@ const MAX_SMOOTHING_ACCEL_RAD_S2: f32 = 120.0;
 /// offset instead, as was done past this speed, drew a cube this peer had flying on, that bounced off a tower for
 /// its authority, a metre or more away in one step.) It is not lower because a cut at a hand's let-go is itself
 /// a jump in the drawn step: the drawn cube follows the hand up to that step and the offset's speed from it, so
-/// a throw whose cube hits something at once (a 12 m/s jump) would kink by 2-3 cm per step cut at 10 m/s.
+/// a throw whose cube hits something at once (a 12 m/s jump) kinked by 2-5 cm cut at 10 m/s (600 s over UDP).
 pub const MAX_SMOOTHED_SPEED_M_S: f32 = 20.0;
 const MAX_SMOOTHED_SPIN_RAD_S: f32 = 40.0;
 /// An offset under this that would move less than this in a step is zeroed, so a settled cube is drawn exactly
