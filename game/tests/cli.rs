@@ -197,8 +197,9 @@ fn loopback_screenshot_shows_both_worlds_side_by_side() {
 
 #[test]
 fn loopback_refuses_a_budget_too_small_for_one_update_and_names_the_smallest() {
-    // table64 with entropy coding needs 64 kbps: 40 bytes of state (the largest update) and 48 of headers, 90
-    // packets a second. One kbps less used to run, send no awake cube in full, and exit 0.
+    // table64 with entropy coding needs 70 kbps: 40 bytes of state (the largest update) and 57 of headers (IP and
+    // UDP 28, the sealed transport header 29), 90 packets a second. One kbps less used to run, send no awake cube
+    // in full, and exit 0.
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/table64.toml");
     let o = tumble(&[
         "loopback",
@@ -207,20 +208,20 @@ fn loopback_refuses_a_budget_too_small_for_one_update_and_names_the_smallest() {
         "--seconds",
         "1",
         "--kbps-budget",
-        "63",
+        "69",
         "--json",
     ]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(
-        err.contains("--kbps-budget 63 is too small") && err.contains("the smallest budget that works"),
+        err.contains("--kbps-budget 69 is too small") && err.contains("the smallest budget that works"),
         "{err}"
     );
-    assert!(err.contains("is 64 kbps"), "{err}");
+    assert!(err.contains("is 70 kbps"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(o.stdout.is_empty());
     // Just big enough: state moves (the table's 64 cubes, each absolute at first) and the report says the floor.
-    for (budget, coding) in [("64", "entropy"), ("62", "bit-packed")] {
+    for (budget, coding) in [("70", "entropy"), ("68", "bit-packed")] {
         let o = tumble(&[
             "loopback",
             "--scene",
@@ -251,12 +252,12 @@ fn loopback_refuses_a_budget_too_small_for_one_update_and_names_the_smallest() {
         "--seconds",
         "1",
         "--kbps-budget",
-        "61",
+        "67",
         "--coding",
         "bit-packed",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    assert!(stderr(&o).contains("is 62 kbps"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is 68 kbps"), "{}", stderr(&o));
 }
 
 #[test]

@@ -96,8 +96,8 @@ fn a_headless_local_game_ends_with_both_worlds_the_same() {
     assert_eq!(seats[0]["cubes_per_authority"], seats[1]["cubes_per_authority"]);
 }
 
-/// Starts a dedicated host with two bots on a free port; returns it and the port from its log line.
-fn start_host(seconds: &str) -> (Child, u16) {
+/// Starts a dedicated host with two bots on a free port; returns it, the port and the join code from its log line.
+fn start_host(seconds: &str) -> (Child, u16, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tumble"))
         .args(["host", "--headless", "--port", "0", "--bots", "2", "--seconds", seconds])
         .env("RUST_LOG", "info")
@@ -107,25 +107,34 @@ fn start_host(seconds: &str) -> (Child, u16) {
         .spawn()
         .expect("start the host");
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let port = loop {
-        let line = lines.next().expect("the host logs its port").unwrap();
-        if let Some(rest) = line.split("port=").nth(1) {
-            break rest.split_whitespace().next().unwrap().parse::<u16>().unwrap();
+    let (port, code) = loop {
+        let line = lines.next().expect("the host logs its port and code").unwrap();
+        if let (Some(rest), Some(code)) = (line.split("port=").nth(1), line.split("tumble join ").nth(1)) {
+            let port = rest.split_whitespace().next().unwrap().parse::<u16>().unwrap();
+            break (port, code.split('`').next().unwrap().trim().to_string());
         }
     };
     // Keep draining the log so the host never blocks on a full pipe.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, port)
+    (child, port, code)
 }
 
 #[test]
 fn a_guest_joins_a_headless_host_over_udp_and_a_fifth_player_is_refused() {
-    let (host, port) = start_host("6");
+    let (host, port, code) = start_host("6");
     let addr = format!("127.0.0.1:{port}");
+    // By address, without the code: refused, and told why.
+    let stranger = Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(["join", &addr, "--headless", "--seconds", "4"])
+        .env_remove("DISPLAY")
+        .output()
+        .unwrap();
+    assert_eq!(stranger.status.code(), Some(1), "{}", stderr(&stranger));
+    assert!(stderr(&stranger).contains("needs a join code"), "{}", stderr(&stranger));
     // The dedicated host has no hands (player 0), so its two bots and this guest make three players; one more
     // guest fits, then the host is full.
     let guest = Command::new(env!("CARGO_BIN_EXE_tumble"))
-        .args(["join", &addr, "--headless", "--seconds", "4"])
+        .args(["join", &code, "--headless", "--seconds", "4"])
         .env_remove("DISPLAY")
         .output()
         .unwrap();
@@ -139,12 +148,12 @@ fn a_guest_joins_a_headless_host_over_udp_and_a_fifth_player_is_refused() {
     assert_eq!(h["seats"][0]["player"], 0, "a dedicated host: {h}");
     assert_eq!(h["seats"][0]["cubes_per_authority"].as_array().unwrap().len(), 5);
 
-    let (host, port) = start_host("6");
-    let addr = format!("127.0.0.1:{port}");
+    let (host, _, code) = start_host("6");
+    let addr = tumble_net::join_code::decode(&code).unwrap().addr;
     let guests: Vec<Child> = (0..2)
         .map(|_| {
             Command::new(env!("CARGO_BIN_EXE_tumble"))
-                .args(["join", &addr, "--headless", "--seconds", "3"])
+                .args(["join", &code, "--headless", "--seconds", "3"])
                 .env_remove("DISPLAY")
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

@@ -1,10 +1,16 @@
-//! Criterion benches: bit packing throughput and packet header encode/decode. Bounded: about 3 s per bench.
+//! Criterion benches: bit packing throughput, and what encryption costs per packet (seal, open, and the whole
+//! endpoint path). Bounded: about 3 s per bench.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
+use std::net::SocketAddr;
 use std::time::Duration;
-use tumble_net::packet::{read_packet, write_packet, ConnectedHeader, Packet, MAX_PACKET_BYTES, PROTOCOL_VERSION};
+use tumble_net::crypto::{session_keys, JoinSecret, KeyPair};
+use tumble_net::endpoint::{EndpointEvent, PeerId};
+use tumble_net::memory::MemoryNetwork;
+use tumble_net::packet::{ACK_FIELDS_BYTES, MAX_PAYLOAD_BYTES};
 use tumble_net::serialize::{ReadStream, Stream, WriteStream};
+use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 const BUFFER_BYTES: usize = 64 * 1024;
 
@@ -49,32 +55,82 @@ fn bitpack(c: &mut Criterion) {
     g.finish();
 }
 
-fn header(c: &mut Criterion) {
-    let header = ConnectedHeader {
-        session_key: 0x1234_5678,
-        sequence: 4321,
-        ack: 1234,
-        ack_bits: 0xf0f0_f0f0,
-        echo_sequence: 1230,
-        echo_delay_100us: 55,
+/// What sealing costs: one connected packet sealed and opened (ChaCha20-Poly1305) at the sizes the game sends
+/// (a keep-alive, a typical table64 state packet, a full packet), and the same packet through a whole endpoint
+/// (seal on send, parse, open and ack bookkeeping on receive).
+fn sealing(c: &mut Criterion) {
+    let host_key = KeyPair::random().unwrap();
+    let guest_key = KeyPair::random().unwrap();
+    let keys = |own: &KeyPair, theirs: &KeyPair, host_side| {
+        let (h, g) = if host_side { (own, theirs) } else { (theirs, own) };
+        session_keys(
+            own,
+            &theirs.public,
+            &JoinSecret::OPEN,
+            &h.public,
+            &g.public,
+            1,
+            host_side,
+        )
+        .unwrap()
     };
-    let mut buf = [0u8; MAX_PACKET_BYTES];
-    let mut g = c.benchmark_group("header");
-    g.bench_function("encode", |b| {
+    let host = keys(&host_key, &guest_key, true);
+    let guest = keys(&guest_key, &host_key, false);
+    let mut g = c.benchmark_group("seal");
+    for bytes in [0usize, 150, MAX_PAYLOAD_BYTES] {
+        let plain = vec![0x5a; ACK_FIELDS_BYTES + bytes];
+        g.throughput(Throughput::Bytes(plain.len() as u64));
+        let mut buf = plain.clone();
+        let mut counter = 0u64;
+        g.bench_function(format!("seal_{bytes}"), |b| {
+            b.iter(|| {
+                counter += 1;
+                buf.copy_from_slice(&plain);
+                black_box(guest.send.seal(counter, b"prefix", &mut buf))
+            })
+        });
+        let mut sealed = plain.clone();
+        let tag = guest.send.seal(7, b"prefix", &mut sealed);
+        g.bench_function(format!("open_{bytes}"), |b| {
+            b.iter(|| {
+                buf.copy_from_slice(&sealed);
+                assert!(host.receive.open(7, b"prefix", &mut buf, black_box(&tag)));
+            })
+        });
+    }
+    g.finish();
+    // The whole path, host and guest in memory, connected by hand.
+    let secret = JoinSecret([1; 10]);
+    let config = EndpointConfig {
+        join_secret: Some(secret),
+        ..EndpointConfig::default()
+    };
+    let (host_addr, guest_addr): (SocketAddr, SocketAddr) =
+        ("10.0.0.1:1".parse().unwrap(), "10.0.0.2:1".parse().unwrap());
+    let mut host = Endpoint::host(config.clone(), 0.0).unwrap();
+    let mut guest = Endpoint::join(config, host_addr, 0.0).unwrap();
+    let mut net = MemoryNetwork::new(LinkConfig::default(), 1);
+    let mut t = 0.0;
+    while !guest.is_connected() {
+        t += 0.01;
+        net.pump(t, &mut [(host_addr, &mut host), (guest_addr, &mut guest)]);
+    }
+    while host.pop_event().is_some() {}
+    let payload = [0x33u8; 150];
+    let mut g = c.benchmark_group("endpoint");
+    g.bench_function("send_receive_150", |b| {
         b.iter(|| {
-            write_packet(
-                &Packet::KeepAlive {
-                    header: black_box(header),
-                },
-                PROTOCOL_VERSION,
-                &mut buf,
-            )
-            .unwrap()
+            t += 1e-4;
+            let seq = guest.send(t, PeerId(0), &payload).unwrap();
+            let (_, datagram) = guest.pop_outgoing().unwrap();
+            host.receive(t, guest_addr, datagram);
+            while let Some(e) = host.pop_event() {
+                if let EndpointEvent::Received { peer, .. } = e {
+                    host.accept(peer, seq);
+                }
+            }
         })
     });
-    let n = write_packet(&Packet::KeepAlive { header }, PROTOCOL_VERSION, &mut buf).unwrap();
-    let encoded = buf[..n].to_vec();
-    g.bench_function("decode", |b| b.iter(|| read_packet(black_box(&encoded)).unwrap()));
     g.finish();
 }
 
@@ -85,5 +141,5 @@ fn config() -> Criterion {
         .sample_size(30)
 }
 
-criterion_group! { name = benches; config = config(); targets = bitpack, header }
+criterion_group! { name = benches; config = config(); targets = bitpack, sealing }
 criterion_main!(benches);

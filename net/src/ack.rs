@@ -6,6 +6,10 @@
 //! reported as acked. Received sequences are kept in a window too: a duplicate or a packet older than the window
 //! is refused, so the game never sees one twice.
 //!
+//! Only what the game accepted is acked: a packet is recorded as received when it arrives (for the duplicate
+//! check) and joins the ack fields, and is echoed for RTT, only once the game calls `on_accept` for it. A packet
+//! the game refused looks lost to its sender, who then never uses it as a baseline.
+//!
 //! Loss is a judgement, acks are facts: a packet is judged lost once the peer's acks have moved
 //! `LOSS_DECISION_PACKETS` past it without it (or when it leaves the sent buffer); should an ack for it still
 //! arrive, `Acked` follows the `Lost` and the loss count is taken back.
@@ -49,7 +53,10 @@ struct SentPacket {
 }
 
 #[derive(Debug, Clone, Copy, Default)]
-struct ReceivedPacket;
+struct ReceivedPacket {
+    arrived_s: f64,
+    accepted: bool,
+}
 
 /// Measurements taken while processing an incoming header.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -77,6 +84,8 @@ pub struct AckTracker {
     next_sequence: u16,
     sent: SequenceBuffer<SentPacket>,
     received: SequenceBuffer<ReceivedPacket>,
+    /// The received packets the game accepted: what the ack fields name.
+    accepted: SequenceBuffer<()>,
     /// Oldest sent sequence not yet acked or judged lost (the loss scan resumes here).
     unresolved: u16,
     newest_ack: Option<u16>,
@@ -98,6 +107,7 @@ impl AckTracker {
             next_sequence: 0,
             sent: SequenceBuffer::new(SENT_BUFFER_PACKETS),
             received: SequenceBuffer::new(RECEIVED_BUFFER_PACKETS),
+            accepted: SequenceBuffer::new(RECEIVED_BUFFER_PACKETS),
             unresolved: 0,
             newest_ack: None,
             echoes: VecDeque::new(),
@@ -141,10 +151,10 @@ impl AckTracker {
             echo_delay_100us: NO_ECHO,
             ..Default::default()
         };
-        if let Some(ack) = self.received.newest() {
+        if let Some(ack) = self.accepted.newest() {
             h.ack = ack;
             for i in 0..32u16 {
-                if self.received.exists(ack.wrapping_sub(1 + i)) {
+                if self.accepted.exists(ack.wrapping_sub(1 + i)) {
                     h.ack_bits |= 1 << i;
                 }
             }
@@ -169,15 +179,37 @@ impl AckTracker {
         }
     }
 
-    /// Records a received sequence; call only for a packet that was accepted.
+    /// Records a received sequence (call only for a packet that authenticated); it is not acked until
+    /// `on_accept`.
     pub fn on_receive(&mut self, now_s: f64, sequence: u16) -> Result<(), ReceiveRefusal> {
         self.check_receive(sequence)?;
-        let _ = self.received.insert(sequence, ReceivedPacket);
+        let packet = ReceivedPacket {
+            arrived_s: now_s,
+            accepted: false,
+        };
+        let _ = self.received.insert(sequence, packet);
+        Ok(())
+    }
+
+    /// The game accepted `sequence`: it is acked from the next header on and echoed once. False when it was not
+    /// received, was accepted already, or has left the window.
+    pub fn on_accept(&mut self, sequence: u16) -> bool {
+        let Some(packet) = self.received.get_mut(sequence) else {
+            return false;
+        };
+        if packet.accepted {
+            return false;
+        }
+        packet.accepted = true;
+        let arrived_s = packet.arrived_s;
+        if self.accepted.insert(sequence, ()).is_err() {
+            return false;
+        }
         if self.echoes.len() >= MAX_PENDING_ECHOES {
             self.echoes.pop_front();
         }
-        self.echoes.push_back((sequence, now_s));
-        Ok(())
+        self.echoes.push_back((sequence, arrived_s));
+        true
     }
 
     /// Applies the peer's ack and echo fields: newly acked packets become `Acked` events, packets the acks have
@@ -260,11 +292,45 @@ impl AckTracker {
     pub fn was_received(&self, sequence: u16) -> bool {
         self.received.exists(sequence)
     }
+
+    /// Whether `sequence` was received and accepted (within the window).
+    pub fn was_accepted(&self, sequence: u16) -> bool {
+        self.received.get(sequence).is_some_and(|p| p.accepted)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl AckTracker {
+        fn deliver(&mut self, now_s: f64, sequence: u16) -> Result<(), ReceiveRefusal> {
+            self.on_receive(now_s, sequence)?;
+            assert!(self.on_accept(sequence));
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn only_accepted_packets_are_acked_and_echoed() {
+        let mut tx = AckTracker::new();
+        let mut rx = AckTracker::new();
+        let (a, b, c) = (tx.on_send(0.0, 10), tx.on_send(0.0, 10), tx.on_send(0.0, 10));
+        for s in [a, b, c] {
+            rx.on_receive(0.01, s).unwrap();
+        }
+        // Nothing accepted yet: the ack fields name nothing, and b stays unacked after the game refuses it.
+        assert_eq!(rx.ack_fields(0.02).ack, NOTHING_RECEIVED_ACK);
+        assert!(rx.on_accept(a) && rx.on_accept(c) && !rx.on_accept(c));
+        assert_eq!(rx.on_receive(0.02, b), Err(ReceiveRefusal::Duplicate));
+        let h = rx.ack_fields(0.03);
+        assert_eq!((h.ack, h.ack_bits & 0b11), (c, 0b10));
+        assert_eq!(h.echo_sequence, a);
+        tx.on_acks(0.04, &h);
+        let acked: Vec<_> = std::iter::from_fn(|| tx.pop_event()).collect();
+        assert_eq!(acked, vec![AckEvent::Acked(c), AckEvent::Acked(a)]);
+        assert!(rx.was_accepted(a) && !rx.was_accepted(b) && rx.was_received(b));
+    }
 
     #[test]
     fn ack_bits_name_exactly_what_arrived_across_the_wrap() {
@@ -277,7 +343,7 @@ mod tests {
             let seq = tx.on_send(0.0, 100);
             // Drop every third packet.
             if k % 3 != 1 {
-                rx.on_receive(0.0, seq).unwrap();
+                rx.deliver(0.0, seq).unwrap();
                 delivered.push(seq);
             }
         }
@@ -304,13 +370,13 @@ mod tests {
     #[test]
     fn duplicates_and_stale_packets_are_refused() {
         let mut rx = AckTracker::new();
-        rx.on_receive(0.0, 5).unwrap();
-        assert_eq!(rx.on_receive(0.0, 5), Err(ReceiveRefusal::Duplicate));
-        rx.on_receive(0.0, 5 + RECEIVED_BUFFER_PACKETS as u16).unwrap();
-        assert_eq!(rx.on_receive(0.0, 5), Err(ReceiveRefusal::TooOld));
+        rx.deliver(0.0, 5).unwrap();
+        assert_eq!(rx.deliver(0.0, 5), Err(ReceiveRefusal::Duplicate));
+        rx.deliver(0.0, 5 + RECEIVED_BUFFER_PACKETS as u16).unwrap();
+        assert_eq!(rx.deliver(0.0, 5), Err(ReceiveRefusal::TooOld));
         // Reordered but within the window: accepted once.
-        rx.on_receive(0.0, 100).unwrap();
-        assert_eq!(rx.on_receive(0.0, 100), Err(ReceiveRefusal::Duplicate));
+        rx.deliver(0.0, 100).unwrap();
+        assert_eq!(rx.deliver(0.0, 100), Err(ReceiveRefusal::Duplicate));
     }
 
     #[test]
@@ -318,7 +384,7 @@ mod tests {
         let mut tx = AckTracker::new();
         let mut rx = AckTracker::new();
         let first = tx.on_send(1.0, 10);
-        rx.on_receive(1.05, first).unwrap();
+        rx.deliver(1.05, first).unwrap();
         // The receiver holds the packet 8 ms before replying; the sample is the 100 ms path only.
         let h = rx.ack_fields(1.058);
         assert_eq!(h.echo_sequence, first);
@@ -336,7 +402,7 @@ mod tests {
         for _ in 0..200 {
             let seq = tx.on_send(0.0, 10);
             if seq != 3 {
-                rx.on_receive(0.0, seq).unwrap();
+                rx.deliver(0.0, seq).unwrap();
             }
         }
         let late = ConnectedHeader {

@@ -1,9 +1,10 @@
-//! One peer's connection: its address, session key, ack state and the estimates the game reads.
+//! One peer's connection: its address, keys and packet counters, ack state and the estimates the game reads.
 //!
 //! RTT and jitter are exponentially smoothed over ack samples; loss is the share of resolved packets (acked or
 //! lost) that were lost, smoothed the same way; bandwidths are measured over one-second windows.
 
 use crate::ack::{AckSamples, AckTracker};
+use crate::crypto::SessionKeys;
 use std::net::SocketAddr;
 
 /// Weight of a new RTT sample in the smoothed RTT and jitter.
@@ -61,9 +62,15 @@ impl RateMeter {
 #[derive(Debug, Clone)]
 pub struct Connection {
     pub addr: SocketAddr,
-    pub session_key: u32,
+    pub keys: SessionKeys,
+    /// The counter (nonce) of the next packet we seal; its low 16 bits are the ack tracker's next sequence.
+    pub send_counter: u64,
+    /// The newest counter the peer sealed that we opened.
+    pub newest_received: Option<u64>,
     pub client_salt: u64,
     pub peer_index: u8,
+    /// Peers in the session, the host included (what the accept told the guest).
+    pub peer_count: u8,
     pub acks: AckTracker,
     pub last_send_s: f64,
     pub last_receive_s: f64,
@@ -75,16 +82,25 @@ pub struct Connection {
 }
 
 impl Connection {
-    pub fn new(addr: SocketAddr, session_key: u32, client_salt: u64, peer_index: u8, now_s: f64) -> Self {
+    pub fn new(
+        addr: SocketAddr,
+        keys: SessionKeys,
+        client_salt: u64,
+        (peer_index, peer_count): (u8, u8),
+        now_s: f64,
+    ) -> Self {
         let meter = RateMeter {
             window_start_s: now_s,
             ..RateMeter::default()
         };
         Connection {
             addr,
-            session_key,
+            keys,
+            send_counter: 0,
+            newest_received: None,
             client_salt,
             peer_index,
+            peer_count,
             acks: AckTracker::new(),
             last_send_s: now_s,
             last_receive_s: now_s,
@@ -156,7 +172,18 @@ mod tests {
     #[test]
     fn estimates_converge() {
         let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let mut c = Connection::new(addr, 1, 2, 0, 0.0);
+        let pair = crate::crypto::KeyPair::random().unwrap();
+        let keys = crate::crypto::session_keys(
+            &pair,
+            &crate::crypto::KeyPair::random().unwrap().public,
+            &crate::crypto::JoinSecret::OPEN,
+            &pair.public,
+            &pair.public,
+            1,
+            true,
+        )
+        .unwrap();
+        let mut c = Connection::new(addr, keys, 2, (0, 2), 0.0);
         for i in 0..200 {
             let rtt = if i % 2 == 0 { 0.09 } else { 0.11 };
             c.on_ack_samples(AckSamples {

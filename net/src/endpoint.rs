@@ -2,26 +2,47 @@
 //! passes in the time and each received datagram, and takes out the datagrams to send, so the same code runs over
 //! a UDP socket, through the link simulator, or in a test with a hand-made clock.
 //!
-//! Handshake (all guest packets padded to `HANDSHAKE_REQUEST_BYTES`; every host reply is smaller):
-//! 1. guest → `Request { salt }`; the host answers `Challenge { salt, challenge }` where the challenge is a keyed
-//!    hash of the guest's address, salt and a time bucket. The host keeps no state for it, so a flood of requests
-//!    costs nothing but the (rate-limited) replies.
-//! 2. guest → `Response { salt, challenge }`; only a sender that received the challenge at that address can echo
-//!    it, so a spoofed address can't connect. The host opens a slot and answers `Accepted` with a session key.
-//! 3. Connected packets carry the session key; a packet from the right address with the wrong key is dropped.
+//! Handshake (all guest packets padded to `HANDSHAKE_REQUEST_BYTES`; every host reply is smaller, so the host
+//! never amplifies):
+//! 1. guest → `Request { salt, guest key }`; the host answers `Challenge { salt, cookie, host key }`, the cookie a
+//!    keyed BLAKE2s of the guest's address, salt and key and a time bucket. The host keeps no state for it and
+//!    spends one keyed hash, so a flood of requests costs it nothing it has to remember.
+//! 2. guest → `Response { salt, guest key, cookie, proof }`: only a sender that received the challenge at that
+//!    address can echo the cookie, so a forged address gets no further. The proof is an empty plaintext sealed
+//!    under the session keys, which both ends derive from X25519 and the join secret (see `crypto`). Only now does
+//!    the host spend an X25519 operation; if the proof opens it opens a slot and answers `Accepted`, sealed the
+//!    other way, so the guest knows the host has the secret too. A wrong secret gets `Denied(WrongSecret)`.
+//! 3. Connected packets are sealed (see `packet`); anything that does not open under the connection's key —
+//!    forged, corrupted, replayed from far back or sealed under another peer's key — is dropped and counted as
+//!    `forged`. An authentic replay within the window is a `duplicate` or `too_old`.
+//!
+//! Rate limits (see `rate_limit`): each source address has its own handshake bucket, and two global buckets cap
+//! the challenges sent and the proofs opened per second, the second reachable only with a valid cookie. The cost
+//! falls on the requester: it sends more bytes than it gets back and must complete a round trip at its own
+//! address before the host does any expensive work.
+//!
+//! Acks: a received payload is handed up as `Received` and acked only once the caller `accept`s it, so what the
+//! peer sees acked is what the game took (keep-alives and disconnects are accepted here).
+//!
+//! Buffers: datagrams and payloads live in buffers taken from a pool and returned to it, so once the pool has grown
+//! to the traffic nothing on the send or receive path allocates.
 //!
 //! A full host answers `Denied(Full)`; a request of another protocol version gets `Denied(VersionMismatch)`.
 
 use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
+use crate::crypto::{
+    restore_counter, same_bytes, session_keys, CookieKey, JoinSecret, KeyPair, RandomError, SessionKeys, COOKIE_BYTES,
+    HANDSHAKE_COUNTER, PUBLIC_KEY_BYTES, TAG_BYTES,
+};
 use crate::packet::{
-    read_packet, write_packet, ConnectedHeader, DenyReason, DisconnectReason, Packet, MAX_PACKET_BYTES,
+    read_packet, write_connected_clear, write_packet, ConnectedHeader, DenyReason, DisconnectReason, Packet,
+    PacketType, ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES,
     MAX_PAYLOAD_BYTES, MAX_PEERS_LIMIT, PROTOCOL_VERSION,
 };
-use crate::rng::Rng;
-use std::collections::hash_map::DefaultHasher;
+use crate::rate_limit::{AddressLimiter, TokenBucket};
+use crate::serialize::{ReadStream, WriteStream};
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use thiserror::Error;
 
@@ -31,6 +52,8 @@ const CHALLENGE_BUCKET_S: f64 = 10.0;
 const MAX_QUEUED_EVENTS: usize = 16_384;
 /// Datagrams kept for a caller that does not drain them.
 const MAX_QUEUED_DATAGRAMS: usize = 4096;
+/// Spare buffers kept for reuse; beyond this a returned buffer is freed.
+const MAX_POOLED_BUFFERS: usize = 1024;
 
 /// Endpoint settings; `Default` is the game's configuration.
 #[derive(Debug, Clone)]
@@ -46,12 +69,18 @@ pub struct EndpointConfig {
     pub handshake_resend_s: f64,
     /// Disconnect packets sent at once, so that one arrives under heavy loss.
     pub disconnect_redundancy: u32,
-    /// Handshake packets a host processes per second, and the burst it allows.
-    pub handshake_rate_per_s: f64,
-    pub handshake_burst: f64,
-    /// Seeds the salts, session keys and the challenge secret. `Default` takes it from `rng::entropy_seed`; tests
-    /// set it for reproducible runs (never in a live game: a known seed gives away the session keys).
-    pub seed: u64,
+    /// Handshake packets one source address may have answered per second, and the burst it may save up. A joining
+    /// guest resends every `handshake_resend_s` (10 a second), well inside it.
+    pub handshake_rate_per_address_per_s: f64,
+    pub handshake_burst_per_address: f64,
+    /// Challenges the host sends per second over all addresses: bounds its upload under a flood of requests
+    /// (20,000 challenges of 60 bytes is under 15 Mbit/s with IP headers).
+    pub challenge_rate_per_s: f64,
+    /// Proofs the host opens per second over all addresses (each costs an X25519 operation, about 50 µs).
+    pub response_rate_per_s: f64,
+    /// On a host: the secret its guests must have (`None`: a fresh random one, read back with `join_secret`;
+    /// `JoinSecret::OPEN` for an open game). On a guest: the secret from the join code (`None`: an open game).
+    pub join_secret: Option<JoinSecret>,
 }
 
 impl Default for EndpointConfig {
@@ -63,9 +92,11 @@ impl Default for EndpointConfig {
             keepalive_interval_s: 0.1,
             handshake_resend_s: 0.1,
             disconnect_redundancy: 10,
-            handshake_rate_per_s: 64.0,
-            handshake_burst: 64.0,
-            seed: crate::rng::entropy_seed(),
+            handshake_rate_per_address_per_s: 16.0,
+            handshake_burst_per_address: 32.0,
+            challenge_rate_per_s: 20_000.0,
+            response_rate_per_s: 256.0,
+            join_secret: None,
         }
     }
 }
@@ -81,6 +112,8 @@ pub enum ConnectError {
     Full,
     #[error("protocol version mismatch: host speaks {host_version}, we speak {ours}")]
     VersionMismatch { host_version: u8, ours: u8 },
+    #[error("the host refused our join code: it is wrong or from an earlier game (ask the host for the current one)")]
+    WrongSecret,
     #[error("no answer from the host")]
     TimedOut,
 }
@@ -92,6 +125,13 @@ pub enum SendError {
     TooLarge { bytes: usize, max: usize },
     #[error("peer {0:?} is not connected")]
     NotConnected(PeerId),
+}
+
+/// Why an endpoint could not start.
+#[derive(Debug, Clone, Error)]
+pub enum EndpointError {
+    #[error("cannot make keys: {0}")]
+    Random(#[from] RandomError),
 }
 
 /// What the caller learns from `pop_event`.
@@ -107,11 +147,12 @@ pub enum EndpointEvent {
         peer: PeerId,
         reason: DisconnectReason,
     },
-    /// A payload, delivered at most once (it may arrive out of order: compare sequences).
+    /// A payload that opened under the peer's key, delivered at most once (it may arrive out of order: compare
+    /// sequences). Its bytes are `Endpoint::payload()` until the next `pop_event`. It is acked only once the caller
+    /// passes its sequence to `accept`.
     Received {
         peer: PeerId,
         sequence: u16,
-        data: Vec<u8>,
     },
     Acked {
         peer: PeerId,
@@ -130,9 +171,18 @@ pub struct DropCounters {
     pub malformed: u64,
     pub unknown_sender: u64,
     pub wrong_version: u64,
+    /// Responses whose cookie was not one this host issued to that address lately.
     pub bad_challenge: u64,
+    /// Handshake packets over the per-address or global rate.
     pub rate_limited: u64,
+    /// Sealed packets that did not open: forged, corrupted, replayed from beyond the window, sealed under another
+    /// peer's key, or a handshake packet with a bad seal or a low-order key.
+    pub forged: u64,
+    /// Responses whose proof did not open: a guest without this game's join secret.
+    pub wrong_secret: u64,
+    /// Authentic packets received before (a network duplicate or a replay within the window).
     pub duplicate: u64,
+    /// Authentic packets older than the receive window.
     pub too_old: u64,
     pub unexpected: u64,
     pub events_overflowed: u64,
@@ -142,7 +192,10 @@ pub struct DropCounters {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GuestState {
     Requesting,
-    Responding { challenge: u64 },
+    Responding {
+        cookie: [u8; COOKIE_BYTES],
+        proof: [u8; TAG_BYTES],
+    },
     Connected,
     Failed,
     Disconnected,
@@ -160,63 +213,125 @@ enum Role {
     },
 }
 
+/// What a handshake seal binds, besides its key: the version and the salt, and for the proof the guest's key and
+/// the cookie.
+fn handshake_aad(
+    version: u8,
+    salt: u64,
+    guest_public: Option<(&[u8; PUBLIC_KEY_BYTES], &[u8; COOKIE_BYTES])>,
+) -> ([u8; 1 + 8 + PUBLIC_KEY_BYTES + COOKIE_BYTES], usize) {
+    let mut aad = [0u8; 1 + 8 + PUBLIC_KEY_BYTES + COOKIE_BYTES];
+    aad[0] = version;
+    aad[1..9].copy_from_slice(&salt.to_le_bytes());
+    match guest_public {
+        Some((public, cookie)) => {
+            aad[9..9 + PUBLIC_KEY_BYTES].copy_from_slice(public);
+            aad[9 + PUBLIC_KEY_BYTES..].copy_from_slice(cookie);
+            (aad, aad.len())
+        }
+        None => (aad, 9),
+    }
+}
+
 /// A host or a guest.
 #[derive(Debug)]
 pub struct Endpoint {
     config: EndpointConfig,
     role: Role,
-    rng: Rng,
-    secret: u64,
+    /// The host's key pair for its whole life; a guest's for this join.
+    keys: KeyPair,
+    cookie_key: CookieKey,
+    join_secret: JoinSecret,
+    /// A guest's session keys between its response and the host's accept.
+    pending_keys: Option<SessionKeys>,
     slots: Vec<Option<Connection>>,
     events: VecDeque<EndpointEvent>,
+    /// The bytes of each `Received` in `events`, in the same order.
+    payloads: VecDeque<Vec<u8>>,
+    /// The bytes of the last `Received` popped.
+    payload: Vec<u8>,
     outgoing: VecDeque<(SocketAddr, Vec<u8>)>,
+    /// The datagram last popped by `pop_outgoing`.
+    popped: Vec<u8>,
+    pool: Vec<Vec<u8>>,
+    /// Where a sealed packet is opened (a copy: the datagram is the caller's).
+    scratch: Box<[u8; MAX_PACKET_BYTES]>,
     drops: DropCounters,
-    tokens: f64,
-    tokens_time_s: f64,
+    address_limits: AddressLimiter,
+    challenge_tokens: TokenBucket,
+    response_tokens: TokenBucket,
 }
 
 impl Endpoint {
-    fn new(config: EndpointConfig, role: Role, slots: usize, now_s: f64) -> Self {
-        let mut rng = Rng::new(config.seed);
-        let secret = rng.next_u64();
-        let tokens = config.handshake_burst;
-        Endpoint {
+    fn new(config: EndpointConfig, role: Role, slots: usize, now_s: f64) -> Result<Self, EndpointError> {
+        let address_limits = AddressLimiter::new(
+            config.handshake_rate_per_address_per_s,
+            config.handshake_burst_per_address,
+            now_s,
+        );
+        let is_host = matches!(role, Role::Host);
+        let join_secret = match config.join_secret {
+            Some(secret) => secret,
+            None if is_host => JoinSecret::random()?,
+            None => JoinSecret::OPEN,
+        };
+        Ok(Endpoint {
+            challenge_tokens: TokenBucket::full(config.challenge_rate_per_s, now_s),
+            response_tokens: TokenBucket::full(config.response_rate_per_s, now_s),
             config,
             role,
-            rng,
-            secret,
+            keys: KeyPair::random()?,
+            cookie_key: CookieKey::random()?,
+            join_secret,
+            pending_keys: None,
             slots: vec![None; slots],
             events: VecDeque::new(),
+            payloads: VecDeque::new(),
+            payload: Vec::with_capacity(MAX_PACKET_BYTES),
             outgoing: VecDeque::new(),
+            popped: Vec::with_capacity(MAX_PACKET_BYTES),
+            pool: Vec::new(),
+            scratch: Box::new([0; MAX_PACKET_BYTES]),
             drops: DropCounters::default(),
-            tokens,
-            tokens_time_s: now_s,
-        }
+            address_limits,
+        })
     }
 
     /// A host accepting `config.max_players - 1` guests (clamped to what the wire can name).
-    pub fn host(config: EndpointConfig, now_s: f64) -> Self {
+    pub fn host(config: EndpointConfig, now_s: f64) -> Result<Self, EndpointError> {
         let guests = config.max_players.clamp(2, usize::from(MAX_PEERS_LIMIT)) - 1;
         Self::new(config, Role::Host, guests, now_s)
     }
 
     /// A guest that starts its handshake with `host` at once.
-    pub fn join(config: EndpointConfig, host: SocketAddr, now_s: f64) -> Self {
-        let mut e = Self::new(config, Role::Host, 1, now_s);
-        let salt = e.rng.next_u64();
-        e.role = Role::Guest {
+    pub fn join(config: EndpointConfig, host: SocketAddr, now_s: f64) -> Result<Self, EndpointError> {
+        let salt = crate::crypto::os_random_u64()?;
+        let role = Role::Guest {
             host,
             salt,
             state: GuestState::Requesting,
             started_s: now_s,
             last_handshake_s: now_s,
         };
-        e.emit_packet(host, &Packet::Request { client_salt: salt });
-        e
+        let mut e = Self::new(config, role, 1, now_s)?;
+        let public_key = e.keys.public;
+        e.emit_packet(
+            host,
+            &Packet::Request {
+                client_salt: salt,
+                public_key,
+            },
+        );
+        Ok(e)
     }
 
     pub fn is_host(&self) -> bool {
         matches!(self.role, Role::Host)
+    }
+
+    /// On a host: the secret guests must have (goes into the join code). On a guest: the one it joins with.
+    pub fn join_secret(&self) -> JoinSecret {
+        self.join_secret
     }
 
     /// On a guest: connected to the host. On a host: always true.
@@ -247,28 +362,76 @@ impl Endpoint {
         self.slot(peer).map(Connection::stats)
     }
 
-    /// Whether `sequence` from `peer` was received, while it is still within the receive window (512 packets):
-    /// an oracle for tests and `net-soak` to check acks against.
+    /// Whether `sequence` from `peer` was received and accepted, while it is still within the receive window
+    /// (512 packets): an oracle for tests and `net-soak` to check acks against.
     pub fn has_received(&self, peer: PeerId, sequence: u16) -> bool {
-        self.slot(peer).is_some_and(|c| c.acks.was_received(sequence))
+        self.slot(peer).is_some_and(|c| c.acks.was_accepted(sequence))
     }
 
+    /// The keys of the connection to `peer`, as this end uses them (it sends with `send`). For tests and tools that
+    /// must speak as this end — the attacker fuzzers seal hostile packets with a guest's keys; the endpoint itself
+    /// never hands its keys to anything else.
+    pub fn peer_keys(&self, peer: PeerId) -> Option<SessionKeys> {
+        self.slot(peer).map(|c| c.keys.clone())
+    }
+
+    /// The next event. After a `Received`, its bytes are `payload()`.
     pub fn pop_event(&mut self) -> Option<EndpointEvent> {
-        self.events.pop_front()
+        let event = self.events.pop_front()?;
+        if matches!(event, EndpointEvent::Received { .. }) {
+            if let Some(bytes) = self.payloads.pop_front() {
+                let old = std::mem::replace(&mut self.payload, bytes);
+                self.recycle(old);
+            }
+        }
+        Some(event)
     }
 
-    /// The next datagram to put on the wire, with its destination.
-    pub fn pop_outgoing(&mut self) -> Option<(SocketAddr, Vec<u8>)> {
-        self.outgoing.pop_front()
+    /// The bytes of the `Received` last popped.
+    pub fn payload(&self) -> &[u8] {
+        &self.payload
+    }
+
+    /// The game took the payload `sequence` from `peer`: it is acked from the next packet on. Returns false when
+    /// there is no such payload in the receive window (or it was accepted already).
+    pub fn accept(&mut self, peer: PeerId, sequence: u16) -> bool {
+        self.slots
+            .get_mut(usize::from(peer.0))
+            .and_then(Option::as_mut)
+            .is_some_and(|c| c.acks.on_accept(sequence))
+    }
+
+    /// The next datagram to put on the wire, with its destination; the bytes are valid until the next call.
+    pub fn pop_outgoing(&mut self) -> Option<(SocketAddr, &[u8])> {
+        let (to, bytes) = self.outgoing.pop_front()?;
+        let old = std::mem::replace(&mut self.popped, bytes);
+        self.recycle(old);
+        Some((to, &self.popped))
     }
 
     fn slot(&self, peer: PeerId) -> Option<&Connection> {
         self.slots.get(usize::from(peer.0)).and_then(Option::as_ref)
     }
 
+    fn buffer(&mut self) -> Vec<u8> {
+        let mut b = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(MAX_PACKET_BYTES));
+        b.clear();
+        b
+    }
+
+    fn recycle(&mut self, buffer: Vec<u8>) {
+        if self.pool.len() < MAX_POOLED_BUFFERS {
+            self.pool.push(buffer);
+        }
+    }
+
     fn push_event(&mut self, event: EndpointEvent) {
         if self.events.len() >= MAX_QUEUED_EVENTS {
-            self.events.pop_front();
+            if let Some(EndpointEvent::Received { .. }) = self.events.pop_front() {
+                if let Some(b) = self.payloads.pop_front() {
+                    self.recycle(b);
+                }
+            }
             self.drops.events_overflowed += 1;
         }
         self.events.push_back(event);
@@ -276,30 +439,32 @@ impl Endpoint {
 
     fn emit(&mut self, to: SocketAddr, bytes: Vec<u8>) {
         if self.outgoing.len() >= MAX_QUEUED_DATAGRAMS {
-            self.outgoing.pop_front();
+            if let Some((_, b)) = self.outgoing.pop_front() {
+                self.recycle(b);
+            }
             self.drops.datagrams_overflowed += 1;
         }
         self.outgoing.push_back((to, bytes));
     }
 
-    /// Encodes and queues a packet; returns its size. Only our own well-formed packets come here, so an encoding
-    /// failure is a bug, reported through tracing and dropped rather than panicking in a live game.
     /// Refuses a handshake, saying why.
     fn deny(&mut self, to: SocketAddr, client_salt: u64, reason: DenyReason) {
         self.emit_packet(to, &Packet::Denied { client_salt, reason });
     }
 
-    fn emit_packet(&mut self, to: SocketAddr, packet: &Packet<'_>) -> usize {
-        let mut buf = vec![0u8; MAX_PACKET_BYTES];
+    /// Encodes and queues a handshake packet. Only our own well-formed packets come here, so an encoding failure is
+    /// a bug, reported through tracing and dropped rather than panicking in a live game.
+    fn emit_packet(&mut self, to: SocketAddr, packet: &Packet<'_>) {
+        let mut buf = self.buffer();
+        buf.resize(MAX_PACKET_BYTES, 0);
         match write_packet(packet, self.config.protocol_version, &mut buf) {
             Ok(n) => {
                 buf.truncate(n);
                 self.emit(to, buf);
-                n
             }
             Err(e) => {
                 tracing::error!("could not encode {packet:?}: {e}");
-                0
+                self.recycle(buf);
             }
         }
     }
@@ -312,41 +477,59 @@ impl Endpoint {
                 max: MAX_PAYLOAD_BYTES,
             });
         }
-        self.send_connected(now_s, peer, Some(payload))
+        self.send_connected(now_s, peer, PacketType::Payload, payload)
             .ok_or(SendError::NotConnected(peer))
     }
 
-    /// Sends a payload packet, or a keep-alive when `payload` is `None`.
-    fn send_connected(&mut self, now_s: f64, peer: PeerId, payload: Option<&[u8]>) -> Option<u16> {
-        let conn = self.slots.get_mut(usize::from(peer.0))?.as_mut()?;
-        let bytes = crate::packet::CONNECTED_HEADER_BYTES + payload.map_or(0, <[u8]>::len);
+    /// Seals and queues a connected packet (payload, keep-alive or disconnect) with the next counter.
+    fn send_connected(&mut self, now_s: f64, peer: PeerId, packet_type: PacketType, body: &[u8]) -> Option<u16> {
+        let mut buf = self.buffer();
+        let Some(conn) = self.slots.get_mut(usize::from(peer.0)).and_then(Option::as_mut) else {
+            self.recycle(buf);
+            return None;
+        };
+        let bytes = CONNECTED_HEADER_BYTES + body.len();
         let mut header = conn.acks.ack_fields(now_s);
         header.sequence = conn.acks.on_send(now_s, bytes);
-        header.session_key = conn.session_key;
-        let sequence = header.sequence;
+        let counter = conn.send_counter;
+        conn.send_counter += 1;
+        debug_assert_eq!(
+            counter as u16, header.sequence,
+            "the counter's low bits are the sequence"
+        );
         conn.on_sent(now_s, bytes);
+        buf.resize(bytes, 0);
+        let sealed_end = bytes - TAG_BYTES;
+        let written = write_connected_clear(packet_type, header.sequence, &mut buf).and_then(|()| {
+            let mut w = WriteStream::new(&mut buf[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES]);
+            header.serialize_ack_fields(&mut w)?;
+            w.finish()
+        });
+        if let Err(e) = written {
+            tracing::error!("could not encode a connected header: {e}");
+            self.recycle(buf);
+            return None;
+        }
+        buf[CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES..sealed_end].copy_from_slice(body);
+        let (clear, sealed) = buf.split_at_mut(CONNECTED_CLEAR_BYTES);
+        let plain_len = sealed_end - CONNECTED_CLEAR_BYTES;
+        let tag = conn.keys.send.seal(counter, clear, &mut sealed[..plain_len]);
+        sealed[plain_len..].copy_from_slice(&tag);
         let addr = conn.addr;
-        let packet = match payload {
-            Some(payload) => Packet::Payload { header, payload },
-            None => Packet::KeepAlive { header },
-        };
-        self.emit_packet(addr, &packet);
+        self.emit(addr, buf);
         self.drain_ack_events(peer);
-        Some(sequence)
+        Some(header.sequence)
     }
 
     fn drain_ack_events(&mut self, peer: PeerId) {
-        let Some(conn) = self.slots.get_mut(usize::from(peer.0)).and_then(Option::as_mut) else {
-            return;
-        };
-        let mut pending = Vec::new();
-        while let Some(e) = conn.acks.pop_event() {
+        loop {
+            let Some(conn) = self.slots.get_mut(usize::from(peer.0)).and_then(Option::as_mut) else {
+                return;
+            };
+            let Some(e) = conn.acks.pop_event() else { return };
             if let AckEvent::Lost(_) = e {
                 conn.on_lost();
             }
-            pending.push(e);
-        }
-        for e in pending {
             self.push_event(match e {
                 AckEvent::Acked(sequence) => EndpointEvent::Acked { peer, sequence },
                 AckEvent::Lost(sequence) => EndpointEvent::Lost { peer, sequence },
@@ -355,35 +538,34 @@ impl Endpoint {
     }
 
     /// Closes the connection to `peer`, telling it several times over.
-    pub fn disconnect(&mut self, peer: PeerId) {
-        self.close(peer, DisconnectReason::Closed, true);
+    pub fn disconnect(&mut self, now_s: f64, peer: PeerId) {
+        self.close(now_s, peer, DisconnectReason::Closed, true);
     }
 
     /// Closes everything (a host shutting down, a guest leaving).
-    pub fn shutdown(&mut self) {
+    pub fn shutdown(&mut self, now_s: f64) {
         let reason = if self.is_host() {
             DisconnectReason::HostShutdown
         } else {
             DisconnectReason::Closed
         };
         for i in 0..self.slots.len() {
-            self.close(PeerId(i as u8), reason, true);
+            self.close(now_s, PeerId(i as u8), reason, true);
         }
     }
 
-    fn close(&mut self, peer: PeerId, reason: DisconnectReason, notify: bool) {
+    fn close(&mut self, now_s: f64, peer: PeerId, reason: DisconnectReason, notify: bool) {
+        if self.slot(peer).is_none() {
+            return;
+        }
+        if notify {
+            for _ in 0..self.config.disconnect_redundancy {
+                self.send_connected(now_s, peer, PacketType::Disconnect, &[reason.code()]);
+            }
+        }
         let Some(conn) = self.slots.get_mut(usize::from(peer.0)).and_then(Option::take) else {
             return;
         };
-        if notify {
-            let packet = Packet::Disconnect {
-                session_key: conn.session_key,
-                reason,
-            };
-            for _ in 0..self.config.disconnect_redundancy {
-                self.emit_packet(conn.addr, &packet);
-            }
-        }
         if let Role::Guest { state, .. } = &mut self.role {
             *state = GuestState::Disconnected;
         }
@@ -404,16 +586,23 @@ impl Endpoint {
             let waiting = matches!(state, GuestState::Requesting | GuestState::Responding { .. });
             if waiting && now_s - started_s >= self.config.timeout_s {
                 self.set_guest_state(GuestState::Failed);
+                self.pending_keys = None;
                 self.push_event(EndpointEvent::ConnectFailed {
                     reason: ConnectError::TimedOut,
                 });
             } else if waiting && now_s - last_handshake_s >= self.config.handshake_resend_s {
+                let public_key = self.keys.public;
                 let packet = match state {
-                    GuestState::Responding { challenge } => Packet::Response {
+                    GuestState::Responding { cookie, proof } => Packet::Response {
                         client_salt: salt,
-                        challenge,
+                        public_key,
+                        cookie,
+                        proof,
                     },
-                    _ => Packet::Request { client_salt: salt },
+                    _ => Packet::Request {
+                        client_salt: salt,
+                        public_key,
+                    },
                 };
                 self.emit_packet(host, &packet);
                 if let Role::Guest { last_handshake_s, .. } = &mut self.role {
@@ -426,9 +615,9 @@ impl Endpoint {
             let Some(conn) = self.slots[i].as_mut() else { continue };
             conn.update_rates(now_s);
             if now_s - conn.last_receive_s >= self.config.timeout_s {
-                self.close(peer, DisconnectReason::TimedOut, false);
+                self.close(now_s, peer, DisconnectReason::TimedOut, false);
             } else if now_s - conn.last_send_s >= self.config.keepalive_interval_s {
-                self.send_connected(now_s, peer, None);
+                self.send_connected(now_s, peer, PacketType::KeepAlive, &[]);
             }
         }
     }
@@ -449,34 +638,24 @@ impl Endpoint {
                 return;
             }
         };
+        if let Packet::Connected {
+            packet_type,
+            sequence,
+            sealed,
+        } = packet
+        {
+            let clear = &data[..CONNECTED_CLEAR_BYTES];
+            match self.role {
+                Role::Guest { host, .. } if host != from => self.drops.unknown_sender += 1,
+                _ => self.connected_receive(now_s, from, version, packet_type, sequence, clear, sealed),
+            }
+            return;
+        }
         match self.role {
             Role::Host => self.host_receive(now_s, from, version, &packet),
             Role::Guest { host, .. } if host == from => self.guest_receive(now_s, version, &packet),
             Role::Guest { .. } => self.drops.unknown_sender += 1,
         }
-    }
-
-    /// Token bucket shared by all handshake packets: bounds the host's reply rate under a flood.
-    fn take_handshake_token(&mut self, now_s: f64) -> bool {
-        let elapsed = (now_s - self.tokens_time_s).max(0.0);
-        self.tokens_time_s = now_s;
-        self.tokens = (self.tokens + elapsed * self.config.handshake_rate_per_s).min(self.config.handshake_burst);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            self.drops.rate_limited += 1;
-            false
-        }
-    }
-
-    fn challenge_for(&self, addr: SocketAddr, salt: u64, bucket: i64) -> u64 {
-        let mut h = DefaultHasher::new();
-        self.secret.hash(&mut h);
-        addr.hash(&mut h);
-        salt.hash(&mut h);
-        bucket.hash(&mut h);
-        h.finish()
     }
 
     fn challenge_bucket(now_s: f64) -> i64 {
@@ -491,8 +670,12 @@ impl Endpoint {
 
     fn host_receive(&mut self, now_s: f64, from: SocketAddr, version: u8, packet: &Packet<'_>) {
         match *packet {
-            Packet::Request { client_salt } => {
-                if !self.take_handshake_token(now_s) {
+            Packet::Request {
+                client_salt,
+                public_key,
+            } => {
+                if !self.address_limits.allow(from, now_s) {
+                    self.drops.rate_limited += 1;
                     return;
                 }
                 if version != self.config.protocol_version {
@@ -511,61 +694,123 @@ impl Endpoint {
                     self.deny(from, client_salt, DenyReason::Full);
                     return;
                 }
-                let challenge = self.challenge_for(from, client_salt, Self::challenge_bucket(now_s));
-                self.emit_packet(from, &Packet::Challenge { client_salt, challenge });
-            }
-            Packet::Response { client_salt, challenge } => {
-                if version != self.config.protocol_version {
-                    self.drops.wrong_version += 1;
-                    return;
-                }
-                if !self.take_handshake_token(now_s) {
+                if !self.challenge_tokens.take(
+                    now_s,
+                    self.config.challenge_rate_per_s,
+                    self.config.challenge_rate_per_s,
+                ) {
+                    self.drops.rate_limited += 1;
                     return;
                 }
                 let bucket = Self::challenge_bucket(now_s);
-                let valid = challenge == self.challenge_for(from, client_salt, bucket)
-                    || challenge == self.challenge_for(from, client_salt, bucket - 1);
-                if !valid {
-                    self.drops.bad_challenge += 1;
-                    return;
-                }
-                if let Some(i) = self.find_by_addr(from) {
-                    self.resend_accept(i, client_salt);
-                    return;
-                }
-                let Some(i) = self.slots.iter().position(Option::is_none) else {
-                    self.deny(from, client_salt, DenyReason::Full);
-                    return;
-                };
-                let session_key = self.rng.next_u32();
-                self.slots[i] = Some(Connection::new(from, session_key, client_salt, i as u8, now_s));
-                tracing::debug!("guest {from} connected in slot {i}");
-                self.resend_accept(i, client_salt);
-                self.push_event(EndpointEvent::Connected { peer: PeerId(i as u8) });
+                let cookie = self.cookie_key.cookie(from, client_salt, &public_key, bucket);
+                let host_public = self.keys.public;
+                self.emit_packet(
+                    from,
+                    &Packet::Challenge {
+                        client_salt,
+                        cookie,
+                        public_key: host_public,
+                    },
+                );
             }
-            Packet::KeepAlive { header } => self.connected_receive(now_s, from, version, &header, None),
-            Packet::Payload { header, payload } => self.connected_receive(now_s, from, version, &header, Some(payload)),
-            Packet::Disconnect { session_key, .. } => self.disconnect_receive(from, session_key),
-            Packet::Challenge { .. } | Packet::Accepted { .. } | Packet::Denied { .. } => self.drops.unexpected += 1,
+            Packet::Response {
+                client_salt,
+                public_key,
+                cookie,
+                proof,
+            } => self.host_receive_response(now_s, from, version, client_salt, &public_key, &cookie, &proof),
+            Packet::Challenge { .. } | Packet::Accepted { .. } | Packet::Denied { .. } | Packet::Connected { .. } => {
+                self.drops.unexpected += 1
+            }
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
+    fn host_receive_response(
+        &mut self,
+        now_s: f64,
+        from: SocketAddr,
+        version: u8,
+        client_salt: u64,
+        public_key: &[u8; PUBLIC_KEY_BYTES],
+        cookie: &[u8; COOKIE_BYTES],
+        proof: &[u8; TAG_BYTES],
+    ) {
+        if version != self.config.protocol_version {
+            self.drops.wrong_version += 1;
+            return;
+        }
+        if !self.address_limits.allow(from, now_s) {
+            self.drops.rate_limited += 1;
+            return;
+        }
+        let bucket = Self::challenge_bucket(now_s);
+        let valid = [bucket, bucket - 1]
+            .iter()
+            .any(|&b| same_bytes(cookie, &self.cookie_key.cookie(from, client_salt, public_key, b)));
+        if !valid {
+            self.drops.bad_challenge += 1;
+            return;
+        }
+        if let Some(i) = self.find_by_addr(from) {
+            self.resend_accept(i, client_salt);
+            return;
+        }
+        let Some(i) = self.slots.iter().position(Option::is_none) else {
+            self.deny(from, client_salt, DenyReason::Full);
+            return;
+        };
+        let rate = self.config.response_rate_per_s;
+        if !self.response_tokens.take(now_s, rate, rate) {
+            self.drops.rate_limited += 1;
+            return;
+        }
+        let host_public = self.keys.public;
+        let Some(keys) = session_keys(
+            &self.keys,
+            public_key,
+            &self.join_secret,
+            &host_public,
+            public_key,
+            client_salt,
+            true,
+        ) else {
+            self.drops.forged += 1;
+            return;
+        };
+        let (aad, n) = handshake_aad(version, client_salt, Some((public_key, cookie)));
+        if !keys.receive.open(HANDSHAKE_COUNTER, &aad[..n], &mut [], proof) {
+            self.drops.wrong_secret += 1;
+            self.deny(from, client_salt, DenyReason::WrongSecret);
+            return;
+        }
+        let index = (i as u8 + 1, self.slots.len() as u8 + 1);
+        self.slots[i] = Some(Connection::new(from, keys, client_salt, index, now_s));
+        tracing::debug!("guest {from} connected in slot {i}");
+        self.resend_accept(i, client_salt);
+        self.push_event(EndpointEvent::Connected { peer: PeerId(i as u8) });
+    }
+
     /// Answers a repeated handshake from a connected guest (its accept was lost); a different salt at the same
-    /// address is a new guest that must wait for the old connection to time out.
+    /// address is a new guest that must wait for the old connection to time out. The accept is sealed with the
+    /// handshake counter each time: the same plaintext under the same nonce gives the same bytes, which tell an
+    /// onlooker nothing new.
     fn resend_accept(&mut self, slot: usize, client_salt: u64) {
+        let version = self.config.protocol_version;
         let Some(conn) = self.slots[slot].as_ref() else { return };
         if conn.client_salt != client_salt {
             self.drops.unexpected += 1;
             return;
         }
-        let packet = Packet::Accepted {
-            client_salt,
-            session_key: conn.session_key,
-            peer_index: slot as u8 + 1,
-            max_peers: self.slots.len() as u8 + 1,
-        };
+        let mut sealed = [0u8; ACCEPT_SEALED_BYTES];
+        sealed[0] = conn.peer_index;
+        sealed[1] = conn.peer_count;
+        let (aad, n) = handshake_aad(version, client_salt, None);
+        let tag = conn.keys.send.seal(HANDSHAKE_COUNTER, &aad[..n], &mut sealed[..2]);
+        sealed[2..].copy_from_slice(&tag);
         let addr = conn.addr;
-        self.emit_packet(addr, &packet);
+        self.emit_packet(addr, &Packet::Accepted { client_salt, sealed });
     }
 
     fn guest_receive(&mut self, now_s: f64, version: u8, packet: &Packet<'_>) {
@@ -581,79 +826,112 @@ impl Endpoint {
                         host_version,
                         ours: self.config.protocol_version,
                     },
+                    DenyReason::WrongSecret => ConnectError::WrongSecret,
                 };
                 tracing::warn!("host {host} refused us: {reason}");
                 self.set_guest_state(GuestState::Failed);
+                self.pending_keys = None;
                 self.push_event(EndpointEvent::ConnectFailed { reason });
             }
             _ if version != self.config.protocol_version => self.drops.wrong_version += 1,
-            Packet::Challenge { client_salt, challenge } if state == GuestState::Requesting && client_salt == salt => {
-                self.set_guest_state(GuestState::Responding { challenge });
+            Packet::Challenge {
+                client_salt,
+                cookie,
+                public_key: host_public,
+            } if state == GuestState::Requesting && client_salt == salt => {
+                let own_public = self.keys.public;
+                let Some(keys) = session_keys(
+                    &self.keys,
+                    &host_public,
+                    &self.join_secret,
+                    &host_public,
+                    &own_public,
+                    salt,
+                    false,
+                ) else {
+                    self.drops.forged += 1;
+                    return;
+                };
+                let (aad, n) = handshake_aad(version, salt, Some((&own_public, &cookie)));
+                let proof = keys.send.seal(HANDSHAKE_COUNTER, &aad[..n], &mut []);
+                self.pending_keys = Some(keys);
+                self.set_guest_state(GuestState::Responding { cookie, proof });
                 self.emit_packet(
                     host,
                     &Packet::Response {
                         client_salt: salt,
-                        challenge,
+                        public_key: own_public,
+                        cookie,
+                        proof,
                     },
                 );
                 if let Role::Guest { last_handshake_s, .. } = &mut self.role {
                     *last_handshake_s = now_s;
                 }
             }
-            Packet::Accepted {
-                client_salt,
-                session_key,
-                ..
-            } if handshaking && client_salt == salt => {
-                self.slots[0] = Some(Connection::new(host, session_key, salt, 0, now_s));
+            Packet::Accepted { client_salt, sealed } if client_salt == salt => {
+                let Some(keys) = self
+                    .pending_keys
+                    .as_ref()
+                    .filter(|_| matches!(state, GuestState::Responding { .. }))
+                else {
+                    self.drops.unexpected += 1;
+                    return;
+                };
+                let mut plain = [sealed[0], sealed[1]];
+                let tag: &[u8; TAG_BYTES] = sealed[2..].try_into().expect("fixed size");
+                let (aad, n) = handshake_aad(version, salt, None);
+                if !keys.receive.open(HANDSHAKE_COUNTER, &aad[..n], &mut plain, tag) {
+                    self.drops.forged += 1;
+                    return;
+                }
+                let [index, count] = plain;
+                if count == 0 || count > MAX_PEERS_LIMIT || index == 0 || index >= count {
+                    self.drops.malformed += 1;
+                    return;
+                }
+                let keys = self.pending_keys.take().expect("checked above");
+                self.slots[0] = Some(Connection::new(host, keys, salt, (index, count), now_s));
                 self.set_guest_state(GuestState::Connected);
-                tracing::debug!("connected to host {host}");
+                tracing::debug!("connected to host {host} as peer {index} of {count}");
                 self.push_event(EndpointEvent::Connected { peer: PeerId(0) });
             }
-            Packet::KeepAlive { header } => self.connected_receive(now_s, host, version, &header, None),
-            Packet::Payload { header, payload } => self.connected_receive(now_s, host, version, &header, Some(payload)),
-            Packet::Disconnect { session_key, .. } => self.disconnect_receive(host, session_key),
             _ => self.drops.unexpected += 1,
         }
     }
 
-    fn disconnect_receive(&mut self, from: SocketAddr, session_key: u32) {
-        match self.find_by_addr(from) {
-            Some(i) if self.slots[i].as_ref().is_some_and(|c| c.session_key == session_key) => {
-                self.close(PeerId(i as u8), DisconnectReason::Closed, false)
-            }
-            _ => self.drops.unknown_sender += 1,
-        }
-    }
-
+    /// Opens a sealed packet from `from`; only what opens under that connection's key and is new changes anything.
+    #[allow(clippy::too_many_arguments)]
     fn connected_receive(
         &mut self,
         now_s: f64,
         from: SocketAddr,
         version: u8,
-        header: &ConnectedHeader,
-        payload: Option<&[u8]>,
+        packet_type: PacketType,
+        sequence: u16,
+        clear: &[u8],
+        sealed: &[u8],
     ) {
         if version != self.config.protocol_version {
             self.drops.wrong_version += 1;
             return;
         }
-        let slot = match self.find_by_addr(from) {
-            Some(i)
-                if self.slots[i]
-                    .as_ref()
-                    .is_some_and(|c| c.session_key == header.session_key) =>
-            {
-                i
-            }
-            _ => {
-                self.drops.unknown_sender += 1;
-                return;
-            }
+        let Some(slot) = self.find_by_addr(from) else {
+            self.drops.unknown_sender += 1;
+            return;
         };
         let peer = PeerId(slot as u8);
         let Some(conn) = self.slots[slot].as_mut() else { return };
-        match conn.acks.on_receive(now_s, header.sequence) {
+        let plain_len = sealed.len() - TAG_BYTES;
+        let tag: &[u8; TAG_BYTES] = sealed[plain_len..].try_into().expect("read_packet checked the length");
+        let plain = &mut self.scratch[..plain_len];
+        plain.copy_from_slice(&sealed[..plain_len]);
+        let counter = restore_counter(conn.newest_received, sequence);
+        if !conn.keys.receive.open(counter, clear, plain, tag) {
+            self.drops.forged += 1;
+            return;
+        }
+        match conn.acks.on_receive(now_s, sequence) {
             Ok(()) => {}
             Err(crate::ack::ReceiveRefusal::Duplicate) => {
                 self.drops.duplicate += 1;
@@ -664,17 +942,40 @@ impl Endpoint {
                 return;
             }
         }
-        let bytes = crate::packet::CONNECTED_HEADER_BYTES + payload.map_or(0, <[u8]>::len);
-        conn.on_received(now_s, bytes);
-        let samples = conn.acks.on_acks(now_s, header);
+        conn.newest_received = Some(conn.newest_received.map_or(counter, |n| n.max(counter)));
+        let mut header = ConnectedHeader {
+            sequence,
+            ..ConnectedHeader::default()
+        };
+        let mut r = ReadStream::new(&plain[..ACK_FIELDS_BYTES]);
+        if header.serialize_ack_fields(&mut r).is_err() {
+            // Cannot happen: the length was checked and every bit pattern is a valid header.
+            self.drops.malformed += 1;
+            return;
+        }
+        conn.on_received(now_s, CONNECTED_CLEAR_BYTES + sealed.len());
+        let samples = conn.acks.on_acks(now_s, &header);
         conn.on_ack_samples(samples);
-        self.drain_ack_events(peer);
-        if let Some(data) = payload {
-            self.push_event(EndpointEvent::Received {
-                peer,
-                sequence: header.sequence,
-                data: data.to_vec(),
-            });
+        match packet_type {
+            PacketType::Payload => {
+                let mut bytes = self.buffer();
+                bytes.extend_from_slice(&self.scratch[ACK_FIELDS_BYTES..plain_len]);
+                self.drain_ack_events(peer);
+                // Queued with its event; should `push_event` drop the oldest `Received`, it drops the oldest payload.
+                self.payloads.push_back(bytes);
+                self.push_event(EndpointEvent::Received { peer, sequence });
+            }
+            PacketType::Disconnect => {
+                conn.acks.on_accept(sequence);
+                self.drain_ack_events(peer);
+                let reason = DisconnectReason::from_code(self.scratch[ACK_FIELDS_BYTES]);
+                tracing::debug!("peer {peer:?} closed the connection ({reason:?})");
+                self.close(now_s, peer, DisconnectReason::Closed, false);
+            }
+            _ => {
+                conn.acks.on_accept(sequence);
+                self.drain_ack_events(peer);
+            }
         }
     }
 }

@@ -12,10 +12,13 @@
 pub mod ack;
 pub mod bitpack;
 pub mod connection;
+pub mod crypto;
 pub mod endpoint;
+pub mod join_code;
 pub mod link_sim;
 pub mod memory;
 pub mod packet;
+pub mod rate_limit;
 pub mod rng;
 pub mod sequence;
 pub mod serialize;

@@ -3,6 +3,8 @@
 //! Seeded and deterministic: the same seed and the same sends at the same times give the same deliveries.
 //! It only holds datagrams and decides when they come out, so it can sit between two endpoints in one process
 //! (see `memory`) or between an endpoint and a real socket (see `socket::UdpTransport::flush`).
+//! Datagrams are copied into buffers the link keeps and reuses, so once it has held its busiest moment it never
+//! allocates again.
 
 use crate::rng::Rng;
 use std::cmp::Reverse;
@@ -44,20 +46,23 @@ impl Default for LinkConfig {
     }
 }
 
-/// A datagram in flight or delivered.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Datagram {
+/// A delivered datagram; the bytes are the link's until the next `pop_ready`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Datagram<'a> {
     pub from: SocketAddr,
     pub to: SocketAddr,
-    pub bytes: Vec<u8>,
+    pub bytes: &'a [u8],
 }
 
-/// Ordered by delivery time, then by submission order, so equal times come out first-in first-out.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+/// Ordered by delivery time, then by submission order (unique), so equal times come out first-in first-out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct InFlight {
     deliver_ns: u64,
     order: u64,
-    datagram: Datagram,
+    from: SocketAddr,
+    to: SocketAddr,
+    /// Index of the datagram's bytes in `LinkSim::buffers`.
+    buffer: usize,
 }
 
 /// What the link did, for tests and reports.
@@ -76,6 +81,10 @@ pub struct LinkSim {
     config: LinkConfig,
     rng: Rng,
     in_flight: BinaryHeap<Reverse<InFlight>>,
+    buffers: Vec<Vec<u8>>,
+    free_buffers: Vec<usize>,
+    /// The buffer of the datagram `pop_ready` last gave out, freed at the next call.
+    delivered_buffer: Option<usize>,
     next_order: u64,
     /// When the bandwidth-limited link finishes sending what it already holds (seconds).
     link_free_s: f64,
@@ -92,6 +101,9 @@ impl LinkSim {
             config,
             rng: Rng::new(seed),
             in_flight: BinaryHeap::new(),
+            buffers: Vec::new(),
+            free_buffers: Vec::new(),
+            delivered_buffer: None,
             next_order: 0,
             link_free_s: 0.0,
             stats: LinkStats::default(),
@@ -111,7 +123,7 @@ impl LinkSim {
     }
 
     /// Hands a datagram to the link at `now_s`.
-    pub fn send(&mut self, now_s: f64, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+    pub fn send(&mut self, now_s: f64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
         self.stats.submitted += 1;
         let Some(departure_s) = self.departure(now_s, bytes.len()) else {
             self.stats.queue_dropped += 1;
@@ -127,17 +139,31 @@ impl LinkSim {
             1
         };
         self.stats.duplicated += copies - 1;
-        let datagram = Datagram { from, to, bytes };
         for _ in 0..copies {
             let deliver_ns = to_ns(departure_s + self.delay_s());
-            let datagram = datagram.clone();
+            let buffer = self.store(bytes);
             self.in_flight.push(Reverse(InFlight {
                 deliver_ns,
                 order: self.next_order,
-                datagram,
+                from,
+                to,
+                buffer,
             }));
             self.next_order += 1;
         }
+    }
+
+    /// Copies `bytes` into a free buffer (a new one only when all are in flight).
+    fn store(&mut self, bytes: &[u8]) -> usize {
+        let i = self.free_buffers.pop().unwrap_or_else(|| {
+            // Room for any datagram the transport sends, so a reused buffer never grows.
+            self.buffers
+                .push(Vec::with_capacity(bytes.len().max(crate::packet::MAX_PACKET_BYTES)));
+            self.buffers.len() - 1
+        });
+        self.buffers[i].clear();
+        self.buffers[i].extend_from_slice(bytes);
+        i
     }
 
     /// When the datagram leaves the sender's side of a capped link, or `None` when the queue is full.
@@ -176,7 +202,10 @@ impl LinkSim {
     }
 
     /// The next datagram due at or before `now_s`.
-    pub fn pop_ready(&mut self, now_s: f64) -> Option<Datagram> {
+    pub fn pop_ready(&mut self, now_s: f64) -> Option<Datagram<'_>> {
+        if let Some(i) = self.delivered_buffer.take() {
+            self.free_buffers.push(i);
+        }
         let due = self
             .in_flight
             .peek()
@@ -185,7 +214,13 @@ impl LinkSim {
             return None;
         }
         self.stats.delivered += 1;
-        self.in_flight.pop().map(|Reverse(f)| f.datagram)
+        let Reverse(f) = self.in_flight.pop()?;
+        self.delivered_buffer = Some(f.buffer);
+        Some(Datagram {
+            from: f.from,
+            to: f.to,
+            bytes: &self.buffers[f.buffer],
+        })
     }
 }
 
@@ -202,15 +237,15 @@ mod tests {
         let mut out = Vec::new();
         let mut t = 0.0;
         for i in 0..n {
-            link.send(t, addr(1), addr(2), (i as u32).to_le_bytes().to_vec());
+            link.send(t, addr(1), addr(2), &(i as u32).to_le_bytes());
             while let Some(d) = link.pop_ready(t) {
-                out.push((to_ns(t), d.bytes));
+                out.push((to_ns(t), d.bytes.to_vec()));
             }
             t += 1.0 / 90.0;
         }
         while let Some(next) = link.next_delivery_s() {
             let d = link.pop_ready(next).unwrap();
-            out.push((to_ns(next), d.bytes));
+            out.push((to_ns(next), d.bytes.to_vec()));
         }
         out
     }
@@ -238,7 +273,7 @@ mod tests {
         };
         let mut link = LinkSim::new(c, 9);
         for _ in 0..20_000 {
-            link.send(0.0, addr(1), addr(2), vec![0]);
+            link.send(0.0, addr(1), addr(2), &[0]);
         }
         let s = link.stats();
         assert!((s.lost as f64 / 20_000.0 - 0.25).abs() < 0.02, "{s:?}");
@@ -257,7 +292,7 @@ mod tests {
         };
         let mut link = LinkSim::new(c, 1);
         for i in 0..1000u32 {
-            link.send(i as f64 * 0.001, addr(1), addr(2), i.to_le_bytes().to_vec());
+            link.send(i as f64 * 0.001, addr(1), addr(2), &i.to_le_bytes());
         }
         let mut reordered = 0;
         let mut last = 0u32;
@@ -282,7 +317,7 @@ mod tests {
         };
         let mut link = LinkSim::new(c, 1);
         for _ in 0..20 {
-            link.send(0.0, addr(1), addr(2), vec![0; 100]);
+            link.send(0.0, addr(1), addr(2), &[0; 100]);
         }
         assert_eq!(link.stats().queue_dropped, 10);
         let mut times = Vec::new();

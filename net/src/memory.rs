@@ -40,7 +40,7 @@ impl MemoryNetwork {
     }
 
     /// Puts a datagram on the wire from `from` (for tests that inject raw bytes).
-    pub fn inject(&mut self, now_s: f64, from: SocketAddr, to: SocketAddr, bytes: Vec<u8>) {
+    pub fn inject(&mut self, now_s: f64, from: SocketAddr, to: SocketAddr, bytes: &[u8]) {
         self.link(from).send(now_s, from, to, bytes);
     }
 
@@ -54,7 +54,7 @@ impl MemoryNetwork {
         for li in 0..self.links.len() {
             while let Some(d) = self.links[li].1.pop_ready(now_s) {
                 match nodes.iter_mut().find(|(a, _)| *a == d.to) {
-                    Some((_, endpoint)) => endpoint.receive(now_s, d.from, &d.bytes),
+                    Some((_, endpoint)) => endpoint.receive(now_s, d.from, d.bytes),
                     None => self.undeliverable += 1,
                 }
             }

@@ -1,30 +1,54 @@
 //! The wire format. Every packet starts with the same 4-byte prefix (protocol id, version, type), frozen across
-//! versions so that a peer of another version can still be refused with a reason.
+//! versions so that a peer of another version can still be refused with a reason; `Request` and `Denied` keep
+//! their leading fields (salt; reason) across versions for the same purpose.
 //!
 //! Handshake packets from a would-be guest are padded to `HANDSHAKE_REQUEST_BYTES`, and everything the host sends
 //! before a connection exists is smaller, so the host can't be used to amplify traffic towards a spoofed address.
-//! Connected packets carry a session key that only the two ends know (it travelled in the accept to the real
-//! address), so an off-path sender can't inject into a connection even when it spoofs the peer's address.
+//!
+//! Connected packets (keep-alive, payload, disconnect) are sealed with ChaCha20-Poly1305 (see `crypto`). They
+//! start with one byte, `CONNECTED_MARK | type`, instead of the 4-byte prefix: they exist only inside a connection
+//! whose handshake settled the version, and their first byte can never be the prefix's (`PROTOCOL_ID`'s low byte).
+//! That byte and the 16-bit sequence go in clear and are bound to the packet as associated data; the ack fields and
+//! the payload are encrypted; a 16-byte tag ends the packet. Layout, in bytes:
+//!
+//! ```text
+//! mark+type 1 | sequence 2 | sealed: ack 2, ack bits 4, echo 2, echo delay 2, payload… | tag 16
+//! ```
+//!
+//! So a connected packet costs 29 bytes of header, 9 more than the unsealed version 1 (20: prefix 4, session key
+//! 4, the same 12 of sequence, acks and echo): the tag (16) less the key (4) and the 3 prefix bytes it no longer
+//! needs. The sequence is the low 16 bits of the nonce.
 
+use crate::crypto::{COOKIE_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES};
 use crate::serialize::{ReadStream, SerializeError, Stream, WriteStream};
 
 /// Largest datagram we send or accept: below every realistic path MTU, so no IP fragmentation.
 pub const MAX_PACKET_BYTES: usize = 1200;
 /// Identifies Tumble traffic; anything else on the port is dropped at the first two bytes.
 pub const PROTOCOL_ID: u16 = 0x7b1e;
-/// Bumped whenever the wire format changes; the prefix and `Request`/`Denied` layouts never change.
-pub const PROTOCOL_VERSION: u8 = 1;
+/// Bumped whenever the wire format changes; the prefix and the leading fields of `Request`/`Denied` never change.
+/// Version 2: encrypted and authenticated connected packets, an X25519 handshake.
+pub const PROTOCOL_VERSION: u8 = 2;
 /// Guest handshake packets are padded to this size (bytes) so every host reply is smaller.
 pub const HANDSHAKE_REQUEST_BYTES: usize = 256;
-/// Prefix plus connected header, in bytes; what is left of `MAX_PACKET_BYTES` is payload.
-pub const CONNECTED_HEADER_BYTES: usize = PREFIX_BYTES + 4 + 2 + 2 + 4 + 2 + 2;
+pub const PREFIX_BYTES: usize = 4;
+/// What a connected packet sends in clear and authenticates as associated data: its mark-and-type byte and the
+/// sequence.
+pub const CONNECTED_CLEAR_BYTES: usize = 1 + 2;
+/// The high bits of a connected packet's first byte; the low three are its type. Never `PROTOCOL_ID`'s low byte.
+pub const CONNECTED_MARK: u8 = 0xc0;
+/// The sealed ack and echo fields at the start of every connected packet's plaintext.
+pub const ACK_FIELDS_BYTES: usize = 2 + 4 + 2 + 2;
+/// Everything a connected packet carries besides its payload, in bytes.
+pub const CONNECTED_HEADER_BYTES: usize = CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES + TAG_BYTES;
 /// `echo_delay_100us` value meaning "no echo in this packet".
 pub const NO_ECHO: u16 = u16::MAX;
-pub const PREFIX_BYTES: usize = 4;
 /// Largest payload a connected packet can carry.
 pub const MAX_PAYLOAD_BYTES: usize = MAX_PACKET_BYTES - CONNECTED_HEADER_BYTES;
 /// How many peers an accept can name (host included); the endpoint's configured maximum must not exceed it.
 pub const MAX_PEERS_LIMIT: u8 = 64;
+/// The sealed part of an accept: the guest's peer index and the peer count, then the tag.
+pub const ACCEPT_SEALED_BYTES: usize = 2 + TAG_BYTES;
 
 /// Packet types, numbered on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +78,14 @@ impl PacketType {
             other => return Err(SerializeError::UnknownPacketType(u32::from(other))),
         })
     }
+
+    /// Keep-alive, payload and disconnect: sealed under the connection's keys.
+    pub fn is_connected(self) -> bool {
+        matches!(
+            self,
+            PacketType::KeepAlive | PacketType::Payload | PacketType::Disconnect
+        )
+    }
 }
 
 /// Why a host refused a guest; sent in `Denied`.
@@ -63,6 +95,8 @@ pub enum DenyReason {
     Full,
     /// The guest speaks another protocol version; `host_version` is the host's.
     VersionMismatch { host_version: u8 },
+    /// The guest's sealed proof did not open: it does not have this game's join secret (a wrong or old code).
+    WrongSecret,
 }
 
 /// Why a connection ended; sent in `Disconnect` (a timeout is detected locally, never sent).
@@ -76,14 +110,33 @@ pub enum DisconnectReason {
     HostShutdown,
 }
 
-/// Connected packets: acks ride on every packet in both directions.
+impl DisconnectReason {
+    pub fn code(self) -> u8 {
+        match self {
+            DisconnectReason::Closed => 0,
+            DisconnectReason::TimedOut => 1,
+            DisconnectReason::HostShutdown => 2,
+        }
+    }
+
+    pub fn from_code(code: u8) -> Option<Self> {
+        match code {
+            0 => Some(DisconnectReason::Closed),
+            1 => Some(DisconnectReason::TimedOut),
+            2 => Some(DisconnectReason::HostShutdown),
+            _ => None,
+        }
+    }
+}
+
+/// The sealed fields at the start of every connected packet: acks ride on every packet in both directions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ConnectedHeader {
-    pub session_key: u32,
+    /// In clear: the low 16 bits of the packet's counter (its nonce).
     pub sequence: u16,
-    /// Newest sequence received from the peer.
+    /// Newest sequence received (and accepted by the game) from the peer.
     pub ack: u16,
-    /// Bit i set: `ack - 1 - i` was received too.
+    /// Bit i set: `ack - 1 - i` was received and accepted too.
     pub ack_bits: u32,
     /// A packet the sender of this one received, echoed for an RTT sample: each received packet is echoed once,
     /// in arrival order, whatever its delay, so the samples are not biased towards fast packets.
@@ -93,40 +146,52 @@ pub struct ConnectedHeader {
     pub echo_delay_100us: u16,
 }
 
-/// A decoded packet. Payload bytes are borrowed from the datagram (no copy, no allocation).
+impl ConnectedHeader {
+    /// The sealed ack and echo fields, read or written (the sequence is not among them).
+    pub fn serialize_ack_fields<S: Stream>(&mut self, s: &mut S) -> Result<(), SerializeError> {
+        s.serialize_u16(&mut self.ack)?;
+        s.serialize_u32(&mut self.ack_bits)?;
+        s.serialize_u16(&mut self.echo_sequence)?;
+        s.serialize_u16(&mut self.echo_delay_100us)
+    }
+}
+
+/// A decoded packet. Byte strings are borrowed from the datagram (no copy, no allocation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Packet<'a> {
     Request {
         client_salt: u64,
+        /// The guest's X25519 public key for this join.
+        public_key: [u8; PUBLIC_KEY_BYTES],
     },
     Challenge {
         client_salt: u64,
-        challenge: u64,
+        cookie: [u8; COOKIE_BYTES],
+        /// The host's X25519 public key.
+        public_key: [u8; PUBLIC_KEY_BYTES],
     },
     Response {
         client_salt: u64,
-        challenge: u64,
+        public_key: [u8; PUBLIC_KEY_BYTES],
+        cookie: [u8; COOKIE_BYTES],
+        /// An empty plaintext sealed under the guest-to-host key: proves the guest derived the session keys,
+        /// which takes the join secret.
+        proof: [u8; TAG_BYTES],
     },
     Accepted {
         client_salt: u64,
-        session_key: u32,
-        peer_index: u8,
-        max_peers: u8,
+        /// Peer index and peer count, sealed under the host-to-guest key.
+        sealed: [u8; ACCEPT_SEALED_BYTES],
     },
     Denied {
         client_salt: u64,
         reason: DenyReason,
     },
-    KeepAlive {
-        header: ConnectedHeader,
-    },
-    Payload {
-        header: ConnectedHeader,
-        payload: &'a [u8],
-    },
-    Disconnect {
-        session_key: u32,
-        reason: DisconnectReason,
+    /// Keep-alive, payload or disconnect; `sealed` is the ciphertext and the tag, opened by the endpoint.
+    Connected {
+        packet_type: PacketType,
+        sequence: u16,
+        sealed: &'a [u8],
     },
 }
 
@@ -143,13 +208,12 @@ struct Fields {
     packet_type: u8,
     version: u8,
     client_salt: u64,
-    challenge: u64,
-    session_key: u32,
-    peer_index: u8,
-    max_peers: u8,
+    public_key: [u8; PUBLIC_KEY_BYTES],
+    cookie: [u8; COOKIE_BYTES],
+    proof: [u8; TAG_BYTES],
+    accept: [u8; ACCEPT_SEALED_BYTES],
     reason: u8,
     reason_arg: u8,
-    header: ConnectedHeader,
 }
 
 impl Fields {
@@ -162,38 +226,32 @@ impl Fields {
         s.serialize_u8(&mut self.version)?;
         s.serialize_u8(&mut self.packet_type)?;
         match PacketType::from_u8(self.packet_type)? {
-            PacketType::Request => s.serialize_u64(&mut self.client_salt),
-            PacketType::Challenge | PacketType::Response => {
+            PacketType::Request => {
                 s.serialize_u64(&mut self.client_salt)?;
-                s.serialize_u64(&mut self.challenge)
+                s.serialize_bytes(&mut self.public_key)
+            }
+            PacketType::Challenge => {
+                s.serialize_u64(&mut self.client_salt)?;
+                s.serialize_bytes(&mut self.cookie)?;
+                s.serialize_bytes(&mut self.public_key)
+            }
+            PacketType::Response => {
+                s.serialize_u64(&mut self.client_salt)?;
+                s.serialize_bytes(&mut self.public_key)?;
+                s.serialize_bytes(&mut self.cookie)?;
+                s.serialize_bytes(&mut self.proof)
             }
             PacketType::Accepted => {
                 s.serialize_u64(&mut self.client_salt)?;
-                s.serialize_u32(&mut self.session_key)?;
-                s.serialize_u8(&mut self.peer_index)?;
-                s.serialize_u8(&mut self.max_peers)?;
-                if self.max_peers == 0 || self.max_peers > MAX_PEERS_LIMIT || self.peer_index >= self.max_peers {
-                    return Err(SerializeError::ValueOutOfRange);
-                }
-                Ok(())
+                s.serialize_bytes(&mut self.accept)
             }
             PacketType::Denied => {
                 s.serialize_u64(&mut self.client_salt)?;
                 s.serialize_u8(&mut self.reason)?;
                 s.serialize_u8(&mut self.reason_arg)
             }
-            PacketType::KeepAlive | PacketType::Payload => {
-                let h = &mut self.header;
-                s.serialize_u32(&mut h.session_key)?;
-                s.serialize_u16(&mut h.sequence)?;
-                s.serialize_u16(&mut h.ack)?;
-                s.serialize_u32(&mut h.ack_bits)?;
-                s.serialize_u16(&mut h.echo_sequence)?;
-                s.serialize_u16(&mut h.echo_delay_100us)
-            }
-            PacketType::Disconnect => {
-                s.serialize_u32(&mut self.session_key)?;
-                s.serialize_u8(&mut self.reason)
+            PacketType::KeepAlive | PacketType::Payload | PacketType::Disconnect => {
+                Err(SerializeError::ValueOutOfRange)
             }
         }
     }
@@ -203,14 +261,7 @@ fn deny_reason_code(reason: DenyReason) -> (u8, u8) {
     match reason {
         DenyReason::Full => (0, 0),
         DenyReason::VersionMismatch { host_version } => (1, host_version),
-    }
-}
-
-fn disconnect_reason_code(reason: DisconnectReason) -> u8 {
-    match reason {
-        DisconnectReason::Closed => 0,
-        DisconnectReason::TimedOut => 1,
-        DisconnectReason::HostShutdown => 2,
+        DenyReason::WrongSecret => (2, 0),
     }
 }
 
@@ -223,61 +274,62 @@ pub fn write_packet(packet: &Packet<'_>, version: u8, buf: &mut [u8]) -> Result<
         version,
         ..Fields::default()
     };
-    let mut payload: &[u8] = &[];
     let mut pad_to = 0;
     match *packet {
-        Packet::Request { client_salt } => {
-            f.packet_type = PacketType::Request as u8;
-            f.client_salt = client_salt;
-            pad_to = HANDSHAKE_REQUEST_BYTES;
-        }
-        Packet::Challenge { client_salt, challenge } => {
-            f.packet_type = PacketType::Challenge as u8;
-            (f.client_salt, f.challenge) = (client_salt, challenge);
-        }
-        Packet::Response { client_salt, challenge } => {
-            f.packet_type = PacketType::Response as u8;
-            (f.client_salt, f.challenge) = (client_salt, challenge);
-            pad_to = HANDSHAKE_REQUEST_BYTES;
-        }
-        Packet::Accepted {
+        Packet::Request {
             client_salt,
-            session_key,
-            peer_index,
-            max_peers,
+            public_key,
         } => {
+            f.packet_type = PacketType::Request as u8;
+            (f.client_salt, f.public_key) = (client_salt, public_key);
+            pad_to = HANDSHAKE_REQUEST_BYTES;
+        }
+        Packet::Challenge {
+            client_salt,
+            cookie,
+            public_key,
+        } => {
+            f.packet_type = PacketType::Challenge as u8;
+            (f.client_salt, f.cookie, f.public_key) = (client_salt, cookie, public_key);
+        }
+        Packet::Response {
+            client_salt,
+            public_key,
+            cookie,
+            proof,
+        } => {
+            f.packet_type = PacketType::Response as u8;
+            (f.client_salt, f.public_key, f.cookie, f.proof) = (client_salt, public_key, cookie, proof);
+            pad_to = HANDSHAKE_REQUEST_BYTES;
+        }
+        Packet::Accepted { client_salt, sealed } => {
             f.packet_type = PacketType::Accepted as u8;
-            (f.client_salt, f.session_key, f.peer_index, f.max_peers) =
-                (client_salt, session_key, peer_index, max_peers);
+            (f.client_salt, f.accept) = (client_salt, sealed);
         }
         Packet::Denied { client_salt, reason } => {
             f.packet_type = PacketType::Denied as u8;
             f.client_salt = client_salt;
             (f.reason, f.reason_arg) = deny_reason_code(reason);
         }
-        Packet::KeepAlive { header } => {
-            f.packet_type = PacketType::KeepAlive as u8;
-            f.header = header;
-        }
-        Packet::Payload { header, payload: p } => {
-            f.packet_type = PacketType::Payload as u8;
-            f.header = header;
-            payload = p;
-        }
-        Packet::Disconnect { session_key, reason } => {
-            f.packet_type = PacketType::Disconnect as u8;
-            f.session_key = session_key;
-            f.reason = disconnect_reason_code(reason);
+        Packet::Connected {
+            packet_type,
+            sequence,
+            sealed,
+        } => {
+            if sealed.len() < TAG_BYTES {
+                return Err(SerializeError::ValueOutOfRange);
+            }
+            if buf.len() < CONNECTED_CLEAR_BYTES + sealed.len() {
+                return Err(SerializeError::Overflow);
+            }
+            write_connected_clear(packet_type, sequence, buf)?;
+            buf[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + sealed.len()].copy_from_slice(sealed);
+            return Ok(CONNECTED_CLEAR_BYTES + sealed.len());
         }
     }
     let mut w = WriteStream::new(buf);
     f.serialize(&mut w)?;
     let mut n = w.finish()?;
-    if n + payload.len() > buf.len() {
-        return Err(SerializeError::Overflow);
-    }
-    buf[n..n + payload.len()].copy_from_slice(payload);
-    n += payload.len();
     if pad_to > n {
         if pad_to > buf.len() {
             return Err(SerializeError::Overflow);
@@ -288,7 +340,30 @@ pub fn write_packet(packet: &Packet<'_>, version: u8, buf: &mut [u8]) -> Result<
     Ok(n)
 }
 
-/// Reads just the prefix: enough to refuse a peer of another version.
+/// Writes the clear part of a connected packet (mark, type and sequence) into `buf[..CONNECTED_CLEAR_BYTES]`; the
+/// caller writes the plaintext after it, seals it in place and appends the tag.
+pub fn write_connected_clear(packet_type: PacketType, sequence: u16, buf: &mut [u8]) -> Result<(), SerializeError> {
+    if !packet_type.is_connected() {
+        return Err(SerializeError::ValueOutOfRange);
+    }
+    if buf.len() < CONNECTED_CLEAR_BYTES {
+        return Err(SerializeError::Overflow);
+    }
+    let [lo, hi] = sequence.to_le_bytes();
+    buf[..CONNECTED_CLEAR_BYTES].copy_from_slice(&[CONNECTED_MARK | packet_type as u8, lo, hi]);
+    Ok(())
+}
+
+/// A connected packet's type from its first byte, if it is one.
+fn connected_type(first: u8) -> Option<PacketType> {
+    if first & !0x07 != CONNECTED_MARK {
+        return None;
+    }
+    PacketType::from_u8(first & 0x07).ok().filter(|t| t.is_connected())
+}
+
+/// Reads just the prefix: enough to refuse a peer of another version. (Connected packets have none: see
+/// `read_packet`.)
 pub fn read_prefix(data: &[u8]) -> Result<Prefix, SerializeError> {
     let mut r = ReadStream::new(data);
     let mut protocol = 0u16;
@@ -306,12 +381,34 @@ pub fn read_prefix(data: &[u8]) -> Result<Prefix, SerializeError> {
     })
 }
 
-/// Decodes a datagram. The version is returned, not checked: the endpoint decides what a mismatch means.
-/// Size rules: nothing over `MAX_PACKET_BYTES`; guest handshake packets exactly `HANDSHAKE_REQUEST_BYTES` with
-/// zero padding; other packets without trailing bytes.
+/// Decodes a datagram. The version is returned, not checked: the endpoint decides what a mismatch means (a
+/// connected packet carries none and reads as `PROTOCOL_VERSION`: only a connection of this version has keys to
+/// open it). Size rules: nothing over `MAX_PACKET_BYTES`; guest handshake packets exactly
+/// `HANDSHAKE_REQUEST_BYTES` with zero padding; connected packets at least their ack fields and a tag after the
+/// clear part (a disconnect exactly that and its reason); others without trailing bytes.
 pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
     if data.len() > MAX_PACKET_BYTES {
         return Err(SerializeError::TrailingBytes);
+    }
+    if let Some(ty) = data.first().and_then(|&b| connected_type(b)) {
+        if data.len() < CONNECTED_CLEAR_BYTES {
+            return Err(SerializeError::ReadPastEnd);
+        }
+        let rest = &data[CONNECTED_CLEAR_BYTES..];
+        // The disconnect's plaintext carries its reason (1 byte) after the ack fields.
+        let least = match ty {
+            PacketType::Disconnect => ACK_FIELDS_BYTES + 1,
+            _ => ACK_FIELDS_BYTES,
+        } + TAG_BYTES;
+        if rest.len() < least || (ty != PacketType::Payload && rest.len() != least) {
+            return Err(SerializeError::ReadPastEnd);
+        }
+        let packet = Packet::Connected {
+            packet_type: ty,
+            sequence: u16::from_le_bytes([data[1], data[2]]),
+            sealed: rest,
+        };
+        return Ok((PROTOCOL_VERSION, packet));
     }
     let mut f = Fields::default();
     let mut r = ReadStream::new(data);
@@ -331,30 +428,28 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
             if ty == PacketType::Request {
                 Packet::Request {
                     client_salt: f.client_salt,
+                    public_key: f.public_key,
                 }
             } else {
                 Packet::Response {
                     client_salt: f.client_salt,
-                    challenge: f.challenge,
+                    public_key: f.public_key,
+                    cookie: f.cookie,
+                    proof: f.proof,
                 }
             }
         }
-        PacketType::Payload => Packet::Payload {
-            header: f.header,
-            payload: rest,
-        },
         _ => {
             r.finish()?;
             match ty {
                 PacketType::Challenge => Packet::Challenge {
                     client_salt: f.client_salt,
-                    challenge: f.challenge,
+                    cookie: f.cookie,
+                    public_key: f.public_key,
                 },
                 PacketType::Accepted => Packet::Accepted {
                     client_salt: f.client_salt,
-                    session_key: f.session_key,
-                    peer_index: f.peer_index,
-                    max_peers: f.max_peers,
+                    sealed: f.accept,
                 },
                 PacketType::Denied => {
                     let reason = match f.reason {
@@ -362,23 +457,11 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                         1 => DenyReason::VersionMismatch {
                             host_version: f.reason_arg,
                         },
+                        2 => DenyReason::WrongSecret,
                         _ => return Err(SerializeError::ValueOutOfRange),
                     };
                     Packet::Denied {
                         client_salt: f.client_salt,
-                        reason,
-                    }
-                }
-                PacketType::KeepAlive => Packet::KeepAlive { header: f.header },
-                PacketType::Disconnect => {
-                    let reason = match f.reason {
-                        0 => DisconnectReason::Closed,
-                        1 => DisconnectReason::TimedOut,
-                        2 => DisconnectReason::HostShutdown,
-                        _ => return Err(SerializeError::ValueOutOfRange),
-                    };
-                    Packet::Disconnect {
-                        session_key: f.session_key,
                         reason,
                     }
                 }
@@ -393,33 +476,31 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
 mod tests {
     use super::*;
 
-    fn header() -> ConnectedHeader {
-        ConnectedHeader {
-            session_key: 0xdead_beef,
+    fn all_packets(sealed: &[u8]) -> Vec<Packet<'_>> {
+        let connected = |packet_type, sealed| Packet::Connected {
+            packet_type,
             sequence: 65535,
-            ack: 0,
-            ack_bits: 0x8000_0001,
-            echo_sequence: 65535,
-            echo_delay_100us: 65535,
-        }
-    }
-
-    fn all_packets(payload: &[u8]) -> Vec<Packet<'_>> {
+            sealed,
+        };
         vec![
-            Packet::Request { client_salt: u64::MAX },
+            Packet::Request {
+                client_salt: u64::MAX,
+                public_key: [7; 32],
+            },
             Packet::Challenge {
                 client_salt: 1,
-                challenge: u64::MAX,
+                cookie: [0xff; 16],
+                public_key: [1; 32],
             },
             Packet::Response {
                 client_salt: 0,
-                challenge: 7,
+                public_key: [2; 32],
+                cookie: [3; 16],
+                proof: [4; 16],
             },
             Packet::Accepted {
                 client_salt: 3,
-                session_key: u32::MAX,
-                peer_index: 3,
-                max_peers: 4,
+                sealed: [5; ACCEPT_SEALED_BYTES],
             },
             Packet::Denied {
                 client_salt: 4,
@@ -429,66 +510,67 @@ mod tests {
                 client_salt: 5,
                 reason: DenyReason::VersionMismatch { host_version: 255 },
             },
-            Packet::KeepAlive { header: header() },
-            Packet::Payload {
-                header: header(),
-                payload,
+            Packet::Denied {
+                client_salt: 6,
+                reason: DenyReason::WrongSecret,
             },
-            Packet::Payload {
-                header: ConnectedHeader::default(),
-                payload: &[],
-            },
-            Packet::Disconnect {
-                session_key: 9,
-                reason: DisconnectReason::Closed,
-            },
-            Packet::Disconnect {
-                session_key: 9,
-                reason: DisconnectReason::TimedOut,
-            },
-            Packet::Disconnect {
-                session_key: 9,
-                reason: DisconnectReason::HostShutdown,
-            },
+            connected(PacketType::KeepAlive, &sealed[..ACK_FIELDS_BYTES + TAG_BYTES]),
+            connected(PacketType::Payload, sealed),
+            connected(PacketType::Payload, &sealed[..ACK_FIELDS_BYTES + TAG_BYTES]),
+            connected(PacketType::Disconnect, &sealed[..ACK_FIELDS_BYTES + 1 + TAG_BYTES]),
         ]
     }
 
     #[test]
     fn every_packet_round_trips() {
-        let payload = [0x5a; MAX_PAYLOAD_BYTES];
-        for p in all_packets(&payload) {
+        let sealed = [0x5a; MAX_PACKET_BYTES - CONNECTED_CLEAR_BYTES];
+        for p in all_packets(&sealed) {
             let mut buf = [0u8; 1500];
             let n = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
             assert!(n <= MAX_PACKET_BYTES);
             assert_eq!(read_packet(&buf[..n]).unwrap(), (PROTOCOL_VERSION, p));
-            assert_eq!(read_prefix(&buf[..n]).unwrap().version, PROTOCOL_VERSION);
+            if !matches!(p, Packet::Connected { .. }) {
+                assert_eq!(read_prefix(&buf[..n]).unwrap().version, PROTOCOL_VERSION);
+            }
         }
     }
 
     #[test]
-    fn host_replies_are_smaller_than_requests() {
+    fn host_replies_are_smaller_than_requests_and_headers_are_as_documented() {
+        let sealed = [0u8; ACK_FIELDS_BYTES + 1 + TAG_BYTES];
         let mut buf = [0u8; MAX_PACKET_BYTES];
-        for p in all_packets(&[]) {
+        for p in all_packets(&sealed) {
             let n = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
             match p {
                 Packet::Request { .. } | Packet::Response { .. } => assert_eq!(n, HANDSHAKE_REQUEST_BYTES),
                 Packet::Challenge { .. } | Packet::Denied { .. } | Packet::Accepted { .. } => {
                     assert!(n < HANDSHAKE_REQUEST_BYTES)
                 }
-                _ => {}
+                Packet::Connected { .. } => {}
             }
         }
-        let n = write_packet(&Packet::KeepAlive { header: header() }, 1, &mut buf).unwrap();
-        assert_eq!(n, CONNECTED_HEADER_BYTES);
+        let keep_alive = Packet::Connected {
+            packet_type: PacketType::KeepAlive,
+            sequence: 1,
+            sealed: &sealed[..ACK_FIELDS_BYTES + TAG_BYTES],
+        };
+        assert_eq!(write_packet(&keep_alive, 2, &mut buf).unwrap(), CONNECTED_HEADER_BYTES);
+        assert_eq!(CONNECTED_HEADER_BYTES, 29);
+        let mut clear = [0u8; CONNECTED_CLEAR_BYTES];
+        write_connected_clear(PacketType::KeepAlive, 1, &mut clear).unwrap();
+        assert_eq!(clear, buf[..CONNECTED_CLEAR_BYTES]);
+        // A connected packet's first byte is never a prefix's.
+        assert_ne!(CONNECTED_MARK | PacketType::Payload as u8, PROTOCOL_ID.to_le_bytes()[0]);
     }
 
     #[test]
     fn oversize_payload_is_refused_on_send() {
-        let payload = [0u8; MAX_PAYLOAD_BYTES + 1];
+        let sealed = [0u8; MAX_PACKET_BYTES - CONNECTED_CLEAR_BYTES + 1];
         let mut buf = [0u8; 2000];
-        let p = Packet::Payload {
-            header: header(),
-            payload: &payload,
+        let p = Packet::Connected {
+            packet_type: PacketType::Payload,
+            sequence: 0,
+            sealed: &sealed,
         };
         assert_eq!(
             write_packet(&p, PROTOCOL_VERSION, &mut buf),
@@ -499,21 +581,34 @@ mod tests {
 
     #[test]
     fn truncated_padded_and_foreign_packets_are_errors() {
+        let sealed = [9u8; ACK_FIELDS_BYTES + 1 + TAG_BYTES];
         let mut buf = [0u8; MAX_PACKET_BYTES];
-        for p in all_packets(&[1, 2, 3]) {
+        for p in all_packets(&sealed) {
             let n = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
-            for cut in 0..n.min(40) {
+            for cut in 0..n {
                 if let Ok((_, q)) = read_packet(&buf[..cut]) {
-                    // Only a payload packet may be cut inside its payload and still parse.
+                    // Only a payload packet may be cut inside its sealed part and still parse (its tag then fails).
                     assert!(
-                        matches!(q, Packet::Payload { .. }),
+                        matches!(
+                            q,
+                            Packet::Connected {
+                                packet_type: PacketType::Payload,
+                                ..
+                            }
+                        ),
                         "{p:?} cut at {cut} parsed as {q:?}"
                     );
                 }
             }
             let mut longer = buf[..n].to_vec();
             longer.push(1);
-            if !matches!(p, Packet::Payload { .. }) {
+            if !matches!(
+                p,
+                Packet::Connected {
+                    packet_type: PacketType::Payload,
+                    ..
+                }
+            ) {
                 assert!(read_packet(&longer).is_err(), "{p:?} with a trailing byte");
             }
         }
@@ -523,5 +618,17 @@ mod tests {
             read_packet(&[id[0], id[1], 1, 8]),
             Err(SerializeError::UnknownPacketType(8))
         );
+    }
+
+    #[test]
+    fn a_version_1_request_still_parses_so_it_can_be_refused_with_a_reason() {
+        // Version 1's request was the prefix and the salt, zero-padded to the same size.
+        let mut v1 = [0u8; HANDSHAKE_REQUEST_BYTES];
+        v1[..2].copy_from_slice(&PROTOCOL_ID.to_le_bytes());
+        (v1[2], v1[3]) = (1, 0);
+        v1[4..12].copy_from_slice(&42u64.to_le_bytes());
+        let (version, p) = read_packet(&v1).unwrap();
+        assert_eq!(version, 1);
+        assert!(matches!(p, Packet::Request { client_salt: 42, .. }));
     }
 }

@@ -13,6 +13,18 @@ use std::time::Duration;
 use thiserror::Error;
 
 const SOCKET_TOKEN: Token = Token(0);
+/// What IPv4 (20) and UDP (8) add to every datagram on the wire.
+pub const IPV4_UDP_HEADER_BYTES: usize = 28;
+/// What IPv6 (40) and UDP (8) add to every datagram on the wire.
+pub const IPV6_UDP_HEADER_BYTES: usize = 48;
+
+/// The IP and UDP header bytes of a datagram to or from `peer` (an IPv4-mapped IPv6 address travels as IPv4).
+pub fn ip_udp_header_bytes(peer: SocketAddr) -> usize {
+    match peer.ip() {
+        std::net::IpAddr::V6(v6) if v6.to_ipv4_mapped().is_none() => IPV6_UDP_HEADER_BYTES,
+        _ => IPV4_UDP_HEADER_BYTES,
+    }
+}
 /// Receive buffer: larger than any valid packet, so an oversize datagram shows up as oversize and is dropped.
 const RECEIVE_BUFFER_BYTES: usize = 2048;
 
@@ -45,6 +57,8 @@ pub struct UdpTransport {
     pub send_would_block: u64,
     /// ICMP errors reported by the kernel on receive (e.g. a peer's port closed); not fatal for a UDP server.
     pub receive_errors: u64,
+    /// Datagrams the socket refused with an error (an unreachable or invalid destination); dropped and counted.
+    pub send_errors: u64,
 }
 
 impl UdpTransport {
@@ -69,6 +83,7 @@ impl UdpTransport {
             buf: vec![0; RECEIVE_BUFFER_BYTES],
             send_would_block: 0,
             receive_errors: 0,
+            send_errors: 0,
         })
     }
 
@@ -135,17 +150,17 @@ impl UdpTransport {
     }
 
     /// Sends what `endpoint` queued, through `link` when given (then only what the link has delivered by `now_s`
-    /// reaches the socket; call again later for the rest).
-    pub fn flush(
-        &mut self,
-        now_s: f64,
-        endpoint: &mut Endpoint,
-        link: Option<&mut LinkSim>,
-    ) -> Result<(), SocketError> {
+    /// reaches the socket; call again later for the rest). A datagram the socket refuses is counted in
+    /// `send_errors` (the first error of a flush is logged) and the flush goes on: UDP, so it counts as lost.
+    pub fn flush(&mut self, now_s: f64, endpoint: &mut Endpoint, link: Option<&mut LinkSim>) {
+        let mut first_error = None;
         match link {
             None => {
                 while let Some((to, bytes)) = endpoint.pop_outgoing() {
-                    self.send_to(to, &bytes)?;
+                    if let Err(e) = self.send_to(to, bytes) {
+                        self.send_errors += 1;
+                        first_error.get_or_insert(e);
+                    }
                 }
             }
             Some(link) => {
@@ -153,10 +168,28 @@ impl UdpTransport {
                     link.send(now_s, self.local, to, bytes);
                 }
                 while let Some(d) = link.pop_ready(now_s) {
-                    self.send_to(d.to, &d.bytes)?;
+                    if let Err(e) = self.send_to(d.to, d.bytes) {
+                        self.send_errors += 1;
+                        first_error.get_or_insert(e);
+                    }
                 }
             }
         }
-        Ok(())
+        if let Some(e) = first_error {
+            tracing::warn!("a datagram was not sent ({} so far): {e}", self.send_errors);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_and_udp_headers_are_counted_by_family() {
+        assert_eq!(ip_udp_header_bytes("10.0.0.1:5".parse().unwrap()), 28);
+        assert_eq!(ip_udp_header_bytes("[2001:db8::1]:5".parse().unwrap()), 48);
+        // An IPv4 peer reached through an IPv6 socket travels as IPv4.
+        assert_eq!(ip_udp_header_bytes("[::ffff:10.0.0.1]:5".parse().unwrap()), 28);
     }
 }

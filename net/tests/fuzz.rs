@@ -1,23 +1,39 @@
-//! The fast fuzz slice: over a million random, structured and mutated packets thrown at every parser and at a
-//! live host and guest (memory transport, simulated clock). Seeded, so a failure reproduces. Checks: no panic;
-//! a packet that parses re-encodes to itself; garbage from strangers or spoofing the peer's address changes no
-//! connection; the host never answers a stranger with more bytes than it received.
+//! The fast fuzz slices, seeded so that a failure reproduces (the long runs: `fuzz/` with `cargo fuzz`).
+//!
+//! 1. A million datagrams of garbage and of structured, mutated handshake packets from strangers and from spoofed
+//!    addresses, thrown at a host with a connected guest, at that guest, and at a guest halfway through its
+//!    handshake. Checks: no panic; a packet that parses re-encodes to itself; nothing opens a slot, connects or
+//!    fails a guest, or changes a connection; the host never answers with more bytes than it received.
+//! 2. A million packets from an attacker that holds a connected guest's keys: every sequence, ack, echo and payload
+//!    it likes, replays and tampered copies. Checks: no panic; no payload delivered twice; the host's estimates
+//!    stay finite; the host sends only to its guests; the other guest's connection works throughout.
 
+use std::collections::HashSet;
 use std::net::SocketAddr;
-use tumble_net::endpoint::PeerId;
+use tumble_net::crypto::{JoinSecret, SessionKeys};
+use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::{
-    read_packet, read_prefix, write_packet, ConnectedHeader, DenyReason, DisconnectReason, Packet, MAX_PACKET_BYTES,
-    PROTOCOL_ID, PROTOCOL_VERSION,
+    read_packet, read_prefix, write_connected_clear, write_packet, ConnectedHeader, DenyReason, Packet, PacketType,
+    ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, MAX_PACKET_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_ID,
+    PROTOCOL_VERSION,
 };
 use tumble_net::rng::Rng;
-use tumble_net::serialize::{ReadStream, SerializeError, Stream};
+use tumble_net::serialize::{ReadStream, SerializeError, Stream, WriteStream};
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 const PACKETS: usize = 1_000_000;
+const SECRET: JoinSecret = JoinSecret([0x42; 10]);
 
 fn addr(last: u8, port: u16) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, last], port))
+}
+
+fn config() -> EndpointConfig {
+    EndpointConfig {
+        join_secret: Some(SECRET),
+        ..Default::default()
+    }
 }
 
 /// Every serializer, reading garbage.
@@ -38,45 +54,46 @@ fn read_everything(bytes: &[u8]) -> Result<(), SerializeError> {
     r.finish()
 }
 
+fn bytes<const N: usize>(rng: &mut Rng) -> [u8; N] {
+    std::array::from_fn(|_| rng.next_u32() as u8)
+}
+
 /// A well-formed packet with random fields.
-fn random_packet<'a>(rng: &mut Rng, payload: &'a [u8], key: u32) -> Packet<'a> {
-    let header = ConnectedHeader {
-        session_key: if rng.chance_pct(50.0) { key } else { rng.next_u32() },
-        sequence: rng.next_u32() as u16,
-        ack: rng.next_u32() as u16,
-        ack_bits: rng.next_u32(),
-        echo_sequence: rng.next_u32() as u16,
-        echo_delay_100us: rng.next_u32() as u16,
-    };
+fn random_packet<'a>(rng: &mut Rng, sealed: &'a [u8]) -> Packet<'a> {
     let salt = rng.next_u64();
-    match rng.below(8) {
-        0 => Packet::Request { client_salt: salt },
+    match rng.below(7) {
+        0 => Packet::Request {
+            client_salt: salt,
+            public_key: bytes(rng),
+        },
         1 => Packet::Challenge {
             client_salt: salt,
-            challenge: rng.next_u64(),
+            cookie: bytes(rng),
+            public_key: bytes(rng),
         },
         2 => Packet::Response {
             client_salt: salt,
-            challenge: rng.next_u64(),
+            public_key: bytes(rng),
+            cookie: bytes(rng),
+            proof: bytes(rng),
         },
         3 => Packet::Accepted {
             client_salt: salt,
-            session_key: rng.next_u32(),
-            peer_index: 1,
-            max_peers: 4,
+            sealed: bytes::<ACCEPT_SEALED_BYTES>(rng),
         },
         4 => Packet::Denied {
             client_salt: salt,
-            reason: DenyReason::VersionMismatch { host_version: 9 },
+            reason: [DenyReason::Full, DenyReason::WrongSecret][rng.below(2)],
         },
-        5 => Packet::KeepAlive { header },
-        6 => Packet::Payload {
-            header,
-            payload: &payload[..rng.below(payload.len())],
+        5 => Packet::Connected {
+            packet_type: PacketType::KeepAlive,
+            sequence: rng.next_u32() as u16,
+            sealed: &sealed[..26],
         },
-        _ => Packet::Disconnect {
-            session_key: header.session_key,
-            reason: DisconnectReason::Closed,
+        _ => Packet::Connected {
+            packet_type: PacketType::Payload,
+            sequence: rng.next_u32() as u16,
+            sealed: &sealed[..26 + rng.below(sealed.len() - 26)],
         },
     }
 }
@@ -110,92 +127,90 @@ fn mutate(rng: &mut Rng, buf: &mut Vec<u8>) {
     }
 }
 
-/// What must not change: who is connected, with which key, and what each connection has accepted.
-fn fingerprint(e: &Endpoint) -> Vec<(u8, SocketAddr, u64, u64, bool)> {
+/// What must not change: who is connected, and what each connection has received.
+fn fingerprint(e: &Endpoint) -> Vec<(u8, SocketAddr, u64, bool)> {
     e.peers()
         .map(|p| {
             let s = e.stats(p).unwrap();
-            (
-                p.0,
-                e.peer_addr(p).unwrap(),
-                s.packets_received,
-                s.packets_acked,
-                e.is_connected(),
-            )
+            (p.0, e.peer_addr(p).unwrap(), s.packets_received, e.is_connected())
         })
         .collect()
 }
 
-#[test]
-fn a_million_packets_of_garbage_change_nothing() {
-    let start = std::time::Instant::now();
-    let (host_addr, guest_addr) = (addr(1, 1), addr(2, 1));
-    let mut host = Endpoint::host(
-        EndpointConfig {
-            seed: 11,
-            ..Default::default()
-        },
-        0.0,
-    );
-    let mut guest = Endpoint::join(
-        EndpointConfig {
-            seed: 12,
-            ..Default::default()
-        },
-        host_addr,
-        0.0,
-    );
-    let mut net = MemoryNetwork::new(LinkConfig::default(), 1);
-    let mut now = 0.0;
-    // Connect, exchange a little, and keep copies of real datagrams as seeds for mutation.
-    let mut corpus: Vec<Vec<u8>> = Vec::new();
-    while now < 1.0 {
+/// Runs the network until `done` or 3 simulated seconds; returns the time reached.
+fn run_until(
+    net: &mut MemoryNetwork,
+    mut now: f64,
+    nodes: &mut [(SocketAddr, &mut Endpoint)],
+    done: impl Fn(&[(SocketAddr, &mut Endpoint)]) -> bool,
+) -> f64 {
+    let end = now + 3.0;
+    while !done(nodes) {
+        assert!(now < end, "the network did not get there");
         now += 0.01;
-        host.update(now);
-        guest.update(now);
-        if guest.is_connected() {
-            guest.send(now, PeerId(0), &[1, 2, 3, 4]).unwrap();
-            host.send(now, PeerId(0), &[5; 40]).unwrap();
+        for (_, e) in nodes.iter_mut() {
+            e.update(now);
+            while let Some(ev) = e.pop_event() {
+                if let EndpointEvent::Received { peer, sequence } = ev {
+                    e.accept(peer, sequence);
+                }
+            }
         }
-        net.pump(now, &mut [(host_addr, &mut host), (guest_addr, &mut guest)]);
+        net.pump(now, nodes);
     }
-    assert!(guest.is_connected());
-    let mut capture = Endpoint::join(
-        EndpointConfig {
-            seed: 13,
-            ..Default::default()
-        },
-        host_addr,
-        now,
+    now
+}
+
+#[test]
+fn a_million_garbage_and_handshake_packets_change_nothing() {
+    let start = std::time::Instant::now();
+    let (host_addr, guest_addr, pending_addr) = (addr(1, 1), addr(2, 1), addr(3, 1));
+    let mut host = Endpoint::host(config(), 0.0).unwrap();
+    let mut guest = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let mut net = MemoryNetwork::new(LinkConfig::default(), 1);
+    let mut corpus: Vec<Vec<u8>> = Vec::new();
+    // A guest that will stay halfway: its request is answered, its response never delivered.
+    let mut pending = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let (_, request) = pending.pop_outgoing().unwrap();
+    corpus.push(request.to_vec());
+    let request = request.to_vec();
+    host.receive(0.0, pending_addr, &request);
+    let (_, challenge) = host.pop_outgoing().unwrap();
+    let challenge = challenge.to_vec();
+    corpus.push(challenge.clone());
+    pending.receive(0.0, host_addr, &challenge);
+    let response = pending.pop_outgoing().unwrap().1.to_vec();
+    corpus.push(response.clone());
+    let mut now = run_until(
+        &mut net,
+        0.0,
+        &mut [(host_addr, &mut host), (guest_addr, &mut guest)],
+        |n| n[1].1.is_connected(),
     );
-    while let Some((_, d)) = capture.pop_outgoing() {
-        corpus.push(d);
-    }
+    // Real connected packets are seeds too, but only ever replayed from a stranger's address (from the real
+    // address unchanged they would be genuine traffic, not garbage).
     guest.send(now, PeerId(0), &[9; 100]).unwrap();
     host.send(now, PeerId(0), &[9; 100]).unwrap();
-    // Real connected packets from this session are seeds too, but only ever replayed from a stranger's address
-    // (sent from the real address with the real key they would be genuine traffic, not garbage).
+    let mut connected_seeds = Vec::new();
     while let Some((_, d)) = guest.pop_outgoing() {
-        corpus.push(d);
+        connected_seeds.push(d.to_vec());
     }
     while let Some((_, d)) = host.pop_outgoing() {
-        corpus.push(d);
+        connected_seeds.push(d.to_vec());
     }
     let mut buf = [0u8; MAX_PACKET_BYTES];
     let mut rng = Rng::new(0xf022);
-    let payload = vec![0xaa; 1100];
-    assert!(
-        corpus.iter().all(|c| c.len() < 8 || c[4..8] != [0, 0, 0, 0]),
-        "a session key of 0 would collide"
-    );
+    let sealed = vec![0xaa; MAX_PAYLOAD_BYTES];
+    while host.pop_event().is_some() || guest.pop_event().is_some() {}
     let host_before = fingerprint(&host);
     let guest_before = fingerprint(&guest);
-    let (mut parsed, mut accepted_by_parser) = (0u64, 0u64);
+    let (mut parsed, mut canonical) = (0u64, 0u64);
     let mut packet = Vec::with_capacity(2048);
     for n in 0..PACKETS {
         now += 1e-5;
         packet.clear();
         let kind = rng.below(10);
+        let from_connected = kind == 9;
         match kind {
             0..=2 => {
                 let len = if rng.chance_pct(90.0) {
@@ -206,16 +221,19 @@ fn a_million_packets_of_garbage_change_nothing() {
                 packet.extend((0..len).map(|_| rng.next_u32() as u8));
             }
             3..=5 => {
-                // Keys are random here (0 is never a key this session uses: checked below).
-                let p = random_packet(&mut rng, &payload, 0);
+                let p = random_packet(&mut rng, &sealed);
                 let len = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
                 packet.extend_from_slice(&buf[..len]);
                 if rng.chance_pct(50.0) {
                     mutate(&mut rng, &mut packet);
                 }
             }
-            _ => {
+            6..=8 => {
                 packet.extend_from_slice(&corpus[rng.below(corpus.len())]);
+                mutate(&mut rng, &mut packet);
+            }
+            _ => {
+                packet.extend_from_slice(&connected_seeds[rng.below(connected_seeds.len())]);
                 mutate(&mut rng, &mut packet);
             }
         }
@@ -226,17 +244,17 @@ fn a_million_packets_of_garbage_change_nothing() {
             parsed += 1;
             let len = write_packet(&p, version, &mut buf).unwrap();
             assert_eq!(read_packet(&buf[..len]).unwrap(), (version, p), "re-encoding differs");
-            if buf[..len] == packet[..] {
-                accepted_by_parser += 1;
-            }
+            canonical += u64::from(buf[..len] == packet[..]);
         }
-        // A stranger writes to the host and the guest; some packets claim to come from the peer's address but
-        // were made without its session key.
+        // A stranger writes to everyone; a quarter of the time it claims a real address (never with a connected
+        // seed: that would be a network duplicate, not garbage).
         let stranger = addr(100 + (n % 50) as u8, 7000 + (n % 3) as u16);
-        let from_corpus = kind > 5;
-        let spoofing = n % 4 == 0 && !from_corpus;
-        let host_from = if spoofing { guest_addr } else { stranger };
-        let guest_from = if spoofing { host_addr } else { stranger };
+        let spoofing = n % 4 == 0 && !from_connected;
+        let (host_from, guest_from) = if spoofing {
+            (guest_addr, host_addr)
+        } else {
+            (stranger, stranger)
+        };
         host.receive(now, host_from, &packet);
         while let Some((to, reply)) = host.pop_outgoing() {
             assert_eq!(to, host_from, "reply to an address that did not write");
@@ -249,6 +267,8 @@ fn a_million_packets_of_garbage_change_nothing() {
         }
         guest.receive(now, guest_from, &packet);
         assert!(guest.pop_outgoing().is_none());
+        pending.receive(now, guest_from, &packet);
+        while pending.pop_outgoing().is_some() {}
         if n % 64 == 0 {
             assert_eq!(fingerprint(&host), host_before, "host changed by garbage at packet {n}");
             assert_eq!(
@@ -256,17 +276,211 @@ fn a_million_packets_of_garbage_change_nothing() {
                 guest_before,
                 "guest changed by garbage at packet {n}"
             );
+            assert!(
+                !pending.is_connected() && pending.pop_event().is_none(),
+                "pending guest moved at {n}"
+            );
+            assert!(
+                host.pop_event().is_none() && guest.pop_event().is_none(),
+                "an event from garbage at {n}"
+            );
         }
     }
     assert_eq!(fingerprint(&host), host_before);
     assert_eq!(fingerprint(&guest), guest_before);
-    // The session still works.
-    while host.pop_event().is_some() || guest.pop_event().is_some() {}
+    // The session still works, and the halfway guest can still finish its handshake.
     let seq = guest.send(now, PeerId(0), b"still here").unwrap();
     net.pump(now, &mut [(host_addr, &mut host), (guest_addr, &mut guest)]);
-    assert!(host.has_received(PeerId(0), seq));
+    let got = std::iter::from_fn(|| host.pop_event()).any(|e| matches!(e, EndpointEvent::Received { .. }));
+    assert!(got && host.payload() == b"still here", "sequence {seq} not delivered");
+    host.receive(now, pending_addr, &response);
+    assert_eq!(
+        host.peers().count(),
+        2,
+        "the halfway guest's own response still opens a slot"
+    );
     eprintln!(
-        "fuzz slice: {PACKETS} packets in {:.2} s; {parsed} parsed, {accepted_by_parser} canonical; host drops {:?}",
+        "fuzz slice: {PACKETS} packets in {:.2} s; {parsed} parsed, {canonical} canonical; host drops {:?}",
+        start.elapsed().as_secs_f64(),
+        host.drops()
+    );
+}
+
+/// Seals a connected packet as the holder of `keys` would, with any counter, ack fields and payload.
+fn seal(
+    keys: &SessionKeys,
+    packet_type: PacketType,
+    counter: u64,
+    header: &mut ConnectedHeader,
+    payload: &[u8],
+    out: &mut Vec<u8>,
+) {
+    out.clear();
+    out.resize(CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES + payload.len(), 0);
+    write_connected_clear(packet_type, counter as u16, out).unwrap();
+    let mut w = WriteStream::new(&mut out[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES]);
+    header.serialize_ack_fields(&mut w).unwrap();
+    w.finish().unwrap();
+    out[CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES..].copy_from_slice(payload);
+    let (clear, sealed) = out.split_at_mut(CONNECTED_CLEAR_BYTES);
+    let tag = keys.send.seal(counter, clear, sealed);
+    out.extend_from_slice(&tag);
+}
+
+#[test]
+fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
+    let start = std::time::Instant::now();
+    let (host_addr, a_addr, b_addr) = (addr(1, 1), addr(2, 1), addr(3, 1));
+    let mut host = Endpoint::host(config(), 0.0).unwrap();
+    let mut net = MemoryNetwork::new(LinkConfig::default(), 2);
+    let mut a = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let mut b = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let mut now = run_until(
+        &mut net,
+        0.0,
+        &mut [(host_addr, &mut host), (a_addr, &mut a), (b_addr, &mut b)],
+        |n| n[1].1.is_connected() && n[2].1.is_connected(),
+    );
+    let a_peer = PeerId(host.peers().find(|&p| host.peer_addr(p) == Some(a_addr)).unwrap().0);
+    let b_peer = PeerId(host.peers().find(|&p| host.peer_addr(p) == Some(b_addr)).unwrap().0);
+    let mut keys = a.peer_keys(PeerId(0)).unwrap();
+    let mut rng = Rng::new(0xa77ac);
+    let payload: Vec<u8> = (0..MAX_PAYLOAD_BYTES).map(|i| (i * 7) as u8).collect();
+    let mut packet = Vec::with_capacity(MAX_PACKET_BYTES + 16);
+    // Sent packets with their counters, for replays.
+    let mut history: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut newest = 0u64;
+    let mut delivered: HashSet<u64> = HashSet::new();
+    let (mut opened, mut reconnects, mut b_sent, mut b_acked) = (0u64, 0u32, 0u64, 0u64);
+    for n in 0..PACKETS {
+        now += 1e-5;
+        // The attacker's counter: mostly ahead of or near the newest, sometimes anywhere, sometimes a replay.
+        let mut counter = match rng.below(10) {
+            0..=5 => newest + 1 + rng.below(4) as u64,
+            6 | 7 => newest.saturating_sub(rng.below(700) as u64),
+            8 => rng.next_u64() >> rng.below(64),
+            _ => newest + rng.below(70_000) as u64,
+        };
+        let replay = !history.is_empty() && rng.chance_pct(5.0);
+        if replay {
+            let (c, bytes) = &history[rng.below(history.len())];
+            counter = *c;
+            packet.clear();
+            packet.extend_from_slice(bytes);
+        } else {
+            let packet_type = match rng.below(1000) {
+                0 => PacketType::Disconnect,
+                1..=200 => PacketType::KeepAlive,
+                _ => PacketType::Payload,
+            };
+            let mut header = ConnectedHeader {
+                sequence: counter as u16,
+                ack: rng.next_u32() as u16,
+                ack_bits: rng.next_u32(),
+                echo_sequence: rng.next_u32() as u16,
+                echo_delay_100us: if rng.chance_pct(20.0) {
+                    u16::MAX
+                } else {
+                    rng.next_u32() as u16
+                },
+            };
+            let body = match packet_type {
+                PacketType::Payload => &payload[..rng.below(MAX_PAYLOAD_BYTES + 1)],
+                PacketType::Disconnect => &payload[..1],
+                _ => &[][..],
+            };
+            seal(&keys, packet_type, counter, &mut header, body, &mut packet);
+            if rng.chance_pct(10.0) {
+                // Tampered after sealing.
+                let i = rng.below(packet.len());
+                packet[i] ^= 1 << rng.below(8);
+            }
+            if history.len() < 256 {
+                history.push((counter, packet.clone()));
+            } else {
+                let i = rng.below(256);
+                history[i].0 = counter;
+                history[i].1.clone_from(&packet);
+            }
+        }
+        let received = |host: &Endpoint| host.stats(a_peer).map_or(0, |s| s.packets_received);
+        let before = received(&host);
+        host.receive(now, a_addr, &packet);
+        if received(&host) > before {
+            newest = newest.max(counter);
+        }
+        while let Some(e) = host.pop_event() {
+            if let EndpointEvent::Received { peer, sequence } = e {
+                assert_eq!(peer, a_peer);
+                assert_eq!(sequence, counter as u16, "delivered a packet that was not just sent");
+                // A replay is delivered only if its first copy never was (it was refused then as too far ahead).
+                assert!(
+                    delivered.insert(counter),
+                    "counter {counter} delivered twice (replay: {replay})"
+                );
+                host.accept(peer, sequence);
+                opened += 1;
+            }
+        }
+        while let Some((to, _)) = host.pop_outgoing() {
+            assert!(to == a_addr || to == b_addr, "the host sent to {to}");
+        }
+        if let Some(s) = host.stats(a_peer) {
+            assert!(
+                s.rtt_ms.is_finite() && s.rtt_ms >= 0.0 && (0.0..=100.0).contains(&s.loss_pct),
+                "{s:?}"
+            );
+        }
+        if host.peer_addr(a_peer).is_none() {
+            // The attacker's disconnect opened (it is the guest, after all): it joins again with fresh keys.
+            a = Endpoint::join(config(), host_addr, now).unwrap();
+            now = run_until(
+                &mut net,
+                now,
+                &mut [(host_addr, &mut host), (a_addr, &mut a), (b_addr, &mut b)],
+                |n| n[1].1.is_connected(),
+            );
+            assert_eq!(host.peer_addr(a_peer), Some(a_addr));
+            keys = a.peer_keys(PeerId(0)).unwrap();
+            (newest, history) = (0, Vec::new());
+            delivered.clear();
+            reconnects += 1;
+        }
+        // The other guest talks to the host throughout.
+        if n % 500 == 0 {
+            b.send(now, PeerId(0), b"b is fine").unwrap();
+            b_sent += 1;
+            host.update(now);
+            b.update(now);
+            net.pump(now, &mut [(host_addr, &mut host), (b_addr, &mut b)]);
+            net.pump(now, &mut [(host_addr, &mut host), (b_addr, &mut b)]);
+            while let Some(e) = host.pop_event() {
+                if let EndpointEvent::Received { peer, sequence } = e {
+                    assert_eq!((peer, host.payload()), (b_peer, &b"b is fine"[..]));
+                    host.accept(peer, sequence);
+                }
+            }
+            while let Some(e) = b.pop_event() {
+                b_acked += u64::from(matches!(e, EndpointEvent::Acked { .. }));
+                assert!(!matches!(e, EndpointEvent::Disconnected { .. }), "b was disconnected");
+            }
+        }
+    }
+    assert!(b.is_connected() && host.peer_addr(b_peer) == Some(b_addr));
+    // Every packet b sent was acked but for the last few (their acks were still to come).
+    let bs = b.stats(PeerId(0)).unwrap();
+    assert!(
+        bs.packets_acked + 40 >= bs.packets_sent && bs.packets_lost == 0,
+        "{bs:?}"
+    );
+    assert!(b_acked > 0 && b_sent > 1000);
+    assert!(
+        opened > (PACKETS / 4) as u64,
+        "only {opened} sealed packets opened ({reconnects} reconnects): the fuzzer is not reaching the game; {:?}",
+        host.drops()
+    );
+    eprintln!(
+        "attacker slice: {PACKETS} packets in {:.2} s; {opened} delivered, {reconnects} reconnects; host drops {:?}",
         start.elapsed().as_secs_f64(),
         host.drops()
     );

@@ -31,15 +31,16 @@ fn handshake_over(bind: &str) {
     let mut host_socket = UdpTransport::bind(bind.parse().unwrap()).unwrap();
     let mut guest_socket = UdpTransport::bind(bind.parse().unwrap()).unwrap();
     let start = Instant::now();
-    let mut host = Endpoint::host(EndpointConfig::default(), 0.0);
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
     let mut guest = Endpoint::join(
         EndpointConfig {
-            seed: 1,
+            join_secret: Some(host.join_secret()),
             ..Default::default()
         },
         host_socket.local_addr(),
         0.0,
-    );
+    )
+    .unwrap();
     let mut got = None;
     while start.elapsed() < Duration::from_secs(3) && got.is_none() {
         let now = start.elapsed().as_secs_f64();
@@ -48,14 +49,14 @@ fn handshake_over(bind: &str) {
         if guest.is_connected() {
             guest.send(now, PeerId(0), b"over udp").unwrap();
         }
-        host_socket.flush(now, &mut host, None).unwrap();
-        guest_socket.flush(now, &mut guest, None).unwrap();
+        host_socket.flush(now, &mut host, None);
+        guest_socket.flush(now, &mut guest, None);
         host_socket.wait(Duration::from_millis(5)).unwrap();
         host_socket.receive_into(now, &mut host).unwrap();
         guest_socket.receive_into(now, &mut guest).unwrap();
         while let Some(e) = host.pop_event() {
-            if let EndpointEvent::Received { data, .. } = e {
-                got = Some(data);
+            if let EndpointEvent::Received { .. } = e {
+                got = Some(host.payload().to_vec());
             }
         }
     }
@@ -82,15 +83,16 @@ fn the_link_simulator_sits_in_front_of_a_real_socket() {
     use tumble_net::{LinkConfig, LinkSim};
     let mut host_socket = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
     let mut guest_socket = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
-    let mut host = Endpoint::host(EndpointConfig::default(), 0.0);
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
     let mut guest = Endpoint::join(
         EndpointConfig {
-            seed: 1,
+            join_secret: Some(host.join_secret()),
             ..Default::default()
         },
         host_socket.local_addr(),
         0.0,
-    );
+    )
+    .unwrap();
     // The guest's requests go through a link that delays them 200 ms (on the caller's clock): nothing reaches the
     // socket before then, and after it the handshake completes.
     let mut link = LinkSim::new(
@@ -100,11 +102,11 @@ fn the_link_simulator_sits_in_front_of_a_real_socket() {
         },
         1,
     );
-    guest_socket.flush(0.0, &mut guest, Some(&mut link)).unwrap();
+    guest_socket.flush(0.0, &mut guest, Some(&mut link));
     assert_eq!(link.in_flight(), 1);
-    guest_socket.flush(0.199, &mut guest, Some(&mut link)).unwrap();
+    guest_socket.flush(0.199, &mut guest, Some(&mut link));
     assert_eq!(link.in_flight(), 1);
-    guest_socket.flush(0.2, &mut guest, Some(&mut link)).unwrap();
+    guest_socket.flush(0.2, &mut guest, Some(&mut link));
     assert_eq!(link.in_flight(), 0);
     let start = Instant::now();
     let mut now = 0.2;
@@ -112,11 +114,11 @@ fn the_link_simulator_sits_in_front_of_a_real_socket() {
         now += 0.01;
         host_socket.wait(Duration::from_millis(2)).unwrap();
         host_socket.receive_into(now, &mut host).unwrap();
-        host_socket.flush(now, &mut host, None).unwrap();
+        host_socket.flush(now, &mut host, None);
         guest_socket.wait(Duration::from_millis(2)).unwrap();
         guest_socket.receive_into(now, &mut guest).unwrap();
         guest.update(now);
-        guest_socket.flush(now, &mut guest, Some(&mut link)).unwrap();
+        guest_socket.flush(now, &mut guest, Some(&mut link));
     }
     assert!(guest.is_connected());
 }

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use glam::{Quat, Vec3};
 use tumble_engine::physics::{BodyId, World};
+use tumble_net::crypto::JoinSecret;
 use tumble_net::endpoint::ConnectError;
+use tumble_net::join_code::{self, JoinTarget};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::{Endpoint, EndpointConfig, EndpointEvent, LinkConfig, SocketError, UdpTransport};
 
@@ -51,6 +53,8 @@ pub enum NetPlayError {
     Io(#[from] SocketError),
     #[error("could not join {addr}: {reason}")]
     Join { addr: SocketAddr, reason: ConnectError },
+    #[error("the host at {addr} needs a join code: ask the host for it and run `tumble join CODE`")]
+    NeedsCode { addr: SocketAddr },
     #[error(transparent)]
     Peer(#[from] PeerError),
     #[error("{0}")]
@@ -68,13 +72,20 @@ pub struct HostOptions {
     /// The host plays (player 1, the desktop hands); false: a dedicated host.
     pub playing: bool,
     pub kbps_budget: u32,
+    /// An open game: no join secret, anyone who reaches the port joins (`tumble join ADDR:PORT`). Otherwise
+    /// players need the join code.
+    pub open: bool,
+    /// The address the join code names (what players reach: a public address with a forwarded port; port 0: the
+    /// port bound); `None`: this machine's LAN address.
+    pub public_addr: Option<SocketAddr>,
 }
 
 /// `tumble join`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JoinOptions {
     pub scene: PathBuf,
-    pub host: SocketAddr,
+    /// The host's address and join secret (from a join code; `JoinSecret::OPEN` for `ADDR:PORT`).
+    pub host: JoinTarget,
     pub kbps_budget: u32,
 }
 
@@ -124,6 +135,8 @@ pub struct NetPlay {
     pub scene_name: String,
     /// What this process is, for the overlay.
     pub role: String,
+    /// A host's join code (none for an open game or a guest).
+    pub join_code: Option<String>,
     step_ms: f32,
     /// Bots play while true; false: they put down what they hold and stand still (so a world can come to rest).
     pub bots_active: bool,
@@ -148,11 +161,23 @@ fn load(scene: &Path) -> Result<(String, WorldMaker), NetPlayError> {
     Ok((name, world_maker(scene).map_err(bad)?))
 }
 
-fn endpoint_config(seed: u64) -> EndpointConfig {
+/// The game's endpoint settings with `join_secret` (a host: `None` draws a fresh one).
+fn endpoint_config(join_secret: Option<JoinSecret>) -> EndpointConfig {
     EndpointConfig {
-        seed,
+        join_secret,
         ..EndpointConfig::default()
     }
+}
+
+/// This machine's address on its LAN: the source address the system would use towards the internet (a UDP
+/// "connect" sends nothing). Loopback when there is no route.
+fn lan_address() -> std::net::IpAddr {
+    std::net::UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))
+        .and_then(|s| {
+            s.connect((Ipv4Addr::new(192, 0, 2, 1), 9))?;
+            s.local_addr()
+        })
+        .map_or(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), |a| a.ip())
 }
 
 fn bind(addr: SocketAddr) -> Result<UdpTransport, NetPlayError> {
@@ -188,12 +213,16 @@ impl NetPlay {
             path: options.scene.clone(),
             source,
         })?;
-        let host = Peer::host(
-            world,
-            Endpoint::host(endpoint_config(seed), 0.0),
-            config,
-            options.playing,
-        )?;
+        let secret = if options.open { Some(JoinSecret::OPEN) } else { None };
+        let endpoint = Endpoint::host(endpoint_config(secret), 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
+        let secret = endpoint.join_secret();
+        let advertised = match options.public_addr {
+            Some(a) if a.port() == 0 => SocketAddr::new(a.ip(), port),
+            Some(a) => a,
+            None => SocketAddr::new(lan_address(), port),
+        };
+        let join_code = join_code::encode(advertised, &secret);
+        let host = Peer::host(world, endpoint, config, options.playing)?;
         // Player 1 is the desktop's hands (or nobody, dedicated); bots take the guest players in order.
         let bots: Vec<String> = std::iter::once("idle")
             .chain(HOST_BOTS.iter().copied().take(options.bots))
@@ -209,40 +238,49 @@ impl NetPlay {
                 path: options.scene.clone(),
                 source,
             })?;
-            let guest = Peer::guest(world, Endpoint::join(endpoint_config(bot_seed), to_host, now), config)?;
+            let endpoint = Endpoint::join(endpoint_config(Some(secret)), to_host, now)
+                .map_err(|e| NetPlayError::Bad(e.to_string()))?;
+            let guest = Peer::guest(world, endpoint, config)?;
             seats.push(Seat::new(guest, &bots, bot_seed));
             sockets.push(bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?);
         }
-        tracing::info!(port, bots = options.bots, playing = options.playing, scene = %name, "hosting: others join with `tumble join ADDR:{port}`");
-        Ok(NetPlay::new(
-            seats,
-            Transport::Udp { sockets, clock },
-            name,
-            format!("host on port {port}"),
-        ))
+        if options.open {
+            tracing::warn!(port, bots = options.bots, scene = %name, "hosting an open game: anyone who reaches port {port} can join with `tumble join ADDR:{port}`");
+        } else {
+            tracing::info!(port, bots = options.bots, playing = options.playing, scene = %name, "hosting: players join with `tumble join {join_code}`");
+        }
+        let role = if options.open {
+            format!("open host on port {port}")
+        } else {
+            format!("host on port {port} · join code {join_code}")
+        };
+        let mut play = NetPlay::new(seats, Transport::Udp { sockets, clock }, name, role);
+        play.join_code = (!options.open).then_some(join_code);
+        Ok(play)
     }
 
     /// A guest of `options.host`: the handshake runs here (blocking, at most the endpoint's 5 s timeout), so a full
     /// host or no answer is an error before any window opens.
     pub fn join(options: &JoinOptions) -> Result<NetPlay, NetPlayError> {
         let (name, make_world) = load(&options.scene)?;
-        let any = if options.host.is_ipv6() {
+        let host = options.host.addr;
+        let any = if host.is_ipv6() {
             SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, 0))
         } else {
             SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0))
         };
         let mut socket = bind(any)?;
         let clock = Instant::now();
-        let mut endpoint = Endpoint::join(endpoint_config(clock_seed()), options.host, 0.0);
-        tracing::info!(host = %options.host, "joining");
+        let open = options.host.secret.is_open();
+        let mut endpoint = Endpoint::join(endpoint_config((!open).then_some(options.host.secret)), host, 0.0)
+            .map_err(|e| NetPlayError::Bad(e.to_string()))?;
+        tracing::info!(%host, "joining");
         handshake(&mut socket, &mut endpoint, clock).map_err(|e| match e {
-            HandshakeError::Refused(reason) => NetPlayError::Join {
-                addr: options.host,
-                reason,
-            },
+            HandshakeError::Refused(ConnectError::WrongSecret) if open => NetPlayError::NeedsCode { addr: host },
+            HandshakeError::Refused(reason) => NetPlayError::Join { addr: host, reason },
             HandshakeError::Io(e) => NetPlayError::Io(e),
         })?;
-        tracing::info!(host = %options.host, "connected; waiting for the host's welcome");
+        tracing::info!(%host, "connected; waiting for the host's welcome");
         let world = make_world().map_err(|source| NetPlayError::Scene {
             path: options.scene.clone(),
             source,
@@ -258,7 +296,7 @@ impl NetPlay {
                 clock,
             },
             name,
-            format!("guest of {}", options.host),
+            format!("guest of {host}"),
         ))
     }
 
@@ -294,16 +332,16 @@ impl NetPlay {
             })
         };
         let mut seats = Vec::with_capacity(options.players);
+        let mut secret = JoinSecret::OPEN;
         for i in 0..options.players {
-            let seed = options.seed.wrapping_add(7919 * i as u64);
+            let bad = |e: tumble_net::endpoint::EndpointError| NetPlayError::Bad(e.to_string());
             let peer = if i == 0 {
-                Peer::host(world(i)?, Endpoint::host(endpoint_config(seed), 0.0), config, true)?
+                let endpoint = Endpoint::host(endpoint_config(None), 0.0).map_err(bad)?;
+                secret = endpoint.join_secret();
+                Peer::host(world(i)?, endpoint, config, true)?
             } else {
-                Peer::guest(
-                    world(i)?,
-                    Endpoint::join(endpoint_config(seed), memory_address(0), 0.0),
-                    config,
-                )?
+                let endpoint = Endpoint::join(endpoint_config(Some(secret)), memory_address(0), 0.0).map_err(bad)?;
+                Peer::guest(world(i)?, endpoint, config)?
             };
             seats.push(Seat::new(peer, &options.bots, options.seed.wrapping_add(i as u64)));
         }
@@ -327,6 +365,7 @@ impl NetPlay {
             poses: PoseBuffer::default(),
             scene_name,
             role,
+            join_code: None,
             step_ms: 0.0,
             bots_active: true,
         };
@@ -475,10 +514,10 @@ impl NetPlay {
         let now = clock.elapsed().as_secs_f64();
         for (seat, socket) in self.seats.iter_mut().zip(sockets.iter_mut()) {
             let endpoint = seat.peer.endpoint_mut();
-            socket.flush(now, endpoint, None)?;
+            socket.flush(now, endpoint, None);
             socket.receive_into(now, endpoint)?;
             endpoint.update(now);
-            socket.flush(now, endpoint, None)?;
+            socket.flush(now, endpoint, None);
             seat.peer.receive(now)?;
         }
         Ok(())
@@ -608,10 +647,10 @@ enum HandshakeError {
 fn handshake(socket: &mut UdpTransport, endpoint: &mut Endpoint, clock: Instant) -> Result<(), HandshakeError> {
     loop {
         let now = clock.elapsed().as_secs_f64();
-        socket.flush(now, endpoint, None).map_err(HandshakeError::Io)?;
+        socket.flush(now, endpoint, None);
         socket.receive_into(now, endpoint).map_err(HandshakeError::Io)?;
         endpoint.update(now);
-        socket.flush(now, endpoint, None).map_err(HandshakeError::Io)?;
+        socket.flush(now, endpoint, None);
         while let Some(event) = endpoint.pop_event() {
             match event {
                 // A guest's link exists from the start (`Peer::guest`): nothing is lost by taking this event here.
@@ -759,6 +798,8 @@ mod tests {
                 bots: 2,
                 playing: true,
                 kbps_budget: PLAY_KBPS_BUDGET,
+                open: false,
+                public_addr: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
             };
             let mut play = NetPlay::host(&options).unwrap();
             let mut told = false;
@@ -770,19 +811,29 @@ mod tests {
                 last = now;
                 // The port goes out once both bots are in, so the guests below come third and fourth.
                 if !told && play.seats[0].peer.endpoint().peers().count() == 2 {
-                    port_tx.send(play.host_port().unwrap()).unwrap();
+                    port_tx
+                        .send((play.host_port().unwrap(), play.join_code.clone().unwrap()))
+                        .unwrap();
                     told = true;
                 }
                 std::thread::sleep(Duration::from_millis(2));
             }
             play.seats.iter().map(|s| s.peer.player()).collect::<Vec<_>>()
         });
-        let port = port_rx.recv_timeout(Duration::from_secs(20)).expect("the bots joined");
-        let join = JoinOptions {
+        let (port, code) = port_rx.recv_timeout(Duration::from_secs(20)).expect("the bots joined");
+        // Without the code, by address: refused, and told why.
+        let by_address = JoinOptions {
             scene: table64(),
-            host: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            host: join_code::parse_target(&format!("127.0.0.1:{port}")).unwrap(),
             kbps_budget: PLAY_KBPS_BUDGET,
         };
+        let refused = NetPlay::join(&by_address).err().expect("no code, no entry");
+        assert!(matches!(refused, NetPlayError::NeedsCode { .. }), "{refused}");
+        let join = JoinOptions {
+            host: join_code::parse_target(&code).unwrap(),
+            ..by_address
+        };
+        assert_eq!(join.host.addr, SocketAddr::from((Ipv4Addr::LOCALHOST, port)));
         let mut guest = NetPlay::join(&join).unwrap();
         let mut last = Instant::now();
         for _ in 0..2000 {

@@ -7,6 +7,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 use serde_json::{json, Value};
+use tumble_net::crypto::JoinSecret;
+use tumble_net::join_code::JoinTarget;
 use tumble_net::LinkConfig;
 
 use super::mode::Mode;
@@ -36,6 +38,14 @@ pub struct HostArgs {
     /// Per-connection budget, each direction (kbps, IP/UDP headers included)
     #[arg(long, value_name = "K", default_value_t = PLAY_KBPS_BUDGET)]
     pub kbps_budget: u32,
+    /// An open game: no join code, anyone who reaches the port joins with `tumble join ADDR:PORT` (for a LAN;
+    /// still encrypted). Without it, players need the join code the host prints and shows
+    #[arg(long)]
+    pub open: bool,
+    /// The address the join code names, when players reach this host at another address than its LAN one (a
+    /// public address with the port forwarded); a port of 0 means the port bound
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_host_address)]
+    pub public_addr: Option<SocketAddr>,
     /// Close the window after N frames (smoke tests)
     #[arg(long, value_name = "N", hide = true)]
     pub frames: Option<u64>,
@@ -44,9 +54,10 @@ pub struct HostArgs {
 /// `tumble join`.
 #[derive(Args, Debug, Clone)]
 pub struct JoinArgs {
-    /// The host: ADDR:PORT (an IPv4 or [IPv6] address, or a host name)
-    #[arg(value_name = "ADDR:PORT", value_parser = parse_host_address)]
-    pub host: SocketAddr,
+    /// The host's join code (as it prints and shows it), or ADDR:PORT of an open game (an IPv4 or [IPv6] address,
+    /// or a host name)
+    #[arg(value_name = "CODE|ADDR:PORT", value_parser = parse_join_target)]
+    pub host: JoinTarget,
     /// Scene file; must be the host's [default: assets/scenes/table64.toml]
     #[arg(long, value_name = "FILE")]
     pub scene: Option<PathBuf>,
@@ -102,6 +113,17 @@ pub struct LocalArgs {
     pub settle_s: f64,
     #[arg(long, value_name = "N", hide = true)]
     pub frames: Option<u64>,
+}
+
+/// A join code, or `ADDR:PORT` of an open game. Codes have neither dots nor colons, addresses and names do.
+pub fn parse_join_target(text: &str) -> Result<JoinTarget, String> {
+    if text.contains([':', '.']) {
+        return parse_host_address(text).map(|addr| JoinTarget {
+            addr,
+            secret: JoinSecret::OPEN,
+        });
+    }
+    tumble_net::join_code::decode(text).map_err(|e| e.to_string())
 }
 
 /// `ADDR:PORT` → an address: a literal first, else a name resolved once (the first address it gives).
@@ -161,6 +183,8 @@ impl HostArgs {
             bots: usize::from(self.bots),
             playing: !self.headless,
             kbps_budget: self.kbps_budget,
+            open: self.open,
+            public_addr: self.public_addr,
         }
     }
 }
@@ -246,6 +270,7 @@ fn summary(play: &NetPlay) -> Value {
     json!({
         "role": play.role,
         "port": play.host_port(),
+        "join_code": play.join_code,
         "seats": seats,
         "worlds_identical": play.worlds_identical(),
     })
@@ -281,11 +306,26 @@ mod tests {
         let Cli::Join(j) = parse(&["join", "127.0.0.1:40000"]).unwrap() else {
             panic!()
         };
-        assert_eq!(j.host, "127.0.0.1:40000".parse().unwrap());
+        assert_eq!(j.host.addr, "127.0.0.1:40000".parse().unwrap());
+        assert!(j.host.secret.is_open());
         let Cli::Join(j) = parse(&["join", "[::1]:7"]).unwrap() else {
             panic!()
         };
-        assert_eq!(j.host, "[::1]:7".parse().unwrap());
+        assert_eq!(j.host.addr, "[::1]:7".parse().unwrap());
+        let secret = JoinSecret([3; 10]);
+        let code = tumble_net::join_code::encode("192.168.1.20:40000".parse().unwrap(), &secret);
+        let Cli::Join(j) = parse(&["join", &code]).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (j.host.addr, j.host.secret),
+            ("192.168.1.20:40000".parse().unwrap(), secret)
+        );
+        let Cli::Host(h) = parse(&["host", "--open", "--public-addr", "203.0.113.5:40000"]).unwrap() else {
+            panic!()
+        };
+        let o = h.options();
+        assert!(o.open && o.public_addr == Some("203.0.113.5:40000".parse().unwrap()));
         let Cli::Local(l) = parse(&["local", "--players", "2", "--bots", "idle,thrower", "--loss-pct", "5"]).unwrap()
         else {
             panic!()
@@ -301,6 +341,8 @@ mod tests {
             (&["join", "10.0.0.1:99999"], "not a port"),
             (&["join", "10.0.0.1:port"], "not a port"),
             (&["join"], "ADDR:PORT"),
+            (&["join", "ABCD-EFGH"], "part of it is missing"),
+            (&["join", "hello!"], "neither a join code nor ADDR:PORT"),
             (&["host", "--port", "70000"], "70000"),
             (&["host", "--bots", "4"], "4"),
             (&["host", "--seconds", "3"], "--headless"),

@@ -6,7 +6,6 @@
 
 use std::cmp::Ordering;
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -16,6 +15,7 @@ use clap::Args;
 use glam::Vec3;
 use serde_json::{json, Value};
 use tumble_engine::physics::BodyId;
+use tumble_net::join_code::{self, JoinTarget};
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
 use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
@@ -41,9 +41,9 @@ fn unix_ms() -> f64 {
 /// Flags of the hidden `tumble session-peer` (one player's process; the parent passes them).
 #[derive(Args, Debug, Clone)]
 pub struct PeerProcessArgs {
-    /// Host: bind 127.0.0.1:0 and print {"port": N}; guest: join this address
-    #[arg(long)]
-    pub join: Option<SocketAddr>,
+    /// Host: bind 127.0.0.1:0 and print {"port": N, "join_code": C}; guest: join with this code
+    #[arg(long, value_parser = crate::desktop::play_cli::parse_join_target)]
+    pub join: Option<JoinTarget>,
     #[arg(long)]
     pub seat: u8,
     #[arg(long)]
@@ -92,17 +92,21 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let config = PeerConfig {
         kbps_budget: args.kbps_budget,
     };
-    let endpoint_config = EndpointConfig {
-        seed,
-        ..EndpointConfig::default()
-    };
     let clock = Instant::now();
     let mut peer = match args.join {
         None => {
-            println!("{}", json!({ "port": socket.local_addr().port() }));
-            Peer::host(world, Endpoint::host(endpoint_config, 0.0), config, !args.headless)?
+            let endpoint = Endpoint::host(EndpointConfig::default(), 0.0)?;
+            let code = join_code::encode(socket.local_addr(), &endpoint.join_secret());
+            println!("{}", json!({ "port": socket.local_addr().port(), "join_code": code }));
+            Peer::host(world, endpoint, config, !args.headless)?
         }
-        Some(host) => Peer::guest(world, Endpoint::join(endpoint_config, host, 0.0), config)?,
+        Some(host) => {
+            let endpoint_config = EndpointConfig {
+                join_secret: Some(host.secret),
+                ..EndpointConfig::default()
+            };
+            Peer::guest(world, Endpoint::join(endpoint_config, host.addr, 0.0)?, config)?
+        }
     };
     if args.hostile {
         peer.make_hostile();
@@ -124,7 +128,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
             let now_s = clock.elapsed().as_secs_f64();
             socket.receive_into(now_s, peer.endpoint_mut())?;
             peer.endpoint_mut().update(now_s);
-            socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim))?;
+            socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim));
             peer.receive(now_s)?;
             if now_ms >= due_ms {
                 break;
@@ -143,7 +147,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         peer.quantize()?;
         let now_s = clock.elapsed().as_secs_f64();
         peer.send(now_s)?;
-        socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim))?;
+        socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim));
         peer.simulate()?;
         watch.after_step(&peer, unix_ms())?;
         step += 1;
@@ -416,7 +420,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
     let start_ms = unix_ms() + START_MARGIN_MS;
     let end_ms = start_ms + config.seconds * 1000.0;
     let settle_ms = end_ms - SETTLE_S * 1000.0;
-    let common = |seat: usize, join: Option<SocketAddr>| -> Vec<String> {
+    let common = |seat: usize, join: Option<&str>| -> Vec<String> {
         let mut a = vec![
             format!("--seat={seat}"),
             format!("--driver={}", seats[seat - 1]),
@@ -447,17 +451,18 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         .lines
         .recv_timeout(Duration::from_secs(30))
         .context("the host process did not say its port")?;
-    let port = serde_json::from_str::<Value>(&port_line)?["port"]
-        .as_u64()
+    // The guests join as players do, with the code the host printed.
+    let code = serde_json::from_str::<Value>(&port_line)?["join_code"]
+        .as_str()
+        .map(str::to_string)
         .ok_or_else(|| anyhow!("the host process said {port_line}"))?;
-    let host_addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
     let mut children = vec![host];
     let late = config.join_at_s.map(|t| (config.players, start_ms + t * 1000.0));
     for seat in 2..=config.players {
         if late.is_some_and(|(s, _)| s == seat) {
             continue;
         }
-        children.push(spawn(&exe, &common(seat, Some(host_addr)), seat)?);
+        children.push(spawn(&exe, &common(seat, Some(&code)), seat)?);
     }
     let kill = config.kill_player.map(|(p, t)| (usize::from(p), start_ms + t * 1000.0));
     let mut killed_at_ms = None;
@@ -465,7 +470,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
     while unix_ms() < end_ms {
         if let Some((seat, at)) = late_pending {
             if unix_ms() >= at {
-                children.push(spawn(&exe, &common(seat, Some(host_addr)), seat)?);
+                children.push(spawn(&exe, &common(seat, Some(&code)), seat)?);
                 late_pending = None;
             }
         }

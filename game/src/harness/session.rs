@@ -12,6 +12,7 @@ use anyhow::{bail, Result};
 use glam::Vec3;
 use serde_json::{json, Value};
 use tumble_engine::physics::{BodyId, World};
+use tumble_net::crypto::JoinSecret;
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
@@ -202,6 +203,8 @@ fn address(player: usize) -> SocketAddr {
 /// A run in progress: the peers (index = player − 1; `None` before joining or after being killed) and the network.
 pub struct SessionRun {
     config: SessionConfig,
+    /// The host's join secret, which guests that join later are given.
+    join_secret: JoinSecret,
     peers: Vec<Option<Peer>>,
     make_world: Box<dyn Fn() -> Result<World>>,
     net: MemoryNetwork,
@@ -256,16 +259,10 @@ impl SessionRun {
         let peer_config = PeerConfig {
             kbps_budget: config.kbps_budget,
         };
-        let endpoint_config = |seed: u64| EndpointConfig {
-            seed,
-            ..EndpointConfig::default()
-        };
-        let mut host = Peer::host(
-            make_world()?,
-            Endpoint::host(endpoint_config(config.seed), 0.0),
-            peer_config,
-            !config.headless_host,
-        )?;
+        let host_endpoint = Endpoint::host(EndpointConfig::default(), 0.0)?;
+        // The guests get the host's secret as players get it from the join code.
+        let join_secret = host_endpoint.join_secret();
+        let mut host = Peer::host(make_world()?, host_endpoint, peer_config, !config.headless_host)?;
         host.measure_demand();
         let mut peers = vec![Some(host)];
         for p in 2..=config.players {
@@ -273,7 +270,7 @@ impl SessionRun {
             peers.push(if late {
                 None
             } else {
-                Some(Self::make_guest(&config, &make_world, p, 0.0)?)
+                Some(Self::make_guest(&config, &make_world, p, 0.0, join_secret)?)
             });
         }
         let cubes = peers[0].as_ref().map_or(0, |p| p.world.body_count());
@@ -302,6 +299,7 @@ impl SessionRun {
             killed_player: None,
             released_killed_at: None,
             config,
+            join_secret,
         };
         run.second_bytes = run.connection_bytes();
         Ok(run)
@@ -313,15 +311,16 @@ impl SessionRun {
         make_world: &dyn Fn() -> Result<World>,
         player: usize,
         now_s: f64,
+        join_secret: JoinSecret,
     ) -> Result<Peer> {
         let endpoint = Endpoint::join(
             EndpointConfig {
-                seed: config.seed.wrapping_add(player as u64 * 7919),
+                join_secret: Some(join_secret),
                 ..EndpointConfig::default()
             },
             address(1),
             now_s,
-        );
+        )?;
         let peer_config = PeerConfig {
             kbps_budget: config.kbps_budget,
         };
@@ -398,7 +397,13 @@ impl SessionRun {
         if let Some(at_s) = self.config.join_at_s {
             let last = self.config.players - 1;
             if step == (at_s * PACKETS_PER_S as f64).round() as u64 && self.peers[last].is_none() {
-                let guest = Self::make_guest(&self.config, &*self.make_world, last + 1, step as f64 * STEP_S)?;
+                let guest = Self::make_guest(
+                    &self.config,
+                    &*self.make_world,
+                    last + 1,
+                    step as f64 * STEP_S,
+                    self.join_secret,
+                )?;
                 self.peers[last] = Some(guest);
             }
         }

@@ -10,6 +10,7 @@ use glam::Vec3;
 use thiserror::Error;
 use tumble_engine::physics::{BodyId, BodyKind, BodyState, PhysicsError, World};
 use tumble_net::packet::CONNECTED_HEADER_BYTES;
+use tumble_net::socket::ip_udp_header_bytes;
 use tumble_net::{Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
 
 use crate::authority::rules::{guest_accepts, guest_accepts_hold, judge_claim, RejectCounts, RejectReason};
@@ -178,8 +179,12 @@ pub struct Peer {
     /// Per cube: the step its authority index last changed here (for the hand-over pop meter).
     pub authority_changed_step: Vec<u64>,
     /// Bytes a message may take (IP/UDP and transport headers excluded), from the budget.
+    /// The state packet budget over IPv4 (checked at creation); each connection's comes from `packet_budget_for`.
     packet_budget: usize,
+    kbps_budget: u32,
     message_buf: Vec<u8>,
+    /// The payload being read (a copy of the endpoint's).
+    receive_buf: Vec<u8>,
     pub stats: PeerStats,
     /// Host: cubes returned to default in the last step, with the authority they had.
     returned: Vec<(u32, u8)>,
@@ -285,7 +290,9 @@ impl Peer {
             last_authority: vec![DEFAULT_AUTHORITY; cubes],
             authority_changed_step: vec![0; cubes],
             packet_budget: budget,
+            kbps_budget: config.kbps_budget,
             message_buf: vec![0u8; MAX_PACKET_BYTES],
+            receive_buf: Vec::with_capacity(MAX_PACKET_BYTES),
             stats: PeerStats::default(),
             welcomed: is_host,
             welcomed_at_step: 0,
@@ -394,7 +401,7 @@ impl Peer {
     pub fn sent_breakdown(&self) -> impl Iterator<Item = SentBytes> + '_ {
         self.links.iter().flatten().filter_map(|l| {
             let s = self.endpoint.stats(l.peer)?;
-            let wire = s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64;
+            let wire = s.bytes_sent + s.packets_sent * self.ip_udp_bytes(l.peer) as u64;
             let (cubes, header) = (l.sender.body_bytes, l.header_bytes_sent);
             let avatars = (l.avatar_bits_sent / 8).min(header);
             Some(SentBytes {
@@ -413,7 +420,7 @@ impl Peer {
     pub fn demand_wire_bytes(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
         self.links.iter().flatten().filter_map(|l| {
             let s = self.endpoint.stats(l.peer)?;
-            let wire = s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64;
+            let wire = s.bytes_sent + s.packets_sent * self.ip_udp_bytes(l.peer) as u64;
             let demand = (wire + l.sender.demand_bytes).saturating_sub(l.sender.body_bytes);
             Some((l.player, if l.sender.measure_demand { demand } else { 0 }))
         })
@@ -582,7 +589,10 @@ impl Peer {
             self.cube_count,
             baseline.as_ref().map(|(_, set)| set),
         )?;
-        let end = (head + self.packet_budget.saturating_sub(head).max(MIN_BODY_BYTES)).min(self.message_buf.len());
+        let budget = self.links[slot]
+            .as_ref()
+            .map_or(self.packet_budget, |l| self.packet_budget_for(l.peer));
+        let end = (head + budget.saturating_sub(head).max(MIN_BODY_BYTES)).min(self.message_buf.len());
         let me = self.table.me();
         let is_host = self.is_host;
         let table = &self.table;
@@ -668,7 +678,17 @@ impl Peer {
                     }
                 }
                 EndpointEvent::Disconnected { peer, .. } if self.is_host => self.guest_left(peer)?,
-                EndpointEvent::Received { peer, data, .. } => self.on_message(peer, &data, now_s)?,
+                EndpointEvent::Received { peer, sequence } => {
+                    // Copied out of the endpoint (which `on_message` may send on) into a buffer kept for reuse.
+                    let mut data = std::mem::take(&mut self.receive_buf);
+                    data.clear();
+                    data.extend_from_slice(self.endpoint.payload());
+                    let read = self.on_message(peer, &data, now_s);
+                    self.receive_buf = data;
+                    if read? {
+                        self.endpoint.accept(peer, sequence);
+                    }
+                }
                 EndpointEvent::Acked { peer, sequence } => {
                     if let Some(link) = self.link_mut(peer) {
                         if let Some(s) = link.sender_sequence[usize::from(sequence)].take() {
@@ -718,7 +738,9 @@ impl Peer {
         Ok(())
     }
 
-    fn on_message(&mut self, peer: PeerId, data: &[u8], now_s: f64) -> Result<(), PeerError> {
+    /// Reads and applies one message; true when it was read (the transport then acks it, and the sender may code
+    /// against it), false when it was refused.
+    fn on_message(&mut self, peer: PeerId, data: &[u8], now_s: f64) -> Result<bool, PeerError> {
         let read = {
             let ring = self
                 .links
@@ -733,7 +755,7 @@ impl Peer {
                 tracing::debug!("message refused: {e}");
                 self.refuse(RejectReason::Malformed);
                 if let (MessageError::MissingAvatarBaseline(_), Some(link)) = (e, self.link_mut(peer)) {
-                    // The transport acked a message we could not read: tell the sender, which then codes absolute.
+                    // A message we could not read (it is not acked): tell the sender, which then codes absolute.
                     link.receiver.rejected_packets += 1;
                     let count = link.receiver.rejected_packets as u16;
                     let link_peer = link.peer;
@@ -742,7 +764,7 @@ impl Peer {
                         let _ = self.endpoint.send(now_s, link_peer, &notice[..n]);
                     }
                 }
-                return Ok(());
+                return Ok(false);
             }
         };
         match message {
@@ -758,7 +780,9 @@ impl Peer {
                 if !self.is_host {
                     self.take_welcome(&header)?;
                 }
-                let Some(link) = self.link_mut(peer) else { return Ok(()) };
+                let Some(link) = self.link_mut(peer) else {
+                    return Ok(false);
+                };
                 // Kept whatever the body holds: the sender will code against this message once it is acked.
                 link.avatars_received.insert(header.sender_step, &header.avatars);
                 if let Err(e) = link.receiver.read(body) {
@@ -770,7 +794,7 @@ impl Peer {
                     if let Ok(n) = write_reject_notice(&mut notice, count) {
                         let _ = self.endpoint.send(now_s, link_peer, &notice[..n]);
                     }
-                    return Ok(());
+                    return Ok(false);
                 }
                 // Headers are ordered by the sender's step (wrap-safe over 32 bits): held cubes come from the newest
                 // only.
@@ -785,7 +809,7 @@ impl Peer {
                 self.take_updates(peer, player)?;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     fn refuse(&mut self, reason: RejectReason) {
@@ -1155,11 +1179,29 @@ impl Peer {
         Ok(())
     }
 
+    /// The IP and UDP header bytes of each datagram to or from `peer`: 28 over IPv4, 48 over IPv6.
+    fn ip_udp_bytes(&self, peer: PeerId) -> usize {
+        self.endpoint
+            .peer_addr(peer)
+            .map_or(IP_UDP_HEADER_BYTES, ip_udp_header_bytes)
+    }
+
+    /// The state packet's byte budget on the connection to `peer` (less over IPv6, whose headers are longer).
+    fn packet_budget_for(&self, peer: PeerId) -> usize {
+        let ip = self.ip_udp_bytes(peer);
+        packet_budget_bytes(
+            self.kbps_budget,
+            PACKETS_PER_S,
+            (ip + CONNECTED_HEADER_BYTES) as u32,
+            (MAX_PACKET_BYTES + ip) as u32,
+        ) as usize
+    }
+
     /// Per-connection wire bytes so far, sent and received, IP/UDP headers included, by remote player.
     pub fn wire_bytes(&self) -> impl Iterator<Item = (u8, u64, u64)> + '_ {
         self.links.iter().flatten().filter_map(|l| {
             let s = self.endpoint.stats(l.peer)?;
-            let header = IP_UDP_HEADER_BYTES as u64;
+            let header = self.ip_udp_bytes(l.peer) as u64;
             Some((
                 l.player,
                 s.bytes_sent + s.packets_sent * header,

@@ -80,7 +80,7 @@ pub enum VrNet {
         port: u16,
         bots: usize,
     },
-    Join(std::net::SocketAddr),
+    Join(tumble_net::join_code::JoinTarget),
 }
 
 /// Why `tumble vr` stopped early.
@@ -133,12 +133,13 @@ pub struct VrArgs {
     /// Print one JSON object on stdout instead of a summary on stderr
     #[arg(long)]
     pub json: bool,
-    /// Host a game (as `tumble host`): others join with `tumble join ADDR:PORT` or `tumble vr --join ADDR:PORT`
+    /// Host a game (as `tumble host`): others join with the join code it logs and shows (`tumble join CODE` or
+    /// `tumble vr --join CODE`)
     #[arg(long, conflicts_with = "join")]
     pub host: bool,
-    /// Join a game hosted at ADDR:PORT
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub join: Option<std::net::SocketAddr>,
+    /// Join a game by its join code, or at ADDR:PORT if it is open
+    #[arg(long, value_name = "CODE|ADDR:PORT", value_parser = crate::desktop::play_cli::parse_join_target)]
+    pub join: Option<tumble_net::join_code::JoinTarget>,
     /// With --host: the UDP port to listen on
     #[arg(long, value_name = "P", default_value_t = DEFAULT_PORT, requires = "host")]
     pub port: u16,
@@ -172,6 +173,8 @@ pub fn start_net(scene: &std::path::Path, net: &VrNet) -> Result<Option<NetPlay>
             bots: *bots,
             playing: true,
             kbps_budget: PLAY_KBPS_BUDGET,
+            open: false,
+            public_addr: None,
         })?),
         VrNet::Join(host) => Some(NetPlay::join(&JoinOptions {
             scene: scene.to_path_buf(),
@@ -497,11 +500,11 @@ mod tests {
         );
         assert_eq!(
             parse(&["--join", "192.168.1.20:40000"]).unwrap(),
-            VrNet::Join("192.168.1.20:40000".parse().unwrap())
+            VrNet::Join(tumble_net::join_code::parse_target("192.168.1.20:40000").unwrap())
         );
         assert_eq!(
             parse(&["--join", "[::1]:40000"]).unwrap(),
-            VrNet::Join("[::1]:40000".parse().unwrap())
+            VrNet::Join(tumble_net::join_code::parse_target("[::1]:40000").unwrap())
         );
         for bad in [
             &["--join", "not-an-address"][..],

@@ -12,15 +12,16 @@ fuzz_target!(|data: &[u8]| {
     let host_addr = SocketAddr::from(([10, 0, 0, 1], 1));
     let guest_addr = SocketAddr::from(([10, 0, 0, 2], 1));
     let stranger = SocketAddr::from(([10, 0, 0, 3], 1));
-    let mut host = Endpoint::host(EndpointConfig::default(), 0.0);
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
     let mut guest = Endpoint::join(
         EndpointConfig {
-            seed: 1,
+            join_secret: Some(host.join_secret()),
             ..Default::default()
         },
         host_addr,
         0.0,
-    );
+    )
+    .unwrap();
     let mut net = MemoryNetwork::new(LinkConfig::default(), 1);
     let mut now = 0.0;
     while !guest.is_connected() {

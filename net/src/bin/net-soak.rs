@@ -4,7 +4,8 @@
 //! with a simulated clock (`--socket memory`, runs faster than real time).
 //!
 //! Checks made here, from outside the protocol: every ack names a packet the other side really received
-//! (`false_acks`), and no payload is delivered twice (`duplicates_delivered`).
+//! (`false_acks`), and no payload is delivered twice (`duplicates_delivered`). Every connected packet is sealed
+//! (`"encrypted": true`); what failed to open is `forged`.
 
 use anyhow::{Context, Result};
 use clap::{Parser, ValueEnum};
@@ -14,10 +15,12 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tumble_net::endpoint::DropCounters;
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::CONNECTED_HEADER_BYTES;
 use tumble_net::sequence::sequence_diff;
+use tumble_net::socket::{IPV4_UDP_HEADER_BYTES, IPV6_UDP_HEADER_BYTES};
 use tumble_net::{ConnectionStats, Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
 /// Packets per second each way, as the game sends.
@@ -64,6 +67,9 @@ struct Args {
     socket: SocketKind,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Over IPv6 loopback ([::1]) instead of 127.0.0.1 (UDP mode); kbps then count 48-byte IP and UDP headers.
+    #[arg(long)]
+    ipv6: bool,
     /// Print the JSON object on stdout (always printed; the flag is accepted for the documented command line).
     #[arg(long)]
     json: bool,
@@ -82,6 +88,7 @@ struct Side {
     disconnects: u64,
     connected_at_s: Option<f64>,
     stats: ConnectionStats,
+    drops: DropCounters,
 }
 
 /// The sequence as a number that does not wrap, chosen nearest to `reference`.
@@ -101,10 +108,12 @@ impl Side {
         self.sent_sequences.insert(u);
     }
 
-    fn on_event(&mut self, now_s: f64, event: EndpointEvent) {
+    /// Takes one event; a payload is accepted (the soak's "game" takes everything that arrives).
+    fn on_event(&mut self, now_s: f64, event: EndpointEvent, ep: &mut Endpoint) {
         match event {
             EndpointEvent::Connected { .. } => self.connected_at_s = Some(now_s),
-            EndpointEvent::Received { sequence, .. } => {
+            EndpointEvent::Received { sequence, peer } => {
+                ep.accept(peer, sequence);
                 let u = unwrap_sequence(sequence, self.last_received);
                 self.last_received = self.last_received.max(u);
                 if !self.received.insert(u) {
@@ -200,7 +209,7 @@ fn run_udp_side(
         socket.receive_into(now, &mut ep)?;
         ep.update(now);
         while let Some(e) = ep.pop_event() {
-            side.on_event(now, e);
+            side.on_event(now, e, &mut ep);
         }
         let stop_send = side.connected_at_s.map(|t| t + schedule.seconds);
         if side.connected_at_s.is_none() && now > schedule.handshake_limit_s {
@@ -211,13 +220,14 @@ fn run_udp_side(
         if !done && stop_send.is_some_and(|s| now > s + schedule.drain_s) {
             done = true;
             side.stats = ep.stats(PeerId(0)).unwrap_or_default();
+            side.drops = ep.drops();
             finished.fetch_add(1, Ordering::SeqCst);
         }
         if done && finished.load(Ordering::SeqCst) == 2 {
             break;
         }
         send_due(now, &mut next_send_s, stop_send, &mut ep, &mut side, &payload);
-        socket.flush(now, &mut ep, Some(&mut link))?;
+        socket.flush(now, &mut ep, Some(&mut link));
         let mut wake = now + MAX_WAIT_S;
         if let Some(t) = next_send_s {
             wake = wake.min(t);
@@ -231,22 +241,23 @@ fn run_udp_side(
     Ok(side)
 }
 
-/// Host and guest settings for a soak: explicit seeds, so a run repeats.
-fn endpoint_configs(seed: u64) -> (EndpointConfig, EndpointConfig) {
-    let config = |seed| EndpointConfig {
-        seed,
-        ..Default::default()
+/// Host and guest settings for a soak: the game's, the guest given the host's join secret as from a join code.
+fn endpoints(host_addr: SocketAddr) -> Result<(Endpoint, Endpoint)> {
+    let host = Endpoint::host(EndpointConfig::default(), 0.0)?;
+    let guest_config = EndpointConfig {
+        join_secret: Some(host.join_secret()),
+        ..EndpointConfig::default()
     };
-    (config(seed), config(seed.wrapping_add(1)))
+    let guest = Endpoint::join(guest_config, host_addr, 0.0)?;
+    Ok((host, guest))
 }
 
 fn run_udp(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
-    let host_socket = UdpTransport::bind("127.0.0.1:0".parse()?).context("binding the host socket")?;
-    let guest_socket = UdpTransport::bind("127.0.0.1:0".parse()?).context("binding the guest socket")?;
+    let loopback = if a.ipv6 { "[::1]:0" } else { "127.0.0.1:0" };
+    let host_socket = UdpTransport::bind(loopback.parse()?).context("binding the host socket")?;
+    let guest_socket = UdpTransport::bind(loopback.parse()?).context("binding the guest socket")?;
     let start = Instant::now();
-    let (host_config, guest_config) = endpoint_configs(a.seed);
-    let host = Endpoint::host(host_config, 0.0);
-    let guest = Endpoint::join(guest_config, host_socket.local_addr(), 0.0);
+    let (host, guest) = endpoints(host_socket.local_addr())?;
     let payload = vec![0x5a; a.payload_bytes];
     let (host_link, guest_link) = (
         LinkSim::new(link_config(a), a.seed ^ 0x1111),
@@ -267,9 +278,7 @@ fn run_udp(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
 fn run_memory(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
     let (host_addr, guest_addr): (SocketAddr, SocketAddr) = ("10.0.0.1:1".parse()?, "10.0.0.2:1".parse()?);
     let mut net = MemoryNetwork::new(link_config(a), a.seed);
-    let (host_config, guest_config) = endpoint_configs(a.seed);
-    let mut host = Endpoint::host(host_config, 0.0);
-    let mut guest = Endpoint::join(guest_config, host_addr, 0.0);
+    let (mut host, mut guest) = endpoints(host_addr)?;
     let payload = vec![0x5a; a.payload_bytes];
     let (mut hs, mut gs) = (Side::default(), Side::default());
     let (mut host_next, mut guest_next) = (None, None);
@@ -282,10 +291,10 @@ fn run_memory(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
         host.update(now);
         guest.update(now);
         while let Some(e) = host.pop_event() {
-            hs.on_event(now, e);
+            hs.on_event(now, e, &mut host);
         }
         while let Some(e) = guest.pop_event() {
-            gs.on_event(now, e);
+            gs.on_event(now, e, &mut guest);
         }
         let start = match (hs.connected_at_s, gs.connected_at_s) {
             (Some(h), Some(g)) => h.max(g),
@@ -302,6 +311,7 @@ fn run_memory(a: &Args, schedule: Schedule) -> Result<(Side, Side)> {
     }
     hs.stats = host.stats(PeerId(0)).unwrap_or_default();
     gs.stats = guest.stats(PeerId(0)).unwrap_or_default();
+    (hs.drops, gs.drops) = (host.drops(), guest.drops());
     Ok((hs, gs))
 }
 
@@ -353,6 +363,15 @@ fn main() -> Result<()> {
     };
     // Payload and header bytes of everything each side sent (handshake excluded), over the sending time (keep-alives while draining add a little).
     let kbps = |s: &Side| s.stats.bytes_sent as f64 * 8.0 / 1000.0 / a.seconds;
+    // The same with the IP and UDP headers of each datagram (28 bytes over IPv4, 48 over IPv6).
+    let ip_udp = if a.ipv6 && a.socket == SocketKind::Udp {
+        IPV6_UDP_HEADER_BYTES
+    } else {
+        IPV4_UDP_HEADER_BYTES
+    };
+    let kbps_ip =
+        |s: &Side| (s.stats.bytes_sent + s.stats.packets_sent * ip_udp as u64) as f64 * 8.0 / 1000.0 / a.seconds;
+    let forged = host.drops.forged + guest.drops.forged;
     let disconnects = host.disconnects + guest.disconnects;
     // Within 10 %, or 1 ms where 10 % is less (a zero-latency link still has a few microseconds of loopback).
     let rtt_tolerance_ms = (0.1 * configured_rtt_ms).max(1.0);
@@ -370,6 +389,12 @@ fn main() -> Result<()> {
         "configured_loss_pct": a.loss_pct,
         "kbps_up": kbps(&guest),
         "kbps_down": kbps(&host),
+        "kbps_up_with_ip": kbps_ip(&guest),
+        "kbps_down_with_ip": kbps_ip(&host),
+        "ip_udp_header_bytes": ip_udp,
+        "ip_version": if a.ipv6 && a.socket == SocketKind::Udp { 6 } else { 4 },
+        "encrypted": true,
+        "forged": forged,
         "disconnects": disconnects,
         "jitter_ms": (host.stats.jitter_ms + guest.stats.jitter_ms) / 2.0,
         "socket": format!("{:?}", a.socket).to_lowercase(),
