@@ -32,7 +32,8 @@ test-vr: system-packages toolchain
 # without it (target/bench-report/no-sleep/, where the solvers' cost is compared), each against its baseline;
 # the state-sync bandwidth table (target/bench-report/bandwidth.md); the four-player table
 # (target/bench-report/session-bandwidth.md); the tipping sweep (target/bench-report/tipping.md: cubes just before
-# and just past balance must stand and fall); then the criterion micro-benchmarks.
+# and just past balance must stand and fall); what packet encryption costs (target/bench-report/encryption.md:
+# bytes, µs and the kbps it adds on table64); then the criterion micro-benchmarks (physics, render, transport).
 bench: system-packages toolchain
 	cargo run --release -p tumble-benches --bin bench-report
 	cargo run --release -p tumble-benches --bin bench-report -- --no-sleep --steps-for large_pyramid=300 \
@@ -43,7 +44,10 @@ bench: system-packages toolchain
 		> target/bench-report/session-bandwidth.json
 	cargo run --release -p tumble-benches --bin tipping-sweep -- --out target/bench-report \
 		> target/bench-report/tipping.json
+	cargo run --release -p tumble-benches --bin encryption-cost -- --out target/bench-report \
+		> target/bench-report/encryption.json
 	cargo bench -p tumble-benches --benches
+	cargo bench -p tumble-net --bench net
 
 # Tumble on an OpenXR headset: start SteamVR or Monado first (README). The loader and Vulkan are opened at run time.
 vr: system-packages toolchain

@@ -94,8 +94,9 @@ impl Default for QuantizedRotation {
     }
 }
 
-/// A body state as integers, ready for the bit packer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// A body state as integers, ready for the bit packer. The default is a body at the origin, unrotated and still
+/// (a placeholder for fixed-size buffers, never a state of the world).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct QuantizedState {
     /// Units of 1/[`POSITION_UNITS_PER_M`] m, each in the signed [`POSITION_BITS`]-bit range.
     pub position: [i32; 3],

@@ -20,13 +20,19 @@ pub const SENT_PACKETS_TRACKED: usize = 256;
 pub const RECEIVED_STATES_PER_CUBE: usize = 256;
 const _: () = assert!(RECEIVED_STATES_PER_CUBE > MAX_BASELINE_AGE_STEPS as usize);
 
-#[derive(Clone, Debug, Default)]
+/// Updates kept for unacked packets, on average per tracked packet: the ring holds [`SENT_PACKETS_TRACKED`] packets
+/// of this many updates, or fewer larger ones (it is sized for up to 64 per packet when the scene has that many
+/// cubes). A packet whose record the ring overwrote before its ack came is treated as lost.
+const RECORDED_UPDATES_PER_PACKET: usize = 64;
+
+#[derive(Clone, Copy, Debug, Default)]
 struct SentPacket {
     /// The sequence this slot currently describes, if any (slots are reused modulo their count).
     sequence: Option<u16>,
     step: u64,
-    /// Cube ids and the states sent for them.
-    cubes: Vec<(u32, QuantizedState)>,
+    /// Where its updates start in the ring (counted from the ring's first write, never wrapping) and how many.
+    start: u64,
+    len: usize,
 }
 
 /// The sender's view of one connection: per cube, the newest state the receiver is known to hold.
@@ -34,35 +40,53 @@ struct SentPacket {
 pub struct AckedBaselines {
     acked: Vec<Option<(u64, QuantizedState)>>,
     sent: Vec<SentPacket>,
+    /// The updates of the tracked packets, one ring sized at creation: recording a packet never allocates.
+    updates: Vec<(u32, QuantizedState)>,
+    /// Updates written to the ring so far.
+    written: u64,
 }
 
 impl AckedBaselines {
     pub fn new(cube_count: usize) -> Self {
+        let ring = SENT_PACKETS_TRACKED * cube_count.clamp(1, RECORDED_UPDATES_PER_PACKET);
         Self {
             acked: vec![None; cube_count],
             sent: vec![SentPacket::default(); SENT_PACKETS_TRACKED],
+            updates: vec![(0, QuantizedState::default()); ring],
+            written: 0,
         }
     }
 
-    /// Records what packet `sequence`, describing `step`, carried. Reuses the slot's buffer (no allocation once
-    /// warm). A slot still holding an unacked older packet is overwritten: that packet is treated as lost.
+    /// Records what packet `sequence`, describing `step`, carried. A slot still holding an unacked older packet is
+    /// overwritten: that packet is treated as lost (as is one too large for the ring).
     pub fn record_sent(&mut self, sequence: u16, step: u64, cubes: &[(u32, QuantizedState)]) {
+        let ring = self.updates.len();
         let slot = &mut self.sent[usize::from(sequence) % SENT_PACKETS_TRACKED];
-        slot.sequence = Some(sequence);
+        slot.sequence = (cubes.len() <= ring).then_some(sequence);
         slot.step = step;
-        slot.cubes.clear();
-        slot.cubes.extend_from_slice(cubes);
+        slot.start = self.written;
+        slot.len = cubes.len().min(ring);
+        for &update in &cubes[..slot.len] {
+            self.updates[(self.written % ring as u64) as usize] = update;
+            self.written += 1;
+        }
     }
 
     /// The transport says packet `sequence` arrived: its states become baselines where they are newer than what
     /// is known. Unknown, evicted or repeated acks change nothing.
     pub fn on_acked(&mut self, sequence: u16) {
+        let ring = self.updates.len() as u64;
         let slot = &mut self.sent[usize::from(sequence) % SENT_PACKETS_TRACKED];
         if slot.sequence != Some(sequence) {
             return;
         }
         slot.sequence = None;
-        for &(cube, state) in &slot.cubes {
+        // Overwritten since by newer packets' updates: as good as lost.
+        if self.written - slot.start > ring {
+            return;
+        }
+        for k in 0..slot.len as u64 {
+            let (cube, state) = self.updates[((slot.start + k) % ring) as usize];
             if let Some(known) = self.acked.get_mut(cube as usize) {
                 if known.is_none_or(|(step, _)| step < slot.step) {
                     *known = Some((slot.step, state));
