@@ -122,3 +122,26 @@ fn the_link_simulator_sits_in_front_of_a_real_socket() {
     }
     assert!(guest.is_connected());
 }
+
+/// A datagram the socket refuses is counted and the flush goes on to the next one.
+#[test]
+fn a_failed_send_is_counted_and_the_flush_goes_on() {
+    let mut host_socket = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut guest_socket = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
+    let mut guest = Endpoint::join(EndpointConfig::default(), host_socket.local_addr(), 0.0).unwrap();
+    let request = guest.pop_outgoing().unwrap().1.to_vec();
+    // Two requests: the first claims an address no socket can send to, the second is the real guest's.
+    host.receive(0.0, "0.0.0.0:9".parse().unwrap(), &request);
+    host.receive(0.0, guest_socket.local_addr(), &request);
+    host_socket.flush(0.0, &mut host, None);
+    assert_eq!(host_socket.send_errors, 1);
+    let start = Instant::now();
+    while guest_socket.receive_into(0.0, &mut guest).unwrap() == 0 {
+        assert!(
+            start.elapsed() < Duration::from_secs(3),
+            "the second datagram never arrived"
+        );
+        guest_socket.wait(Duration::from_millis(5)).unwrap();
+    }
+}
