@@ -418,9 +418,10 @@ fn a_flood_of_forged_requests_does_not_keep_a_real_guest_out() {
     let (_, template) = flooder.pop_outgoing().unwrap();
     let template = template.to_vec();
     let forged_response = {
+        // A response (type 2) with a made-up cookie and proof: prefix 4, salt 8, key 32, cookie 16, proof 16.
         let mut r = template.clone();
-        r[3] = 2; // a response with a made-up cookie and proof
-        r[50..90].fill(0x5a);
+        r[3] = 2;
+        r[44..76].fill(0x5a);
         r
     };
     // One second of flood before the guest starts, then the guest joins under it.
