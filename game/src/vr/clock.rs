@@ -38,6 +38,15 @@ impl StepClock {
     }
 }
 
+/// How far a frame shown at `display_time_ns` is past the last step, at `sim_time_ns`, in steps (0..1): where
+/// between the previous step's poses and the last one's it draws the cubes. 1 (the last step's) before the clock
+/// has started.
+pub fn frame_alpha(sim_time_ns: Option<i64>, display_time_ns: i64) -> f32 {
+    sim_time_ns.map_or(1.0, |sim| {
+        ((display_time_ns - sim) as f64 / STEP_NS as f64).clamp(0.0, 1.0) as f32
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,6 +59,40 @@ mod tests {
             steps += u64::from(clock.steps_due(1_000_000 + f * period_ns));
         }
         steps
+    }
+
+    /// Issue 13: frames between two steps draw different, in-between poses. At 120, 144 and 72 Hz against 90 Hz
+    /// physics, no two consecutive frames draw the same moment (same last step and same blend), so a moving cube
+    /// is never drawn twice in one place; and the blend is the display time's distance past the last step.
+    #[test]
+    fn consecutive_frames_never_repeat_a_pose_at_any_display_rate() {
+        for hz in [72i64, 90, 120, 144] {
+            let period = 1_000_000_000 / hz;
+            let mut clock = StepClock::default();
+            let mut last: Option<(Option<i64>, f32)> = None;
+            for f in 0..hz * 5 {
+                let display = 1_000_000 + f * period;
+                clock.steps_due(display);
+                let alpha = frame_alpha(clock.sim_time_ns(), display);
+                let sim = clock.sim_time_ns().unwrap();
+                assert!((0.0..1.0).contains(&alpha), "{hz} Hz frame {f}: {alpha}");
+                let expected = (display - sim) as f32 / STEP_NS as f32;
+                assert!((alpha - expected).abs() < 1e-6);
+                if f > 0 {
+                    assert_ne!(
+                        last,
+                        Some((Some(sim), alpha)),
+                        "{hz} Hz: frame {f} repeats the one before"
+                    );
+                }
+                last = Some((Some(sim), alpha));
+            }
+        }
+        assert_eq!(
+            frame_alpha(None, 5),
+            1.0,
+            "before the clock starts: the last step's poses"
+        );
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! Drawing a VR frame with `engine::render`: the renderer runs on the session's own Vulkan device (made through
 //! the runtime), draws both eyes in its one multiview pass into its layered target, and the frame's command buffer
 //! then copies that target into the swapchain image the runtime handed us (layer 0 left eye, layer 1 right), ending
-//! in the layout the compositor reads. The eyes come from the runtime at the frame's predicted display time; cubes,
-//! hands and highlights from the world and `game::interaction`. Nothing here allocates per frame.
+//! in the layout the compositor reads. The eyes come from the runtime at the frame's predicted display time; so do
+//! the player's hands, and the cubes they hold with them; every other cube is drawn between the last two physics
+//! steps, as far along as the display time is past the last step (a frame between two steps draws in-between
+//! poses, at any refresh rate); highlights come from `game::interaction`. Nothing here allocates per frame.
 
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
@@ -11,7 +13,8 @@ use tumble_engine::render::{
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
-use crate::avatar::Avatar;
+use crate::avatar::{Avatar, HandSide};
+use crate::desktop::interpolate::PoseBuffer;
 use crate::draw::{cube_flags, push_hand_boxes, push_remote_avatar_boxes, session_flags, table_tint, AVATAR_BOXES_MAX};
 use crate::interaction::Interaction;
 use crate::session::peer::Peer;
@@ -61,15 +64,16 @@ impl VrRenderer {
         })
     }
 
-    /// Draws the world into `target` and submits. `origin` is the play space's origin in the world.
+    /// Draws the world into `target` and submits. `origin` is the play space's origin in the world; `shown` says
+    /// where the frame draws things (see [`FramePoses`]).
     pub fn draw(
         &mut self,
         target: &FrameTarget,
         origin: Vec3,
         world: &World,
-        avatar: &Avatar,
         interaction: &Interaction,
         peer: Option<&Peer>,
+        shown: &FramePoses<'_>,
     ) -> Result<(), RenderError> {
         let eye = |i: usize| {
             let e = &target.eyes[i];
@@ -83,8 +87,8 @@ impl VrRenderer {
             )
         };
         let views = [eye(0), eye(1)];
-        self.fill_cubes(world, interaction, peer);
-        push_hand_boxes(avatar, peer.map_or(1, Peer::player), &mut self.cubes);
+        fill_cube_instances(&mut self.cubes, world, interaction, peer, shown);
+        push_hand_boxes(&shown.avatar, peer.map_or(1, Peer::player), &mut self.cubes);
         if let Some(p) = peer {
             push_remote_avatar_boxes(p.remote_avatars(), p.player(), &mut self.cubes);
         }
@@ -103,33 +107,64 @@ impl VrRenderer {
         Ok(())
     }
 
-    /// The world's bodies as boxes, highlighted where a hand hovers or holds them; in a session (`peer`), where the
-    /// peer draws them (smoothed) and tinted by authority.
-    fn fill_cubes(&mut self, world: &World, interaction: &Interaction, peer: Option<&Peer>) {
-        self.cubes.clear();
-        for id in (0..world.body_count() as u32).map(BodyId) {
-            if world.is_removed(id).unwrap_or(true) {
-                continue;
-            }
-            let (Ok(state), Ok(half_extents)) = (world.state(id), world.half_extents(id)) else {
-                continue;
-            };
-            let pose = peer.and_then(|p| p.drawn_pose(id).ok());
-            let (colour, _) = table_tint(peer.map(|p| &p.table), id.0);
-            let flags = cube_flags(interaction, id, state.at_rest);
-            self.cubes.push(CubeInstance {
-                position: pose.map_or(state.position, |p| p.position),
-                rotation: pose.map_or(state.rotation, |p| p.rotation),
-                half_extents,
-                colour,
-                flags: if peer.is_some() { session_flags(flags) } else { flags },
-            });
-        }
-    }
-
     /// GPU time of the last finished frame (ms), when the queue has timestamps (the first renderer's).
     pub fn gpu_time_ms(&self) -> Option<f32> {
         self.renderers.first().and_then(Renderer::gpu_time_ms)
+    }
+}
+
+/// Where a frame draws things: cubes `alpha` (0..1) of the way from the previous step's poses to the last one's
+/// (`poses`: the world's, or in a session the shown peer's drawn poses), and the player's hands as `avatar` has them
+/// at the display time, with the cubes they hold.
+pub struct FramePoses<'a> {
+    pub poses: &'a PoseBuffer,
+    pub alpha: f32,
+    pub avatar: Avatar,
+}
+
+/// The world's bodies as boxes into `out`, highlighted where a hand hovers or holds them; in a session (`peer`),
+/// tinted by authority. Positions as [`FramePoses`] says; a body the pose buffer does not cover (a buffer not yet
+/// recorded) is drawn where the world (or the peer) has it.
+pub fn fill_cube_instances(
+    out: &mut Vec<CubeInstance>,
+    world: &World,
+    interaction: &Interaction,
+    peer: Option<&Peer>,
+    shown: &FramePoses<'_>,
+) {
+    out.clear();
+    let buffered = shown.poses.len() == world.body_count();
+    for id in (0..world.body_count() as u32).map(BodyId) {
+        if world.is_removed(id).unwrap_or(true) {
+            continue;
+        }
+        let (Ok(state), Ok(half_extents)) = (world.state(id), world.half_extents(id)) else {
+            continue;
+        };
+        let held_by = HandSide::BOTH
+            .into_iter()
+            .find_map(|side| interaction.hand(side).held.filter(|h| h.body == id).map(|h| (side, h)));
+        let (position, rotation) = match held_by {
+            // In this player's hand: where the hand is at display time, as the hold keeps it.
+            Some((side, held)) if shown.avatar.hands[side.index()].tracked => {
+                let p = shown.avatar.hands[side.index()].pose.compose(&held.offset);
+                (p.position, p.rotation)
+            }
+            _ if buffered => shown.poses.interpolated(id.0 as usize, shown.alpha),
+            _ => {
+                let pose = peer.and_then(|p| p.drawn_pose(id).ok());
+                pose.map_or((state.position, state.rotation), |p| (p.position, p.rotation))
+            }
+        };
+        let (colour, _) = table_tint(peer.map(|p| &p.table), id.0);
+        let flags = cube_flags(interaction, id, state.at_rest);
+        out.push(CubeInstance {
+            position,
+            rotation,
+            half_extents,
+            colour,
+            flags: if peer.is_some() { session_flags(flags) } else { flags },
+        });
     }
 }
 
@@ -262,5 +297,113 @@ unsafe fn record_copy(
             &[],
             &to_compositor,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::avatar::{AvatarInput, HandInput, Pose};
+    use glam::Quat;
+    use tumble_engine::physics::{BodyDesc, WorldConfig};
+
+    /// Issue 13: two frames between the same two steps draw two different poses, each between the steps' own.
+    #[test]
+    fn frames_between_two_steps_draw_interpolated_poses() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let cube = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(0.0, 5.0, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        let mut poses = PoseBuffer::default();
+        poses.reset(&world);
+        for _ in 0..10 {
+            world.step();
+            poses.record(&world);
+        }
+        let (before, after) = (poses.interpolated(0, 0.0).0, poses.interpolated(0, 1.0).0);
+        assert!(before.y > after.y, "the cube falls");
+        let interaction = Interaction::default();
+        let mut out = Vec::new();
+        let mut drawn = |alpha| {
+            let shown = FramePoses {
+                poses: &poses,
+                alpha,
+                avatar: Avatar::default(),
+            };
+            fill_cube_instances(&mut out, &world, &interaction, None, &shown);
+            out[cube.0 as usize].position
+        };
+        let (early, late) = (drawn(0.25), drawn(0.75));
+        assert_ne!(early, late);
+        assert!(
+            before.y > early.y && early.y > late.y && late.y > after.y,
+            "{before} {early} {late} {after}"
+        );
+        // Where the buffer does not cover the world (not recorded yet), the world's pose.
+        let empty = PoseBuffer::default();
+        let shown = FramePoses {
+            poses: &empty,
+            alpha: 0.5,
+            avatar: Avatar::default(),
+        };
+        fill_cube_instances(&mut out, &world, &interaction, None, &shown);
+        assert_eq!(out[0].position, world.state(cube).unwrap().position);
+    }
+
+    /// A cube in the player's hand is drawn with the hand at display time, not a step behind it.
+    #[test]
+    fn a_held_cube_is_drawn_with_the_hand_at_display_time() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        world
+            .add_body(&BodyDesc {
+                half_extents: Vec3::splat(0.1),
+                position: Vec3::new(0.0, 1.0, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        let mut avatar = Avatar::default();
+        let mut interaction = Interaction::default();
+        let hand = |x: f32, grip: f32| AvatarInput {
+            hands: [
+                HandInput::default(),
+                HandInput {
+                    tracked: true,
+                    pose: Pose::new(Vec3::new(x, 1.0, 0.0), Quat::IDENTITY),
+                    grip,
+                    ..HandInput::default()
+                },
+            ],
+            ..AvatarInput::default()
+        };
+        let mut poses = PoseBuffer::default();
+        poses.reset(&world);
+        for step in 0..20 {
+            avatar.update(&hand(0.0, if step < 2 { 0.0 } else { 1.0 }), 1.0 / 90.0);
+            interaction.update(&mut world, &avatar).unwrap();
+            world.step();
+            poses.record(&world);
+        }
+        assert!(interaction.is_held(BodyId(0)), "the cube was grabbed");
+        // The runtime has the hand 5 cm further on at display time.
+        let mut shown_avatar = avatar;
+        shown_avatar.update(&hand(0.05, 1.0), 1.0 / 90.0);
+        let shown = FramePoses {
+            poses: &poses,
+            alpha: 0.5,
+            avatar: shown_avatar,
+        };
+        let mut out = Vec::new();
+        fill_cube_instances(&mut out, &world, &interaction, None, &shown);
+        let held = interaction.hand(HandSide::Right).held.unwrap();
+        let expected = shown_avatar.hands[1].pose.compose(&held.offset).position;
+        assert!(
+            out[0].position.distance(expected) < 1e-5,
+            "{} vs {expected}",
+            out[0].position
+        );
+        assert!((out[0].position.x - world.state(BodyId(0)).unwrap().position.x - 0.05).abs() < 1e-3);
     }
 }

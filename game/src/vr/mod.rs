@@ -26,10 +26,11 @@ use tumble_engine::xr::{
 };
 
 use crate::avatar::{Avatar, HAND_COUNT};
+use crate::desktop::interpolate::PoseBuffer;
 use crate::desktop::net_play::{HostOptions, JoinOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
 use crate::interaction::{Interaction, InteractionEvent};
-use clock::StepClock;
-use draw::VrRenderer;
+use clock::{frame_alpha, StepClock};
+use draw::{FramePoses, VrRenderer};
 use hands::{avatar_input_at, HandsAt};
 pub use report::VrReport;
 
@@ -286,6 +287,8 @@ struct VrGame {
     avatar: Avatar,
     interaction: Interaction,
     clock: StepClock,
+    /// Every body's pose after the last two steps, for frames drawn between them (a session has its own).
+    poses: PoseBuffer,
     /// Hands at the last two frames' display times (for per-step interpolation).
     prev_hands: Option<HandsAt>,
     hands: HandsAt,
@@ -303,7 +306,10 @@ struct VrGame {
 
 impl VrGame {
     fn new(world: World, scripted_grab: bool, renderer: Option<VrRenderer>) -> VrGame {
+        let mut poses = PoseBuffer::default();
+        poses.reset(&world);
         VrGame {
+            poses,
             world,
             avatar: Avatar::default(),
             interaction: Interaction::default(),
@@ -347,12 +353,24 @@ impl VrGame {
     }
 
     /// Views located now (as late as possible), the scene drawn into the acquired images (or cleared), submitted.
+    /// The frame draws the hands where the runtime predicts them at the display time, and the cubes between the
+    /// last two steps as far along as the display time is past the last one.
     fn render(&mut self, xr: &mut XrSession, timing: &FrameTiming) -> Result<FrameSubmitted, VrError> {
         let mut depth_written = false;
+        let display_ns = timing.predicted_display_time_ns;
+        let alpha = frame_alpha(self.clock.sim_time_ns(), display_ns);
+        let grips = self.grips(xr.lifecycle().input_active());
+        let hands_now = avatar_input_at(self.prev_hands.as_ref(), &self.hands, display_ns, grips, self.origin);
         if let Some(target) = xr.acquire_frame(timing)? {
+            let (poses, mut avatar) = match self.net.as_ref() {
+                Some(n) => (&n.poses, n.shown().avatar),
+                None => (&self.poses, self.avatar),
+            };
+            avatar.update(&hands_now, STEP_S);
+            let shown = FramePoses { poses, alpha, avatar };
             match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
-                (Some(r), Some(p)) => r.draw(&target, self.origin, &p.world, &p.avatar, &p.interaction, Some(p))?,
-                (Some(r), None) => r.draw(&target, self.origin, &self.world, &self.avatar, &self.interaction, None)?,
+                (Some(r), Some(p)) => r.draw(&target, self.origin, &p.world, &p.interaction, Some(p), &shown)?,
+                (Some(r), None) => r.draw(&target, self.origin, &self.world, &self.interaction, None, &shown)?,
                 (None, _) => {
                     xr.clear_target(&target, CLEAR_RGBA)?;
                     depth_written = true;
@@ -396,6 +414,7 @@ impl VrGame {
                 self.avatar.update(&input, STEP_S);
                 self.interaction.update(&mut self.world, &self.avatar)?;
                 self.world.step();
+                self.poses.record(&self.world);
             }
             self.report.physics_steps += 1;
             // By index: the events live in the interaction, which `on_event` does not touch.
