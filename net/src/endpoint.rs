@@ -36,12 +36,12 @@ use crate::crypto::{
     HANDSHAKE_COUNTER, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
-    read_packet, write_connected_clear, write_packet, ConnectedHeader, DenyReason, DisconnectReason, Packet,
-    PacketType, ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES,
+    read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet, PacketType,
+    ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES,
     MAX_PAYLOAD_BYTES, MAX_PEERS_LIMIT, PROTOCOL_VERSION,
 };
 use crate::rate_limit::{AddressLimiter, TokenBucket};
-use crate::serialize::{ReadStream, WriteStream};
+use crate::serialize::ReadStream;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use thiserror::Error;
@@ -493,28 +493,12 @@ impl Endpoint {
         header.sequence = conn.acks.on_send(now_s, bytes);
         let counter = conn.send_counter;
         conn.send_counter += 1;
-        debug_assert_eq!(
-            counter as u16, header.sequence,
-            "the counter's low bits are the sequence"
-        );
         conn.on_sent(now_s, bytes);
-        buf.resize(bytes, 0);
-        let sealed_end = bytes - TAG_BYTES;
-        let written = write_connected_clear(packet_type, header.sequence, &mut buf).and_then(|()| {
-            let mut w = WriteStream::new(&mut buf[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES]);
-            header.serialize_ack_fields(&mut w)?;
-            w.finish()
-        });
-        if let Err(e) = written {
-            tracing::error!("could not encode a connected header: {e}");
+        if let Err(e) = write_sealed(&conn.keys.send, packet_type, counter, &mut header, body, &mut buf) {
+            tracing::error!("could not encode a connected packet: {e}");
             self.recycle(buf);
             return None;
         }
-        buf[CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES..sealed_end].copy_from_slice(body);
-        let (clear, sealed) = buf.split_at_mut(CONNECTED_CLEAR_BYTES);
-        let plain_len = sealed_end - CONNECTED_CLEAR_BYTES;
-        let tag = conn.keys.send.seal(counter, clear, &mut sealed[..plain_len]);
-        sealed[plain_len..].copy_from_slice(&tag);
         let addr = conn.addr;
         self.emit(addr, buf);
         self.drain_ack_events(peer);

@@ -19,7 +19,7 @@
 //! 4, the same 12 of sequence, acks and echo): the tag (16) less the key (4) and the 3 prefix bytes it no longer
 //! needs. The sequence is the low 16 bits of the nonce.
 
-use crate::crypto::{COOKIE_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES};
+use crate::crypto::{PacketKey, COOKIE_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES};
 use crate::serialize::{ReadStream, SerializeError, Stream, WriteStream};
 
 /// Largest datagram we send or accept: below every realistic path MTU, so no IP fragmentation.
@@ -351,6 +351,38 @@ pub fn write_connected_clear(packet_type: PacketType, sequence: u16, buf: &mut [
     }
     let [lo, hi] = sequence.to_le_bytes();
     buf[..CONNECTED_CLEAR_BYTES].copy_from_slice(&[CONNECTED_MARK | packet_type as u8, lo, hi]);
+    Ok(())
+}
+
+/// Writes a whole sealed connected packet into `out` (cleared first; no allocation once it has room for a full
+/// packet): the clear part, then `header`'s ack fields and `body` sealed under `key` with nonce `counter` (whose
+/// low 16 bits must be `header.sequence`), then the tag.
+pub fn write_sealed(
+    key: &PacketKey,
+    packet_type: PacketType,
+    counter: u64,
+    header: &mut ConnectedHeader,
+    body: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<(), SerializeError> {
+    debug_assert_eq!(
+        counter as u16, header.sequence,
+        "the counter's low bits are the sequence"
+    );
+    if body.len() > MAX_PAYLOAD_BYTES {
+        return Err(SerializeError::Overflow);
+    }
+    let sealed_end = CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES + body.len();
+    out.clear();
+    out.resize(sealed_end + TAG_BYTES, 0);
+    write_connected_clear(packet_type, header.sequence, out)?;
+    let mut w = WriteStream::new(&mut out[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES]);
+    header.serialize_ack_fields(&mut w)?;
+    w.finish()?;
+    out[CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES..sealed_end].copy_from_slice(body);
+    let (clear, rest) = out.split_at_mut(CONNECTED_CLEAR_BYTES);
+    let (sealed, tag) = rest.split_at_mut(sealed_end - CONNECTED_CLEAR_BYTES);
+    tag.copy_from_slice(&key.seal(counter, clear, sealed));
     Ok(())
 }
 

@@ -10,16 +10,15 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use tumble_net::crypto::{JoinSecret, SessionKeys};
+use tumble_net::crypto::JoinSecret;
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::{
-    read_packet, read_prefix, write_connected_clear, write_packet, ConnectedHeader, DenyReason, Packet, PacketType,
-    ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, MAX_PACKET_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_ID,
-    PROTOCOL_VERSION,
+    read_packet, read_prefix, write_packet, write_sealed, ConnectedHeader, DenyReason, Packet, PacketType,
+    ACCEPT_SEALED_BYTES, MAX_PACKET_BYTES, MAX_PAYLOAD_BYTES, PROTOCOL_ID, PROTOCOL_VERSION,
 };
 use tumble_net::rng::Rng;
-use tumble_net::serialize::{ReadStream, SerializeError, Stream, WriteStream};
+use tumble_net::serialize::{ReadStream, SerializeError, Stream};
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 const PACKETS: usize = 1_000_000;
@@ -306,27 +305,6 @@ fn a_million_garbage_and_handshake_packets_change_nothing() {
     );
 }
 
-/// Seals a connected packet as the holder of `keys` would, with any counter, ack fields and payload.
-fn seal(
-    keys: &SessionKeys,
-    packet_type: PacketType,
-    counter: u64,
-    header: &mut ConnectedHeader,
-    payload: &[u8],
-    out: &mut Vec<u8>,
-) {
-    out.clear();
-    out.resize(CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES + payload.len(), 0);
-    write_connected_clear(packet_type, counter as u16, out).unwrap();
-    let mut w = WriteStream::new(&mut out[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES]);
-    header.serialize_ack_fields(&mut w).unwrap();
-    w.finish().unwrap();
-    out[CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES..].copy_from_slice(payload);
-    let (clear, sealed) = out.split_at_mut(CONNECTED_CLEAR_BYTES);
-    let tag = keys.send.seal(counter, clear, sealed);
-    out.extend_from_slice(&tag);
-}
-
 #[test]
 fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     let start = std::time::Instant::now();
@@ -389,7 +367,7 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
                 PacketType::Disconnect => &payload[..1],
                 _ => &[][..],
             };
-            seal(&keys, packet_type, counter, &mut header, body, &mut packet);
+            write_sealed(&keys.send, packet_type, counter, &mut header, body, &mut packet).unwrap();
             if rng.chance_pct(10.0) {
                 // Tampered after sealing.
                 let i = rng.below(packet.len());

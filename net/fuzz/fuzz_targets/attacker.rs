@@ -9,10 +9,7 @@ use std::collections::HashSet;
 use std::net::SocketAddr;
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
-use tumble_net::packet::{
-    write_connected_clear, ConnectedHeader, PacketType, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, MAX_PAYLOAD_BYTES,
-};
-use tumble_net::serialize::WriteStream;
+use tumble_net::packet::{write_sealed, ConnectedHeader, PacketType, MAX_PAYLOAD_BYTES};
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 fuzz_target!(|data: &[u8]| {
@@ -63,16 +60,7 @@ fuzz_target!(|data: &[u8]| {
             PacketType::Disconnect => &[0],
             _ => &[],
         };
-        packet.clear();
-        packet.resize(CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES + body.len(), 0);
-        write_connected_clear(packet_type, counter as u16, &mut packet).unwrap();
-        let mut w = WriteStream::new(&mut packet[CONNECTED_CLEAR_BYTES..CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES]);
-        header.serialize_ack_fields(&mut w).unwrap();
-        w.finish().unwrap();
-        packet[CONNECTED_CLEAR_BYTES + ACK_FIELDS_BYTES..].copy_from_slice(body);
-        let (clear, sealed) = packet.split_at_mut(CONNECTED_CLEAR_BYTES);
-        let tag = keys.send.seal(counter, clear, sealed);
-        packet.extend_from_slice(&tag);
+        write_sealed(&keys.send, packet_type, counter, &mut header, body, &mut packet).unwrap();
         if f[14] & 0x80 != 0 {
             let i = usize::from(f[14] & 0x7f) % packet.len();
             packet[i] ^= 1 << (f[3] & 7);
