@@ -3,6 +3,9 @@
 # System packages: pkg-config and libudev for gamepads (gilrs); the Vulkan loader and Mesa's Vulkan drivers (lavapipe
 # renders on any CPU, so `tumble screenshot` and the image test in `make test` work without a GPU).
 SYSTEM_PACKAGES := pkg-config libudev-dev libvulkan1 mesa-vulkan-drivers
+# `make test`: the Vulkan validation layers, which debug builds (the tests) turn on; the image tests fail on any
+# message they report.
+TEST_PACKAGES := vulkan-validationlayers
 # `make vr`: the OpenXR loader (the runtime itself, SteamVR or Monado, is the user's).
 VR_PACKAGES := libopenxr-loader1
 
@@ -12,6 +15,7 @@ run: system-packages toolchain
 	cargo run --release
 
 test: system-packages toolchain
+	@scripts/ensure-system-packages.sh $(TEST_PACKAGES)
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings
 	cargo test --workspace

@@ -90,9 +90,20 @@ fn render(stereo: bool, width: u32) -> Shot {
         world.step();
     }
     let cubes = world_cubes(&world, &AUTHORITY).expect("cubes");
-    render_cubes(&cubes, &ShotOptions { width, height: HEIGHT, stereo }).unwrap_or_else(|e| {
+    let shot = render_cubes(&cubes, &ShotOptions { width, height: HEIGHT, stereo }).unwrap_or_else(|e| {
         panic!("rendering failed: {e}\n(the image test needs Vulkan; `make test` installs libvulkan1 and mesa-vulkan-drivers)")
-    })
+    });
+    // Rendered with the Vulkan validation layers on (a debug build where they are installed): nothing reported.
+    assert!(
+        tumble_engine::render::validation_layers_installed(),
+        "the image tests run under the Vulkan validation layers: install vulkan-validationlayers (`make test` does)"
+    );
+    assert_eq!(
+        tumble_engine::render::validation_messages(),
+        0,
+        "the validation layers reported problems (logged at warn/error, target \"vulkan\")"
+    );
+    shot
 }
 
 /// Checks the facts for the view `v` drawn at pixels `x0..x0 + w`.

@@ -304,6 +304,21 @@ fn create_messenger(
     Ok((loader, messenger))
 }
 
+/// Warnings and errors the validation layers reported in this process.
+static VALIDATION_MESSAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Warnings and errors the Vulkan validation layers have reported in this process so far (0 when they are off:
+/// they are on in debug builds, tests included, wherever `vulkan-validationlayers` is installed).
+pub fn validation_messages() -> u64 {
+    VALIDATION_MESSAGES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Whether the validation layers are installed, so that debug builds run with them.
+pub fn validation_layers_installed() -> bool {
+    // SAFETY: loading the system's Vulkan loader; a missing one is an error, not undefined behaviour.
+    unsafe { ash::Entry::load() }.is_ok_and(|entry| has_layer(&entry, VALIDATION_LAYER))
+}
+
 unsafe extern "system" fn on_validation_message(
     severity: vk::DebugUtilsMessageSeverityFlagsEXT,
     _kind: vk::DebugUtilsMessageTypeFlagsEXT,
@@ -313,6 +328,7 @@ unsafe extern "system" fn on_validation_message(
     // SAFETY: the layer passes a valid callback data struct whose message is a C string.
     let message = unsafe { data.as_ref().and_then(|d| d.message_as_c_str()) }.map(|m| m.to_string_lossy());
     let message = message.unwrap_or_default();
+    VALIDATION_MESSAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
         tracing::error!(target: "vulkan", "{message}");
     } else {

@@ -233,6 +233,12 @@ mod tests {
         };
         render_into(&mut renderer, &gpu.device, &input, &target).expect("render");
         renderer.wait_last_submitted().expect("wait");
+        // Under the validation layers (on in debug builds where installed): nothing reported.
+        assert_eq!(
+            super::super::device::validation_messages(),
+            0,
+            "validation messages (logged, target \"vulkan\")"
+        );
         read_back(&gpu, image.image, extent, readback.buffer);
         // SAFETY: the copy finished (waited); the buffer is mapped and `bytes` long.
         let pixels = unsafe { std::slice::from_raw_parts(readback.mapped, bytes as usize) };
