@@ -55,6 +55,8 @@ check "no heap allocation in steady frames (counter live)" \
     '[.steady_frames, .steady_frame_allocations, .allocations_total]'
 check "drawn by engine::render" '.renderer | startswith("engine::render")' '.renderer'
 check "not timed out" '.timed_out == false' '.timed_out'
+check "under the Vulkan validation layers" '.validation_layers == true' '.validation_layers'
+check "no validation messages" '.validation_messages == 0' '.validation_messages'
 if [ "$fail" -ne 0 ]; then
     echo "test-vr: FAILED; Monado's log: target/vr/monado-service.log" >&2
     exit 1

@@ -23,6 +23,8 @@ SUITE=trixie
 # What the root holds. Changing this list (or SUITE) rebuilds the root on the next run.
 PACKAGES=(
     monado-service libopenxr1-monado libopenxr-loader1 mesa-vulkan-drivers
+    # The Vulkan validation layers: the debug build `make test-vr` runs turns them on; it fails on any message.
+    vulkan-validationlayers
     # hello_xr (the OpenXR SDK's sample, in libopenxr-utils) and vulkaninfo, for comparing against a stock client.
     libopenxr-utils vulkan-tools
     ca-certificates

@@ -16,5 +16,7 @@ pub mod physics;
 #[cfg(feature = "render")]
 pub mod render;
 pub mod scene;
+#[cfg(any(feature = "render", feature = "xr"))]
+pub mod vk_validation;
 #[cfg(feature = "xr")]
 pub mod xr;

@@ -12,16 +12,13 @@ use ash::{ext::debug_utils, vk};
 use raw_window_handle::RawDisplayHandle;
 
 use super::error::{RenderError, VkContext};
-
-const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+use crate::vk_validation::{create_messenger, Messenger, VALIDATION_LAYER};
 
 /// The API version the renderer asks for: 1.1, where multiview is core.
 pub const VULKAN_API_VERSION: u32 = vk::API_VERSION_1_1;
 
 /// Device extensions the renderer needs beyond core 1.1 when drawing to a window (none for offscreen or XR).
 pub const WINDOW_DEVICE_EXTENSIONS: &[&CStr] = &[ash::khr::swapchain::NAME];
-
-type Messenger = (debug_utils::Instance, vk::DebugUtilsMessengerEXT);
 
 /// The instance, device and queue the renderer draws with, and what it learnt about the device.
 pub struct Gpu {
@@ -251,7 +248,7 @@ fn create_instance(
         .api_version(VULKAN_API_VERSION);
     let mut ext: Vec<*const c_char> = extensions.to_vec();
     let mut layers: Vec<*const c_char> = Vec::new();
-    let validate = cfg!(debug_assertions) && has_layer(entry, VALIDATION_LAYER);
+    let validate = crate::vk_validation::wanted(entry);
     if validate {
         layers.push(VALIDATION_LAYER.as_ptr());
         ext.push(debug_utils::NAME.as_ptr());
@@ -269,7 +266,12 @@ fn create_instance(
         },
     })?;
     let debug = if validate {
-        Some(create_messenger(entry, &instance)?)
+        Some(
+            create_messenger(entry, &instance).map_err(|result| RenderError::Vulkan {
+                what: "vkCreateDebugUtilsMessengerEXT",
+                result,
+            })?,
+        )
     } else {
         None
     };
@@ -277,64 +279,6 @@ fn create_instance(
         tracing::info!("Vulkan validation layers on");
     }
     Ok((instance, debug))
-}
-
-fn has_layer(entry: &ash::Entry, name: &CStr) -> bool {
-    // SAFETY: plain enumeration.
-    let layers = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
-    layers.iter().any(|l| l.layer_name_as_c_str() == Ok(name))
-}
-
-fn create_messenger(
-    entry: &ash::Entry,
-    instance: &ash::Instance,
-) -> Result<(debug_utils::Instance, vk::DebugUtilsMessengerEXT), RenderError> {
-    let loader = debug_utils::Instance::new(entry, instance);
-    let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
-        .message_severity(vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR)
-        .message_type(
-            vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
-                | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
-                | vk::DebugUtilsMessageTypeFlagsEXT::PERFORMANCE,
-        )
-        .pfn_user_callback(Some(on_validation_message));
-    // SAFETY: the callback is a plain function that lives for the whole program.
-    let messenger =
-        unsafe { loader.create_debug_utils_messenger(&info, None) }.ctx("vkCreateDebugUtilsMessengerEXT")?;
-    Ok((loader, messenger))
-}
-
-/// Warnings and errors the validation layers reported in this process.
-static VALIDATION_MESSAGES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// Warnings and errors the Vulkan validation layers have reported in this process so far (0 when they are off:
-/// they are on in debug builds, tests included, wherever `vulkan-validationlayers` is installed).
-pub fn validation_messages() -> u64 {
-    VALIDATION_MESSAGES.load(std::sync::atomic::Ordering::Relaxed)
-}
-
-/// Whether the validation layers are installed, so that debug builds run with them.
-pub fn validation_layers_installed() -> bool {
-    // SAFETY: loading the system's Vulkan loader; a missing one is an error, not undefined behaviour.
-    unsafe { ash::Entry::load() }.is_ok_and(|entry| has_layer(&entry, VALIDATION_LAYER))
-}
-
-unsafe extern "system" fn on_validation_message(
-    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
-    _kind: vk::DebugUtilsMessageTypeFlagsEXT,
-    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
-    _user: *mut std::ffi::c_void,
-) -> vk::Bool32 {
-    // SAFETY: the layer passes a valid callback data struct whose message is a C string.
-    let message = unsafe { data.as_ref().and_then(|d| d.message_as_c_str()) }.map(|m| m.to_string_lossy());
-    let message = message.unwrap_or_default();
-    VALIDATION_MESSAGES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
-        tracing::error!(target: "vulkan", "{message}");
-    } else {
-        tracing::warn!(target: "vulkan", "{message}");
-    }
-    vk::FALSE
 }
 
 /// The best device (discrete > integrated > virtual > CPU) with Vulkan 1.1, multiview, the extensions and a

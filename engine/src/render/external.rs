@@ -235,7 +235,7 @@ mod tests {
         renderer.wait_last_submitted().expect("wait");
         // Under the validation layers (on in debug builds where installed): nothing reported.
         assert_eq!(
-            super::super::device::validation_messages(),
+            crate::vk_validation::validation_messages(),
             0,
             "validation messages (logged, target \"vulkan\")"
         );

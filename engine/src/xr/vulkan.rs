@@ -23,6 +23,8 @@ pub struct XrVulkan {
     pub queue_family_index: u32,
     pub queue: vk::Queue,
     pub device_name: String,
+    /// The validation layers' messenger, in debug builds where they are installed.
+    debug: Option<crate::vk_validation::Messenger>,
 }
 
 impl XrVulkan {
@@ -47,12 +49,35 @@ impl XrVulkan {
             tracing::warn!(min = %reqs.min_api_version_supported, "the runtime wants a newer Vulkan than 1.1");
         }
 
-        let instance = create_instance(&entry, runtime)?;
+        let validate = crate::vk_validation::wanted(&entry);
+        let instance = create_instance(&entry, runtime, validate)?;
+        let debug = if validate {
+            match crate::vk_validation::create_messenger(&entry, &instance) {
+                Ok(m) => Some(m),
+                Err(result) => {
+                    tracing::warn!(?result, "no validation messenger: the layers run unheard");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        if debug.is_some() {
+            tracing::info!("Vulkan validation layers on (the runtime's instance)");
+        }
         match create_device(entry.clone(), instance.clone(), runtime) {
-            Ok(vulkan) => Ok(vulkan),
+            Ok(mut vulkan) => {
+                vulkan.debug = debug;
+                Ok(vulkan)
+            }
             Err(e) => {
-                // SAFETY: nothing was made from the instance but a device creation that failed.
-                unsafe { instance.destroy_instance(None) };
+                // SAFETY: nothing was made from the instance but a device creation that failed, and the messenger.
+                unsafe {
+                    if let Some((loader, messenger)) = debug {
+                        loader.destroy_debug_utils_messenger(messenger, None);
+                    }
+                    instance.destroy_instance(None);
+                }
                 Err(e)
             }
         }
@@ -66,18 +91,29 @@ impl Drop for XrVulkan {
         unsafe {
             let _ = self.device.device_wait_idle();
             self.device.destroy_device(None);
+            if let Some((loader, messenger)) = self.debug.take() {
+                loader.destroy_debug_utils_messenger(messenger, None);
+            }
             self.instance.destroy_instance(None);
         }
     }
 }
 
-/// The runtime's `xrCreateVulkanInstanceKHR` with our application info; it adds its own extensions.
-fn create_instance(entry: &ash::Entry, runtime: &Runtime) -> Result<ash::Instance, XrError> {
+/// The runtime's `xrCreateVulkanInstanceKHR` with our application info (and, with `validate`, the validation layer
+/// and `VK_EXT_debug_utils`); it adds its own extensions.
+fn create_instance(entry: &ash::Entry, runtime: &Runtime, validate: bool) -> Result<ash::Instance, XrError> {
     let app_info = vk::ApplicationInfo::default()
         .application_name(c"tumble")
         .engine_name(c"tumble")
         .api_version(VULKAN_API_VERSION);
-    let create_info = vk::InstanceCreateInfo::default().application_info(&app_info);
+    let layers = [crate::vk_validation::VALIDATION_LAYER.as_ptr()];
+    let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
+    let mut create_info = vk::InstanceCreateInfo::default().application_info(&app_info);
+    if validate {
+        create_info = create_info
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&extensions);
+    }
     let gipa = get_instance_proc_addr(entry);
     // SAFETY: the create info and the function pointer are valid for the call; the runtime calls vkCreateInstance
     // with them plus its extensions.
@@ -168,6 +204,7 @@ fn create_device(entry: ash::Entry, instance: ash::Instance, runtime: &Runtime) 
         queue_family_index,
         queue,
         device_name,
+        debug: None,
     })
 }
 

@@ -242,6 +242,12 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
             (false, false) => "engine::render (one multiview pass)",
             (false, true) => "engine::render (one pass per eye)",
         },
+        render_path: match (options.clear_only, options.pass_per_eye) {
+            (true, _) => "clear",
+            (false, false) => "multiview",
+            (false, true) => "per-eye",
+        },
+        validation_layers: cfg!(debug_assertions) && tumble_engine::vk_validation::validation_layers_installed(),
         grab_driver: if options.scripted_grab {
             scripted::GRAB_DRIVER_SCRIPTED
         } else {
@@ -278,6 +284,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.report.max_session_state = xr.lifecycle().max_state;
     game.report.final_session_state = xr.lifecycle().state;
     game.report.allocations_total = crate::alloc_count::allocations();
+    game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
     Ok(game.report)
 }
 

@@ -48,6 +48,12 @@ pub struct VrReport {
     pub steady_frame_allocations: u64,
     /// All allocations of the process's Rust code by the end (non-zero: proves the counter is live).
     pub allocations_total: u64,
+    /// "multiview" (both eyes in one pass), "per-eye" (a pass each) or "clear".
+    pub render_path: &'static str,
+    /// Whether the Vulkan validation layers ran (a debug build with them installed), and the warnings and errors
+    /// they reported by the end.
+    pub validation_layers: bool,
+    pub validation_messages: u64,
 }
 
 impl VrReport {
@@ -91,6 +97,10 @@ impl VrReport {
             "bound_profiles": self.bound_profiles,
             "renderer": self.renderer,
             "frames_with_depth": self.frames_with_depth,
+            "depth_layers_submitted": self.frames_with_depth,
+            "render_path": self.render_path,
+            "validation_layers": self.validation_layers,
+            "validation_messages": self.validation_messages,
             "timed_out": self.timed_out,
             "steady_frames": self.steady_frames,
             "steady_frame_allocations": self.steady_frame_allocations,
