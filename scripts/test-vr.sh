@@ -24,7 +24,7 @@ cargo build -p tumble
 mkdir -p target/vr
 report=target/vr/report.json
 scripts/vr-root.sh run -- target/debug/tumble vr --frames "$FRAMES" --max-seconds "$MAX_SECONDS" \
-    --scripted-grab --pass-per-eye --json >"$report"
+    --scripted-grab --json >"$report"
 echo "test-vr: $(cat "$report")" >&2
 
 fail=0
@@ -54,6 +54,9 @@ check "no heap allocation in steady frames (counter live)" \
     '.steady_frames >= 200 and .steady_frame_allocations == 0 and .allocations_total > 0' \
     '[.steady_frames, .steady_frame_allocations, .allocations_total]'
 check "drawn by engine::render" '.renderer | startswith("engine::render")' '.renderer'
+check "the default path: multiview, or per-eye with the reason said" \
+    '.render_path == "multiview" or (.render_path == "per-eye" and (.render_path_reason | type) == "string")' \
+    '[.render_path, .render_path_reason]'
 check "not timed out" '.timed_out == false' '.timed_out'
 check "under the Vulkan validation layers" '.validation_layers == true' '.validation_layers'
 check "no validation messages" '.validation_messages == 0' '.validation_messages'

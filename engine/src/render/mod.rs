@@ -45,7 +45,9 @@ mod targets;
 pub use crate::vk_validation::{validation_layers_installed, validation_messages};
 pub use ash;
 pub use ash::vk;
-pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION};
+pub use device::{
+    load_vulkan, multiview_fallback_reason, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION,
+};
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
 pub use external::{ExternalImage, XrRenderer};

@@ -218,10 +218,22 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let mut xr = XrSession::new(&XrSessionConfig {
         app_name: "Tumble".into(),
     })?;
+    // A pass per eye when asked, or where the driver is known to crash in the two-view pass (and the log says so).
+    let fallback = {
+        let v = xr.vulkan();
+        tumble_engine::render::multiview_fallback_reason(&v.instance, v.physical_device)
+    };
+    if let Some(reason) = fallback
+        .as_ref()
+        .filter(|_| !options.pass_per_eye && !options.clear_only)
+    {
+        tracing::warn!("{reason}");
+    }
+    let pass_per_eye = options.pass_per_eye || fallback.is_some();
     let renderer = if options.clear_only {
         None
     } else {
-        Some(VrRenderer::new(&xr, world.body_count(), options.pass_per_eye)?)
+        Some(VrRenderer::new(&xr, world.body_count(), pass_per_eye)?)
     };
     // The runtime first: no headset is a quick "unavailable", before any network wait.
     let net = start_net(&options.scene, &options.net)?;
@@ -237,16 +249,17 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         depth_layer: xr.has_depth_layer(),
         play_space: xr.play_space_name(),
         bound_profiles: xr.bound_profiles(),
-        renderer: match (options.clear_only, options.pass_per_eye) {
+        renderer: match (options.clear_only, pass_per_eye) {
             (true, _) => "clear",
             (false, false) => "engine::render (one multiview pass)",
             (false, true) => "engine::render (one pass per eye)",
         },
-        render_path: match (options.clear_only, options.pass_per_eye) {
+        render_path: match (options.clear_only, pass_per_eye) {
             (true, _) => "clear",
             (false, false) => "multiview",
             (false, true) => "per-eye",
         },
+        render_path_reason: fallback.filter(|_| !options.pass_per_eye && !options.clear_only),
         validation_layers: cfg!(debug_assertions) && tumble_engine::vk_validation::validation_layers_installed(),
         grab_driver: if options.scripted_grab {
             scripted::GRAB_DRIVER_SCRIPTED

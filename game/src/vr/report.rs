@@ -50,6 +50,8 @@ pub struct VrReport {
     pub allocations_total: u64,
     /// "multiview" (both eyes in one pass), "per-eye" (a pass each) or "clear".
     pub render_path: &'static str,
+    /// Why the per-eye path was chosen when nobody asked for it (a driver known to crash in the two-view pass).
+    pub render_path_reason: Option<String>,
     /// Whether the Vulkan validation layers ran (a debug build with them installed), and the warnings and errors
     /// they reported by the end.
     pub validation_layers: bool,
@@ -99,6 +101,7 @@ impl VrReport {
             "frames_with_depth": self.frames_with_depth,
             "depth_layers_submitted": self.frames_with_depth,
             "render_path": self.render_path,
+            "render_path_reason": self.render_path_reason,
             "validation_layers": self.validation_layers,
             "validation_messages": self.validation_messages,
             "timed_out": self.timed_out,
