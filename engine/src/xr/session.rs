@@ -28,8 +28,10 @@ const VIEW_CONFIGURATION: xr::ViewConfigurationType = xr::ViewConfigurationType:
 /// Depth range written to the depth swapchain (m), given to the compositor with the depth layer.
 pub const NEAR_Z_M: f32 = 0.05;
 pub const FAR_Z_M: f32 = 100.0;
-/// Longest wait for a swapchain image the runtime has handed back (ns): the runtime releases them within a frame.
+/// How long one wait for a swapchain image the runtime has handed back may take (ns): the runtime releases them
+/// within a frame. A wait that times out is tried again, up to [`IMAGE_WAITS`] times, then the frame fails.
 const IMAGE_WAIT_NS: i64 = 1_000_000_000;
+const IMAGE_WAITS: u32 = 3;
 
 /// Options of a session.
 #[derive(Clone, Debug)]
@@ -109,6 +111,8 @@ pub struct XrSession {
     views: [xr::sys::View; VIEW_COUNT as usize],
     /// Images are acquired for the current frame (between `acquire_frame` and `submit_frame`).
     acquired: bool,
+    /// Swapchain image waits that timed out (and were tried again).
+    image_wait_timeouts: u64,
 }
 
 impl XrSession {
@@ -147,7 +151,7 @@ impl XrSession {
             .first()
             .copied()
             .ok_or_else(|| XrError::Unsupported("an environment blend mode".into()))?;
-        let extent = eye_extent(&runtime)?;
+        let extent = eye_extent(&runtime, device_max_image_dimension(&vulkan))?;
         let formats = session
             .enumerate_swapchain_formats()
             .map_err(xr_err("xrEnumerateSwapchainFormats"))?;
@@ -192,6 +196,7 @@ impl XrSession {
             play_space_choice,
             views: [empty_view; VIEW_COUNT as usize],
             acquired: false,
+            image_wait_timeouts: 0,
         })
     }
 
@@ -313,11 +318,16 @@ impl XrSession {
         if !(timing.should_render && self.locate_views(time)?) {
             return Ok(None);
         }
-        let color_index = acquire(&mut self.color.handle)?;
-        let depth_index = match self.depth.as_mut() {
-            Some(depth) => Some(acquire(&mut depth.handle)?),
-            None => None,
+        let instance = &self.runtime.instance;
+        let (color_index, color_timeouts) = acquire(instance, &mut self.color.handle)?;
+        let (depth_index, depth_timeouts) = match self.depth.as_mut() {
+            Some(depth) => {
+                let (i, t) = acquire(instance, &mut depth.handle)?;
+                (Some(i), t)
+            }
+            None => (None, 0),
         };
+        self.image_wait_timeouts += u64::from(color_timeouts + depth_timeouts);
         self.acquired = true;
         let eye = |v: &xr::sys::View| EyeView {
             position: actions::vec3(v.pose.position),
@@ -352,15 +362,9 @@ impl XrSession {
             self.submit(time, 0, false)?;
             return Ok(FrameSubmitted { views: 0, depth: false });
         }
-        self.color
-            .handle
-            .release_image()
-            .map_err(xr_err("xrReleaseSwapchainImage"))?;
-        if let Some(depth) = self.depth.as_mut() {
-            depth
-                .handle
-                .release_image()
-                .map_err(xr_err("xrReleaseSwapchainImage"))?;
+        release(&self.runtime.instance, &self.color.handle)?;
+        if let Some(depth) = self.depth.as_ref() {
+            release(&self.runtime.instance, &depth.handle)?;
         }
         let depth = depth_written && self.depth.is_some();
         self.submit(time, VIEW_COUNT, depth)?;
@@ -551,6 +555,11 @@ impl XrSession {
     pub fn bound_profiles(&self) -> usize {
         self.actions.bound_profiles
     }
+
+    /// Swapchain image waits that timed out and were tried again (a runtime slow to hand images back).
+    pub fn image_wait_timeouts(&self) -> u64 {
+        self.image_wait_timeouts
+    }
 }
 
 impl Drop for XrSession {
@@ -560,17 +569,67 @@ impl Drop for XrSession {
     }
 }
 
-/// Acquires the next image of `swapchain` and waits until the compositor is done with it.
-fn acquire(swapchain: &mut xr::Swapchain<xr::Vulkan>) -> Result<usize, XrError> {
+/// Acquires the next image of `swapchain` and waits until the compositor is done with it; returns its index and
+/// how many waits timed out first. The wait goes through the raw entry point: the openxr crate's `wait_image`
+/// takes `XR_TIMEOUT_EXPIRED` (a success code) for a finished wait, and drawing into an image the compositor still
+/// reads tears the frame. A timed-out wait is logged and tried again; [`IMAGE_WAITS`] of them fail the frame.
+fn acquire(instance: &xr::Instance, swapchain: &mut xr::Swapchain<xr::Vulkan>) -> Result<(usize, u32), XrError> {
     let index = swapchain.acquire_image().map_err(xr_err("xrAcquireSwapchainImage"))? as usize;
-    swapchain
-        .wait_image(xr::Duration::from_nanos(IMAGE_WAIT_NS))
-        .map_err(xr_err("xrWaitSwapchainImage"))?;
-    Ok(index)
+    let info = xr::sys::SwapchainImageWaitInfo {
+        ty: xr::sys::SwapchainImageWaitInfo::TYPE,
+        next: std::ptr::null_mut(),
+        timeout: xr::Duration::from_nanos(IMAGE_WAIT_NS),
+    };
+    for timeouts in 0..IMAGE_WAITS {
+        // SAFETY: a live swapchain with an acquired, not yet waited image; `info` lives for the call.
+        let result = unsafe { (instance.fp().wait_swapchain_image)(swapchain.as_raw(), &info) };
+        match result {
+            xr::sys::Result::SUCCESS => return Ok((index, timeouts)),
+            xr::sys::Result::TIMEOUT_EXPIRED => {
+                tracing::warn!(
+                    timeouts = timeouts + 1,
+                    "a swapchain image was not ready within 1 s; waiting again"
+                );
+            }
+            error => {
+                return Err(XrError::Xr {
+                    what: "xrWaitSwapchainImage",
+                    result: error,
+                })
+            }
+        }
+    }
+    Err(XrError::Xr {
+        what: "xrWaitSwapchainImage (3 waits of 1 s)",
+        result: xr::sys::Result::TIMEOUT_EXPIRED,
+    })
 }
 
-/// One image size for both eyes: the larger of the runtime's recommended sizes.
-fn eye_extent(runtime: &Runtime) -> Result<vk::Extent2D, XrError> {
+/// Releases the image [`acquire`] waited for (raw, as the wait was).
+fn release(instance: &xr::Instance, swapchain: &xr::Swapchain<xr::Vulkan>) -> Result<(), XrError> {
+    // SAFETY: a live swapchain whose acquired image was waited on.
+    let result = unsafe { (instance.fp().release_swapchain_image)(swapchain.as_raw(), std::ptr::null()) };
+    if result.into_raw() < 0 {
+        return Err(XrError::Xr {
+            what: "xrReleaseSwapchainImage",
+            result,
+        });
+    }
+    Ok(())
+}
+
+/// The largest eye image the renderer draws (pixels a side): its targets are multisampled and layered, so a
+/// runtime's recommendation past this (supersampling on a high-resolution headset) is scaled down to it.
+pub const MAX_EYE_PIXELS: u32 = 4096;
+
+fn device_max_image_dimension(vulkan: &XrVulkan) -> u32 {
+    // SAFETY: a plain query on the session's live physical device.
+    let props = unsafe { vulkan.instance.get_physical_device_properties(vulkan.physical_device) };
+    props.limits.max_image_dimension2_d
+}
+
+/// One image size for both eyes: the larger of the runtime's recommended sizes, clamped (see [`clamp_eye_extent`]).
+fn eye_extent(runtime: &Runtime, device_max: u32) -> Result<vk::Extent2D, XrError> {
     let views = runtime
         .instance
         .enumerate_view_configuration_views(runtime.system, VIEW_CONFIGURATION)
@@ -586,5 +645,51 @@ fn eye_extent(runtime: &Runtime) -> Result<vk::Extent2D, XrError> {
     if width == 0 || height == 0 {
         return Err(XrError::Unsupported("a non-empty view size".into()));
     }
-    Ok(vk::Extent2D { width, height })
+    let runtime_max = (
+        views.iter().map(|v| v.max_image_rect_width).min().unwrap_or(0),
+        views.iter().map(|v| v.max_image_rect_height).min().unwrap_or(0),
+    );
+    let (w, h) = clamp_eye_extent((width, height), runtime_max, device_max.min(MAX_EYE_PIXELS));
+    if (w, h) != (width, height) {
+        tracing::warn!(
+            recommended = ?(width, height), used = ?(w, h),
+            "eye images clamped to what the runtime, the device and the renderer take"
+        );
+    }
+    Ok(vk::Extent2D { width: w, height: h })
+}
+
+/// `recommended` scaled down, keeping its aspect, until it fits the runtime's maximum (0: none given) and `limit`
+/// on both sides; never below one pixel.
+pub fn clamp_eye_extent(recommended: (u32, u32), runtime_max: (u32, u32), limit: u32) -> (u32, u32) {
+    let cap = |max: u32| if max == 0 { limit } else { max.min(limit) };
+    let (max_w, max_h) = (cap(runtime_max.0), cap(runtime_max.1));
+    let (w, h) = recommended;
+    let scale = (f64::from(max_w) / f64::from(w))
+        .min(f64::from(max_h) / f64::from(h))
+        .min(1.0);
+    let fit = |v: u32, max: u32| ((f64::from(v) * scale).floor() as u32).clamp(1, max);
+    (fit(w, max_w), fit(h, max_h))
+}
+
+#[cfg(test)]
+mod clamp_tests {
+    use super::*;
+
+    #[test]
+    fn eye_images_keep_their_aspect_and_fit_every_limit() {
+        assert_eq!(
+            clamp_eye_extent((2064, 2208), (4128, 4416), MAX_EYE_PIXELS),
+            (2064, 2208)
+        );
+        // A supersampled recommendation past the renderer's limit: scaled, aspect kept.
+        let (w, h) = clamp_eye_extent((5000, 6000), (0, 0), MAX_EYE_PIXELS);
+        assert!(
+            h == 4096 && (w as f64 / h as f64 - 5000.0 / 6000.0).abs() < 1e-3,
+            "{w}x{h}"
+        );
+        // The runtime's own maximum, and a small device.
+        assert_eq!(clamp_eye_extent((3000, 3000), (2000, 2500), 4096), (2000, 2000));
+        assert_eq!(clamp_eye_extent((3000, 1500), (0, 0), 1024), (1024, 512));
+    }
 }

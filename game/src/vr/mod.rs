@@ -298,6 +298,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.report.final_session_state = xr.lifecycle().state;
     game.report.allocations_total = crate::alloc_count::allocations();
     game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
+    game.report.image_wait_timeouts = xr.image_wait_timeouts();
     Ok(game.report)
 }
 

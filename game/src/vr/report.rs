@@ -56,6 +56,8 @@ pub struct VrReport {
     /// they reported by the end.
     pub validation_layers: bool,
     pub validation_messages: u64,
+    /// Swapchain image waits that timed out before the image was ready (each waited on again).
+    pub image_wait_timeouts: u64,
 }
 
 impl VrReport {
@@ -104,6 +106,7 @@ impl VrReport {
             "render_path_reason": self.render_path_reason,
             "validation_layers": self.validation_layers,
             "validation_messages": self.validation_messages,
+            "image_wait_timeouts": self.image_wait_timeouts,
             "timed_out": self.timed_out,
             "steady_frames": self.steady_frames,
             "steady_frame_allocations": self.steady_frame_allocations,
