@@ -302,6 +302,31 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     Ok(game.report)
 }
 
+/// Clear ground between the player and the nearest cube at the start (m).
+const SPAWN_CLEARANCE_M: f32 = 1.2;
+
+/// Where the play space starts: centred on the scene's bodies, `SPAWN_CLEARANCE_M` beyond their +Z side (a STAGE or
+/// LOCAL space looks down −Z, so the player faces them), at the ground (y = 0, or the lowest body's bottom if that
+/// is higher). The origin when the scene has none.
+fn spawn_origin(world: &World) -> Vec3 {
+    let mut bounds: Option<(Vec3, Vec3)> = None;
+    for id in world.body_ids() {
+        let (Ok(state), Ok(half)) = (world.state(id), world.half_extents(id)) else {
+            continue;
+        };
+        if world.is_removed(id).unwrap_or(true) {
+            continue;
+        }
+        // A rotated box stays inside the sphere around its half extents.
+        let r = Vec3::splat(half.length());
+        let (lo, hi) = (state.position - r, state.position + r);
+        bounds = Some(bounds.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+    }
+    bounds.map_or(Vec3::ZERO, |(lo, hi)| {
+        Vec3::new((lo.x + hi.x) * 0.5, lo.y.max(0.0), hi.z + SPAWN_CLEARANCE_M)
+    })
+}
+
 /// The simulation side of a VR session: the world, the player's avatar and interaction, and the clocks.
 struct VrGame {
     world: World,
@@ -329,6 +354,7 @@ impl VrGame {
     fn new(world: World, scripted_grab: bool, renderer: Option<VrRenderer>) -> VrGame {
         let mut poses = PoseBuffer::default();
         poses.reset(&world);
+        let origin = spawn_origin(&world);
         VrGame {
             poses,
             world,
@@ -340,7 +366,7 @@ impl VrGame {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
             },
-            origin: Vec3::ZERO,
+            origin,
             scripted_grab,
             renderer,
             script_step: None,
@@ -512,6 +538,30 @@ impl VrGame {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The player starts in front of the cubes, facing them, not inside the table.
+    #[test]
+    fn the_player_starts_in_front_of_the_cubes() {
+        let scene = tumble_engine::scene::load_scene(std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../assets/scenes/table64.toml"
+        )))
+        .unwrap();
+        let world = scene.build_world(WorldConfig::default()).unwrap();
+        let origin = spawn_origin(&world);
+        let mut xs = (f32::MAX, f32::MIN);
+        for id in world.body_ids() {
+            let p = world.state(id).unwrap().position;
+            assert!(
+                p.z + 0.9 < origin.z,
+                "cube {id:?} at {p} is not in front of the player at {origin}"
+            );
+            xs = (xs.0.min(p.x), xs.1.max(p.x));
+        }
+        assert!((xs.0..=xs.1).contains(&origin.x), "{origin} not centred on {xs:?}");
+        assert!(origin.y.abs() < 0.01, "feet on the ground: {origin}");
+        assert_eq!(spawn_origin(&World::new(WorldConfig::default()).unwrap()), Vec3::ZERO);
+    }
     use clap::Parser;
 
     #[derive(Parser)]
