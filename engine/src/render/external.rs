@@ -11,8 +11,9 @@
 //!   format the device can blit to (an sRGB one such as `R8G8B8A8_SRGB` keeps colours right).
 //!
 //! Per frame, after `xrWaitSwapchainImage`: [`XrRenderer::render`] with the two eyes' views and the image; it
-//! draws the multiview pass into the renderer's own target and blits each layer into the image's matching layer,
-//! leaving the image in the layout it came in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR), then submits. Call
+//! draws the multiview pass into the renderer's own target and copies (or blits) each layer into the image's
+//! matching layer ([`record_copy_into`], which `tumble vr` records into its own frames too), leaving the image in
+//! the layout it came in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR), then submits. Call
 //! `xrReleaseSwapchainImage` after it returns. Depth images are not written (submit no depth layer).
 
 use ash::vk;
@@ -35,6 +36,8 @@ pub struct ExternalImage {
     pub layers: u32,
     /// The layout the image is in now and must be left in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR).
     pub layout: vk::ImageLayout,
+    /// Its format: the renderer's own result format is copied, any other blitted.
+    pub format: vk::Format,
 }
 
 /// The renderer on a device that an OpenXR runtime created.
@@ -68,7 +71,7 @@ impl XrRenderer {
     }
 }
 
-/// Records the frame and its blit into `target`, then submits (shared by [`XrRenderer`] and the tests).
+/// Records the frame and its copy into `target`, then submits (shared by [`XrRenderer`] and the tests).
 pub(crate) fn render_into(
     renderer: &mut Renderer,
     device: &ash::Device,
@@ -86,15 +89,42 @@ pub(crate) fn render_into(
     }
     renderer.resize(target.extent.width, target.extent.height, target.layers)?;
     let cmd = renderer.begin_frame(input)?;
+    // SAFETY: `cmd` is recording this renderer's frame; the caller owns `target` for this frame.
+    unsafe { record_copy_into(device, renderer, cmd, target, 0) };
+    renderer.submit(&[], &[], &[])
+}
+
+/// Records, in `renderer`'s frame (`cmd`, after [`Renderer::begin_frame`], before its submit), the copy of the
+/// result's `target.layers` layers into `target`'s layers from `first_layer` on: a copy when the formats match,
+/// a blit otherwise; the size copied is the smaller of the two. The target's old contents in those layers are
+/// dropped (UNDEFINED → TRANSFER_DST) and it ends in `target.layout`. The one path from the renderer into an
+/// image someone else owns: [`XrRenderer`], and `tumble vr`, which draws each eye into its own layer when a
+/// driver needs a pass per eye.
+///
+/// # Safety
+/// `cmd` is recording `renderer`'s frame; `target.image` is alive, owned by the caller for this frame, and has the
+/// layers named.
+pub unsafe fn record_copy_into(
+    device: &ash::Device,
+    renderer: &Renderer,
+    cmd: vk::CommandBuffer,
+    target: &ExternalImage,
+    first_layer: u32,
+) {
     let result = renderer.result_image();
-    let range = vk::ImageSubresourceRange {
+    let layers = target.layers;
+    let src_range = vk::ImageSubresourceRange {
         aspect_mask: vk::ImageAspectFlags::COLOR,
         base_mip_level: 0,
         level_count: 1,
         base_array_layer: 0,
-        layer_count: target.layers,
+        layer_count: layers,
     };
-    let barrier = |old, new, src, dst| {
+    let dst_range = vk::ImageSubresourceRange {
+        base_array_layer: first_layer,
+        ..src_range
+    };
+    let barrier = |image, range, (src, dst), (old, new)| {
         vk::ImageMemoryBarrier::default()
             .src_access_mask(src)
             .dst_access_mask(dst)
@@ -102,69 +132,104 @@ pub(crate) fn render_into(
             .new_layout(new)
             .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
             .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(target.image)
+            .image(image)
             .subresource_range(range)
     };
-    let any = vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE;
-    let to_dst = barrier(
-        target.layout,
-        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-        any,
-        vk::AccessFlags::TRANSFER_WRITE,
-    );
-    let back = barrier(
-        vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-        target.layout,
-        vk::AccessFlags::TRANSFER_WRITE,
-        any,
-    );
-    let (w, h) = (target.extent.width as i32, target.extent.height as i32);
-    let layers = vk::ImageSubresourceLayers {
+    let src_layout = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+    let dst_layout = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+    let to_transfer = [
+        // The main pass wrote the result (it ends in TRANSFER_SRC); the copy reads it.
+        barrier(
+            result.image,
+            src_range,
+            (vk::AccessFlags::COLOR_ATTACHMENT_WRITE, vk::AccessFlags::TRANSFER_READ),
+            (src_layout, src_layout),
+        ),
+        barrier(
+            target.image,
+            dst_range,
+            (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
+            (vk::ImageLayout::UNDEFINED, dst_layout),
+        ),
+    ];
+    // BOTTOM_OF_PIPE has no accesses: the copy's writes are made available here, and whoever owns the image
+    // synchronises its own reads (for OpenXR, the release of the swapchain image after this submission).
+    let back = [barrier(
+        target.image,
+        dst_range,
+        (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::empty()),
+        (dst_layout, target.layout),
+    )];
+    let sub = vk::ImageSubresourceLayers {
         aspect_mask: vk::ImageAspectFlags::COLOR,
         mip_level: 0,
         base_array_layer: 0,
-        layer_count: target.layers,
+        layer_count: layers,
     };
-    let corners = [vk::Offset3D::default(), vk::Offset3D { x: w, y: h, z: 1 }];
-    // Same size, all layers at once; a blit rather than a copy so any colour format works.
-    let blit = vk::ImageBlit {
-        src_subresource: layers,
-        src_offsets: corners,
-        dst_subresource: layers,
-        dst_offsets: corners,
+    let dst_sub = vk::ImageSubresourceLayers {
+        base_array_layer: first_layer,
+        ..sub
     };
-    // SAFETY: cmd is recording; the result image is in TRANSFER_SRC_OPTIMAL after the main pass; the caller owns
-    // `target` for this frame and said which layout it is in.
+    let (w, h) = (
+        result.extent.width.min(target.extent.width),
+        result.extent.height.min(target.extent.height),
+    );
+    // SAFETY: per the function's contract.
     unsafe {
         device.cmd_pipeline_barrier(
             cmd,
-            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
             vk::PipelineStageFlags::TRANSFER,
             vk::DependencyFlags::empty(),
             &[],
             &[],
-            &[to_dst],
+            &to_transfer,
         );
-        device.cmd_blit_image(
-            cmd,
-            result.image,
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-            target.image,
-            vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-            &[blit],
-            vk::Filter::NEAREST,
-        );
+        if target.format == super::RESULT_FORMAT {
+            let region = vk::ImageCopy {
+                src_subresource: sub,
+                src_offset: vk::Offset3D::default(),
+                dst_subresource: dst_sub,
+                dst_offset: vk::Offset3D::default(),
+                extent: vk::Extent3D {
+                    width: w,
+                    height: h,
+                    depth: 1,
+                },
+            };
+            device.cmd_copy_image(cmd, result.image, src_layout, target.image, dst_layout, &[region]);
+        } else {
+            let corner = vk::Offset3D {
+                x: w as i32,
+                y: h as i32,
+                z: 1,
+            };
+            let region = vk::ImageBlit {
+                src_subresource: sub,
+                src_offsets: [vk::Offset3D::default(), corner],
+                dst_subresource: dst_sub,
+                dst_offsets: [vk::Offset3D::default(), corner],
+            };
+            device.cmd_blit_image(
+                cmd,
+                result.image,
+                src_layout,
+                target.image,
+                dst_layout,
+                &[region],
+                vk::Filter::NEAREST,
+            );
+        }
         device.cmd_pipeline_barrier(
             cmd,
             vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
             vk::DependencyFlags::empty(),
             &[],
             &[],
-            &[back],
+            &back,
         );
     }
-    renderer.submit(&[], &[], &[])
 }
 
 #[cfg(test)]
@@ -230,6 +295,7 @@ mod tests {
             extent,
             layers: 2,
             layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+            format: vk::Format::R8G8B8A8_SRGB,
         };
         render_into(&mut renderer, &gpu.device, &input, &target).expect("render");
         renderer.wait_last_submitted().expect("wait");

@@ -50,7 +50,7 @@ pub use device::{
 };
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
-pub use external::{ExternalImage, XrRenderer};
+pub use external::{record_copy_into, ExternalImage, XrRenderer};
 pub use offscreen::Offscreen;
 pub use overlay::OverlayFrame;
 pub use raw_window_handle;

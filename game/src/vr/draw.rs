@@ -1,7 +1,8 @@
 //! Drawing a VR frame with `engine::render`: the renderer runs on the session's own Vulkan device (made through
 //! the runtime), draws both eyes in its one multiview pass into its layered target, and the frame's command buffer
 //! then copies that target into the swapchain image the runtime handed us (layer 0 left eye, layer 1 right), ending
-//! in the layout the compositor reads. The eyes come from the runtime at the frame's predicted display time; so do
+//! in the layout the compositor reads: `engine::render::record_copy_into`, the engine's one path into images
+//! someone else owns. The eyes come from the runtime at the frame's predicted display time; so do
 //! the player's hands, and the cubes they hold with them; every other cube is drawn between the last two physics
 //! steps, as far along as the display time is past the last step (a frame between two steps draws in-between
 //! poses, at any refresh rate); highlights come from `game::interaction`. Nothing here allocates per frame.
@@ -9,7 +10,8 @@
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    ash, vk, CubeInstance, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View, MAX_CUBES, RESULT_FORMAT,
+    record_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View,
+    MAX_CUBES,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
@@ -95,13 +97,13 @@ impl VrRenderer {
         if let [renderer] = self.renderers.as_mut_slice() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
             // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
-            unsafe { record_copy(&self.gpu.device, renderer, cmd, target, 0, 2) };
+            unsafe { record_copy_into(&self.gpu.device, renderer, cmd, &swapchain_image(target, 2), 0) };
             return renderer.submit(&[], &[], &[]);
         }
         for (eye, renderer) in self.renderers.iter_mut().enumerate() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views[eye..=eye], &self.cubes))?;
             // SAFETY: as above; each eye writes its own layer of the swapchain image.
-            unsafe { record_copy(&self.gpu.device, renderer, cmd, target, eye as u32, 1) };
+            unsafe { record_copy_into(&self.gpu.device, renderer, cmd, &swapchain_image(target, 1), eye as u32) };
             renderer.submit(&[], &[], &[])?;
         }
         Ok(())
@@ -110,6 +112,18 @@ impl VrRenderer {
     /// GPU time of the last finished frame (ms), when the queue has timestamps (the first renderer's).
     pub fn gpu_time_ms(&self) -> Option<f32> {
         self.renderers.first().and_then(Renderer::gpu_time_ms)
+    }
+}
+
+/// The frame's swapchain colour image as `engine::render` copies into it (`layers` of them per copy), in the
+/// layout the compositor reads.
+fn swapchain_image(target: &FrameTarget, layers: u32) -> ExternalImage {
+    ExternalImage {
+        image: target.color_image,
+        extent: target.extent,
+        layers,
+        layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+        format: target.color_format,
     }
 }
 
@@ -165,141 +179,6 @@ pub fn fill_cube_instances(
             colour,
             flags: if peer.is_some() { session_flags(flags) } else { flags },
         });
-    }
-}
-
-/// Copies (or blits, when the formats differ) `layers` layers of the renderer's result into the swapchain image
-/// from layer `first_layer` on, leaving them in COLOR_ATTACHMENT_OPTIMAL for the compositor.
-///
-/// # Safety
-/// `cmd` is recording `renderer`'s frame; `target`'s colour image is acquired for this frame.
-unsafe fn record_copy(
-    d: &ash::Device,
-    renderer: &Renderer,
-    cmd: vk::CommandBuffer,
-    target: &FrameTarget,
-    first_layer: u32,
-    layers: u32,
-) {
-    let result = renderer.result_image();
-    let src_layers = vk::ImageSubresourceRange {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        base_mip_level: 0,
-        level_count: 1,
-        base_array_layer: 0,
-        layer_count: layers,
-    };
-    let dst_layers = vk::ImageSubresourceRange {
-        base_array_layer: first_layer,
-        ..src_layers
-    };
-    let to_transfer = [
-        // The main pass wrote the result; the copy reads it.
-        vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
-            .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-            .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-            .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(result.image)
-            .subresource_range(src_layers),
-        // The swapchain image's old contents do not matter.
-        vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::empty())
-            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(target.color_image)
-            .subresource_range(dst_layers),
-    ];
-    let sub = vk::ImageSubresourceLayers {
-        aspect_mask: vk::ImageAspectFlags::COLOR,
-        mip_level: 0,
-        base_array_layer: 0,
-        layer_count: layers,
-    };
-    let dst_sub = vk::ImageSubresourceLayers {
-        base_array_layer: first_layer,
-        ..sub
-    };
-    let extent = vk::Extent3D {
-        width: result.extent.width.min(target.extent.width),
-        height: result.extent.height.min(target.extent.height),
-        depth: 1,
-    };
-    // SAFETY: per the function's contract.
-    unsafe {
-        d.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &to_transfer,
-        );
-        if target.color_format == RESULT_FORMAT {
-            let region = vk::ImageCopy {
-                src_subresource: sub,
-                src_offset: vk::Offset3D::default(),
-                dst_subresource: dst_sub,
-                dst_offset: vk::Offset3D::default(),
-                extent,
-            };
-            d.cmd_copy_image(
-                cmd,
-                result.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                target.color_image,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &[region],
-            );
-        } else {
-            let corner = vk::Offset3D {
-                x: extent.width as i32,
-                y: extent.height as i32,
-                z: 1,
-            };
-            let region = vk::ImageBlit {
-                src_subresource: sub,
-                src_offsets: [vk::Offset3D::default(), corner],
-                dst_subresource: dst_sub,
-                dst_offsets: [vk::Offset3D::default(), corner],
-            };
-            d.cmd_blit_image(
-                cmd,
-                result.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                target.color_image,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
-                &[region],
-                vk::Filter::NEAREST,
-            );
-        }
-        // BOTTOM_OF_PIPE has no accesses: the blit's writes are made available here, and the runtime's own
-        // synchronisation (the release of the swapchain image after this submission) makes them visible to the
-        // compositor. An access mask here is invalid (the validation layers report it every frame).
-        let to_compositor = [vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(vk::AccessFlags::empty())
-            .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-            .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(target.color_image)
-            .subresource_range(dst_layers)];
-        d.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::TRANSFER,
-            vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &to_compositor,
-        );
     }
 }
 
