@@ -60,6 +60,9 @@ check "the default path: multiview, or per-eye with the reason said" \
 check "not timed out" '.timed_out == false' '.timed_out'
 check "under the Vulkan validation layers" '.validation_layers == true' '.validation_layers'
 check "no validation messages" '.validation_messages == 0' '.validation_messages'
+check "frame times and missed frames reported" \
+    '(.cpu_frame_ms_p50 | type) == "number" and .cpu_frame_ms_p99 >= .cpu_frame_ms_p50 and (.frames_missed | type) == "number"' \
+    '[.cpu_frame_ms_p50, .cpu_frame_ms_p99, .gpu_frame_ms_p50, .frames_missed]'
 if [ "$fail" -ne 0 ]; then
     echo "test-vr: FAILED; Monado's log: target/vr/monado-service.log" >&2
     exit 1

@@ -337,6 +337,8 @@ struct VrGame {
     poses: PoseBuffer,
     /// Hands at the last two frames' display times (for per-step interpolation).
     prev_hands: Option<HandsAt>,
+    /// The last frame's predicted display time (ns), for missed frames.
+    previous_display_ns: Option<i64>,
     hands: HandsAt,
     /// The play space's origin in the world (where the player stands).
     origin: Vec3,
@@ -362,6 +364,7 @@ impl VrGame {
             interaction: Interaction::default(),
             clock: StepClock::default(),
             prev_hands: None,
+            previous_display_ns: None,
             hands: HandsAt {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
@@ -513,9 +516,21 @@ impl VrGame {
     }
 
     fn count_frame(&mut self, xr: &XrSession, timing: &FrameTiming, views: u32, work_started: Instant) {
+        let gpu_ms = self.renderer.as_ref().and_then(VrRenderer::gpu_time_ms);
         let report = &mut self.report;
-        report.cpu_frame_ms_total += work_started.elapsed().as_secs_f64() * 1e3;
-        report.display_period_ms = timing.predicted_display_period_ns as f64 / 1e6;
+        let cpu_ms = work_started.elapsed().as_secs_f64() * 1e3;
+        report.cpu_frame_ms_total += cpu_ms;
+        report.cpu_frame_ms.push(cpu_ms as f32);
+        if let Some(ms) = gpu_ms {
+            report.gpu_frame_ms.push(ms);
+        }
+        let period = timing.predicted_display_period_ns;
+        if let Some(previous) = self.previous_display_ns.replace(timing.predicted_display_time_ns) {
+            if period > 0 && (timing.predicted_display_time_ns - previous) * 2 > period * 3 {
+                report.frames_missed += 1;
+            }
+        }
+        report.display_period_ms = period as f64 / 1e6;
         if views == 0 {
             report.frames_empty += 1;
             return;

@@ -3,6 +3,48 @@
 use serde_json::json;
 use tumble_engine::xr::{SessionState, HAND_COUNT};
 
+/// Frame times kept for the report's percentiles: the last this many frames (a fixed ring: nothing allocated per
+/// frame).
+pub const FRAME_TIMES_KEPT: usize = 4096;
+
+/// A fixed ring of the last [`FRAME_TIMES_KEPT`] frame times (ms), and their percentiles.
+#[derive(Clone, Debug)]
+pub struct FrameTimes {
+    samples: Box<[f32; FRAME_TIMES_KEPT]>,
+    count: usize,
+}
+
+impl Default for FrameTimes {
+    fn default() -> Self {
+        FrameTimes {
+            samples: Box::new([0.0; FRAME_TIMES_KEPT]),
+            count: 0,
+        }
+    }
+}
+
+impl FrameTimes {
+    pub fn push(&mut self, ms: f32) {
+        if ms.is_finite() {
+            self.samples[self.count % FRAME_TIMES_KEPT] = ms;
+            self.count += 1;
+        }
+    }
+
+    /// The `q` quantile (0..=1) of the kept samples, nearest rank; `None` with no samples. (Sorts a copy: for the
+    /// report at the end, not for every frame.)
+    pub fn quantile(&self, q: f64) -> Option<f32> {
+        let n = self.count.min(FRAME_TIMES_KEPT);
+        if n == 0 {
+            return None;
+        }
+        let mut sorted = self.samples[..n].to_vec();
+        sorted.sort_by(f32::total_cmp);
+        let rank = ((q.clamp(0.0, 1.0) * n as f64).ceil() as usize).clamp(1, n);
+        Some(sorted[rank - 1])
+    }
+}
+
 /// Counters of one run, for the JSON report.
 #[derive(Clone, Debug, Default)]
 pub struct VrReport {
@@ -58,6 +100,13 @@ pub struct VrReport {
     pub validation_messages: u64,
     /// Swapchain image waits that timed out before the image was ready (each waited on again).
     pub image_wait_timeouts: u64,
+    /// CPU time of each frame's work (simulation and recording, from the runtime's wake-up to the submit), and the
+    /// GPU time of the renderer's frames where the queue has timestamps (ms).
+    pub cpu_frame_ms: FrameTimes,
+    pub gpu_frame_ms: FrameTimes,
+    /// Frames whose predicted display time came more than one and a half periods after the previous frame's: the
+    /// runtime had to show an old frame (or reproject one) in between.
+    pub frames_missed: u64,
 }
 
 impl VrReport {
@@ -71,6 +120,22 @@ impl VrReport {
     }
 
     pub fn to_json(&self) -> serde_json::Value {
+        let mut report = self.counts_json();
+        // Timing, in a second object (one `json!` of everything passes the macro's recursion limit).
+        let timing = json!({
+            "cpu_frame_ms_p50": self.cpu_frame_ms.quantile(0.5),
+            "cpu_frame_ms_p99": self.cpu_frame_ms.quantile(0.99),
+            "gpu_frame_ms_p50": self.gpu_frame_ms.quantile(0.5),
+            "gpu_frame_ms_p99": self.gpu_frame_ms.quantile(0.99),
+            "frames_missed": self.frames_missed,
+        });
+        if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
+            all.extend(more);
+        }
+        report
+    }
+
+    fn counts_json(&self) -> serde_json::Value {
         json!({
             "frames_submitted": self.frames_submitted,
             "views": self.views,
@@ -112,5 +177,29 @@ impl VrReport {
             "steady_frame_allocations": self.steady_frame_allocations,
             "allocations_total": self.allocations_total,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_time_percentiles_use_the_last_frames_only() {
+        let mut t = FrameTimes::default();
+        assert_eq!(t.quantile(0.5), None);
+        for i in 1..=100 {
+            t.push(i as f32);
+        }
+        t.push(f32::NAN);
+        assert_eq!(
+            (t.quantile(0.5), t.quantile(0.99), t.quantile(1.0)),
+            (Some(50.0), Some(99.0), Some(100.0))
+        );
+        // A long run keeps the last FRAME_TIMES_KEPT: a slow start falls out.
+        for _ in 0..FRAME_TIMES_KEPT {
+            t.push(2.0);
+        }
+        assert_eq!(t.quantile(0.99), Some(2.0));
     }
 }
