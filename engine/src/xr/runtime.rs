@@ -15,6 +15,8 @@ pub struct Runtime {
     pub system_name: String,
     /// `XR_KHR_composition_layer_depth` was offered and is enabled: submit depth with the colour.
     pub depth_layer: bool,
+    /// `XR_FB_display_refresh_rate` was offered and is enabled: the session picks the display's rate.
+    pub refresh_rate: bool,
 }
 
 /// Opens the loader, creates an instance with `XR_KHR_vulkan_enable2` (and the depth layer when offered) and
@@ -33,6 +35,7 @@ pub fn connect(app_name: &str) -> Result<Runtime, XrError> {
     let mut wanted = xr::ExtensionSet::default();
     wanted.khr_vulkan_enable2 = true;
     wanted.khr_composition_layer_depth = available.khr_composition_layer_depth;
+    wanted.fb_display_refresh_rate = available.fb_display_refresh_rate;
 
     let app_info = xr::ApplicationInfo {
         application_name: app_name,
@@ -71,6 +74,7 @@ pub fn connect(app_name: &str) -> Result<Runtime, XrError> {
         runtime_name,
         system_name,
         depth_layer: wanted.khr_composition_layer_depth,
+        refresh_rate: wanted.fb_display_refresh_rate,
     })
 }
 

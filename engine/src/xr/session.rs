@@ -113,6 +113,8 @@ pub struct XrSession {
     acquired: bool,
     /// Swapchain image waits that timed out (and were tried again).
     image_wait_timeouts: u64,
+    /// The display rate asked for (`XR_FB_display_refresh_rate`), when the runtime lets us choose.
+    refresh_rate_hz: Option<f32>,
 }
 
 impl XrSession {
@@ -144,6 +146,11 @@ impl XrSession {
             .map_err(xr_err("xrAttachSessionActionSets"))?;
         let (play_space, play_space_choice) = create_play_space(&session)?;
         let hand_spaces = HandSpaces::new(&actions, &session)?;
+        let refresh_rate_hz = if runtime.refresh_rate {
+            choose_refresh_rate(&session)
+        } else {
+            None
+        };
 
         let blend_mode = instance
             .enumerate_environment_blend_modes(runtime.system, VIEW_CONFIGURATION)
@@ -197,6 +204,7 @@ impl XrSession {
             views: [empty_view; VIEW_COUNT as usize],
             acquired: false,
             image_wait_timeouts: 0,
+            refresh_rate_hz,
         })
     }
 
@@ -560,6 +568,11 @@ impl XrSession {
     pub fn image_wait_timeouts(&self) -> u64 {
         self.image_wait_timeouts
     }
+
+    /// The display refresh rate this session asked the runtime for, if it offers a choice.
+    pub fn refresh_rate_hz(&self) -> Option<f32> {
+        self.refresh_rate_hz
+    }
 }
 
 impl Drop for XrSession {
@@ -616,6 +629,46 @@ fn release(instance: &xr::Instance, swapchain: &xr::Swapchain<xr::Vulkan>) -> Re
         });
     }
     Ok(())
+}
+
+/// The display rate we want: physics runs at 90 Hz, so frames and steps line up one to one.
+pub const PREFERRED_REFRESH_HZ: f32 = 90.0;
+
+/// Asks the runtime for [`pick_refresh_rate`]'s choice among the rates it offers; `None` (the runtime's default
+/// stays) when it offers none or refuses. Logged either way.
+fn choose_refresh_rate(session: &xr::Session<xr::Vulkan>) -> Option<f32> {
+    let offered = match session.enumerate_display_refresh_rates() {
+        Ok(rates) => rates,
+        Err(result) => {
+            tracing::warn!(%result, "xrEnumerateDisplayRefreshRatesFB failed: the runtime's refresh rate stays");
+            return None;
+        }
+    };
+    let rate = pick_refresh_rate(&offered)?;
+    match session.request_display_refresh_rate(rate) {
+        Ok(()) => {
+            tracing::info!(rate_hz = rate, ?offered, "display refresh rate chosen");
+            Some(rate)
+        }
+        Err(result) => {
+            tracing::warn!(%result, rate_hz = rate, "xrRequestDisplayRefreshRateFB refused: the runtime's rate stays");
+            None
+        }
+    }
+}
+
+/// 90 Hz where offered (within 0.5 Hz: runtimes report 89.9 or 90.0); otherwise the highest rate offered up to
+/// 120 Hz (more frames cost the renderer, and past that the steps no longer line up usefully), or the lowest
+/// offered when all are higher. `None` for no rates.
+pub fn pick_refresh_rate(offered: &[f32]) -> Option<f32> {
+    let finite = || offered.iter().copied().filter(|r| r.is_finite() && *r > 0.0);
+    if let Some(r) = finite().find(|r| (r - PREFERRED_REFRESH_HZ).abs() <= 0.5) {
+        return Some(r);
+    }
+    finite()
+        .filter(|&r| r <= 120.5)
+        .max_by(f32::total_cmp)
+        .or_else(|| finite().min_by(f32::total_cmp))
 }
 
 /// The largest eye image the renderer draws (pixels a side): its targets are multisampled and layered, so a
@@ -675,6 +728,16 @@ pub fn clamp_eye_extent(recommended: (u32, u32), runtime_max: (u32, u32), limit:
 #[cfg(test)]
 mod clamp_tests {
     use super::*;
+
+    #[test]
+    fn ninety_hertz_where_offered_else_the_best_up_to_120() {
+        assert_eq!(pick_refresh_rate(&[72.0, 80.0, 89.9, 120.0]), Some(89.9));
+        assert_eq!(pick_refresh_rate(&[72.0, 120.0, 144.0]), Some(120.0));
+        assert_eq!(pick_refresh_rate(&[60.0, 72.0]), Some(72.0));
+        assert_eq!(pick_refresh_rate(&[144.0, 165.0]), Some(144.0));
+        assert_eq!(pick_refresh_rate(&[f32::NAN]), None);
+        assert_eq!(pick_refresh_rate(&[]), None);
+    }
 
     #[test]
     fn eye_images_keep_their_aspect_and_fit_every_limit() {

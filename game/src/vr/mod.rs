@@ -299,6 +299,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.report.allocations_total = crate::alloc_count::allocations();
     game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
     game.report.image_wait_timeouts = xr.image_wait_timeouts();
+    game.report.refresh_rate_hz = xr.refresh_rate_hz();
     Ok(game.report)
 }
 

@@ -107,6 +107,8 @@ pub struct VrReport {
     /// Frames whose predicted display time came more than one and a half periods after the previous frame's: the
     /// runtime had to show an old frame (or reproject one) in between.
     pub frames_missed: u64,
+    /// The display rate asked of the runtime (`XR_FB_display_refresh_rate`), when it offers a choice.
+    pub refresh_rate_hz: Option<f32>,
 }
 
 impl VrReport {
@@ -128,6 +130,7 @@ impl VrReport {
             "gpu_frame_ms_p50": self.gpu_frame_ms.quantile(0.5),
             "gpu_frame_ms_p99": self.gpu_frame_ms.quantile(0.99),
             "frames_missed": self.frames_missed,
+            "refresh_rate_hz": self.refresh_rate_hz,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
