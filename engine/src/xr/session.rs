@@ -115,6 +115,10 @@ pub struct XrSession {
     image_wait_timeouts: u64,
     /// The display rate asked for (`XR_FB_display_refresh_rate`), when the runtime lets us choose.
     refresh_rate_hz: Option<f32>,
+    /// The eyes' positions when position tracking was last valid, kept through orientation-only frames.
+    last_eye_positions: Option<[xr::sys::Vector3f; 2]>,
+    /// Frames drawn with orientation only (positional tracking lost).
+    frames_orientation_only: u64,
 }
 
 impl XrSession {
@@ -205,6 +209,8 @@ impl XrSession {
             acquired: false,
             image_wait_timeouts: 0,
             refresh_rate_hz,
+            last_eye_positions: None,
+            frames_orientation_only: 0,
         })
     }
 
@@ -438,8 +444,26 @@ impl XrSession {
                 result,
             });
         }
-        let valid = xr::ViewStateFlags::ORIENTATION_VALID | xr::ViewStateFlags::POSITION_VALID;
-        Ok(count == VIEW_COUNT && state.view_state_flags.contains(valid))
+        if count != VIEW_COUNT {
+            return Ok(false);
+        }
+        match view_tracking(state.view_state_flags) {
+            ViewTracking::Full => {
+                self.last_eye_positions = Some([self.views[0].pose.position, self.views[1].pose.position]);
+                Ok(true)
+            }
+            // Positional tracking lost (a covered camera, the edge of the play area): the eyes keep their last
+            // positions and turn as the head turns, so the world neither blanks nor jumps.
+            ViewTracking::OrientationOnly => {
+                if let Some(last) = self.last_eye_positions {
+                    self.views[0].pose.position = last[0];
+                    self.views[1].pose.position = last[1];
+                }
+                self.frames_orientation_only += 1;
+                Ok(true)
+            }
+            ViewTracking::None => Ok(false),
+        }
     }
 
     /// `xrEndFrame` with one projection layer of `views` views (none when 0), each chained to its depth info.
@@ -569,6 +593,11 @@ impl XrSession {
         self.image_wait_timeouts
     }
 
+    /// Frames drawn while only orientation was tracked (the eyes held at their last tracked positions).
+    pub fn frames_orientation_only(&self) -> u64 {
+        self.frames_orientation_only
+    }
+
     /// The display refresh rate this session asked the runtime for, if it offers a choice.
     pub fn refresh_rate_hz(&self) -> Option<f32> {
         self.refresh_rate_hz
@@ -629,6 +658,27 @@ fn release(instance: &xr::Instance, swapchain: &xr::Swapchain<xr::Vulkan>) -> Re
         });
     }
     Ok(())
+}
+
+/// What a frame's views can be drawn with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ViewTracking {
+    Full,
+    /// Orientation tracked, position not: draw from the last tracked position.
+    OrientationOnly,
+    /// Not even orientation: draw nothing this frame.
+    None,
+}
+
+fn view_tracking(flags: xr::ViewStateFlags) -> ViewTracking {
+    match (
+        flags.contains(xr::ViewStateFlags::ORIENTATION_VALID),
+        flags.contains(xr::ViewStateFlags::POSITION_VALID),
+    ) {
+        (true, true) => ViewTracking::Full,
+        (true, false) => ViewTracking::OrientationOnly,
+        (false, _) => ViewTracking::None,
+    }
 }
 
 /// The display rate we want: physics runs at 90 Hz, so frames and steps line up one to one.
@@ -728,6 +778,21 @@ pub fn clamp_eye_extent(recommended: (u32, u32), runtime_max: (u32, u32), limit:
 #[cfg(test)]
 mod clamp_tests {
     use super::*;
+
+    #[test]
+    fn orientation_alone_still_draws_and_nothing_tracked_does_not() {
+        use xr::ViewStateFlags as F;
+        assert_eq!(
+            view_tracking(F::ORIENTATION_VALID | F::POSITION_VALID),
+            ViewTracking::Full
+        );
+        assert_eq!(
+            view_tracking(F::ORIENTATION_VALID | F::ORIENTATION_TRACKED),
+            ViewTracking::OrientationOnly
+        );
+        assert_eq!(view_tracking(F::POSITION_VALID), ViewTracking::None);
+        assert_eq!(view_tracking(F::EMPTY), ViewTracking::None);
+    }
 
     #[test]
     fn ninety_hertz_where_offered_else_the_best_up_to_120() {

@@ -300,6 +300,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
     game.report.image_wait_timeouts = xr.image_wait_timeouts();
     game.report.refresh_rate_hz = xr.refresh_rate_hz();
+    game.report.frames_orientation_only = xr.frames_orientation_only();
     Ok(game.report)
 }
 

@@ -109,6 +109,8 @@ pub struct VrReport {
     pub frames_missed: u64,
     /// The display rate asked of the runtime (`XR_FB_display_refresh_rate`), when it offers a choice.
     pub refresh_rate_hz: Option<f32>,
+    /// Frames drawn with orientation tracking only (the eyes held at their last tracked positions).
+    pub frames_orientation_only: u64,
 }
 
 impl VrReport {
@@ -131,6 +133,7 @@ impl VrReport {
             "gpu_frame_ms_p99": self.gpu_frame_ms.quantile(0.99),
             "frames_missed": self.frames_missed,
             "refresh_rate_hz": self.refresh_rate_hz,
+            "frames_orientation_only": self.frames_orientation_only,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
