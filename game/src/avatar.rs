@@ -240,6 +240,14 @@ impl Avatar {
 }
 
 impl HandState {
+    /// Forgets the motion measured so far (the tracked poses jumped: a recentring): no velocity until the next
+    /// samples, so a held cube is not thrown by the jump.
+    pub fn forget_motion(&mut self) {
+        self.history.forget();
+        self.linear_velocity = Vec3::ZERO;
+        self.angular_velocity = Vec3::ZERO;
+    }
+
     fn update(&mut self, input: &HandInput, dt: f32) {
         if input.grip.is_finite() {
             self.grip = input.grip.clamp(0.0, 1.0);
@@ -304,6 +312,29 @@ mod tests {
         assert!(hand.angular_velocity.distance(spin) < 1e-2, "{}", hand.angular_velocity);
         // The left hand was never tracked: no velocity.
         assert_eq!(avatar.hand(HandSide::Left).linear_velocity, Vec3::ZERO);
+    }
+
+    /// A recentring moves the tracked hand 2 m between two samples; once the motion is forgotten, that jump is not
+    /// a throw.
+    #[test]
+    fn a_jump_after_forgetting_the_motion_is_no_velocity() {
+        let mut avatar = Avatar::default();
+        for step in 0..10 {
+            avatar.update(&tracked(Vec3::new(step as f32 * 0.01, 1.0, 0.0), Quat::IDENTITY), DT);
+        }
+        assert!(avatar.hand(HandSide::Right).linear_velocity.x > 0.5);
+        avatar.hands[1].forget_motion();
+        assert_eq!(avatar.hand(HandSide::Right).linear_velocity, Vec3::ZERO);
+        avatar.update(&tracked(Vec3::new(2.1, 1.0, 0.0), Quat::IDENTITY), DT);
+        let v = avatar.hand(HandSide::Right).linear_velocity.length();
+        assert!(v < 1e-6, "{v} m/s from a 2 m jump");
+        // Without forgetting, the same jump reads as a throw.
+        let mut other = Avatar::default();
+        for step in 0..10 {
+            other.update(&tracked(Vec3::new(step as f32 * 0.01, 1.0, 0.0), Quat::IDENTITY), DT);
+        }
+        other.update(&tracked(Vec3::new(2.1, 1.0, 0.0), Quat::IDENTITY), DT);
+        assert!(other.hand(HandSide::Right).linear_velocity.length() > 10.0);
     }
 
     #[test]

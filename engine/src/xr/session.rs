@@ -119,6 +119,9 @@ pub struct XrSession {
     last_eye_positions: Option<[xr::sys::Vector3f; 2]>,
     /// Frames drawn with orientation only (positional tracking lost).
     frames_orientation_only: u64,
+    /// A reference space change (recentring) arrived since the game last asked, and how many so far.
+    recentred: bool,
+    recentres: u64,
 }
 
 impl XrSession {
@@ -211,6 +214,8 @@ impl XrSession {
             refresh_rate_hz,
             last_eye_positions: None,
             frames_orientation_only: 0,
+            recentred: false,
+            recentres: 0,
         })
     }
 
@@ -240,6 +245,14 @@ impl XrSession {
                 }
                 xr::Event::EventsLost(e) => {
                     tracing::warn!(lost = e.lost_event_count(), "OpenXR events lost");
+                    LifecycleAction::None
+                }
+                // The player recentred (or the runtime moved the play space): tracked poses jump. Said to the
+                // game (`take_recentred`), which forgets hand motion across the jump.
+                xr::Event::ReferenceSpaceChangePending(e) => {
+                    tracing::info!(space = ?e.reference_space_type(), "reference space changing (recentred)");
+                    self.recentred = true;
+                    self.recentres += 1;
                     LifecycleAction::None
                 }
                 _ => LifecycleAction::None,
@@ -591,6 +604,17 @@ impl XrSession {
     /// Swapchain image waits that timed out and were tried again (a runtime slow to hand images back).
     pub fn image_wait_timeouts(&self) -> u64 {
         self.image_wait_timeouts
+    }
+
+    /// Whether the play space was recentred since the last call (tracked poses jumped): the caller forgets motion
+    /// measured across it.
+    pub fn take_recentred(&mut self) -> bool {
+        std::mem::take(&mut self.recentred)
+    }
+
+    /// Reference space changes (recentring) seen so far.
+    pub fn recentres(&self) -> u64 {
+        self.recentres
     }
 
     /// Frames drawn while only orientation was tracked (the eyes held at their last tracked positions).

@@ -391,6 +391,11 @@ impl NetPlay {
         &self.seats[self.controlled].peer
     }
 
+    /// The peer the hands drive, to change (VR forgets hand motion across a recentring).
+    pub fn shown_mut(&mut self) -> &mut Peer {
+        &mut self.seats[self.controlled].peer
+    }
+
     /// The seat of this process playing `player` (1–4), once the host has welcomed it.
     pub fn seat_of_player(&self, player: u8) -> Option<usize> {
         self.seats.iter().position(|s| s.peer.player() == player && player != 0)

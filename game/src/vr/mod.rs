@@ -301,6 +301,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.report.image_wait_timeouts = xr.image_wait_timeouts();
     game.report.refresh_rate_hz = xr.refresh_rate_hz();
     game.report.frames_orientation_only = xr.frames_orientation_only();
+    game.report.recentres = xr.recentres();
     Ok(game.report)
 }
 
@@ -387,6 +388,18 @@ impl VrGame {
         let timing = xr.wait_frame()?;
         let work_started = Instant::now();
         self.prev_hands = Some(self.hands);
+        if xr.take_recentred() {
+            // The tracked poses jump: no interpolation across the jump, and no hand speed measured over it (a
+            // held cube would be thrown).
+            self.prev_hands = None;
+            let avatar = match self.net.as_mut() {
+                Some(net) => &mut net.shown_mut().avatar,
+                None => &mut self.avatar,
+            };
+            for hand in &mut avatar.hands {
+                hand.forget_motion();
+            }
+        }
         self.hands.time_ns = timing.predicted_display_time_ns;
         xr.locate_hands(&timing, &mut self.hands.hands)?;
         let focused = xr.lifecycle().input_active();

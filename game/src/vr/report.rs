@@ -111,6 +111,8 @@ pub struct VrReport {
     pub refresh_rate_hz: Option<f32>,
     /// Frames drawn with orientation tracking only (the eyes held at their last tracked positions).
     pub frames_orientation_only: u64,
+    /// Reference space changes (the player recentred): hand motion is forgotten across each.
+    pub recentres: u64,
 }
 
 impl VrReport {
@@ -134,6 +136,7 @@ impl VrReport {
             "frames_missed": self.frames_missed,
             "refresh_rate_hz": self.refresh_rate_hz,
             "frames_orientation_only": self.frames_orientation_only,
+            "recentres": self.recentres,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
