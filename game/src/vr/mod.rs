@@ -68,6 +68,8 @@ pub struct VrOptions {
     pub clear_only: bool,
     /// Draw each eye in a pass of its own rather than one multiview pass (a driver workaround).
     pub pass_per_eye: bool,
+    /// Left-thumbstick movement speed at full tilt (m/s; 0: off).
+    pub move_speed: f32,
     /// Alone, or a networked game's host or guest.
     pub net: VrNet,
 }
@@ -131,6 +133,9 @@ pub struct VrArgs {
     /// fails (Mesa 25.0's lavapipe crashes in the two-view pass)
     #[arg(long)]
     pub pass_per_eye: bool,
+    /// Smooth movement on the left thumbstick, along where the left hand points (m/s at full tilt; 0: off)
+    #[arg(long, value_name = "M", default_value_t = hands::DEFAULT_MOVE_SPEED_M_S)]
+    pub move_speed: f32,
     /// Print one JSON object on stdout instead of a summary on stderr
     #[arg(long)]
     pub json: bool,
@@ -194,6 +199,11 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
         scripted_grab: args.scripted_grab,
         clear_only: args.clear_only,
         pass_per_eye: args.pass_per_eye,
+        move_speed: if args.move_speed.is_finite() {
+            args.move_speed.max(0.0)
+        } else {
+            0.0
+        },
         net: args.net(),
     })?;
     if args.json {
@@ -239,6 +249,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let net = start_net(&options.scene, &options.net)?;
     // Declared after `xr`, so dropped before it: the renderer uses the session's device.
     let mut game = VrGame::new(world, options.scripted_grab, renderer);
+    game.move_speed = options.move_speed;
     game.net = net;
     game.report = VrReport {
         runtime: xr.runtime_name().to_owned(),
@@ -342,6 +353,8 @@ struct VrGame {
     prev_hands: Option<HandsAt>,
     /// The last frame's predicted display time (ns), for missed frames.
     previous_display_ns: Option<i64>,
+    /// Left-thumbstick movement at full tilt (m/s; 0: off).
+    move_speed: f32,
     hands: HandsAt,
     /// The play space's origin in the world (where the player stands).
     origin: Vec3,
@@ -368,6 +381,7 @@ impl VrGame {
             clock: StepClock::default(),
             prev_hands: None,
             previous_display_ns: None,
+            move_speed: hands::DEFAULT_MOVE_SPEED_M_S,
             hands: HandsAt {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
@@ -403,6 +417,7 @@ impl VrGame {
         self.hands.time_ns = timing.predicted_display_time_ns;
         xr.locate_hands(&timing, &mut self.hands.hands)?;
         let focused = xr.lifecycle().input_active();
+        self.walk();
         if self.scripted_grab && focused && self.script_step.is_none() {
             self.start_script();
         }
@@ -443,6 +458,23 @@ impl VrGame {
             }
         }
         Ok(xr.submit_frame(timing, depth_written)?)
+    }
+
+    /// Moves the play space by the left thumbstick over the time since the last frame (see `hands::stick_motion`).
+    fn walk(&mut self) {
+        let Some(prev) = self.prev_hands else { return };
+        let dt = (self.hands.time_ns - prev.time_ns) as f32 / 1e9;
+        let left = &self.hands.hands[0];
+        let aim = if left.aim_tracked {
+            left.aim_rotation
+        } else {
+            left.grip_rotation
+        };
+        let step = hands::stick_motion(left.thumbstick, aim, dt.min(0.1), self.move_speed);
+        if step != Vec3::ZERO {
+            self.origin += step;
+            self.report.metres_walked += f64::from(step.length());
+        }
     }
 
     /// Places the play space over the target cube, once both hands are tracked, and starts the grip script.

@@ -113,6 +113,8 @@ pub struct VrReport {
     pub frames_orientation_only: u64,
     /// Reference space changes (the player recentred): hand motion is forgotten across each.
     pub recentres: u64,
+    /// How far the left thumbstick moved the player (m).
+    pub metres_walked: f64,
 }
 
 impl VrReport {
@@ -137,6 +139,7 @@ impl VrReport {
             "refresh_rate_hz": self.refresh_rate_hz,
             "frames_orientation_only": self.frames_orientation_only,
             "recentres": self.recentres,
+            "metres_walked": self.metres_walked,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
