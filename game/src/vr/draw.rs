@@ -7,7 +7,6 @@
 //! steps, as far along as the display time is past the last step (a frame between two steps draws in-between
 //! poses, at any refresh rate); highlights come from `game::interaction`. Nothing here allocates per frame.
 
-use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
     record_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View,
@@ -15,6 +14,7 @@ use tumble_engine::render::{
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
+use super::hands::PlaySpace;
 use crate::avatar::{Avatar, HandSide};
 use crate::desktop::interpolate::PoseBuffer;
 use crate::draw::{cube_flags, push_hand_boxes, push_remote_avatar_boxes, session_flags, table_tint, AVATAR_BOXES_MAX};
@@ -66,12 +66,12 @@ impl VrRenderer {
         })
     }
 
-    /// Draws the world into `target` and submits. `origin` is the play space's origin in the world; `shown` says
-    /// where the frame draws things (see [`FramePoses`]).
+    /// Draws the world into `target` and submits. `space` places the runtime's play space in the world; `shown`
+    /// says where the frame draws things (see [`FramePoses`]).
     pub fn draw(
         &mut self,
         target: &FrameTarget,
-        origin: Vec3,
+        space: PlaySpace,
         world: &World,
         interaction: &Interaction,
         peer: Option<&Peer>,
@@ -80,8 +80,8 @@ impl VrRenderer {
         let eye = |i: usize| {
             let e = &target.eyes[i];
             View::from_pose_fov(
-                e.position + origin,
-                e.orientation,
+                space.point(e.position),
+                space.yaw * e.orientation,
                 e.fov_left_rad,
                 e.fov_right_rad,
                 e.fov_up_rad,
@@ -186,7 +186,7 @@ pub fn fill_cube_instances(
 mod tests {
     use super::*;
     use crate::avatar::{AvatarInput, HandInput, Pose};
-    use glam::Quat;
+    use glam::{Quat, Vec3};
     use tumble_engine::physics::{BodyDesc, WorldConfig};
 
     /// Issue 13: two frames between the same two steps draw two different poses, each between the steps' own.

@@ -41,12 +41,71 @@ pub fn stick_motion(stick: Vec2, aim: Quat, dt: f32, speed: f32) -> Vec3 {
     (right * stick.x + forward * stick.y) * speed * dt
 }
 
+/// Snap turn on the right thumbstick: the play space turns this much (rad) per flick.
+pub const SNAP_TURN_RAD: f32 = std::f32::consts::FRAC_PI_6;
+/// A flick is the right stick past this tilt sideways; it must come back under [`SNAP_RELEASE`] before the next.
+const SNAP_PRESS: f32 = 0.7;
+const SNAP_RELEASE: f32 = 0.3;
+
+/// Where the runtime's play space sits in the world: turned by `yaw` about the vertical, then placed at `origin`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlaySpace {
+    pub origin: Vec3,
+    pub yaw: Quat,
+}
+
+impl PlaySpace {
+    pub fn at(origin: Vec3) -> PlaySpace {
+        PlaySpace {
+            origin,
+            yaw: Quat::IDENTITY,
+        }
+    }
+
+    /// A point of the play space in the world.
+    pub fn point(&self, local: Vec3) -> Vec3 {
+        self.origin + self.yaw * local
+    }
+
+    /// A pose of the play space in the world.
+    pub fn pose(&self, local: Pose) -> Pose {
+        Pose::new(self.point(local.position), self.yaw * local.rotation)
+    }
+
+    /// The play space turned by `angle` (rad, positive to the left) about the vertical through the play-space
+    /// point `pivot` (the head), which stays where it was in the world.
+    pub fn turned(&self, angle: f32, pivot: Vec3) -> PlaySpace {
+        let yaw = (Quat::from_rotation_y(angle) * self.yaw).normalize();
+        PlaySpace {
+            origin: self.point(pivot) - yaw * pivot,
+            yaw,
+        }
+    }
+}
+
+/// The snap turn a right-stick tilt `x` asks for, if any: ∓[`SNAP_TURN_RAD`] (right turns right) once per flick;
+/// `latched` remembers a flick until the stick comes back.
+pub fn snap_turn(x: f32, latched: &mut bool) -> Option<f32> {
+    if !x.is_finite() {
+        return None;
+    }
+    if *latched {
+        *latched = x.abs() >= SNAP_RELEASE;
+        return None;
+    }
+    if x.abs() >= SNAP_PRESS {
+        *latched = true;
+        return Some(-SNAP_TURN_RAD * x.signum());
+    }
+    None
+}
+
 pub fn avatar_input_at(
     prev: Option<&HandsAt>,
     cur: &HandsAt,
     time_ns: i64,
     grips: [f32; HAND_COUNT],
-    origin: Vec3,
+    space: PlaySpace,
 ) -> AvatarInput {
     let mut input = AvatarInput::default();
     for (i, hand) in input.hands.iter_mut().enumerate() {
@@ -64,12 +123,12 @@ pub fn avatar_input_at(
         };
         *hand = HandInput {
             tracked: now.tracked,
-            pose: Pose::new(pose.position + origin, pose.rotation),
+            pose: space.pose(pose),
             grip: grips[i],
             // VR grabs what the hand touches (nearest cube within reach), not along a ray.
             ray: None,
-            linear_velocity: now.linear_velocity,
-            angular_velocity: now.angular_velocity,
+            linear_velocity: now.linear_velocity.map(|v| space.yaw * v),
+            angular_velocity: now.angular_velocity.map(|v| space.yaw * v),
         };
     }
     input
@@ -78,6 +137,36 @@ pub fn avatar_input_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_snap_turn_turns_about_the_head_and_once_per_flick() {
+        let space = PlaySpace::at(Vec3::new(1.0, 0.0, 2.0));
+        let head = Vec3::new(0.3, 1.7, -0.2);
+        let turned = space.turned(-SNAP_TURN_RAD, head);
+        assert!(
+            turned.point(head).distance(space.point(head)) < 1e-5,
+            "the head stays put"
+        );
+        // Looking down −Z before, a right turn looks towards −Z rotated right (+X side).
+        let forward = turned.yaw * Vec3::NEG_Z;
+        assert!(forward.x > 0.49 && forward.z < -0.86, "{forward}");
+        // Twelve flicks make a full circle.
+        let full = (0..12).fold(space, |s, _| s.turned(SNAP_TURN_RAD, head));
+        assert!(
+            full.point(Vec3::new(2.0, 0.0, 0.0))
+                .distance(space.point(Vec3::new(2.0, 0.0, 0.0)))
+                < 1e-4
+        );
+        // The stick: one turn per flick, none until it comes back; left turns left.
+        let mut latched = false;
+        assert_eq!(snap_turn(0.5, &mut latched), None);
+        assert_eq!(snap_turn(0.9, &mut latched), Some(-SNAP_TURN_RAD));
+        assert_eq!(snap_turn(1.0, &mut latched), None);
+        assert_eq!(snap_turn(0.5, &mut latched), None);
+        assert_eq!(snap_turn(0.1, &mut latched), None);
+        assert_eq!(snap_turn(-0.8, &mut latched), Some(SNAP_TURN_RAD));
+        assert_eq!(snap_turn(f32::NAN, &mut latched), None);
+    }
 
     #[test]
     fn the_left_stick_moves_the_player_level_along_the_hand() {
@@ -120,7 +209,7 @@ mod tests {
     fn steps_between_frames_get_interpolated_poses_in_world_space() {
         let prev = hands_at(0, 0.0, true);
         let cur = hands_at(50_000_000, 1.0, true);
-        let origin = Vec3::new(10.0, 0.0, 0.0);
+        let origin = PlaySpace::at(Vec3::new(10.0, 0.0, 0.0));
         let mid = avatar_input_at(Some(&prev), &cur, 25_000_000, [0.2, 0.9], origin);
         assert!(
             (mid.hands[0].pose.position.x - 10.5).abs() < 1e-5,
@@ -140,10 +229,10 @@ mod tests {
     fn a_hand_that_was_lost_takes_the_current_pose() {
         let prev = hands_at(0, 0.0, false);
         let cur = hands_at(50_000_000, 1.0, true);
-        let input = avatar_input_at(Some(&prev), &cur, 10_000_000, [0.0; 2], Vec3::ZERO);
+        let input = avatar_input_at(Some(&prev), &cur, 10_000_000, [0.0; 2], PlaySpace::at(Vec3::ZERO));
         assert_eq!(input.hands[0].pose.position.x, 1.0);
         assert!(input.hands[0].tracked);
-        let lost = avatar_input_at(Some(&cur), &prev, 60_000_000, [0.0; 2], Vec3::ZERO);
+        let lost = avatar_input_at(Some(&cur), &prev, 60_000_000, [0.0; 2], PlaySpace::at(Vec3::ZERO));
         assert!(
             !lost.hands[1].tracked,
             "untracked now is untracked, whatever came before"

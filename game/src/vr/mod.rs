@@ -31,7 +31,7 @@ use crate::desktop::net_play::{HostOptions, JoinOptions, NetPlay, NetPlayError, 
 use crate::interaction::{Interaction, InteractionEvent};
 use clock::{frame_alpha, StepClock};
 use draw::{FramePoses, VrRenderer};
-use hands::{avatar_input_at, HandsAt};
+use hands::{avatar_input_at, HandsAt, PlaySpace};
 pub use report::VrReport;
 
 /// The fixed physics step (ns): 90 Hz.
@@ -356,8 +356,12 @@ struct VrGame {
     /// Left-thumbstick movement at full tilt (m/s; 0: off).
     move_speed: f32,
     hands: HandsAt,
-    /// The play space's origin in the world (where the player stands).
-    origin: Vec3,
+    /// Where the runtime's play space sits in the world (where the player stands, which way the room faces).
+    space: PlaySpace,
+    /// The head in the play space (the eyes' midpoint at the last frame): the pivot of a snap turn.
+    head_local: Vec3,
+    /// A right-stick flick already turned the player; the stick must come back first.
+    snap_latched: bool,
     scripted_grab: bool,
     /// The scene renderer; `None` clears the eyes to a colour instead.
     renderer: Option<VrRenderer>,
@@ -386,7 +390,9 @@ impl VrGame {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
             },
-            origin,
+            space: PlaySpace::at(origin),
+            head_local: Vec3::new(0.0, 1.7, 0.0),
+            snap_latched: false,
             scripted_grab,
             renderer,
             script_step: None,
@@ -403,16 +409,7 @@ impl VrGame {
         let work_started = Instant::now();
         self.prev_hands = Some(self.hands);
         if xr.take_recentred() {
-            // The tracked poses jump: no interpolation across the jump, and no hand speed measured over it (a
-            // held cube would be thrown).
-            self.prev_hands = None;
-            let avatar = match self.net.as_mut() {
-                Some(net) => &mut net.shown_mut().avatar,
-                None => &mut self.avatar,
-            };
-            for hand in &mut avatar.hands {
-                hand.forget_motion();
-            }
+            self.forget_hand_motion();
         }
         self.hands.time_ns = timing.predicted_display_time_ns;
         xr.locate_hands(&timing, &mut self.hands.hands)?;
@@ -440,8 +437,9 @@ impl VrGame {
         let display_ns = timing.predicted_display_time_ns;
         let alpha = frame_alpha(self.clock.sim_time_ns(), display_ns);
         let grips = self.grips(xr.lifecycle().input_active());
-        let hands_now = avatar_input_at(self.prev_hands.as_ref(), &self.hands, display_ns, grips, self.origin);
+        let hands_now = avatar_input_at(self.prev_hands.as_ref(), &self.hands, display_ns, grips, self.space);
         if let Some(target) = xr.acquire_frame(timing)? {
+            self.head_local = (target.eyes[0].position + target.eyes[1].position) * 0.5;
             let (poses, mut avatar) = match self.net.as_ref() {
                 Some(n) => (&n.poses, n.shown().avatar),
                 None => (&self.poses, self.avatar),
@@ -449,8 +447,8 @@ impl VrGame {
             avatar.update(&hands_now, STEP_S);
             let shown = FramePoses { poses, alpha, avatar };
             match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
-                (Some(r), Some(p)) => r.draw(&target, self.origin, &p.world, &p.interaction, Some(p), &shown)?,
-                (Some(r), None) => r.draw(&target, self.origin, &self.world, &self.interaction, None, &shown)?,
+                (Some(r), Some(p)) => r.draw(&target, self.space, &p.world, &p.interaction, Some(p), &shown)?,
+                (Some(r), None) => r.draw(&target, self.space, &self.world, &self.interaction, None, &shown)?,
                 (None, _) => {
                     xr.clear_target(&target, CLEAR_RGBA)?;
                     depth_written = true;
@@ -470,10 +468,30 @@ impl VrGame {
         } else {
             left.grip_rotation
         };
-        let step = hands::stick_motion(left.thumbstick, aim, dt.min(0.1), self.move_speed);
+        let step = hands::stick_motion(left.thumbstick, self.space.yaw * aim, dt.min(0.1), self.move_speed);
         if step != Vec3::ZERO {
-            self.origin += step;
+            self.space.origin += step;
             self.report.metres_walked += f64::from(step.length());
+        }
+        let right_x = self.hands.hands[1].thumbstick.x;
+        if let Some(angle) = hands::snap_turn(right_x, &mut self.snap_latched) {
+            self.space = self.space.turned(angle, self.head_local);
+            self.report.snap_turns += 1;
+            // The hands jump in the world with the room: no interpolation or velocity across the turn.
+            self.forget_hand_motion();
+        }
+    }
+
+    /// After a jump of the tracked poses in the world (a recentring, a snap turn): no interpolation across it, and
+    /// no hand speed measured over it (a held cube would be thrown).
+    fn forget_hand_motion(&mut self) {
+        self.prev_hands = None;
+        let avatar = match self.net.as_mut() {
+            Some(net) => &mut net.shown_mut().avatar,
+            None => &mut self.avatar,
+        };
+        for hand in &mut avatar.hands {
+            hand.forget_motion();
         }
     }
 
@@ -488,7 +506,7 @@ impl VrGame {
         let placed =
             scripted::target_cube(world).and_then(|cube| scripted::play_space_origin_for(world, cube, midpoint));
         if let Some(origin) = placed {
-            self.origin = origin;
+            self.space = PlaySpace::at(origin);
             // The hands jump with the play space: no velocity from the move.
             self.prev_hands = None;
             self.avatar = Avatar::default();
@@ -504,7 +522,7 @@ impl VrGame {
         for k in 0..steps {
             let step_ns = first_step_ns + i64::from(k) * STEP_NS;
             let grips = self.grips(focused);
-            let input = avatar_input_at(self.prev_hands.as_ref(), &self.hands, step_ns, grips, self.origin);
+            let input = avatar_input_at(self.prev_hands.as_ref(), &self.hands, step_ns, grips, self.space);
             if let Some(net) = self.net.as_mut() {
                 net.step_once(Some(&input))?;
             } else {

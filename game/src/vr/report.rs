@@ -113,8 +113,9 @@ pub struct VrReport {
     pub frames_orientation_only: u64,
     /// Reference space changes (the player recentred): hand motion is forgotten across each.
     pub recentres: u64,
-    /// How far the left thumbstick moved the player (m).
+    /// How far the left thumbstick moved the player (m), and the right stick's snap turns.
     pub metres_walked: f64,
+    pub snap_turns: u64,
 }
 
 impl VrReport {
@@ -140,6 +141,7 @@ impl VrReport {
             "frames_orientation_only": self.frames_orientation_only,
             "recentres": self.recentres,
             "metres_walked": self.metres_walked,
+            "snap_turns": self.snap_turns,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
