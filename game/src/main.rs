@@ -68,9 +68,9 @@ enum Command {
     SessionPeer(tumble::harness::processes::PeerProcessArgs),
     /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
     Vr(tumble::vr::VrArgs),
-    /// Host a game over UDP in the desktop view (or --headless: a dedicated host); --bots N fills guest seats
+    /// Host a game over UDP, logging its join code (--headless: a dedicated host; --bots N fills guest seats)
     Host(tumble::desktop::play_cli::HostArgs),
-    /// Join a game at ADDR:PORT in the desktop view
+    /// Join a game by its join code (or an open one at ADDR:PORT) in the desktop view
     Join(tumble::desktop::play_cli::JoinArgs),
     /// N players in one window, joined through the link simulator; keys 1-N take over a player's hands
     Local(tumble::desktop::play_cli::LocalArgs),
