@@ -31,7 +31,6 @@ pub const PROTOCOL_ID: u16 = 0x7b1e;
 pub const PROTOCOL_VERSION: u8 = 2;
 /// Guest handshake packets are padded to this size (bytes) so every host reply is smaller.
 pub const HANDSHAKE_REQUEST_BYTES: usize = 256;
-pub const PREFIX_BYTES: usize = 4;
 /// What a connected packet sends in clear and authenticates as associated data: its mark-and-type byte and the
 /// sequence.
 pub const CONNECTED_CLEAR_BYTES: usize = 1 + 2;

@@ -28,6 +28,11 @@ pub struct XrVulkan {
 }
 
 impl XrVulkan {
+    /// Whether the Vulkan validation layers run on this instance (a debug build where they are installed).
+    pub fn validation_on(&self) -> bool {
+        self.debug.is_some()
+    }
+
     /// Creates the instance and device through the runtime for `runtime.system`.
     pub fn new(runtime: &Runtime) -> Result<XrVulkan, XrError> {
         // SAFETY: loads the system's Vulkan loader, which implements the core entry points by definition.

@@ -575,13 +575,12 @@ impl LoopbackSession {
         while let Some(e) = self.link.host.pop_event() {
             match e {
                 EndpointEvent::Received { peer, sequence } => match read_reject_notice(self.link.host.payload()) {
-                    Ok(refused) if self.reject_notices.is_new(refused) => {
+                    Ok(refused) => {
                         self.link.host.accept(peer, sequence);
-                        self.sender.resync();
-                        self.demand.resync();
-                    }
-                    Ok(_) => {
-                        self.link.host.accept(peer, sequence);
+                        if self.reject_notices.is_new(refused) {
+                            self.sender.resync();
+                            self.demand.resync();
+                        }
                     }
                     Err(err) => tracing::warn!("unknown message from the guest refused: {err}"),
                 },

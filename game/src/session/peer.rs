@@ -178,9 +178,8 @@ pub struct Peer {
     last_authority: Vec<u8>,
     /// Per cube: the step its authority index last changed here (for the hand-over pop meter).
     pub authority_changed_step: Vec<u64>,
-    /// Bytes a message may take (IP/UDP and transport headers excluded), from the budget.
-    /// The state packet budget over IPv4 (checked at creation); each connection's comes from `packet_budget_for`.
-    packet_budget: usize,
+    /// The per-connection budget (kbps, each direction, headers included); each connection's bytes per message
+    /// come from `packet_budget_for` (its IP headers depend on its address family).
     kbps_budget: u32,
     message_buf: Vec<u8>,
     /// The payload being read (a copy of the endpoint's).
@@ -289,7 +288,6 @@ impl Peer {
             rest_detection,
             last_authority: vec![DEFAULT_AUTHORITY; cubes],
             authority_changed_step: vec![0; cubes],
-            packet_budget: budget,
             kbps_budget: config.kbps_budget,
             message_buf: vec![0u8; MAX_PACKET_BYTES],
             receive_buf: Vec::with_capacity(MAX_PACKET_BYTES),
@@ -589,9 +587,7 @@ impl Peer {
             self.cube_count,
             baseline.as_ref().map(|(_, set)| set),
         )?;
-        let budget = self.links[slot]
-            .as_ref()
-            .map_or(self.packet_budget, |l| self.packet_budget_for(l.peer));
+        let budget = self.link_budget(slot);
         let end = (head + budget.saturating_sub(head).max(MIN_BODY_BYTES)).min(self.message_buf.len());
         let me = self.table.me();
         let is_host = self.is_host;
@@ -641,8 +637,10 @@ impl Peer {
             }
             Forgery::Claim { header, cube } => (header, cube),
         };
+        let budget = self.link_budget(slot);
+        let link = self.links[slot].as_mut().expect("checked by the caller");
         let (head, _) = write_header(&mut self.message_buf, &header, self.cube_count, None)?;
-        let end = (head + self.packet_budget).min(self.message_buf.len());
+        let end = (head + budget).min(self.message_buf.len());
         self.forged_stamps.copy_from_slice(self.table.stamps());
         if let Some((cube, stamp)) = forged {
             self.forged_stamps[cube as usize] = stamp;
@@ -1195,6 +1193,11 @@ impl Peer {
             (ip + CONNECTED_HEADER_BYTES) as u32,
             (MAX_PACKET_BYTES + ip) as u32,
         ) as usize
+    }
+
+    /// The message byte budget of the connection in link slot `slot` (0 when there is none: the caller checked).
+    fn link_budget(&self, slot: usize) -> usize {
+        self.links[slot].as_ref().map_or(0, |l| self.packet_budget_for(l.peer))
     }
 
     /// Per-connection wire bytes so far, sent and received, IP/UDP headers included, by remote player.

@@ -271,7 +271,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
             (false, true) => "per-eye",
         },
         render_path_reason: fallback.filter(|_| !options.pass_per_eye && !options.clear_only),
-        validation_layers: cfg!(debug_assertions) && tumble_engine::vk_validation::validation_layers_installed(),
+        validation_layers: xr.vulkan().validation_on(),
         grab_driver: if options.scripted_grab {
             scripted::GRAB_DRIVER_SCRIPTED
         } else {
