@@ -4,9 +4,9 @@
 # (scripts/vr-root.sh), and checks the report: at least N stereo frames submitted while FOCUSED with both hands
 # tracked, and grabs, a hand-to-hand pass and releases through game::interaction with a haptic pulse per grab
 # (Monado's simulated simple controllers cannot squeeze, so the grip is scripted on their tracked poses; see
-# game/src/vr/scripted.rs). The scene is drawn by engine::render on the runtime's Vulkan device, one pass per eye:
-# trixie's lavapipe (Mesa 25.0.7) crashes in the renderer's two-view multiview pass (`tumble screenshot --stereo`
-# segfaults there too; see docs/vr-test-bed.md). Needs root (CI runs as root).
+# game/src/vr/scripted.rs). The scene is drawn by engine::render on the runtime's Vulkan device, on the default
+# path (both eyes in one multiview pass), with its depth submitted as a depth layer every frame, under the Vulkan
+# validation layers. Needs root (CI runs as root).
 # Usage: scripts/test-vr.sh [FRAMES]
 set -euo pipefail
 
@@ -54,9 +54,15 @@ check "no heap allocation in steady frames (counter live)" \
     '.steady_frames >= 200 and .steady_frame_allocations == 0 and .allocations_total > 0' \
     '[.steady_frames, .steady_frame_allocations, .allocations_total]'
 check "drawn by engine::render" '.renderer | startswith("engine::render")' '.renderer'
-check "the default path: multiview, or per-eye with the reason said" \
-    '.render_path == "multiview" or (.render_path == "per-eye" and (.render_path_reason | type) == "string")' \
+check "the default path: both eyes in one multiview pass" '.render_path == "multiview"' \
     '[.render_path, .render_path_reason]'
+check "a depth layer (the renderer's depth) with every frame submitted" \
+    '.depth_layer == true and .depth_layers_submitted == .frames_submitted' \
+    '[.depth_layer, .depth_layers_submitted, .frames_submitted]'
+# (The scripted grab moves no cube visibly, so this run rarely has motion to judge; `tumble vr-pacing` and the
+# pacing test drive the same clock and blend at 72-144 Hz with cubes flying.)
+check "no moving cube drawn twice in one place" '.repeated_cube_poses == 0' \
+    '[.frames_with_moving_cubes, .repeated_cube_poses]'
 check "not timed out" '.timed_out == false' '.timed_out'
 check "under the Vulkan validation layers" '.validation_layers == true' '.validation_layers'
 check "no validation messages" '.validation_messages == 0' '.validation_messages'

@@ -16,6 +16,9 @@ pub mod physics;
 #[cfg(feature = "render")]
 pub mod render;
 pub mod scene;
+pub mod view_depth;
+#[cfg(any(feature = "render", feature = "xr"))]
+pub mod vk_common;
 #[cfg(any(feature = "render", feature = "xr"))]
 pub mod vk_validation;
 #[cfg(feature = "xr")]

@@ -68,6 +68,8 @@ enum Command {
     SessionPeer(tumble::harness::processes::PeerProcessArgs),
     /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
     Vr(tumble::vr::VrArgs),
+    /// VR frames at a given refresh rate against 90 Hz physics, drawn as `tumble vr` draws them; JSON report
+    VrPacing(tumble::vr::pacing::PacingArgs),
     /// Host a game over UDP, logging its join code (--headless: a dedicated host; --bots N fills guest seats)
     Host(tumble::desktop::play_cli::HostArgs),
     /// Join a game by its join code (or an open one at ADDR:PORT) in the desktop view
@@ -206,6 +208,13 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("tumble: {e}");
                 ExitCode::from(if e.is_unavailable() { EXIT_UNAVAILABLE } else { 1 })
+            }
+        },
+        Some(Command::VrPacing(args)) => match tumble::vr::pacing::run_cli(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: error: {e}");
+                ExitCode::FAILURE
             }
         },
         Some(Command::Loopback(args)) => match loopback(&args) {

@@ -13,9 +13,8 @@ pub const FAST_FACTOR: f32 = 4.0;
 pub const LOOK_RAD_PER_PIXEL: f32 = 0.003;
 /// Vertical field of view (rad): 60°.
 pub const FOV_Y_RAD: f32 = std::f32::consts::FRAC_PI_3;
-/// Near and far planes (m).
-pub const NEAR_M: f32 = 0.05;
-pub const FAR_M: f32 = 500.0;
+/// Near and far planes (m): the range every view is drawn with (`crate::view_depth`).
+pub use crate::view_depth::{FAR_M, NEAR_M};
 /// Pitch stays short of straight up or down, where yaw would lose its meaning.
 const MAX_PITCH_RAD: f32 = 1.55;
 

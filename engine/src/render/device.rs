@@ -2,7 +2,7 @@
 //!
 //! The loader is opened at run time (ash's `loaded`), so a machine without `libvulkan1` gets
 //! [`RenderError::NoLoader`] instead of a link failure. Device choice: a discrete GPU first, then integrated,
-//! virtual, and last a CPU device such as Mesa's lavapipe; every candidate needs Vulkan 1.1 and multiview.
+//! virtual, and last a CPU device such as Mesa's lavapipe; every candidate needs Vulkan 1.2 and multiview.
 //! Validation layers are on in debug builds when installed. [`Gpu::from_external`] wraps handles that someone
 //! else created (an OpenXR runtime through `XR_KHR_vulkan_enable2`) without taking ownership.
 
@@ -14,8 +14,8 @@ use raw_window_handle::RawDisplayHandle;
 use super::error::{RenderError, VkContext};
 use crate::vk_validation::{create_messenger, Messenger, VALIDATION_LAYER};
 
-/// The API version the renderer asks for: 1.1, where multiview is core.
-pub const VULKAN_API_VERSION: u32 = vk::API_VERSION_1_1;
+/// The API version the renderer asks for: 1.2, where multiview and depth resolve are core.
+pub use crate::vk_common::VULKAN_API_VERSION;
 
 /// Device extensions the renderer needs beyond core 1.1 when drawing to a window (none for offscreen or XR).
 pub const WINDOW_DEVICE_EXTENSIONS: &[&CStr] = &[ash::khr::swapchain::NAME];
@@ -48,7 +48,7 @@ pub struct GpuInfo {
 }
 
 /// Handles created by someone else (an OpenXR runtime): the renderer uses them and never destroys them. The
-/// device must have been created with API version ≥ 1.1 and the `multiview` feature enabled
+/// device must have been created with API version ≥ 1.2 and the `multiview` feature enabled
 /// ([`required_device_features`]); `queue` must support graphics.
 pub struct ExternalVulkan {
     pub entry: ash::Entry,
@@ -281,7 +281,7 @@ fn create_instance(
     Ok((instance, debug))
 }
 
-/// The best device (discrete > integrated > virtual > CPU) with Vulkan 1.1, multiview, the extensions and a
+/// The best device (discrete > integrated > virtual > CPU) with Vulkan 1.2, multiview, the extensions and a
 /// graphics queue that `can_present` accepts.
 fn pick_device(
     instance: &ash::Instance,
@@ -330,7 +330,7 @@ fn suitability(
     can_present: &dyn Fn(vk::PhysicalDevice, u32) -> bool,
 ) -> Result<u32, &'static str> {
     if props.api_version < VULKAN_API_VERSION {
-        return Err("older than Vulkan 1.1");
+        return Err("older than Vulkan 1.2");
     }
     let mut multiview = vk::PhysicalDeviceMultiviewFeatures::default();
     let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut multiview);
@@ -393,61 +393,5 @@ unsafe fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, family: u32
         msaa_samples,
         depth_format,
         timestamp_period_ns: has_timestamps.then_some(limits.timestamp_period),
-    }
-}
-
-/// Why the two-view (multiview) pass must not be used on this device, if it must not: a driver known to crash in
-/// it. Mesa 25.0's lavapipe segfaults in its queue thread running the renderer's two-view pass (`tumble screenshot
-/// --stereo` as well as VR; Mesa 22.3.6's works: see docs/vr-test-bed.md), so there each eye gets a pass of its own.
-/// The driver and its version come from `VK_KHR_driver_properties` (lavapipe's `driverVersion` is a constant).
-pub fn multiview_fallback_reason(instance: &ash::Instance, physical_device: vk::PhysicalDevice) -> Option<String> {
-    // SAFETY: plain queries on a live physical device of this instance (a Vulkan 1.1 one: properties2 is core);
-    // the driver properties are chained only where the device offers the extension.
-    unsafe {
-        let extensions = instance
-            .enumerate_device_extension_properties(physical_device)
-            .unwrap_or_default();
-        let has_driver_properties = extensions
-            .iter()
-            .any(|e| e.extension_name_as_c_str() == Ok(ash::khr::driver_properties::NAME));
-        if !has_driver_properties {
-            return None;
-        }
-        let mut driver = vk::PhysicalDeviceDriverProperties::default();
-        let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
-        instance.get_physical_device_properties2(physical_device, &mut props);
-        let info = driver
-            .driver_info_as_c_str()
-            .map(|i| i.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        multiview_fallback_for(driver.driver_id, &info)
-    }
-}
-
-/// [`multiview_fallback_reason`] on the driver's id and info string (Mesa's reads "Mesa 25.0.7 (LLVM 19.1.7)").
-fn multiview_fallback_for(driver_id: vk::DriverId, info: &str) -> Option<String> {
-    let mesa_major = info
-        .strip_prefix("Mesa ")
-        .and_then(|v| v.split('.').next())
-        .and_then(|m| m.parse::<u32>().ok());
-    let broken = driver_id == vk::DriverId::MESA_LLVMPIPE && mesa_major.is_some_and(|m| m >= 25);
-    broken.then(|| {
-        format!(
-            "lavapipe ({info}) crashes in the two-view pass (docs/vr-test-bed.md): drawing each eye in a pass of its own"
-        )
-    })
-}
-
-#[cfg(test)]
-mod multiview_tests {
-    use super::*;
-
-    #[test]
-    fn only_lavapipe_from_mesa_25_on_falls_back_to_a_pass_per_eye() {
-        let lavapipe = vk::DriverId::MESA_LLVMPIPE;
-        assert!(multiview_fallback_for(lavapipe, "Mesa 25.0.7-2+deb13u1 (LLVM 19.1.7)").is_some());
-        assert!(multiview_fallback_for(lavapipe, "Mesa 22.3.6 (LLVM 15.0.6)").is_none());
-        assert!(multiview_fallback_for(vk::DriverId::MESA_RADV, "Mesa 25.0.7").is_none());
-        assert!(multiview_fallback_for(vk::DriverId::NVIDIA_PROPRIETARY, "560.35.03").is_none());
     }
 }

@@ -12,7 +12,7 @@ pub enum RenderError {
     /// `libvulkan.so.1` could not be opened.
     #[error("no Vulkan loader ({0}); {hint}", hint = VULKAN_PACKAGES_HINT)]
     NoLoader(String),
-    /// The loader works but no device can run the renderer (no driver, or none with Vulkan 1.1 and multiview).
+    /// The loader works but no device can run the renderer (no driver, or none with Vulkan 1.2 and multiview).
     #[error("no usable Vulkan device ({0}); {hint}", hint = VULKAN_PACKAGES_HINT)]
     NoDevice(String),
     /// A Vulkan call failed; `what` names the call.

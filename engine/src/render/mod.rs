@@ -18,7 +18,7 @@
 //!   nothing drawn while minimised. `engine/examples/present.rs` is a runnable example (`xvfb-run` works).
 //! - [`XrRenderer`] (`external.rs`): on the Vulkan instance/device an OpenXR runtime created
 //!   ([`ExternalVulkan`]), drawing both eyes into the runtime's 2-layer swapchain images ([`ExternalImage`]). The
-//!   module docs of `external.rs` list what to ask the runtime for: Vulkan 1.1, no extensions, the multiview
+//!   module docs of `external.rs` list what to ask the runtime for: Vulkan 1.2, no extensions, the multiview
 //!   feature ([`required_device_features`]), swapchain usage COLOR_ATTACHMENT | TRANSFER_DST.
 //!
 //! Files: `device.rs` (instance, device choice, [`Gpu`]), `memory.rs`, `pipeline.rs` (shaders, render pass,
@@ -45,12 +45,10 @@ mod targets;
 pub use crate::vk_validation::{validation_layers_installed, validation_messages};
 pub use ash;
 pub use ash::vk;
-pub use device::{
-    load_vulkan, multiview_fallback_reason, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION,
-};
+pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION};
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
-pub use external::{record_copy_into, ExternalImage, XrRenderer};
+pub use external::{record_copy_into, record_depth_copy_into, ExternalImage, XrRenderer};
 pub use offscreen::Offscreen;
 pub use overlay::OverlayFrame;
 pub use raw_window_handle;

@@ -88,6 +88,8 @@ pub(crate) struct MainFormats {
     pub colour: vk::Format,
     pub depth: vk::Format,
     pub samples: vk::SampleCountFlags,
+    /// Keep the depth as a single-sampled layered image after the pass (for an XR compositor's depth layer).
+    pub keep_depth: bool,
 }
 
 /// The multiview render pass for one view count and its two pipelines.
@@ -162,71 +164,86 @@ impl MainPass {
 }
 
 /// Attachments: with MSAA, 0 = multisampled colour, 1 = multisampled depth, 2 = single-sampled resolve (the
-/// result); without, 0 = colour (the result), 1 = depth. Each is a 2D array with one layer per view. The result
-/// ends in TRANSFER_SRC_OPTIMAL, ready to be read back, blitted to a swapchain or copied into XR images.
+/// result) and, when the depth is kept, 3 = single-sampled depth (sample 0 of each pixel, resolved by the pass);
+/// without MSAA, 0 = colour (the result), 1 = depth (itself kept when asked). Each is a 2D array with one layer per
+/// view. The result (and the kept depth) ends in TRANSFER_SRC_OPTIMAL, ready to be read back, blitted to a
+/// swapchain or copied into XR images (the depth into a compositor's depth layer). Made with
+/// `vkCreateRenderPass2` (core 1.2), which has depth resolve.
 fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Result<vk::RenderPass, RenderError> {
     let msaa = f.samples != vk::SampleCountFlags::TYPE_1;
-    let colour = vk::AttachmentDescription::default()
-        .format(f.colour)
-        .samples(f.samples)
-        .load_op(vk::AttachmentLoadOp::CLEAR)
-        .store_op(if msaa {
-            vk::AttachmentStoreOp::DONT_CARE
-        } else {
-            vk::AttachmentStoreOp::STORE
-        })
-        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
-        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .final_layout(if msaa {
-            vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL
-        } else {
-            vk::ImageLayout::TRANSFER_SRC_OPTIMAL
-        });
-    let depth = vk::AttachmentDescription::default()
-        .format(f.depth)
-        .samples(f.samples)
-        .load_op(vk::AttachmentLoadOp::CLEAR)
-        .store_op(vk::AttachmentStoreOp::DONT_CARE)
-        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
-        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .final_layout(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL);
-    let resolve = vk::AttachmentDescription::default()
-        .format(f.colour)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .load_op(vk::AttachmentLoadOp::DONT_CARE)
-        .store_op(vk::AttachmentStoreOp::STORE)
-        .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
-        .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
-        .initial_layout(vk::ImageLayout::UNDEFINED)
-        .final_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL);
-    let attachments = [colour, depth, resolve];
-    let attachments = if msaa { &attachments[..] } else { &attachments[..2] };
-    let colour_ref = [vk::AttachmentReference {
-        attachment: 0,
-        layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-    }];
-    let depth_ref = vk::AttachmentReference {
-        attachment: 1,
-        layout: vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+    let attachment = |format, samples, store, final_layout| {
+        vk::AttachmentDescription2::default()
+            .format(format)
+            .samples(samples)
+            .load_op(vk::AttachmentLoadOp::CLEAR)
+            .store_op(store)
+            .stencil_load_op(vk::AttachmentLoadOp::DONT_CARE)
+            .stencil_store_op(vk::AttachmentStoreOp::DONT_CARE)
+            .initial_layout(vk::ImageLayout::UNDEFINED)
+            .final_layout(final_layout)
     };
-    let resolve_ref = [vk::AttachmentReference {
-        attachment: 2,
-        layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-    }];
-    let mut subpass = vk::SubpassDescription::default()
+    let (store, dont) = (vk::AttachmentStoreOp::STORE, vk::AttachmentStoreOp::DONT_CARE);
+    let transfer_src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+    let colour = if msaa {
+        attachment(f.colour, f.samples, dont, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+    } else {
+        attachment(f.colour, f.samples, store, transfer_src)
+    };
+    let depth = if f.keep_depth && !msaa {
+        attachment(f.depth, f.samples, store, transfer_src)
+    } else {
+        attachment(
+            f.depth,
+            f.samples,
+            dont,
+            vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+        )
+    };
+    let single = vk::SampleCountFlags::TYPE_1;
+    let resolve = attachment(f.colour, single, store, transfer_src).load_op(vk::AttachmentLoadOp::DONT_CARE);
+    let depth_resolve = attachment(f.depth, single, store, transfer_src).load_op(vk::AttachmentLoadOp::DONT_CARE);
+    let attachments = [colour, depth, resolve, depth_resolve];
+    let used = match (msaa, f.keep_depth) {
+        (false, _) => 2,
+        (true, false) => 3,
+        (true, true) => 4,
+    };
+    let reference = |attachment, layout, aspect| {
+        vk::AttachmentReference2::default()
+            .attachment(attachment)
+            .layout(layout)
+            .aspect_mask(aspect)
+    };
+    let colour_layout = vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL;
+    let depth_layout = vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL;
+    let colour_ref = [reference(0, colour_layout, vk::ImageAspectFlags::COLOR)];
+    let depth_ref = reference(1, depth_layout, vk::ImageAspectFlags::DEPTH);
+    let resolve_ref = [reference(2, colour_layout, vk::ImageAspectFlags::COLOR)];
+    let depth_resolve_ref = reference(3, depth_layout, vk::ImageAspectFlags::DEPTH);
+    // Sample 0: every implementation has it, and it is a depth some fragment really had (an average is not).
+    let mut depth_resolve_info = vk::SubpassDescriptionDepthStencilResolve::default()
+        .depth_resolve_mode(vk::ResolveModeFlags::SAMPLE_ZERO)
+        .stencil_resolve_mode(vk::ResolveModeFlags::NONE)
+        .depth_stencil_resolve_attachment(&depth_resolve_ref);
+    // One bit per view: multiview (core 1.1) repeats every draw for each layer.
+    let view_mask = (1u32 << view_count) - 1;
+    let mut subpass = vk::SubpassDescription2::default()
         .pipeline_bind_point(vk::PipelineBindPoint::GRAPHICS)
+        .view_mask(view_mask)
         .color_attachments(&colour_ref)
         .depth_stencil_attachment(&depth_ref);
     if msaa {
         subpass = subpass.resolve_attachments(&resolve_ref);
+        if f.keep_depth {
+            subpass = subpass.push_next(&mut depth_resolve_info);
+        }
     }
     let subpasses = [subpass];
-    // The targets are shared by the frames in flight: wait for the previous frame's writes and its copy out of
-    // the result (transfer) before clearing them; after the pass, the result is read by a transfer.
+    // The targets are shared by the frames in flight: wait for the previous frame's writes and its copies out of
+    // the result and the kept depth (transfer) before clearing them; after the pass, both are read by a transfer.
+    // Resolves, of depth too, run in the colour-output stage as colour writes.
     let deps = [
-        vk::SubpassDependency::default()
+        vk::SubpassDependency2::default()
             .src_subpass(vk::SUBPASS_EXTERNAL)
             .dst_subpass(0)
             .src_stage_mask(
@@ -239,27 +256,24 @@ fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Re
             )
             .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE)
             .dst_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE),
-        vk::SubpassDependency::default()
+        vk::SubpassDependency2::default()
             .src_subpass(0)
             .dst_subpass(vk::SUBPASS_EXTERNAL)
-            .src_stage_mask(vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT)
+            .src_stage_mask(
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::LATE_FRAGMENT_TESTS,
+            )
             .dst_stage_mask(vk::PipelineStageFlags::TRANSFER)
-            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
+            .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE | vk::AccessFlags::DEPTH_STENCIL_ATTACHMENT_WRITE)
             .dst_access_mask(vk::AccessFlags::TRANSFER_READ),
     ];
-    // One bit per view: the multiview extension (core 1.1) repeats every draw for each layer.
-    let view_masks = [(1u32 << view_count) - 1];
-    let correlation = view_masks;
-    let mut multiview = vk::RenderPassMultiviewCreateInfo::default()
-        .view_masks(&view_masks)
-        .correlation_masks(&correlation);
-    let info = vk::RenderPassCreateInfo::default()
-        .attachments(attachments)
+    let correlation = [view_mask];
+    let info = vk::RenderPassCreateInfo2::default()
+        .attachments(&attachments[..used])
         .subpasses(&subpasses)
         .dependencies(&deps)
-        .push_next(&mut multiview);
-    // SAFETY: valid device; the info outlives the call.
-    unsafe { device.create_render_pass(&info, None) }.ctx("vkCreateRenderPass (main)")
+        .correlated_view_masks(&correlation);
+    // SAFETY: valid 1.2 device; the info outlives the call.
+    unsafe { device.create_render_pass2(&info, None) }.ctx("vkCreateRenderPass2 (main)")
 }
 
 pub(crate) struct PipelineDesc {

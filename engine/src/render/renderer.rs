@@ -26,6 +26,11 @@ const CLEAR_RGB: [f32; 3] = [0.32, 0.45, 0.62];
 
 /// Timestamp queries per frame: start and end.
 const QUERIES_PER_FRAME: u32 = 2;
+/// Queries in each frame's pool: room past the end query for one per view. Mesa 25.0's lavapipe writes a
+/// timestamp recorded after a multiview pass into one query per view of that pass (as if still inside it), so a
+/// pool of exactly two overflows and the driver's queue thread segfaults (docs/mesa-multiview-crash.md, reproduced
+/// by `engine/examples/multiview_clear.rs`). The slack is never read.
+const QUERY_POOL_SIZE: u32 = QUERIES_PER_FRAME + MAX_VIEWS as u32 - 1;
 
 struct FrameSlot {
     cmd: vk::CommandBuffer,
@@ -45,6 +50,11 @@ pub struct ResultImage {
     pub image: vk::Image,
     pub extent: vk::Extent2D,
     pub layers: u32,
+    /// The frame's depth, single-sampled, same extent and layers, in `TRANSFER_SRC_OPTIMAL` once the pass has
+    /// run, when the renderer keeps it ([`Renderer::new_keeping_depth`]); values 0 (near) to 1 (far) between
+    /// `view_depth::NEAR_M` and `FAR_M`.
+    pub depth: Option<vk::Image>,
+    pub depth_format: vk::Format,
 }
 
 /// The scene renderer: shadow pass + multiview main pass into its own layered target.
@@ -74,12 +84,29 @@ impl Renderer {
     /// A renderer drawing `view_count` views of `width` × `height` pixels each on `gpu`'s device and queue. The
     /// `Gpu` must outlive the renderer.
     pub fn new(gpu: &Gpu, width: u32, height: u32, view_count: u32) -> Result<Renderer, RenderError> {
+        Renderer::with_depth(gpu, width, height, view_count, false)
+    }
+
+    /// [`Renderer::new`], keeping each frame's depth after the main pass (resolved to one sample with MSAA) for a
+    /// compositor's depth layer: [`ResultImage::depth`], copied out by `record_depth_copy_into`.
+    pub fn new_keeping_depth(gpu: &Gpu, width: u32, height: u32, view_count: u32) -> Result<Renderer, RenderError> {
+        Renderer::with_depth(gpu, width, height, view_count, true)
+    }
+
+    fn with_depth(
+        gpu: &Gpu,
+        width: u32,
+        height: u32,
+        view_count: u32,
+        keep_depth: bool,
+    ) -> Result<Renderer, RenderError> {
         check_size(width, height, view_count)?;
         let device = gpu.device.clone();
         let formats = MainFormats {
             colour: RESULT_FORMAT,
             depth: gpu.info.depth_format,
             samples: gpu.info.msaa_samples,
+            keep_depth,
         };
         let shaders = Shaders::new(&device)?;
         let set_layout = descriptor_layout(&device)?;
@@ -165,7 +192,7 @@ impl Renderer {
             .set_layouts(&layouts);
         let query_info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
-            .query_count(QUERIES_PER_FRAME);
+            .query_count(QUERY_POOL_SIZE);
         // SAFETY: valid device and pools; destroyed in Drop.
         unsafe {
             let cmd = d.allocate_command_buffers(&cmd_info).ctx("vkAllocateCommandBuffers")?[0];
@@ -316,7 +343,7 @@ impl Renderer {
                 .ctx("vkResetCommandBuffer")?;
             let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).ctx("vkBeginCommandBuffer")?;
-            d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERIES_PER_FRAME);
+            d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERY_POOL_SIZE);
             d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, slot.queries, 0);
 
             let shadow_extent = vk::Extent2D {
@@ -346,7 +373,7 @@ impl Renderer {
                     float32: [CLEAR_RGB[0], CLEAR_RGB[1], CLEAR_RGB[2], 1.0],
                 },
             };
-            let clears = [sky, clear_depth, sky];
+            let clears = [sky, clear_depth, sky, clear_depth];
             let extent = self.targets.extent;
             let begin = vk::RenderPassBeginInfo::default()
                 .render_pass(self.main.render_pass)
@@ -440,6 +467,8 @@ impl Renderer {
             image: self.targets.resolved.image,
             extent: self.targets.extent,
             layers: self.targets.layers,
+            depth: self.targets.kept_depth(self.formats.keep_depth),
+            depth_format: self.formats.depth,
         }
     }
 

@@ -100,10 +100,8 @@ impl View {
     }
 }
 
-/// Near plane of the projections made here (m).
-pub const NEAR_M: f32 = 0.05;
-/// Far plane of the projections made here (m).
-pub const FAR_M: f32 = 300.0;
+/// Near and far planes of the projections made here (m): one range for every view (`crate::view_depth`).
+pub use crate::view_depth::{FAR_M, NEAR_M};
 
 /// One box to draw.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,5 +1,6 @@
 //! The main pass's images: one layer per view, multisampled colour and depth plus the single-sampled result
-//! (`resolved`) when MSAA is on, and the framebuffer over them. Rebuilt on resize or view-count change.
+//! (`resolved`) when MSAA is on, the single-sampled depth when the renderer keeps it (for an XR depth layer), and
+//! the framebuffer over them. Rebuilt on resize or view-count change.
 
 use ash::vk;
 
@@ -13,6 +14,8 @@ pub(crate) struct Targets {
     /// Multisampled colour; `None` without MSAA (then `resolved` is drawn into directly).
     msaa_colour: Option<Image>,
     depth: Image,
+    /// Single-sampled depth resolved from `depth` (sample 0), when the depth is kept with MSAA on.
+    depth_resolved: Option<Image>,
     /// The frame's result: single-sampled, `layers` layers, TRANSFER_SRC_OPTIMAL after the pass.
     pub resolved: Image,
     pub framebuffer: vk::Framebuffer,
@@ -51,16 +54,31 @@ impl Targets {
         } else {
             None
         };
+        // Without MSAA a kept depth is the depth attachment itself, stored and copied out.
+        let depth_usage = if formats.keep_depth && !msaa {
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC
+        } else {
+            vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT | transient
+        };
         let depth = create_image(
             device,
             props,
-            &desc(
-                formats.depth,
-                formats.samples,
-                vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT | transient,
-                vk::ImageAspectFlags::DEPTH,
-            ),
+            &desc(formats.depth, formats.samples, depth_usage, vk::ImageAspectFlags::DEPTH),
         )?;
+        let depth_resolved = if formats.keep_depth && msaa {
+            Some(create_image(
+                device,
+                props,
+                &desc(
+                    formats.depth,
+                    vk::SampleCountFlags::TYPE_1,
+                    vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC,
+                    vk::ImageAspectFlags::DEPTH,
+                ),
+            )?)
+        } else {
+            None
+        };
         let resolved = create_image(
             device,
             props,
@@ -71,10 +89,11 @@ impl Targets {
                 vk::ImageAspectFlags::COLOR,
             ),
         )?;
-        let views: Vec<vk::ImageView> = match &msaa_colour {
+        let mut views: Vec<vk::ImageView> = match &msaa_colour {
             Some(c) => vec![c.view, depth.view, resolved.view],
             None => vec![resolved.view, depth.view],
         };
+        views.extend(depth_resolved.as_ref().map(|d| d.view));
         // Multiview: the framebuffer has one layer; the view mask spreads draws over the image layers.
         let info = vk::FramebufferCreateInfo::default()
             .render_pass(render_pass)
@@ -89,17 +108,27 @@ impl Targets {
             layers,
             msaa_colour,
             depth,
+            depth_resolved,
             resolved,
             framebuffer,
         })
     }
 
+    /// The single-sampled depth the pass leaves in TRANSFER_SRC_OPTIMAL, when it keeps one.
+    pub fn kept_depth(&self, keep_depth: bool) -> Option<vk::Image> {
+        match (&self.depth_resolved, keep_depth) {
+            (Some(d), _) => Some(d.image),
+            (None, true) => Some(self.depth.image),
+            (None, false) => None,
+        }
+    }
+
     /// Number of clear values the main pass takes (one per attachment).
     pub fn attachment_count(&self) -> usize {
-        if self.msaa_colour.is_some() {
-            3
-        } else {
-            2
+        match (&self.msaa_colour, &self.depth_resolved) {
+            (Some(_), Some(_)) => 4,
+            (Some(_), None) => 3,
+            (None, _) => 2,
         }
     }
 
@@ -110,6 +139,9 @@ impl Targets {
             destroy_image(device, c);
         }
         destroy_image(device, &self.depth);
+        if let Some(d) = &self.depth_resolved {
+            destroy_image(device, d);
+        }
         destroy_image(device, &self.resolved);
     }
 }

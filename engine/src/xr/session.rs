@@ -25,9 +25,8 @@ use super::vulkan::XrVulkan;
 use super::{xr_err, XrError};
 
 const VIEW_CONFIGURATION: xr::ViewConfigurationType = xr::ViewConfigurationType::PRIMARY_STEREO;
-/// Depth range written to the depth swapchain (m), given to the compositor with the depth layer.
-pub const NEAR_Z_M: f32 = 0.05;
-pub const FAR_Z_M: f32 = 100.0;
+/// Depth range written to the depth swapchain (m), given to the compositor with the depth layer: the renderer's.
+pub use crate::view_depth::{FAR_M as FAR_Z_M, NEAR_M as NEAR_Z_M};
 /// How long one wait for a swapchain image the runtime has handed back may take (ns): the runtime releases them
 /// within a frame. A wait that times out is tried again, up to [`IMAGE_WAITS`] times, then the frame fails.
 const IMAGE_WAIT_NS: i64 = 1_000_000_000;

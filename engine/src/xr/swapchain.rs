@@ -61,7 +61,8 @@ impl EyeSwapchain {
                 | xr::SwapchainUsageFlags::SAMPLED
                 | xr::SwapchainUsageFlags::TRANSFER_DST
         } else {
-            xr::SwapchainUsageFlags::DEPTH_STENCIL_ATTACHMENT
+            // TRANSFER_DST: the renderer copies the depth of its own pass in.
+            xr::SwapchainUsageFlags::DEPTH_STENCIL_ATTACHMENT | xr::SwapchainUsageFlags::TRANSFER_DST
         };
         let handle = session
             .create_swapchain(&xr::SwapchainCreateInfo {

@@ -1,6 +1,6 @@
 //! The Vulkan instance and device of a VR session, created through the runtime (`XR_KHR_vulkan_enable2`): the
 //! runtime picks the GPU that drives the headset and adds the extensions it needs to share swapchain images with
-//! its compositor. We ask for Vulkan 1.1 and the multiview feature (one pass draws both eyes).
+//! its compositor. We ask for Vulkan 1.2 and the multiview feature (one pass draws both eyes).
 //!
 //! `engine::render` records into the session's swapchain images with these handles.
 
@@ -11,8 +11,8 @@ use openxr as xr;
 use super::runtime::Runtime;
 use super::{xr_err, XrError};
 
-/// Vulkan 1.1: multiview is core there.
-pub const VULKAN_API_VERSION: u32 = vk::API_VERSION_1_1;
+/// The renderer's Vulkan version (1.2), asked of the runtime's instance and device.
+pub use crate::vk_common::VULKAN_API_VERSION;
 
 /// Vulkan as the VR session uses it. Destroyed (device, then instance) on drop, after everything made from it.
 pub struct XrVulkan {
@@ -41,17 +41,14 @@ impl XrVulkan {
             .instance
             .graphics_requirements::<xr::Vulkan>(runtime.system)
             .map_err(xr_err("xrGetVulkanGraphicsRequirements2KHR"))?;
-        let wanted = xr::Version::new(1, 1, 0);
-        if reqs.max_api_version_supported.major() < 1
-            || (reqs.max_api_version_supported.major() == 1 && reqs.max_api_version_supported.minor() < 1)
-        {
-            return Err(XrError::Unsupported(format!(
-                "Vulkan 1.1 (it supports {} at most)",
-                reqs.max_api_version_supported
-            )));
+        let wanted = xr::Version::new(1, 2, 0);
+        // The runtime's maximum is the newest Vulkan it was tested with, not a limit: newer compatible versions
+        // work (the device itself must offer 1.2, checked when it is picked).
+        if reqs.max_api_version_supported < wanted {
+            tracing::warn!(max = %reqs.max_api_version_supported, "the runtime was tested with Vulkan older than 1.2");
         }
         if reqs.min_api_version_supported > wanted {
-            tracing::warn!(min = %reqs.min_api_version_supported, "the runtime wants a newer Vulkan than 1.1");
+            tracing::warn!(min = %reqs.min_api_version_supported, "the runtime wants a newer Vulkan than 1.2");
         }
 
         let validate = crate::vk_validation::wanted(&entry);
@@ -155,7 +152,7 @@ fn create_device(entry: ash::Entry, instance: ash::Instance, runtime: &Runtime) 
         .unwrap_or_default();
     if props.api_version < VULKAN_API_VERSION {
         return Err(XrError::Unsupported(format!(
-            "a Vulkan 1.1 device ({device_name} is older)"
+            "a Vulkan 1.2 device ({device_name} is older)"
         )));
     }
     let mut multiview = vk::PhysicalDeviceMultiviewFeatures::default();

@@ -2,15 +2,16 @@
 //! the runtime), draws both eyes in its one multiview pass into its layered target, and the frame's command buffer
 //! then copies that target into the swapchain image the runtime handed us (layer 0 left eye, layer 1 right), ending
 //! in the layout the compositor reads: `engine::render::record_copy_into`, the engine's one path into images
-//! someone else owns. The eyes come from the runtime at the frame's predicted display time; so do
+//! someone else owns; the pass's depth goes the same way into the depth swapchain image
+//! (`record_depth_copy_into`), so the compositor gets a depth layer to reproject with. The eyes come from the runtime at the frame's predicted display time; so do
 //! the player's hands, and the cubes they hold with them; every other cube is drawn between the last two physics
 //! steps, as far along as the display time is past the last step (a frame between two steps draws in-between
 //! poses, at any refresh rate); highlights come from `game::interaction`. Nothing here allocates per frame.
 
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    record_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu, RenderError, Renderer, View,
-    MAX_CUBES,
+    record_copy_into, record_depth_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu,
+    RenderError, Renderer, View, MAX_CUBES,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
@@ -32,8 +33,8 @@ pub struct VrRenderer {
 
 impl VrRenderer {
     /// A renderer for `xr`'s eye size and two views. The session must outlive it. `pass_per_eye` draws each eye in
-    /// a pass of its own instead of one multiview pass: a fallback for drivers whose multiview fails (Mesa 25.0's
-    /// lavapipe crashes in the renderer's two-view pass; see docs/vr-test-bed.md).
+    /// a pass of its own instead of one multiview pass (`--pass-per-eye`: for comparing, or a driver whose
+    /// multiview fails).
     pub fn new(xr: &XrSession, body_count: usize, pass_per_eye: bool) -> Result<VrRenderer, RenderError> {
         if body_count + AVATAR_BOXES_MAX > MAX_CUBES {
             return Err(RenderError::Input(format!(
@@ -50,13 +51,15 @@ impl VrRenderer {
             queue_index: 0,
         });
         let (width, height) = xr.eye_extent();
+        // Each keeps its depth for the compositor's depth layer (reprojection), when the session has one.
+        let new = |views| match xr.has_depth_layer() {
+            true => Renderer::new_keeping_depth(&gpu, width, height, views),
+            false => Renderer::new(&gpu, width, height, views),
+        };
         let renderers = if pass_per_eye {
-            vec![
-                Renderer::new(&gpu, width, height, 1)?,
-                Renderer::new(&gpu, width, height, 1)?,
-            ]
+            vec![new(1)?, new(1)?]
         } else {
-            vec![Renderer::new(&gpu, width, height, 2)?]
+            vec![new(2)?]
         };
         tracing::info!(width, height, msaa = ?gpu.info.msaa_samples, pass_per_eye, "VR renderer on the session's device");
         Ok(VrRenderer {
@@ -66,8 +69,10 @@ impl VrRenderer {
         })
     }
 
-    /// Draws the world into `target` and submits. `space` places the runtime's play space in the world; `shown`
-    /// says where the frame draws things (see [`FramePoses`]).
+    /// Draws the world into `target` (colour, and depth where the target has a depth image) and submits. `space`
+    /// places the runtime's play space in the world; `shown` says where the frame draws things (see
+    /// [`FramePoses`]). Returns whether the depth image was written (every eye's), so the frame may carry a depth
+    /// layer.
     pub fn draw(
         &mut self,
         target: &FrameTarget,
@@ -76,7 +81,7 @@ impl VrRenderer {
         interaction: &Interaction,
         peer: Option<&Peer>,
         shown: &FramePoses<'_>,
-    ) -> Result<(), RenderError> {
+    ) -> Result<bool, RenderError> {
         let eye = |i: usize| {
             let e = &target.eyes[i];
             View::from_pose_fov(
@@ -94,19 +99,29 @@ impl VrRenderer {
         if let Some(p) = peer {
             push_remote_avatar_boxes(p.remote_avatars(), p.player(), &mut self.cubes);
         }
+        let device = &self.gpu.device;
         if let [renderer] = self.renderers.as_mut_slice() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
             // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
-            unsafe { record_copy_into(&self.gpu.device, renderer, cmd, &swapchain_image(target, 2), 0) };
-            return renderer.submit(&[], &[], &[]);
+            let depth = unsafe {
+                record_copy_into(device, renderer, cmd, &swapchain_image(target, 2), 0);
+                depth_image(target, 2).is_some_and(|d| record_depth_copy_into(device, renderer, cmd, &d, 0))
+            };
+            renderer.submit(&[], &[], &[])?;
+            return Ok(depth);
         }
+        let mut depth = true;
         for (eye, renderer) in self.renderers.iter_mut().enumerate() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views[eye..=eye], &self.cubes))?;
-            // SAFETY: as above; each eye writes its own layer of the swapchain image.
-            unsafe { record_copy_into(&self.gpu.device, renderer, cmd, &swapchain_image(target, 1), eye as u32) };
+            let layer = eye as u32;
+            // SAFETY: as above; each eye writes its own layer of the swapchain images.
+            depth &= unsafe {
+                record_copy_into(device, renderer, cmd, &swapchain_image(target, 1), layer);
+                depth_image(target, 1).is_some_and(|d| record_depth_copy_into(device, renderer, cmd, &d, layer))
+            };
             renderer.submit(&[], &[], &[])?;
         }
-        Ok(())
+        Ok(depth)
     }
 
     /// GPU time of the last finished frame (ms), when the queue has timestamps (the first renderer's).
@@ -125,6 +140,18 @@ fn swapchain_image(target: &FrameTarget, layers: u32) -> ExternalImage {
         layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
         format: target.color_format,
     }
+}
+
+/// The frame's depth swapchain image, if the session has one, as `engine::render` copies the depth into it, in
+/// the layout the compositor reads.
+fn depth_image(target: &FrameTarget, layers: u32) -> Option<ExternalImage> {
+    target.depth.map(|d| ExternalImage {
+        image: d.image,
+        extent: target.extent,
+        layers,
+        layout: vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+        format: d.format,
+    })
 }
 
 /// Where a frame draws things: cubes `alpha` (0..1) of the way from the previous step's poses to the last one's

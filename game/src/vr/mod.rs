@@ -12,6 +12,7 @@
 pub mod clock;
 pub mod draw;
 pub mod hands;
+pub mod pacing;
 pub mod report;
 pub mod scripted;
 
@@ -66,7 +67,7 @@ pub struct VrOptions {
     pub scripted_grab: bool,
     /// Clear both eyes to a plain colour (with a depth layer) instead of drawing the scene.
     pub clear_only: bool,
-    /// Draw each eye in a pass of its own rather than one multiview pass (a driver workaround).
+    /// Draw each eye in a pass of its own rather than one multiview pass.
     pub pass_per_eye: bool,
     /// Left-thumbstick movement speed at full tilt (m/s; 0: off).
     pub move_speed: f32,
@@ -129,8 +130,8 @@ pub struct VrArgs {
     /// Clear both eyes to a plain colour instead of drawing the scene (isolates runtime problems from rendering)
     #[arg(long)]
     pub clear_only: bool,
-    /// Draw each eye in a pass of its own instead of one multiview pass: a workaround for drivers whose multiview
-    /// fails (Mesa 25.0's lavapipe crashes in the two-view pass)
+    /// Draw each eye in a pass of its own instead of one multiview pass (for comparing the two, or a driver whose
+    /// multiview fails)
     #[arg(long)]
     pub pass_per_eye: bool,
     /// Smooth movement on the left thumbstick, along where the left hand points (m/s at full tilt; 0: off)
@@ -228,18 +229,9 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let mut xr = XrSession::new(&XrSessionConfig {
         app_name: "Tumble".into(),
     })?;
-    // A pass per eye when asked, or where the driver is known to crash in the two-view pass (and the log says so).
-    let fallback = {
-        let v = xr.vulkan();
-        tumble_engine::render::multiview_fallback_reason(&v.instance, v.physical_device)
-    };
-    if let Some(reason) = fallback
-        .as_ref()
-        .filter(|_| !options.pass_per_eye && !options.clear_only)
-    {
-        tracing::warn!("{reason}");
-    }
-    let pass_per_eye = options.pass_per_eye || fallback.is_some();
+    // Both eyes in one multiview pass, unless a pass per eye is asked for. (No driver is known to need it: the
+    // crash Mesa 25.0's lavapipe had in the two-view pass is avoided in the renderer, docs/mesa-multiview-crash.md.)
+    let pass_per_eye = options.pass_per_eye;
     let renderer = if options.clear_only {
         None
     } else {
@@ -270,7 +262,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
             (false, false) => "multiview",
             (false, true) => "per-eye",
         },
-        render_path_reason: fallback.filter(|_| !options.pass_per_eye && !options.clear_only),
+        render_path_reason: (options.pass_per_eye && !options.clear_only).then(|| "asked (--pass-per-eye)".to_owned()),
         validation_layers: xr.vulkan().validation_on(),
         grab_driver: if options.scripted_grab {
             scripted::GRAB_DRIVER_SCRIPTED
@@ -349,6 +341,8 @@ struct VrGame {
     clock: StepClock,
     /// Every body's pose after the last two steps, for frames drawn between them (a session has its own).
     poses: PoseBuffer,
+    /// Moving cubes drawn where the frame before drew them (judder), over the run.
+    repeats: pacing::RepeatCheck,
     /// Hands at the last two frames' display times (for per-step interpolation).
     prev_hands: Option<HandsAt>,
     /// The last frame's predicted display time (ns), for missed frames.
@@ -379,6 +373,7 @@ impl VrGame {
         let origin = spawn_origin(&world);
         VrGame {
             poses,
+            repeats: pacing::RepeatCheck::with_capacity(world.body_count()),
             world,
             avatar: Avatar::default(),
             interaction: Interaction::default(),
@@ -445,15 +440,18 @@ impl VrGame {
                 None => (&self.poses, self.avatar),
             };
             avatar.update(&hands_now, STEP_S);
+            self.repeats.observe(poses, alpha);
+            self.report.frames_with_moving_cubes = self.repeats.frames_with_motion;
+            self.report.repeated_cube_poses = self.repeats.repeated_poses;
             let shown = FramePoses { poses, alpha, avatar };
-            match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
+            depth_written = match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
                 (Some(r), Some(p)) => r.draw(&target, self.space, &p.world, &p.interaction, Some(p), &shown)?,
                 (Some(r), None) => r.draw(&target, self.space, &self.world, &self.interaction, None, &shown)?,
                 (None, _) => {
                     xr.clear_target(&target, CLEAR_RGBA)?;
-                    depth_written = true;
+                    true
                 }
-            }
+            };
         }
         Ok(xr.submit_frame(timing, depth_written)?)
     }

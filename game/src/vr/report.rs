@@ -92,7 +92,7 @@ pub struct VrReport {
     pub allocations_total: u64,
     /// "multiview" (both eyes in one pass), "per-eye" (a pass each) or "clear".
     pub render_path: &'static str,
-    /// Why the per-eye path was chosen when nobody asked for it (a driver known to crash in the two-view pass).
+    /// Why the per-eye path was chosen ("asked (--pass-per-eye)"); none on the multiview path.
     pub render_path_reason: Option<String>,
     /// Whether the Vulkan validation layers ran (a debug build with them installed), and the warnings and errors
     /// they reported by the end.
@@ -116,6 +116,10 @@ pub struct VrReport {
     /// How far the left thumbstick moved the player (m), and the right stick's snap turns.
     pub metres_walked: f64,
     pub snap_turns: u64,
+    /// Frames in which a cube moved between the last two steps, and (frame, cube) pairs where such a cube was drawn
+    /// exactly where the frame before drew it (`vr::pacing::RepeatCheck`): 0 when frames draw between steps.
+    pub frames_with_moving_cubes: u64,
+    pub repeated_cube_poses: u64,
 }
 
 impl VrReport {
@@ -142,6 +146,8 @@ impl VrReport {
             "recentres": self.recentres,
             "metres_walked": self.metres_walked,
             "snap_turns": self.snap_turns,
+            "frames_with_moving_cubes": self.frames_with_moving_cubes,
+            "repeated_cube_poses": self.repeated_cube_poses,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
