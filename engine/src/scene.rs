@@ -42,6 +42,24 @@ pub struct Scene {
     /// Which entry made which bodies, so that a body the engine refuses can be traced to its line. May be
     /// empty for scenes built in code.
     pub entries: Vec<SceneEntry>,
+    /// Where a player starts (`[spawn]`), if the file says; otherwise the game picks a spot in front of the cubes.
+    pub spawn: Option<Spawn>,
+}
+
+/// A player's starting spot: standing at `position` (m, on the floor: its height is where the feet are), facing
+/// the point `facing` (only its horizontal direction counts).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spawn {
+    pub position: Vec3,
+    pub facing: Vec3,
+}
+
+impl Spawn {
+    /// The turn about +y (rad) that takes the player's forward, −z, towards `facing`.
+    pub fn yaw_rad(&self) -> f32 {
+        let d = self.facing - self.position;
+        (-d.x).atan2(-d.z)
+    }
 }
 
 /// One table of a scene file (`[[tower]]`, `[[cube]]`, …) and the bodies it made.
@@ -68,6 +86,7 @@ impl Default for Scene {
             bodies: Vec::new(),
             file: String::new(),
             entries: Vec::new(),
+            spawn: None,
         }
     }
 }
@@ -176,6 +195,10 @@ pub fn parse_scene(text: &str, file: &str) -> Result<Scene, SceneError> {
         });
     }
 
+    let spawn = match &raw.spawn {
+        None => None,
+        Some(sp) => Some(spawn(&src, sp)?),
+    };
     let name = raw.name.unwrap_or_else(|| {
         Path::new(file)
             .file_stem()
@@ -188,7 +211,30 @@ pub fn parse_scene(text: &str, file: &str) -> Result<Scene, SceneError> {
         bodies,
         file: file.to_owned(),
         entries,
+        spawn,
     })
+}
+
+/// `[spawn]`: a position within the world's bounds and a point to face that is somewhere else horizontally.
+fn spawn(src: &Source, raw: &RawSpawn) -> Result<Spawn, SceneError> {
+    let position = vec3(src, &raw.position, "spawn.position")?;
+    if position.abs().max_element() > MAX_POSITION_M {
+        let msg = format!("{position} is beyond ±{MAX_POSITION_M} m");
+        return Err(src.error(raw.position.span(), "spawn.position", msg));
+    }
+    let facing = match &raw.facing {
+        None => position - Vec3::Z,
+        Some(f) => {
+            let v = vec3(src, f, "spawn.facing")?;
+            let flat = Vec3::new(v.x - position.x, 0.0, v.z - position.z);
+            if !v.is_finite() || flat.length() < 1e-3 {
+                let msg = format!("{v} is right above or below the spawn position: no direction to face");
+                return Err(src.error(f.span(), "spawn.facing", msg));
+            }
+            v
+        }
+    };
+    Ok(Spawn { position, facing })
 }
 
 impl Scene {
@@ -246,6 +292,14 @@ struct RawScene {
     wall: Vec<Spanned<RawWall>>,
     #[serde(default)]
     cube: Vec<Spanned<RawCube>>,
+    spawn: Option<RawSpawn>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpawn {
+    position: V3,
+    facing: Option<V3>,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
@@ -904,6 +958,26 @@ mod tests {
         );
     }
 
+    /// `[spawn]`: where the player stands and what it faces; the yaw turns −z (forward) towards that point.
+    #[test]
+    fn a_scene_may_name_a_spawn_point() {
+        assert_eq!(parse("[[cube]]\nposition = [0, 0.5, 0]\n").spawn, None);
+        let s = parse("[spawn]\nposition = [0, 0, 3]\nfacing = [0, 1, 0]\n")
+            .spawn
+            .unwrap();
+        assert_eq!(s.position, Vec3::new(0.0, 0.0, 3.0));
+        assert!(s.yaw_rad().abs() < 1e-6, "facing −z already: {}", s.yaw_rad());
+        // Facing +x from the origin: a quarter turn to the right (negative about +y), which takes −z to +x.
+        let s = parse("[spawn]\nposition = [0, 0, 0]\nfacing = [5, 0, 0]\n")
+            .spawn
+            .unwrap();
+        let forward = glam::Quat::from_rotation_y(s.yaw_rad()) * Vec3::NEG_Z;
+        assert!(forward.distance(Vec3::X) < 1e-5, "{forward}");
+        // No facing: forward stays −z.
+        let s = parse("[spawn]\nposition = [1, 0, 1]\n").spawn.unwrap();
+        assert!(s.yaw_rad().abs() < 1e-6);
+    }
+
     #[test]
     fn errors_name_file_line_and_key() {
         let cases = [
@@ -913,6 +987,18 @@ mod tests {
                 "bad.toml:4: key `heigth`: unknown field",
             ),
             ("colour = \"red\"\n", "bad.toml:1: key `colour`: unknown field"),
+            (
+                "[spawn]\nposition = [0, 0, 3]\nfacing = [0, 2, 3]\n",
+                "bad.toml:3: key `spawn.facing`: ",
+            ),
+            (
+                "[spawn]\nposition = [0, 0, 99999]\n",
+                "bad.toml:2: key `spawn.position`: ",
+            ),
+            (
+                "[spawn]\nfacing = [0, 0, 0]\n",
+                "bad.toml:1: key `position`: missing field",
+            ),
             ("[defaults]\nmass = 2\n", "bad.toml:2: key `mass`"),
             (
                 "# é\ntower = [{ base = [0, 0, 0], heigth = 3 }]\n",

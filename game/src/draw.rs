@@ -1,6 +1,7 @@
 //! What the desktop view, VR and screenshots draw the same way: a cube's highlight flags from the interaction, its
-//! colour from its authority (white, blue, red, green, yellow; held brighter), and the player's hands as small boxes
-//! in the player's colour.
+//! colour from its authority (white, blue, red, green, yellow; held brighter), and the players' hands as
+//! controllers (a handle, a tracking ring that lights up as the grip closes, a trigger) and heads (with a visor) in
+//! each player's colour.
 
 use glam::Vec3;
 use tumble_engine::physics::BodyId;
@@ -11,18 +12,31 @@ use crate::avatar::{Avatar, HandSide, Pose};
 use crate::interaction::Interaction;
 use crate::session::remote_avatars::RemoteAvatars;
 
-/// Half extents of a drawn hand (m): a flat paddle.
-pub const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.045, 0.025, 0.09);
+/// Half extents of a drawn hand's handle (m), centred on the hand's (grip) pose, along its -z: what the fist holds.
+pub const HAND_HALF_EXTENTS_M: Vec3 = Vec3::new(0.02, 0.024, 0.06);
+/// The controller's tracking ring at the front of the handle (m, half extents; centre in the hand's frame): it
+/// lights up as the grip closes, so a player sees a grab (theirs or another's) before the cube moves.
+const RING_HALF_EXTENTS_M: Vec3 = Vec3::new(0.04, 0.014, 0.036);
+const RING_OFFSET_M: Vec3 = Vec3::new(0.0, 0.012, -0.075);
+/// The trigger under the front of the handle, where the index finger rests.
+const TRIGGER_HALF_EXTENTS_M: Vec3 = Vec3::new(0.008, 0.014, 0.01);
+const TRIGGER_OFFSET_M: Vec3 = Vec3::new(0.0, -0.034, -0.035);
+/// Boxes per drawn hand: handle, ring, trigger.
+pub const BOXES_PER_HAND: usize = 3;
 
 /// Half extents of another player's drawn head (m): a box the size of a head, so a player sees where the others
-/// stand and look.
+/// stand, and a dark visor on its front (-z) showing where they look.
 pub const HEAD_HALF_EXTENTS_M: Vec3 = Vec3::new(0.09, 0.11, 0.1);
+const VISOR_HALF_EXTENTS_M: Vec3 = Vec3::new(0.085, 0.035, 0.02);
+const VISOR_OFFSET_M: Vec3 = Vec3::new(0.0, 0.02, -0.1);
+/// The visor's and the trigger's colour (linear RGB): near black.
+const DARK_RGB: [f32; 3] = [0.03, 0.03, 0.035];
 
-/// Boxes drawn per remote player: the head and two hands.
-pub const BOXES_PER_REMOTE_PLAYER: usize = 3;
+/// Boxes drawn per remote player: the head with its visor and two hands.
+pub const BOXES_PER_REMOTE_PLAYER: usize = 2 + 2 * BOXES_PER_HAND;
 
-/// Boxes drawn for avatars at most: our two hands, and the head and hands of three other players.
-pub const AVATAR_BOXES_MAX: usize = 2 + 3 * BOXES_PER_REMOTE_PLAYER;
+/// Boxes drawn for avatars at most: our two hands, and the heads and hands of three other players.
+pub const AVATAR_BOXES_MAX: usize = 2 * BOXES_PER_HAND + 3 * BOXES_PER_REMOTE_PLAYER;
 
 /// What a networked peer's frame is drawn with besides its world: whose cube is whose, whose hands ours are, and the
 /// other players as this peer plays them out.
@@ -45,16 +59,35 @@ pub fn cube_flags(interaction: &Interaction, id: BodyId, at_rest: bool) -> u32 {
     hand | if at_rest { CUBE_RESTING } else { 0 }
 }
 
-/// Appends a box per tracked hand in player `player`'s colour (0, no session: player 1's); our own head would fill
-/// the view from inside, so it is not drawn.
+/// Appends a controller per tracked hand in player `player`'s colour (0, no session: player 1's); our own head would
+/// fill the view from inside, so it is not drawn.
 pub fn push_hand_boxes(avatar: &Avatar, player: u8, out: &mut Vec<CubeInstance>) {
     let colour = PLAYER_RGB[usize::from(player.clamp(1, 4)) - 1];
     for side in HandSide::BOTH {
         let hand = avatar.hand(side);
         if hand.tracked {
-            out.push(avatar_box(&hand.pose, HAND_HALF_EXTENTS_M, colour));
+            push_controller(&hand.pose, hand.grip, colour, out);
         }
     }
+}
+
+/// A hand as a controller at its grip pose: the handle in the player's colour, the ring from a darker shade of it
+/// (open hand) to near white (closed), the trigger dark.
+fn push_controller(pose: &Pose, grip: f32, colour: [f32; 3], out: &mut Vec<CubeInstance>) {
+    out.push(avatar_box(pose, HAND_HALF_EXTENTS_M, colour));
+    let g = grip.clamp(0.0, 1.0);
+    let ring = colour.map(|c| c * 0.55 * (1.0 - g) + 0.95 * g);
+    out.push(avatar_box(&part(pose, RING_OFFSET_M), RING_HALF_EXTENTS_M, ring));
+    out.push(avatar_box(
+        &part(pose, TRIGGER_OFFSET_M),
+        TRIGGER_HALF_EXTENTS_M,
+        DARK_RGB,
+    ));
+}
+
+/// A part of an avatar `offset` (m) from `pose`'s origin, in its frame.
+fn part(pose: &Pose, offset: Vec3) -> Pose {
+    Pose::new(pose.position + pose.rotation * offset, pose.rotation)
 }
 
 /// Appends the other players' heads and tracked hands, as this peer plays them out of their jitter buffers (not as
@@ -67,8 +100,13 @@ pub fn push_remote_avatar_boxes(remote: &RemoteAvatars, me: u8, out: &mut Vec<Cu
         };
         let colour = PLAYER_RGB[usize::from(player) - 1];
         out.push(avatar_box(&poses.head, HEAD_HALF_EXTENTS_M, colour));
+        out.push(avatar_box(
+            &part(&poses.head, VISOR_OFFSET_M),
+            VISOR_HALF_EXTENTS_M,
+            DARK_RGB,
+        ));
         for hand in poses.hands.iter().filter(|h| h.tracked) {
-            out.push(avatar_box(&hand.pose, HAND_HALF_EXTENTS_M, colour));
+            push_controller(&hand.pose, hand.grip, colour, out);
         }
     }
 }

@@ -116,11 +116,15 @@ mod tests {
         let flags: Vec<_> = view.cubes.iter().map(|c| c.flags).collect();
         assert_eq!(
             flags,
-            vec![CUBE_SELECTED, CUBE_HELD, 0, 0, 0],
-            "three cubes, then two hands"
+            vec![CUBE_SELECTED, CUBE_HELD, 0, 0, 0, 0, 0, 0, 0],
+            "three cubes, then two hands of three boxes (handle, ring, trigger)"
         );
-        assert_eq!(view.cubes[4].position, Vec3::new(3.0, 1.05, 0.0));
-        assert_eq!(view.cubes[4].half_extents, HAND_HALF_EXTENTS_M);
+        let right_handle = 3 + crate::draw::BOXES_PER_HAND;
+        assert_eq!(view.cubes[right_handle].position, Vec3::new(3.0, 1.05, 0.0));
+        assert_eq!(view.cubes[right_handle].half_extents, HAND_HALF_EXTENTS_M);
+        // The closed hand's ring is lit near white, the open one's a darker shade of the colour.
+        let ring = |k: usize| view.cubes[k + 1].colour;
+        assert!(ring(right_handle)[0] > 0.9 && ring(3)[2] < view.cubes[3].colour[2]);
         view.set_camera(&FlyCamera::default(), 1.5, true);
         assert_eq!(view.views.len(), 2);
         let gap = view.views[0].eye_position().distance(view.views[1].eye_position());

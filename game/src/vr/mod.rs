@@ -19,7 +19,7 @@ pub mod scripted;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use glam::Vec3;
+use glam::{Quat, Vec3};
 use tumble_engine::physics::{PhysicsError, World, WorldConfig};
 use tumble_engine::scene::load_scene;
 use tumble_engine::xr::{
@@ -241,6 +241,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let net = start_net(&options.scene, &options.net)?;
     // Declared after `xr`, so dropped before it: the renderer uses the session's device.
     let mut game = VrGame::new(world, options.scripted_grab, renderer);
+    game.space = start_space(scene.spawn, &game.world);
     game.move_speed = options.move_speed;
     game.net = net;
     game.report = VrReport {
@@ -311,7 +312,19 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
 /// Clear ground between the player and the nearest cube at the start (m).
 const SPAWN_CLEARANCE_M: f32 = 1.2;
 
-/// Where the play space starts: centred on the scene's bodies, `SPAWN_CLEARANCE_M` beyond their +Z side (a STAGE or
+/// Where the play space starts: at the scene's `[spawn]` point facing where it says, or else at [`spawn_origin`]
+/// facing −z (towards the cubes).
+fn start_space(spawn: Option<tumble_engine::scene::Spawn>, world: &World) -> PlaySpace {
+    match spawn {
+        Some(s) => PlaySpace {
+            origin: s.position,
+            yaw: Quat::from_rotation_y(s.yaw_rad()),
+        },
+        None => PlaySpace::at(spawn_origin(world)),
+    }
+}
+
+/// Where the play space starts without a `[spawn]`: centred on the scene's bodies, `SPAWN_CLEARANCE_M` beyond their +Z side (a STAGE or
 /// LOCAL space looks down −Z, so the player faces them), at the ground (y = 0, or the lowest body's bottom if that
 /// is higher). The origin when the scene has none.
 fn spawn_origin(world: &World) -> Vec3 {
@@ -638,6 +651,15 @@ mod tests {
         }
         assert!((xs.0..=xs.1).contains(&origin.x), "{origin} not centred on {xs:?}");
         assert!(origin.y.abs() < 0.01, "feet on the ground: {origin}");
+        assert_eq!(start_space(None, &world).origin, origin);
+        // A scene's [spawn] wins: standing at (4, 0, 0) facing the origin turns forward (−z) towards −x.
+        let spawn = tumble_engine::scene::Spawn {
+            position: Vec3::new(4.0, 0.0, 0.0),
+            facing: Vec3::ZERO,
+        };
+        let space = start_space(Some(spawn), &world);
+        assert_eq!(space.origin, spawn.position);
+        assert!((space.yaw * Vec3::NEG_Z).distance(Vec3::NEG_X) < 1e-5);
         assert_eq!(spawn_origin(&World::new(WorldConfig::default()).unwrap()), Vec3::ZERO);
     }
     use clap::Parser;
