@@ -69,6 +69,17 @@ check "no validation messages" '.validation_messages == 0' '.validation_messages
 check "frame times and missed frames reported" \
     '(.cpu_frame_ms_p50 | type) == "number" and .cpu_frame_ms_p99 >= .cpu_frame_ms_p50 and (.frames_missed | type) == "number"' \
     '[.cpu_frame_ms_p50, .cpu_frame_ms_p99, .gpu_frame_ms_p50, .frames_missed]'
+
+# The runtime going away mid-game (monado-service killed and started again): tumble vr makes a new session and
+# plays on in the same world.
+loss=target/vr/session-loss.json
+scripts/vr-root.sh run -- scripts/vr-session-loss.sh target/debug/tumble "$loss" 20 2>target/vr/session-loss.log
+echo "test-vr: $(jq -c '{sessions_lost, sessions_recreated, frames_submitted, final_session_state}' "$loss")" >&2
+report=$loss
+check "a lost session is made again and played to the end" \
+    '.sessions_lost == 1 and .sessions_recreated == 1 and .final_session_state == "EXITING" and .validation_messages == 0' \
+    '[.sessions_lost, .sessions_recreated, .final_session_state, .validation_messages]'
+
 if [ "$fail" -ne 0 ]; then
     echo "test-vr: FAILED; Monado's log: target/vr/monado-service.log" >&2
     exit 1

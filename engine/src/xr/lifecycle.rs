@@ -85,6 +85,9 @@ pub struct Lifecycle {
     /// The application asked to leave (`xrRequestExitSession` sent, or nothing to end).
     pub exit_requested: bool,
     pub exiting: bool,
+    /// The runtime lost the session or its instance (LOSS_PENDING, instance loss pending) without the application
+    /// asking to leave: a headset unplugged, the runtime restarting. The application may make a new session.
+    pub lost: bool,
 }
 
 impl Lifecycle {
@@ -106,6 +109,7 @@ impl Lifecycle {
             SessionState::Exiting | SessionState::LossPending => {
                 self.running = false;
                 self.exiting = true;
+                self.lost |= state == SessionState::LossPending && !self.exit_requested;
                 LifecycleAction::Exit
             }
             _ => LifecycleAction::None,
@@ -116,6 +120,7 @@ impl Lifecycle {
     pub fn on_instance_loss_pending(&mut self) -> LifecycleAction {
         self.running = false;
         self.exiting = true;
+        self.lost |= !self.exit_requested;
         LifecycleAction::Exit
     }
 
@@ -128,6 +133,26 @@ impl Lifecycle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A lost session (or instance) is one the application may make again; an exit it asked for is not lost.
+    #[test]
+    fn loss_is_told_apart_from_an_asked_exit() {
+        let mut l = Lifecycle::default();
+        l.on_state_changed(SessionState::Ready);
+        l.on_state_changed(SessionState::Focused);
+        assert_eq!(l.on_state_changed(SessionState::LossPending), LifecycleAction::Exit);
+        assert!(l.lost && l.exiting && !l.running);
+        let mut l = Lifecycle::default();
+        l.on_state_changed(SessionState::Ready);
+        assert_eq!(l.on_instance_loss_pending(), LifecycleAction::Exit);
+        assert!(l.lost);
+        let mut l = Lifecycle::default();
+        l.on_state_changed(SessionState::Ready);
+        l.exit_requested = true;
+        l.on_state_changed(SessionState::Stopping);
+        l.on_state_changed(SessionState::Exiting);
+        assert!(!l.lost && l.exiting);
+    }
 
     #[test]
     fn a_normal_session_begins_on_ready_ends_on_stopping_and_exits() {

@@ -79,6 +79,15 @@ impl XrError {
     }
 }
 
+impl XrError {
+    /// True when a call failed because the runtime lost the session or the instance (a headset unplugged, the
+    /// runtime restarting): a new session may work where this one cannot.
+    pub fn is_lost(&self) -> bool {
+        use openxr::sys::Result as R;
+        matches!(self, XrError::Xr { result, .. } if *result == R::ERROR_SESSION_LOST || *result == R::ERROR_INSTANCE_LOST)
+    }
+}
+
 /// `map_err` helper: an OpenXR call that failed, named.
 pub(crate) fn xr_err(what: &'static str) -> impl FnOnce(openxr::sys::Result) -> XrError {
     move |result| XrError::Xr { what, result }

@@ -226,17 +226,11 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
 pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let scene = load_scene(&options.scene)?;
     let world = scene.build_world(WorldConfig::default())?;
-    let mut xr = XrSession::new(&XrSessionConfig {
-        app_name: "Tumble".into(),
-    })?;
+    let mut xr = new_session()?;
     // Both eyes in one multiview pass, unless a pass per eye is asked for. (No driver is known to need it: the
     // crash Mesa 25.0's lavapipe had in the two-view pass is avoided in the renderer, docs/mesa-multiview-crash.md.)
     let pass_per_eye = options.pass_per_eye;
-    let renderer = if options.clear_only {
-        None
-    } else {
-        Some(VrRenderer::new(&xr, world.body_count(), pass_per_eye)?)
-    };
+    let renderer = new_renderer(&xr, options, world.body_count())?;
     // The runtime first: no headset is a quick "unavailable", before any network wait.
     let net = start_net(&options.scene, &options.net)?;
     // Declared after `xr`, so dropped before it: the renderer uses the session's device.
@@ -245,14 +239,6 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.move_speed = options.move_speed;
     game.net = net;
     game.report = VrReport {
-        runtime: xr.runtime_name().to_owned(),
-        system: xr.system_name().to_owned(),
-        device: xr.device_name().to_owned(),
-        eye_width: xr.eye_extent().0,
-        eye_height: xr.eye_extent().1,
-        depth_layer: xr.has_depth_layer(),
-        play_space: xr.play_space_name(),
-        bound_profiles: xr.bound_profiles(),
         renderer: match (options.clear_only, pass_per_eye) {
             (true, _) => "clear",
             (false, false) => "engine::render (one multiview pass)",
@@ -264,7 +250,6 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
             (false, true) => "per-eye",
         },
         render_path_reason: (options.pass_per_eye && !options.clear_only).then(|| "asked (--pass-per-eye)".to_owned()),
-        validation_layers: xr.vulkan().validation_on(),
         grab_driver: if options.scripted_grab {
             scripted::GRAB_DRIVER_SCRIPTED
         } else {
@@ -272,12 +257,101 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         },
         ..VrReport::default()
     };
+    describe_session(&mut game.report, &xr);
     tracing::info!(scene = %scene.name, bodies = game.world.body_count(), "VR session ready; waiting for the runtime");
 
     let started = Instant::now();
     loop {
-        if !xr.poll_events()? {
+        let played = play(&mut xr, &mut game, options, started);
+        let lost = match played {
+            Ok(()) => xr.lifecycle().lost,
+            Err(VrError::Xr(e)) if e.is_lost() => {
+                tracing::warn!("{e}");
+                true
+            }
+            Err(e) => return Err(e),
+        };
+        finish_report(&mut game.report, &xr);
+        if !lost {
             break;
+        }
+        // The runtime lost the session (a headset unplugged, the runtime restarting): drop everything made from it,
+        // the renderer first, and make it again; the world plays on where it was.
+        game.report.sessions_lost += 1;
+        tracing::warn!("the OpenXR session was lost; making a new one");
+        game.renderer = None;
+        drop(xr);
+        let Some(again) = recreate_session(options, started)? else {
+            break;
+        };
+        xr = again;
+        game.renderer = new_renderer(&xr, options, game.world.body_count())?;
+        game.forget_hand_motion();
+        describe_session(&mut game.report, &xr);
+        game.report.sessions_recreated += 1;
+    }
+    game.report.allocations_total = crate::alloc_count::allocations();
+    game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
+    Ok(game.report)
+}
+
+/// How long `tumble vr` keeps trying to make a new session after the runtime lost one (s), and how long it waits
+/// between tries: a runtime restarting takes seconds.
+const RECREATE_FOR_S: f64 = 60.0;
+const RECREATE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+fn new_session() -> Result<XrSession, XrError> {
+    XrSession::new(&XrSessionConfig {
+        app_name: "Tumble".into(),
+    })
+}
+
+/// The scene renderer on the session's device, unless `--clear-only`.
+fn new_renderer(xr: &XrSession, options: &VrOptions, bodies: usize) -> Result<Option<VrRenderer>, VrError> {
+    if options.clear_only {
+        return Ok(None);
+    }
+    Ok(Some(VrRenderer::new(xr, bodies, options.pass_per_eye)?))
+}
+
+/// A new session after a lost one, tried every [`RECREATE_EVERY`] while the runtime or headset is not back, for
+/// [`RECREATE_FOR_S`] or until `--max-seconds`; `None` when it never came back.
+fn recreate_session(options: &VrOptions, started: Instant) -> Result<Option<XrSession>, VrError> {
+    let tried_since = Instant::now();
+    loop {
+        match new_session() {
+            Ok(xr) => return Ok(Some(xr)),
+            Err(e) if e.is_unavailable() || e.is_lost() => tracing::info!("no session yet: {e}"),
+            Err(e) => return Err(e.into()),
+        }
+        let out_of_time = options
+            .max_seconds
+            .is_some_and(|s| started.elapsed().as_secs_f64() >= s);
+        if out_of_time || tried_since.elapsed().as_secs_f64() >= RECREATE_FOR_S {
+            tracing::warn!("the runtime did not come back; leaving");
+            return Ok(None);
+        }
+        std::thread::sleep(RECREATE_EVERY);
+    }
+}
+
+/// The report's facts about the session: runtime, system, device, eyes, depth, space, bindings, validation.
+fn describe_session(report: &mut VrReport, xr: &XrSession) {
+    report.runtime = xr.runtime_name().to_owned();
+    report.system = xr.system_name().to_owned();
+    report.device = xr.device_name().to_owned();
+    (report.eye_width, report.eye_height) = xr.eye_extent();
+    report.depth_layer = xr.has_depth_layer();
+    report.play_space = xr.play_space_name();
+    report.bound_profiles = xr.bound_profiles();
+    report.validation_layers = xr.vulkan().validation_on();
+}
+
+/// Frames until the runtime ends (or loses) the session, or `options.frames` or `--max-seconds` are done.
+fn play(xr: &mut XrSession, game: &mut VrGame, options: &VrOptions, started: Instant) -> Result<(), VrError> {
+    loop {
+        if !xr.poll_events()? {
+            return Ok(());
         }
         let out_of_time = options
             .max_seconds
@@ -289,24 +363,28 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
             game.report.timed_out |= out_of_time && !enough;
             xr.request_exit()?;
             if !xr.is_running() {
-                break;
+                return Ok(());
             }
         }
         if !xr.is_running() {
             std::thread::sleep(IDLE_POLL);
             continue;
         }
-        game.frame(&mut xr)?;
+        game.frame(xr)?;
     }
-    game.report.max_session_state = xr.lifecycle().max_state;
-    game.report.final_session_state = xr.lifecycle().state;
-    game.report.allocations_total = crate::alloc_count::allocations();
-    game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
-    game.report.image_wait_timeouts = xr.image_wait_timeouts();
-    game.report.refresh_rate_hz = xr.refresh_rate_hz();
-    game.report.frames_orientation_only = xr.frames_orientation_only();
-    game.report.recentres = xr.recentres();
-    Ok(game.report)
+}
+
+/// What a session adds to the report at its end (summed over sessions where the runtime counts).
+fn finish_report(report: &mut VrReport, xr: &XrSession) {
+    let life = xr.lifecycle();
+    if life.max_state > report.max_session_state {
+        report.max_session_state = life.max_state;
+    }
+    report.final_session_state = life.state;
+    report.image_wait_timeouts += xr.image_wait_timeouts();
+    report.refresh_rate_hz = xr.refresh_rate_hz();
+    report.frames_orientation_only += xr.frames_orientation_only();
+    report.recentres += xr.recentres();
 }
 
 /// Clear ground between the player and the nearest cube at the start (m).

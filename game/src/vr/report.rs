@@ -120,6 +120,9 @@ pub struct VrReport {
     /// exactly where the frame before drew it (`vr::pacing::RepeatCheck`): 0 when frames draw between steps.
     pub frames_with_moving_cubes: u64,
     pub repeated_cube_poses: u64,
+    /// Sessions the runtime lost (LOSS_PENDING, a lost instance) and new ones made after them.
+    pub sessions_lost: u64,
+    pub sessions_recreated: u64,
 }
 
 impl VrReport {
@@ -148,6 +151,8 @@ impl VrReport {
             "snap_turns": self.snap_turns,
             "frames_with_moving_cubes": self.frames_with_moving_cubes,
             "repeated_cube_poses": self.repeated_cube_poses,
+            "sessions_lost": self.sessions_lost,
+            "sessions_recreated": self.sessions_recreated,
         });
         if let (Some(all), serde_json::Value::Object(more)) = (report.as_object_mut(), timing) {
             all.extend(more);
