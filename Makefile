@@ -37,7 +37,9 @@ test-vr: system-packages toolchain
 # the state-sync bandwidth table (target/bench-report/bandwidth.md); the four-player table
 # (target/bench-report/session-bandwidth.md); the tipping sweep (target/bench-report/tipping.md: cubes just before
 # and just past balance must stand and fall); what packet encryption costs (target/bench-report/encryption.md:
-# bytes, µs and the kbps it adds on table64); then the criterion micro-benchmarks (physics, render, transport).
+# bytes, µs and the kbps it adds on table64); whether a step's cost follows motion (target/bench-report/motion-cost.md:
+# one awake cube among 5,050 resting ones against the cube alone); then the criterion micro-benchmarks (physics,
+# render, transport).
 bench: system-packages toolchain
 	cargo run --release -p tumble-benches --bin bench-report
 	cargo run --release -p tumble-benches --bin bench-report -- --no-sleep --steps-for large_pyramid=300 \
@@ -50,6 +52,8 @@ bench: system-packages toolchain
 		> target/bench-report/tipping.json
 	cargo run --release -p tumble-benches --bin encryption-cost -- --out target/bench-report \
 		> target/bench-report/encryption.json
+	cargo run --release -p tumble-benches --bin motion-cost -- --out target/bench-report \
+		> target/bench-report/motion-cost.json
 	cargo bench -p tumble-benches --benches
 	cargo bench -p tumble-net --bench net
 
