@@ -10,6 +10,10 @@ pub struct Islands {
     awake: Vec<bool>,
     /// Per root: every body in the island is still, and nothing moving pushes it.
     still: Vec<bool>,
+    /// Per root: the island moves for a reason of this peer's own — a body it simulates for everyone (not remote)
+    /// that was awake before any remote body woke it, a moving kinematic body of its own, a support lost. An
+    /// island woken only by remote bodies does not wake the remote bodies in it that rest (see `World::set_remote`).
+    local_cause: Vec<bool>,
 }
 
 impl Islands {
@@ -21,6 +25,8 @@ impl Islands {
         self.awake.resize(bodies, false);
         self.still.clear();
         self.still.resize(bodies, true);
+        self.local_cause.clear();
+        self.local_cause.resize(bodies, false);
     }
 
     pub fn find(&mut self, mut i: u32) -> u32 {
@@ -46,6 +52,19 @@ impl Islands {
     pub fn mark_awake(&mut self, body: u32) {
         let r = self.find(body) as usize;
         self.awake[r] = true;
+    }
+
+    /// Marks the island awake for a reason of this peer's own (implies [`Islands::mark_awake`]).
+    pub fn mark_awake_here(&mut self, body: u32) {
+        let r = self.find(body) as usize;
+        self.awake[r] = true;
+        self.local_cause[r] = true;
+    }
+
+    /// Whether something of this peer's own moves the island (see [`Islands::mark_awake_here`]).
+    pub fn has_local_cause(&mut self, body: u32) -> bool {
+        let r = self.find(body) as usize;
+        self.local_cause[r]
     }
 
     pub fn is_awake(&mut self, body: u32) -> bool {

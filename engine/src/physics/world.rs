@@ -256,6 +256,9 @@ pub struct World {
     rest_detection: Vec<bool>,
     /// Per body: simulated for everyone by another peer (see [`World::set_remote`]).
     remote: Vec<bool>,
+    /// Per body: awake since an island woke it that only remote bodies moved (nothing of this peer's own); such a
+    /// body wakes no resting remote body until something of this peer's own moves its island (`wake_islands`).
+    woken_by_remote: Vec<bool>,
     /// Rest detection's window of recent poses and velocities (see [`super::rest`]).
     history: Vec<MotionHistory>,
     /// Touching contacts per body last step and this step (see [`World::wake_bodies_that_lost_a_contact`]).
@@ -309,6 +312,7 @@ impl World {
             moved_from_outside: Vec::new(),
             rest_detection: Vec::new(),
             remote: Vec::new(),
+            woken_by_remote: Vec::new(),
             history: Vec::new(),
             touching_before: Vec::new(),
             touching_now: Vec::new(),
@@ -358,6 +362,7 @@ impl World {
         self.moved_from_outside.push(true);
         self.rest_detection.push(true);
         self.remote.push(false);
+        self.woken_by_remote.push(false);
         self.history.push(MotionHistory::default());
         self.touching_before.push(0);
         self.touching_now.push(0);
@@ -464,6 +469,7 @@ impl World {
         self.at_rest[i] = s.at_rest && self.kind[i] == BodyKind::Dynamic;
         self.removed[i] = false;
         self.moved_from_outside[i] = true;
+        self.woken_by_remote[i] = false;
         Ok(())
     }
 
@@ -564,6 +570,7 @@ impl World {
         self.angular_velocity[i] = Vec3::ZERO;
         self.at_rest[i] = false;
         self.moved_from_outside[i] = true;
+        self.woken_by_remote[i] = false;
         self.history[i].clear();
         Ok(())
     }
@@ -796,7 +803,11 @@ impl World {
             // bodies its authority already put to rest (they hold it up as if fixed meanwhile).
             let waiting = !self.rest_detection[i] && self.is_slow(i);
             if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] && !waiting {
-                self.islands.mark_awake(i as u32);
+                if self.remote[i] || self.woken_by_remote[i] {
+                    self.islands.mark_awake(i as u32);
+                } else {
+                    self.islands.mark_awake_here(i as u32);
+                }
             }
         }
         for k in 0..self.contacts.contacts.len() {
@@ -810,7 +821,11 @@ impl World {
                     && self.is_dynamic(pushed)
                     && !self.remote_meets_resting_remote(pusher as usize, pushed as usize)
                 {
-                    self.islands.mark_awake(pushed);
+                    if self.remote[pusher as usize] {
+                        self.islands.mark_awake(pushed);
+                    } else {
+                        self.islands.mark_awake_here(pushed);
+                    }
                     self.islands.mark_not_still(pushed);
                     self.history[pushed as usize].clear();
                 }
@@ -818,7 +833,18 @@ impl World {
         }
         let mut woke = false;
         for i in 0..n {
-            let wake = self.at_rest[i] && self.islands.is_awake(i as u32);
+            // A remote body its authority put to rest is woken only by something of this peer's own in its island.
+            // An island that only remote bodies move (a remote cube knocking a default cube of the host's that
+            // touches a third, resting cube of the same remote authority) would otherwise simulate that resting
+            // cube here for the steps until its authority's next word: solver noise of a few hundredths of a
+            // millimetre, drawn, while its authority has it at rest and unmoved. Whether it moves is its
+            // authority's to say; until then it holds as if fixed.
+            let here = self.islands.has_local_cause(i as u32);
+            let wake = self.at_rest[i] && self.islands.is_awake(i as u32) && (here || !self.remote[i]);
+            if !self.at_rest[i] || wake {
+                // What this peer's own bodies move is this peer's own motion from now on.
+                self.woken_by_remote[i] = if wake { !here } else { self.woken_by_remote[i] && !here };
+            }
             if wake {
                 // Its window still holds the poses it rested in: it must be seen still anew.
                 self.at_rest[i] = false;
@@ -856,7 +882,7 @@ impl World {
         for i in 0..self.kind.len() {
             let lost = self.touching_now[i] < self.touching_before[i];
             if lost && self.kind[i] == BodyKind::Dynamic && !self.removed[i] {
-                self.islands.mark_awake(i as u32);
+                self.islands.mark_awake_here(i as u32);
                 self.history[i].clear();
             }
         }
@@ -1037,6 +1063,7 @@ impl World {
         for i in 0..n {
             if self.simulated[i] && self.rest_detection[i] && self.islands.is_still(i as u32) {
                 self.at_rest[i] = true;
+                self.woken_by_remote[i] = false;
                 self.linear_velocity[i] = Vec3::ZERO;
                 self.angular_velocity[i] = Vec3::ZERO;
             }
