@@ -369,6 +369,7 @@ impl Watch {
             "reclaims": peer.stats.reclaims,
             "rest_claims": rest_claims,
             "rejected": rejected,
+            "accepted_claims": peer.stats.accepted_claims,
             "holder_events": self.holder_events,
             "rest_events": self.rest_events,
             "rest_moves": self.rest_moves,
@@ -550,6 +551,16 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         last_change = last_change.max(num(&f["last_change_ms"]));
     }
     r.rejected_updates = rejected;
+    // What the host judged: claims it took from each player (a hostile player's must be none).
+    for (k, n) in host["accepted_claims"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .take(5)
+    {
+        r.accepted_claims_by_player[k] = n.as_u64().unwrap_or(0);
+    }
     r.bit_identical_at_end = finals.iter().all(|f| f["states"] == host["states"]);
     for f in finals.iter().filter(|f| f["states"] != host["states"]) {
         let (a, b) = (f["states"].as_array(), host["states"].as_array());
