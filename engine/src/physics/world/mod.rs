@@ -7,18 +7,17 @@
 //! State in and out is plain data ([`BodyState`]); a [`WorldSnapshot`] holds everything a step reads, so
 //! restoring one and stepping on repeats the same bits.
 
-use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
+use glam::{Mat3, Quat, Vec3};
 
 use super::body::{
-    inverse_mass_properties, validate_pose, validate_velocities, MAX_ANGULAR_SPEED_RAD_S, MAX_FRICTION,
-    MAX_LINEAR_SPEED_M_S, MAX_POSITION_M,
+    inverse_mass_properties, validate_pose, validate_velocities, MAX_FRICTION, MAX_LINEAR_SPEED_M_S, MAX_POSITION_M,
 };
 use super::broadphase::{Aabb, Broadphase, GROUND};
-use super::contact::{BodyPoses, Contact, ContactSet, SPECULATIVE_DISTANCE_M};
-use super::contact_solver::{self as solver, ContactConstraint, SolverBodies, SolverParams};
+use super::contact::ContactSet;
+use super::contact_solver::{ContactConstraint, SolverBodies};
 use super::island::Islands;
-use super::rest::{MotionHistory, RestThresholds, REST_WINDOW};
-use super::stack_order::{holds_up, lower_body, StackOrder};
+use super::rest::MotionHistory;
+use super::stack_order::StackOrder;
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
 /// Flushes denormal floats to zero while a step runs and puts the caller's setting back afterwards. Resting
@@ -63,7 +62,7 @@ impl Drop for FlushDenormals {
 /// What the narrowphase reads of the bodies; a macro so the borrow is of the fields, not of the whole world.
 macro_rules! poses {
     ($w:expr) => {
-        BodyPoses {
+        $crate::physics::contact::BodyPoses {
             position: &$w.position,
             rotation: &$w.rotation,
             half: &$w.half,
@@ -74,6 +73,13 @@ macro_rules! poses {
         }
     };
 }
+
+mod sleep;
+mod solve;
+mod step;
+mod wake;
+
+use wake::counts_as_touching;
 
 /// A body whose pose stays within this distance (m) and angle (rad) of its reference pose, moving slower than this
 /// per step, keeps its contact manifolds instead of recomputing them: a settled pile without rest detection then
@@ -645,458 +651,11 @@ impl World {
             max: self.position[i] + extent,
         }
     }
-
-    /// Advances the world by one fixed step and says what happened.
-    pub fn step(&mut self) -> &StepReport {
-        let _flush = FlushDenormals::enable();
-        let n = self.kind.len();
-        self.steps += 1;
-        self.report.step = self.steps;
-        self.report.contacts.clear();
-        self.report.fell_below_floor.clear();
-
-        if self.nothing_moves() {
-            // Everything rests and nothing was touched from outside: the step would change nothing.
-            self.report.max_penetration = 0.0;
-            self.report.awake_bodies = 0;
-            self.report.resting_bodies = self.at_rest.iter().filter(|&&r| r).count();
-            return &self.report;
-        }
-        self.apply_gravity();
-        self.update_broadphase();
-        self.report.max_penetration = self.update_contacts();
-        if self.wake_islands() {
-            // Woken bodies' contacts with each other were skipped above: compute them now.
-            let deepest = self.contacts.update(&poses!(self), &self.active, &self.moved, true);
-            self.report.max_penetration = self.report.max_penetration.max(deepest);
-        }
-        for i in 0..n {
-            self.simulated[i] = self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i];
-        }
-        self.solve();
-        self.remove_fallen();
-        self.detect_rest();
-
-        self.contacts.report(&mut self.report.contacts);
-        self.report.awake_bodies = self.simulated.iter().filter(|&&s| s).count();
-        self.report.resting_bodies = self.at_rest.iter().filter(|&&r| r).count();
-        self.moved_from_outside.iter_mut().for_each(|m| *m = false);
-        &self.report
-    }
-
-    /// True when rest detection is on and no body can move this step: every dynamic body rests (or is out of the
-    /// simulation), no kinematic body moves, and no state was set from outside since the last step.
-    fn nothing_moves(&self) -> bool {
-        self.config.sleep
-            && (0..self.kind.len()).all(|i| {
-                !self.moved_from_outside[i]
-                    && match self.kind[i] {
-                        BodyKind::Dynamic => self.at_rest[i] || self.removed[i],
-                        BodyKind::Kinematic => !self.is_moving_kinematic(i),
-                    }
-            })
-    }
-
-    fn apply_gravity(&mut self) {
-        let dv = self.config.gravity * self.config.dt;
-        for i in 0..self.kind.len() {
-            if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] {
-                self.linear_velocity[i] = (self.linear_velocity[i] + dv).clamp_length_max(MAX_LINEAR_SPEED_M_S);
-            }
-        }
-    }
-
-    fn update_broadphase(&mut self) {
-        for i in 0..self.kind.len() {
-            self.bounds[i] = if self.removed[i] {
-                None
-            } else {
-                Some(
-                    self.aabb(i)
-                        .grown(SPECULATIVE_DISTANCE_M + poses!(self).motion_bound(i)),
-                )
-            };
-        }
-        if self.broadphase.update(&self.bounds, self.config.ground_height) {
-            self.contacts.sync_with_pairs(self.broadphase.pairs());
-        }
-    }
-
-    fn update_contacts(&mut self) -> f32 {
-        for i in 0..self.kind.len() {
-            let awake_dynamic = self.kind[i] == BodyKind::Dynamic && !self.at_rest[i];
-            self.active[i] =
-                !self.removed[i] && (awake_dynamic || self.is_moving_kinematic(i) || self.moved_from_outside[i]);
-            self.moved[i] = self.pose_moved(i);
-        }
-        self.contacts.update(&poses!(self), &self.active, &self.moved, false)
-    }
-
-    /// Whether body i's contacts must be recomputed: it was set from outside, is moving fast enough to need a
-    /// wider speculative margin, or has left its reference pose by more than the tolerance — in which case its
-    /// current pose becomes the new reference. A body that only creeps keeps its manifolds, which stay exact to
-    /// within [`POSE_REFERENCE_TOLERANCE`].
-    fn pose_moved(&mut self, i: usize) -> bool {
-        let (p, q) = (self.position[i], self.rotation[i]);
-        let turn = q * self.reference_rotation[i].conjugate();
-        let turned = 2.0 * Vec3::new(turn.x, turn.y, turn.z).length();
-        // Speed as the last step left it: this step's gravity has already been added to awake bodies, and a cube
-        // resting on the ground would otherwise always look fast.
-        let gravity = if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] {
-            self.config.gravity
-        } else {
-            Vec3::ZERO
-        };
-        let speed = (self.linear_velocity[i] - gravity * self.config.dt).length()
-            + self.angular_velocity[i].length() * self.half[i].length();
-        let moved = self.moved_from_outside[i]
-            || speed * self.config.dt > POSE_REFERENCE_TOLERANCE
-            || p.distance(self.reference_position[i]) > POSE_REFERENCE_TOLERANCE
-            || turned > POSE_REFERENCE_TOLERANCE;
-        if moved {
-            self.reference_position[i] = p;
-            self.reference_rotation[i] = q;
-        }
-        moved
-    }
-
-    /// Slower than rest detection's thresholds spread over its window: as the last step left it (this step's
-    /// gravity, already added to an awake body, taken back out).
-    fn is_slow(&self, i: usize) -> bool {
-        let window_s = REST_WINDOW as f32 * self.config.dt;
-        let gravity = if self.at_rest[i] {
-            Vec3::ZERO
-        } else {
-            self.config.gravity
-        };
-        let v = self.linear_velocity[i] - gravity * self.config.dt;
-        v.length() * window_s <= self.config.rest_linear_threshold
-            && self.angular_velocity[i].length() * window_s <= self.config.rest_angular_threshold
-    }
-
-    fn is_dynamic(&self, i: u32) -> bool {
-        i != GROUND && self.kind[i as usize] == BodyKind::Dynamic
-    }
-
-    /// Builds islands from touching contacts and wakes every resting body whose island holds an awake one or is
-    /// pushed by a moving kinematic body.
-    /// Returns true when some resting body was woken (its `active` flag is then set, all others cleared).
-    fn wake_islands(&mut self) -> bool {
-        if !self.config.sleep {
-            self.at_rest.iter_mut().for_each(|r| *r = false);
-            return false;
-        }
-        let n = self.kind.len();
-        self.islands.reset(n);
-        for c in &self.contacts.contacts {
-            if c.touching()
-                && self.is_dynamic(c.a)
-                && self.is_dynamic(c.b)
-                && !self.remote_meets_resting_remote(c.a as usize, c.b as usize)
-            {
-                self.islands.union(c.a, c.b);
-            }
-        }
-        self.wake_bodies_that_lost_a_contact();
-        for i in 0..n {
-            // A slow body that may not rest by itself only waits for its authority's word: it must not wake the
-            // bodies its authority already put to rest (they hold it up as if fixed meanwhile).
-            let waiting = !self.rest_detection[i] && self.is_slow(i);
-            if self.kind[i] == BodyKind::Dynamic && !self.at_rest[i] && !self.removed[i] && !waiting {
-                if self.remote[i] || self.woken_by_remote[i] {
-                    self.islands.mark_awake(i as u32);
-                } else {
-                    self.islands.mark_awake_here(i as u32);
-                }
-            }
-        }
-        for k in 0..self.contacts.contacts.len() {
-            let c = &self.contacts.contacts[k];
-            if !c.touching() || c.b == GROUND {
-                continue;
-            }
-            let (a, b) = (c.a, c.b);
-            for (pusher, pushed) in [(a, b), (b, a)] {
-                if self.is_moving_kinematic(pusher as usize)
-                    && self.is_dynamic(pushed)
-                    && !self.remote_meets_resting_remote(pusher as usize, pushed as usize)
-                {
-                    if self.remote[pusher as usize] {
-                        self.islands.mark_awake(pushed);
-                    } else {
-                        self.islands.mark_awake_here(pushed);
-                    }
-                    self.islands.mark_not_still(pushed);
-                    self.history[pushed as usize].clear();
-                }
-            }
-        }
-        let mut woke = false;
-        for i in 0..n {
-            // A remote body its authority put to rest is woken only by something of this peer's own in its island.
-            // An island that only remote bodies move (a remote cube knocking a default cube of the host's that
-            // touches a third, resting cube of the same remote authority) would otherwise simulate that resting
-            // cube here for the steps until its authority's next word: solver noise of a few hundredths of a
-            // millimetre, drawn, while its authority has it at rest and unmoved. Whether it moves is its
-            // authority's to say; until then it holds as if fixed.
-            let here = self.islands.has_local_cause(i as u32);
-            let wake = self.at_rest[i] && self.islands.is_awake(i as u32) && (here || !self.remote[i]);
-            if !self.at_rest[i] || wake {
-                // What this peer's own bodies move is this peer's own motion from now on.
-                self.woken_by_remote[i] = if wake { !here } else { self.woken_by_remote[i] && !here };
-            }
-            if wake {
-                // Its window still holds the poses it rested in: it must be seen still anew.
-                self.at_rest[i] = false;
-                self.history[i].clear();
-                // This step's gravity was given to awake bodies before islands were known. Without it the
-                // warm-started contacts, which carry its weight, would kick it upwards by g·dt (0.11 m/s): a
-                // woken 30-cube tower jumped and swayed by a centimetre.
-                self.linear_velocity[i] += self.config.gravity * self.config.dt;
-            }
-            self.active[i] = wake;
-            woke |= wake;
-        }
-        woke
-    }
-
-    /// Counts each body's touching contacts. A dynamic body with fewer than last step lost something that held or
-    /// pushed it, so it is woken with its island and its rest window starts over: a cube whose support was set
-    /// elsewhere, grabbed away or removed must not stay asleep in mid-air, and one whose prop slid away must be
-    /// seen still anew before it rests (its window would otherwise still hold the steps it was propped). Call
-    /// after the islands' unions.
-    fn wake_bodies_that_lost_a_contact(&mut self) {
-        self.touching_now.iter_mut().for_each(|t| *t = 0);
-        let up = -self.config.gravity.normalize_or_zero();
-        // A local cube that brushed a remote one's side and left (one pulled from beside it) takes nothing it stands
-        // on: waking it would only shake its stack by solver noise before its authority's next word.
-        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
-            let remote_b = c.b != GROUND && self.remote[c.b as usize];
-            if counts_as_touching(c, true, [self.remote[c.a as usize], remote_b], up) {
-                self.touching_now[c.a as usize] += 1;
-            }
-            if c.b != GROUND && counts_as_touching(c, false, [remote_b, self.remote[c.a as usize]], up) {
-                self.touching_now[c.b as usize] += 1;
-            }
-        }
-        for i in 0..self.kind.len() {
-            let lost = self.touching_now[i] < self.touching_before[i];
-            if lost && self.kind[i] == BodyKind::Dynamic && !self.removed[i] {
-                self.islands.mark_awake_here(i as u32);
-                self.history[i].clear();
-            }
-        }
-        std::mem::swap(&mut self.touching_before, &mut self.touching_now);
-    }
-
-    fn solve(&mut self) {
-        let n = self.kind.len();
-        let sb = &mut self.solver_bodies;
-        for v in [&mut sb.v, &mut sb.w, &mut sb.dp, &mut sb.dtheta] {
-            v.clear();
-            v.resize(n + 1, Vec3A::ZERO);
-        }
-        sb.inv_mass.clear();
-        sb.inv_mass.resize(n + 1, 0.0);
-        sb.inv_inertia.clear();
-        sb.inv_inertia.resize(n + 1, Mat3A::ZERO);
-        for i in 0..n {
-            let moving_kinematic = self.is_moving_kinematic(i);
-            let sb = &mut self.solver_bodies;
-            if self.simulated[i] {
-                let r = Mat3::from_quat(self.rotation[i]);
-                sb.inv_inertia[i] = Mat3A::from(r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose());
-                sb.inv_mass[i] = self.inv_mass[i];
-            }
-            if self.simulated[i] || moving_kinematic {
-                sb.v[i] = self.linear_velocity[i].into();
-                sb.w[i] = self.angular_velocity[i].into();
-            }
-        }
-        let sb = &mut self.solver_bodies;
-
-        let up = -self.config.gravity.normalize_or_zero();
-        self.stack.compute(&self.contacts.contacts, &self.simulated, up);
-        // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
-        // supports always come before the contacts that rest on it. Small keys are sorted, not constraints.
-        let level = &self.stack.level;
-        self.order.clear();
-        for (k, c) in self.contacts.contacts.iter().enumerate() {
-            let (a, b) = (c.a as usize, c.b);
-            let b_simulated = b != GROUND && self.simulated[b as usize];
-            if c.updated && c.manifold.count > 0 && (self.simulated[a] || b_simulated) {
-                let level_b = if b == GROUND { 0 } else { level[b as usize] };
-                self.order.push((level[a].max(level_b), k as u32));
-            }
-        }
-        self.order.sort_unstable();
-        self.constraints.clear();
-        for &(_, k) in &self.order {
-            let c = &self.contacts.contacts[k as usize];
-            let (a, b) = (c.a as usize, c.b);
-            let (slot_b, friction_b, restitution_b) = if b == GROUND {
-                (n as u32, self.config.ground_friction, self.config.ground_restitution)
-            } else {
-                (b, self.friction[b as usize], self.restitution[b as usize])
-            };
-            let friction = (self.friction[a] * friction_b).sqrt();
-            let restitution = self.restitution[a].max(restitution_b);
-            let lower = lower_body(c, level, &self.simulated, up);
-            self.constraints
-                .push(solver::prepare(k, c, c.a, slot_b, sb, friction, restitution, lower));
-        }
-        let params = SolverParams {
-            dt: self.config.dt,
-            max_depenetration_velocity: self.config.max_depenetration_velocity,
-            restitution_threshold: self.config.restitution_threshold,
-            position_iterations: self.config.position_iterations,
-        };
-        // One slot per body plus the static slot, which weighs nothing.
-        self.weight.resize(n + 1, 0.0);
-        let weight_impulse = self.config.gravity.length() * self.config.dt;
-        for i in 0..n {
-            self.weight[i] = if self.simulated[i] {
-                weight_impulse / self.inv_mass[i]
-            } else {
-                0.0
-            };
-        }
-        self.weight[n] = 0.0;
-        self.load.resize(n + 1, 0.0);
-        self.supports.resize(n + 1, 0);
-        solver::seed_fresh_contacts(
-            &mut self.constraints,
-            self.config.gravity.normalize_or_zero().into(),
-            &self.weight,
-            &mut self.load,
-            &mut self.supports,
-        );
-        let sb = &mut self.solver_bodies;
-        solver::warm_start(&self.constraints, sb);
-        let iterations = self.config.velocity_iterations;
-        // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
-        let tolerance = CONVERGED_IMPULSE_PER_KG * self.config.gravity.length() * self.config.dt;
-        for k in 0..iterations {
-            if solver::solve(&mut self.constraints, sb, &params, k) <= tolerance {
-                break;
-            }
-        }
-        solver::shock_pass(&self.constraints, sb, &params);
-        solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
-        solver::store_impulses(&self.constraints, &mut self.contacts.contacts);
-        for i in 0..=n {
-            sb.dp[i] = sb.v[i] * params.dt;
-            sb.dtheta[i] = sb.w[i] * params.dt;
-        }
-        let position_iterations = self.config.position_iterations;
-        for k in 0..position_iterations {
-            solver::solve_positions(&self.constraints, sb, &params, k + 1 == position_iterations);
-        }
-        for i in 0..n {
-            if self.simulated[i] {
-                self.linear_velocity[i] = Vec3::from(sb.v[i]).clamp_length_max(MAX_LINEAR_SPEED_M_S);
-                self.angular_velocity[i] = Vec3::from(sb.w[i]).clamp_length_max(MAX_ANGULAR_SPEED_RAD_S);
-            }
-        }
-        self.integrate_positions();
-    }
-
-    /// Moves simulated and kinematic bodies by this step's displacement (solved velocity × dt plus position
-    /// correction). Rotation uses the first-order quaternion update (no trig, so it is the same on every
-    /// platform), then renormalises.
-    fn integrate_positions(&mut self) {
-        let dt = self.config.dt;
-        for i in 0..self.kind.len() {
-            let kinematic = self.is_moving_kinematic(i);
-            if !(self.simulated[i] || kinematic) {
-                continue;
-            }
-            let (dp, dtheta) = if kinematic {
-                (self.linear_velocity[i] * dt, self.angular_velocity[i] * dt)
-            } else {
-                (self.solver_bodies.dp[i].into(), self.solver_bodies.dtheta[i].into())
-            };
-            self.position[i] += dp;
-            let q = self.rotation[i];
-            let spin = Quat::from_xyzw(dtheta.x, dtheta.y, dtheta.z, 0.0) * q;
-            self.rotation[i] = (q + spin * 0.5).normalize();
-        }
-    }
-
-    fn remove_fallen(&mut self) {
-        for i in 0..self.kind.len() {
-            if (self.simulated[i] || self.is_moving_kinematic(i)) && self.position[i].y < self.config.world_floor_y {
-                self.removed[i] = true;
-                self.simulated[i] = false;
-                self.linear_velocity[i] = Vec3::ZERO;
-                self.angular_velocity[i] = Vec3::ZERO;
-                self.report.fell_below_floor.push(BodyId(i as u32));
-            }
-        }
-    }
-
-    /// Records each simulated body's pose and velocities; islands whose bodies are all still go to rest with zero
-    /// velocity (they are below the rest speed already, so nothing visible is lost).
-    fn detect_rest(&mut self) {
-        let n = self.kind.len();
-        self.restart_windows_of_hit_bodies();
-        for i in 0..n {
-            if self.simulated[i] {
-                let (p, q) = (self.position[i], self.rotation[i]);
-                self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
-            }
-        }
-        if !self.config.sleep {
-            return;
-        }
-        let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
-        // A body without rest detection of its own (a networked cube another peer has authority over) still
-        // counts for its island by what it does here: when it is still too, the bodies beside it may rest, and it
-        // waits awake for its authority's word. Counting it as never still made two cubes of two authorities that
-        // touch keep each other awake for ever, each peer waiting for the other's cube to rest first.
-        for i in 0..n {
-            let still = self.history[i].is_still(self.half[i].length(), &thresholds);
-            if self.simulated[i] && !still {
-                self.islands.mark_not_still(i as u32);
-            }
-        }
-        for i in 0..n {
-            if self.simulated[i] && self.rest_detection[i] && self.islands.is_still(i as u32) {
-                self.at_rest[i] = true;
-                self.woken_by_remote[i] = false;
-                self.linear_velocity[i] = Vec3::ZERO;
-                self.angular_velocity[i] = Vec3::ZERO;
-            }
-        }
-    }
-
-    /// Starts the rest window over for both bodies of every contact solved this step that is new (nothing to warm
-    /// start from) or whose surfaces met faster than [`HIT_SPEED_M_S`] beyond one step of gravity: what happened
-    /// before the hit says nothing about whether the body can rest after it.
-    fn restart_windows_of_hit_bodies(&mut self) {
-        let hit_speed = HIT_SPEED_M_S + self.config.gravity.length() * self.config.dt;
-        for c in self.contacts.contacts.iter().filter(|c| c.updated && c.touching()) {
-            let fastest = c.manifold.points().iter().fold(0.0f32, |m, p| m.max(p.approach_speed));
-            if c.fresh || fastest > hit_speed {
-                self.history[c.a as usize].clear();
-                if c.b != GROUND {
-                    self.history[c.b as usize].clear();
-                }
-            }
-        }
-    }
-}
-
-/// Whether touching contact `c` counts for body a (`for_a`) or body b among the contacts whose loss wakes it, given
-/// `[this body remote, the other body remote]` (the ground is never remote). Between two remote bodies nothing
-/// counts: a remote body's supports that move away are its authority's to see (see `World::set_remote`). A remote
-/// body counts only what holds it up.
-fn counts_as_touching(c: &Contact, for_a: bool, [remote, other_remote]: [bool; 2], up: Vec3) -> bool {
-    !remote || (!other_remote && holds_up(c, for_a, up))
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::rest::REST_WINDOW;
     use super::*;
 
     fn cube(y: f32) -> BodyDesc {

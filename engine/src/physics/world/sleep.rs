@@ -1,0 +1,61 @@
+//! Rest detection at the end of a step: each simulated body's window of poses and velocities, restarted by hits,
+//! and islands whose bodies are all still put to rest (see `rest.rs` for what "still" means).
+
+use glam::Vec3;
+
+use super::super::broadphase::GROUND;
+use super::super::rest::RestThresholds;
+use super::{World, HIT_SPEED_M_S};
+
+impl World {
+    /// Records each simulated body's pose and velocities; islands whose bodies are all still go to rest with zero
+    /// velocity (they are below the rest speed already, so nothing visible is lost).
+    pub(super) fn detect_rest(&mut self) {
+        let n = self.kind.len();
+        self.restart_windows_of_hit_bodies();
+        for i in 0..n {
+            if self.simulated[i] {
+                let (p, q) = (self.position[i], self.rotation[i]);
+                self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
+            }
+        }
+        if !self.config.sleep {
+            return;
+        }
+        let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
+        // A body without rest detection of its own (a networked cube another peer has authority over) still
+        // counts for its island by what it does here: when it is still too, the bodies beside it may rest, and it
+        // waits awake for its authority's word. Counting it as never still made two cubes of two authorities that
+        // touch keep each other awake for ever, each peer waiting for the other's cube to rest first.
+        for i in 0..n {
+            let still = self.history[i].is_still(self.half[i].length(), &thresholds);
+            if self.simulated[i] && !still {
+                self.islands.mark_not_still(i as u32);
+            }
+        }
+        for i in 0..n {
+            if self.simulated[i] && self.rest_detection[i] && self.islands.is_still(i as u32) {
+                self.at_rest[i] = true;
+                self.woken_by_remote[i] = false;
+                self.linear_velocity[i] = Vec3::ZERO;
+                self.angular_velocity[i] = Vec3::ZERO;
+            }
+        }
+    }
+
+    /// Starts the rest window over for both bodies of every contact solved this step that is new (nothing to warm
+    /// start from) or whose surfaces met faster than [`HIT_SPEED_M_S`] beyond one step of gravity: what happened
+    /// before the hit says nothing about whether the body can rest after it.
+    pub(super) fn restart_windows_of_hit_bodies(&mut self) {
+        let hit_speed = HIT_SPEED_M_S + self.config.gravity.length() * self.config.dt;
+        for c in self.contacts.contacts.iter().filter(|c| c.updated && c.touching()) {
+            let fastest = c.manifold.points().iter().fold(0.0f32, |m, p| m.max(p.approach_speed));
+            if c.fresh || fastest > hit_speed {
+                self.history[c.a as usize].clear();
+                if c.b != GROUND {
+                    self.history[c.b as usize].clear();
+                }
+            }
+        }
+    }
+}
