@@ -158,6 +158,8 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
 
 /// A step that starts this much after it was due (ms) is logged (debug).
 const LATE_STEP_LOG_MS: f64 = 50.0;
+/// Differing final states the report carries as evidence, at most.
+const MAX_EVIDENCE: usize = 8;
 
 /// What one process watches as it goes.
 struct Watch {
@@ -567,6 +569,17 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         for (c, (x, y)) in a.into_iter().flatten().zip(b.into_iter().flatten()).enumerate() {
             if x != y {
                 tracing::warn!(player = %f["player"], cube = c, here = %x, host = %y, "final states differ");
+                if r.failure_evidence.len() < MAX_EVIDENCE {
+                    r.failure_evidence.push(json!({
+                        "what": "final state differs from the host's",
+                        "player": f["player"],
+                        "cube": c,
+                        "state": x,
+                        "host_state": y,
+                        "stamp": f["stamps"][c],
+                        "host_stamp": host["stamps"][c],
+                    }));
+                }
             }
         }
     }
@@ -579,7 +592,9 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         .bit_identical_at_end
         .then(|| ((last_change - settle_ms) / 1000.0).max(0.0));
     (r.conflicts, r.conflict_resolve_ms_max) = conflicts(finals);
-    r.remote_rest_jitter_m = Some(rest_jitter_m(finals));
+    let (jitter, worst) = rest_jitter_m(finals);
+    r.remote_rest_jitter_m = Some(jitter);
+    r.failure_evidence.extend(worst);
     // `--kill-player` names a seat; the killed peer's authority index is the one no surviving peer reports
     // (the host hands indices out as handshakes finish, so seat and index can differ).
     let killed_player = (1..=config.players as u64).find(|p| finals.iter().all(|f| f["player"].as_u64() != Some(*p)));
@@ -651,7 +666,7 @@ fn divergence_m(a: &Value, b: &Value) -> f64 {
 /// events and moves). Arrival is not jitter: a copy moving onto the authority's new resting pose was held to an
 /// older one, and a copy replaying a wake it heard of late was released by the awake state. A peer that rests a
 /// cube under a claim the moving peer already knows to be superseded is not its authority.
-fn rest_jitter_m(finals: &[Value]) -> f64 {
+fn rest_jitter_m(finals: &[Value]) -> (f64, Option<Value>) {
     let cubes = finals.first().and_then(|f| f["stamps"].as_array()).map_or(0, Vec::len);
     // Per cube: (from ms, to ms, peer, stamp, pose) intervals during which a peer, its authority, had it at rest.
     let mut resting: Vec<Vec<RestRun>> = vec![Vec::new(); cubes];
@@ -676,6 +691,7 @@ fn rest_jitter_m(finals: &[Value]) -> f64 {
         }
     }
     let mut worst = 0.0f64;
+    let mut evidence = None;
     for (p, f) in finals.iter().enumerate() {
         for m in f["rest_moves"].as_array().into_iter().flatten() {
             let (t, c, d) = (
@@ -694,6 +710,17 @@ fn rest_jitter_m(finals: &[Value]) -> f64 {
                 })
             });
             if settled {
+                if d > worst {
+                    evidence = Some(json!({
+                        "what": "a cube resting here moved while its authority had it at rest in that pose",
+                        "player": finals[p]["player"],
+                        "cube": c,
+                        "at_ms": t,
+                        "moved_m": d,
+                        "stamp": m[3],
+                        "pose": m[4],
+                    }));
+                }
                 worst = worst.max(d);
                 if d > 1e-3 {
                     let player = &finals[p]["player"];
@@ -702,7 +729,7 @@ fn rest_jitter_m(finals: &[Value]) -> f64 {
             }
         }
     }
-    worst
+    (worst, evidence)
 }
 
 /// A stamp as the rest events carry it: [authority, authority seq, ownership seq].
@@ -773,7 +800,7 @@ mod tests {
         let guest = |moves: Value| json!({ "stamps": stamps, "rest_events": [], "rest_moves": moves });
         // Moved 2 cm while held to A and the host had it at rest in A: counted (the mover knows that claim, or an
         // older one); so is 1 cm while held to B in B's run.
-        let counted = rest_jitter_m(&[
+        let (counted, evidence) = rest_jitter_m(&[
             host.clone(),
             guest(json!([
                 [2000.0, 1, 0.02, [0, 4, 0], a],
@@ -781,7 +808,13 @@ mod tests {
             ])),
         ]);
         assert!((counted - 0.02).abs() < 1e-9, "{counted}");
-        let in_b = rest_jitter_m(&[host.clone(), guest(json!([[3100.0, 1, 0.01, [2, 3, 0], b]]))]);
+        // The worst counted move comes back as evidence: which cube, when, how far, under which claim.
+        let evidence = evidence.expect("evidence of the counted move");
+        assert_eq!(
+            (evidence["cube"].as_u64(), evidence["at_ms"].as_f64()),
+            (Some(1), Some(2000.0))
+        );
+        let (in_b, _) = rest_jitter_m(&[host.clone(), guest(json!([[3100.0, 1, 0.01, [2, 3, 0], b]]))]);
         assert!((in_b - 0.01).abs() < 1e-9, "{in_b}");
         // Held to A while the host rests in B (the copy has not heard of B yet), after the host woke it, another
         // cube, or under a claim newer than the host's (player 3 took it): not counted.
@@ -791,14 +824,14 @@ mod tests {
             [2000.0, 0, 0.5, [0, 4, 0], a],
             [2000.0, 1, 0.5, [3, 5, 0], a]
         ]));
-        assert_eq!(rest_jitter_m(&[host.clone(), not]), 0.0);
+        assert_eq!(rest_jitter_m(&[host.clone(), not]), (0.0, None));
         // The authority's own moves are not jitter.
         let own = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0], a]], "rest_moves": [[3000.0, 1, 0.5, [0, 4, 0], a]] });
-        assert_eq!(rest_jitter_m(&[own]), 0.0);
+        assert_eq!(rest_jitter_m(&[own]), (0.0, None));
         // A rest that has not ended by the end of the run still counts.
         let open = json!({ "stamps": stamps, "rest_events": [[1000.0, 1, true, [0, 4, 0], a]], "rest_moves": [] });
         assert_eq!(
-            rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01, [0, 4, 0], a]]))]),
+            rest_jitter_m(&[open, guest(json!([[9000.0, 1, 0.01, [0, 4, 0], a]]))]).0,
             0.01
         );
     }

@@ -123,6 +123,9 @@ pub struct SessionReport {
     pub connections: Vec<ConnectionKbps>,
     /// The worst connection and direction's avatar bytes alone (kbps; in the figures above too).
     pub kbps_avatars_per_connection_mean_max: f64,
+    /// What made a fidelity figure fail, so a rare failure carries its evidence (`--processes`): the first final
+    /// states that differ from the host's, and the largest counted rest-jitter move. Empty when nothing failed.
+    pub failure_evidence: Vec<Value>,
 }
 
 /// One connection and direction's mean rate, by part (kbps).
@@ -192,6 +195,7 @@ impl SessionReport {
             "cubes_per_authority_at_end": self.cubes_per_authority_at_end,
             "seconds_to_release_killed": self.seconds_to_release_killed,
             "accepted_claims_by_player": &self.accepted_claims_by_player[1..],
+            "failure_evidence": self.failure_evidence,
         })
     }
 }
