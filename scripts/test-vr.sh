@@ -59,10 +59,6 @@ check "the default path: both eyes in one multiview pass" '.render_path == "mult
 check "a depth layer (the renderer's depth) with every frame submitted" \
     '.depth_layer == true and .depth_layers_submitted == .frames_submitted' \
     '[.depth_layer, .depth_layers_submitted, .frames_submitted]'
-# (The scripted grab moves no cube visibly, so this run rarely has motion to judge; `tumble vr-pacing` and the
-# pacing test drive the same clock and blend at 72-144 Hz with cubes flying.)
-check "no moving cube drawn twice in one place" '.repeated_cube_poses == 0' \
-    '[.frames_with_moving_cubes, .repeated_cube_poses]'
 check "not timed out" '.timed_out == false' '.timed_out'
 check "under the Vulkan validation layers" '.validation_layers == true' '.validation_layers'
 check "no validation messages" '.validation_messages == 0' '.validation_messages'

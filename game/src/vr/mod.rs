@@ -290,6 +290,8 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         describe_session(&mut game.report, &xr);
         game.report.sessions_recreated += 1;
     }
+    game.report.frames_with_moving_cubes = game.repeats.frames_with_motion;
+    game.report.repeated_cube_poses = game.repeats.repeated_poses;
     game.report.allocations_total = crate::alloc_count::allocations();
     game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
     Ok(game.report)
@@ -532,8 +534,6 @@ impl VrGame {
             };
             avatar.update(&hands_now, STEP_S);
             self.repeats.observe(poses, alpha);
-            self.report.frames_with_moving_cubes = self.repeats.frames_with_motion;
-            self.report.repeated_cube_poses = self.repeats.repeated_poses;
             let shown = FramePoses { poses, alpha, avatar };
             depth_written = match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
                 (Some(r), Some(p)) => r.draw(&target, self.space, &p.world, &p.interaction, Some(p), &shown)?,
