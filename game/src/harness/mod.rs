@@ -12,11 +12,14 @@
 //! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
 //! - [`min_budget`]: the smallest bandwidth budget a connection can run on (the largest single update must fit).
 //! - [`demand`]: a shadow sender with no budget, hearing the real acks: what the link would carry unbudgeted.
+//! - [`cube_history`]: each cube's last changes on one `--processes` peer, sampled before and after the physics
+//!   step: the failure evidence of a run that cannot be repeated.
 //! - [`rest_jitter`]: how far a remote copy moves a cube its authority has at rest (the definition is there).
 //! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
 
 pub mod bandwidth;
 pub mod conflict;
+pub mod cube_history;
 pub mod demand;
 #[cfg(test)]
 mod in_process;

@@ -19,6 +19,7 @@ use tumble_net::join_code::{self, JoinTarget};
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
 use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
+use crate::harness::cube_history::{state_json, CubeHistory, CubeSample, Phase};
 use crate::harness::loopback::percentile;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
@@ -148,6 +149,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         let now_s = clock.elapsed().as_secs_f64();
         peer.send(now_s)?;
         socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim));
+        watch.before_physics(&peer, unix_ms())?;
         peer.simulate()?;
         watch.after_step(&peer, unix_ms())?;
         step += 1;
@@ -187,7 +189,14 @@ struct Watch {
     /// held to the same applied resting pose before and after the step, moved (not counted in a guest's first
     /// [`JOIN_GRACE_STEPS`] after its welcome: arrival).
     rest_moves: Vec<(f64, u32, f32, [u16; 3], PoseKey)>,
+    /// Every cube's last changes here, sampled before and after each physics step.
+    history: CubeHistory,
+    /// (m, index into `rest_moves`, the cube's history then): the largest rest moves, with what led up to them.
+    worst_moves: Vec<(f32, usize, Value)>,
 }
+
+/// Rest moves kept with their history, per peer.
+const WORST_MOVES_KEPT: usize = 4;
 
 /// (wall ms, cube, at rest, stamp, pose): see `Watch::rest_events`.
 type RestEvent = (f64, u32, bool, [u16; 3], Option<PoseKey>);
@@ -219,6 +228,66 @@ impl Watch {
             rest_events: Vec::new(),
             last_position: vec![None; cubes],
             rest_moves: Vec::new(),
+            history: CubeHistory::new(cubes),
+            worst_moves: Vec::new(),
+        }
+    }
+
+    /// One cube as this peer has it now, for the history.
+    fn sample(peer: &Peer, c: usize) -> Result<CubeSample> {
+        let id = BodyId(c as u32);
+        let stamp = peer.table.stamp(c as u32);
+        Ok(CubeSample {
+            state: quantize_state(&peer.world.state(id)?),
+            stamp: [u16::from(stamp.authority), stamp.authority_seq, stamp.ownership_seq],
+            holder: peer.table.holder(c as u32),
+            kinematic: peer.world.kind(id)? == tumble_engine::physics::BodyKind::Kinematic,
+            pinned: peer.applied_rest()[c],
+        })
+    }
+
+    /// Samples every cube's history as the physics step is about to start.
+    fn before_physics(&mut self, peer: &Peer, now_ms: f64) -> Result<()> {
+        for c in 0..self.holders.len() {
+            if !peer.world.is_removed(BodyId(c as u32))? {
+                let s = Self::sample(peer, c)?;
+                self.history
+                    .record(c, now_ms, peer.step_count(), Phase::BeforePhysics, s);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the rest move just pushed with the cube's history, and those of the cubes touching it, if it is among
+    /// this peer's largest.
+    fn keep_worst_move(&mut self, peer: &Peer, c: usize, moved: f32) {
+        let smallest = self
+            .worst_moves
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
+            .map(|(k, w)| (k, w.0));
+        let slot = match smallest {
+            _ if self.worst_moves.len() < WORST_MOVES_KEPT => None,
+            Some((k, m)) if m < moved => Some(k),
+            _ => return,
+        };
+        let neighbours: Vec<Value> = peer
+            .world
+            .touching_bodies(BodyId(c as u32))
+            .map(|n| {
+                json!({
+                    "cube": n.0,
+                    "local": peer.table.is_local_authority(n.0),
+                    "history": self.history.to_json(n.index()),
+                })
+            })
+            .collect();
+        let evidence = json!({ "history": self.history.to_json(c), "touching": neighbours });
+        let entry = (moved, self.rest_moves.len() - 1, evidence);
+        match slot {
+            None => self.worst_moves.push(entry),
+            Some(k) => self.worst_moves[k] = entry,
         }
     }
 
@@ -255,6 +324,9 @@ impl Watch {
                 self.rest_events
                     .push((now_ms, c as u32, resting.is_some(), stamp, resting));
             }
+            let sample = Self::sample(peer, c)?;
+            self.history
+                .record(c, now_ms, peer.step_count(), Phase::AfterPhysics, sample);
             let pinned = peer.applied_rest()[c].as_ref().map(pose_key);
             if let Some((p, true, Some(before))) = self.last_position[c] {
                 let moved = (s.position - p).length();
@@ -264,6 +336,7 @@ impl Watch {
                 let arrived = peer.steps_since_welcome() > JOIN_GRACE_STEPS;
                 if !local && moved > 0.0 && pinned == Some(before) && arrived {
                     self.rest_moves.push((now_ms, c as u32, moved, stamp, before));
+                    self.keep_worst_move(peer, c, moved);
                     if moved > 1e-3 {
                         tracing::debug!(
                             player = peer.player(),
@@ -315,15 +388,7 @@ impl Watch {
                 states.push(Value::Null);
                 continue;
             }
-            let q = quantize_state(&peer.world.state(id)?);
-            states.push(json!([
-                q.position,
-                q.rotation.largest,
-                q.rotation.smallest_three,
-                q.linear_velocity,
-                q.angular_velocity,
-                q.at_rest
-            ]));
+            states.push(state_json(&quantize_state(&peer.world.state(id)?)));
         }
         let stamps: Vec<Value> = peer
             .table
@@ -375,6 +440,8 @@ impl Watch {
             "holder_events": self.holder_events,
             "rest_events": self.rest_events,
             "rest_moves": self.rest_moves,
+            "worst_moves": self.worst_moves.iter().map(|(_, k, h)| json!([k, h])).collect::<Vec<_>>(),
+            "histories": (0..self.holders.len()).map(|c| self.history.to_json(c)).collect::<Vec<_>>(),
             "last_seen_player_ms": self.last_seen_player_ms,
             "last_change_ms": self.last_change_ms,
             "pop_max": self.meter.handover().max_m(),
@@ -578,6 +645,8 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
                         "host_state": y,
                         "stamp": f["stamps"][c],
                         "host_stamp": host["stamps"][c],
+                        "history": f["histories"][c],
+                        "host_history": host["histories"][c],
                     }));
                 }
             }
@@ -693,7 +762,7 @@ fn rest_jitter_m(finals: &[Value]) -> (f64, Option<Value>) {
     let mut worst = 0.0f64;
     let mut evidence = None;
     for (p, f) in finals.iter().enumerate() {
-        for m in f["rest_moves"].as_array().into_iter().flatten() {
+        for (k, m) in f["rest_moves"].as_array().into_iter().flatten().enumerate() {
             let (t, c, d) = (
                 m[0].as_f64().unwrap_or(0.0),
                 m[1].as_u64().unwrap_or(0) as usize,
@@ -719,6 +788,7 @@ fn rest_jitter_m(finals: &[Value]) -> (f64, Option<Value>) {
                         "moved_m": d,
                         "stamp": m[3],
                         "pose": m[4],
+                        "history": history_of_move(f, k),
                     }));
                 }
                 worst = worst.max(d);
@@ -730,6 +800,16 @@ fn rest_jitter_m(finals: &[Value]) -> (f64, Option<Value>) {
         }
     }
     (worst, evidence)
+}
+
+/// The cube's history kept with rest move `k` of a peer's report (only its largest moves keep one).
+fn history_of_move(f: &Value, k: usize) -> Value {
+    f["worst_moves"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|w| w[0].as_u64() == Some(k as u64))
+        .map_or(Value::Null, |w| w[1].clone())
 }
 
 /// A stamp as the rest events carry it: [authority, authority seq, ownership seq].

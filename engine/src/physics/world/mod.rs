@@ -596,6 +596,16 @@ impl World {
         }
     }
 
+    /// The bodies touching `id` now (the ground left out), in contact order: for tools that explain what a body
+    /// did. Visits every contact; not for the step.
+    pub fn touching_bodies(&self, id: BodyId) -> impl Iterator<Item = BodyId> + '_ {
+        self.contacts
+            .contacts
+            .iter()
+            .filter(move |c| c.touching() && c.b != GROUND && (c.a == id.0 || c.b == id.0))
+            .map(move |c| BodyId(if c.a == id.0 { c.b } else { c.a }))
+    }
+
     /// True when every dynamic body still in the simulation is at rest.
     pub fn all_at_rest(&self) -> bool {
         (0..self.kind.len()).all(|i| self.kind[i] != BodyKind::Dynamic || self.removed[i] || self.at_rest[i])
