@@ -191,12 +191,27 @@ struct Watch {
     rest_moves: Vec<(f64, u32, f32, [u16; 3], PoseKey)>,
     /// Every cube's last changes here, sampled before and after each physics step.
     history: CubeHistory,
-    /// (m, index into `rest_moves`, the cube's history then): the largest rest moves, with what led up to them.
-    worst_moves: Vec<(f32, usize, Value)>,
+    /// The largest rest moves, with what led up to them and followed.
+    worst_moves: Vec<WorstMove>,
 }
 
 /// Rest moves kept with their history, per peer.
 const WORST_MOVES_KEPT: usize = 4;
+/// Steps after a rest move at which its history is taken: whether an authority change followed is part of it.
+const HISTORY_AFTER_MOVE_STEPS: u64 = 3;
+
+/// One of a peer's largest rest moves and the cubes that touched the cube then; `evidence` (their histories) is
+/// filled [`HISTORY_AFTER_MOVE_STEPS`] later.
+struct WorstMove {
+    moved_m: f32,
+    /// Index into `Watch::rest_moves`.
+    index: usize,
+    cube: usize,
+    /// (cube, under this peer's authority) at the move.
+    touching: Vec<(u32, bool)>,
+    due_step: u64,
+    evidence: Option<Value>,
+}
 
 /// (wall ms, cube, at rest, stamp, pose): see `Watch::rest_events`.
 type RestEvent = (f64, u32, bool, [u16; 3], Option<PoseKey>);
@@ -258,36 +273,52 @@ impl Watch {
         Ok(())
     }
 
-    /// Keeps the rest move just pushed with the cube's history, and those of the cubes touching it, if it is among
-    /// this peer's largest.
-    fn keep_worst_move(&mut self, peer: &Peer, c: usize, moved: f32) {
+    /// Keeps the rest move just pushed if it is among this peer's largest, with the cubes touching it; their
+    /// histories are taken a few steps later ([`Self::complete_worst_moves`]).
+    fn keep_worst_move(&mut self, peer: &Peer, c: usize, moved_m: f32) {
         let smallest = self
             .worst_moves
             .iter()
             .enumerate()
-            .min_by(|a, b| a.1 .0.total_cmp(&b.1 .0))
-            .map(|(k, w)| (k, w.0));
+            .min_by(|a, b| a.1.moved_m.total_cmp(&b.1.moved_m))
+            .map(|(k, w)| (k, w.moved_m));
         let slot = match smallest {
             _ if self.worst_moves.len() < WORST_MOVES_KEPT => None,
-            Some((k, m)) if m < moved => Some(k),
+            Some((k, m)) if m < moved_m => Some(k),
             _ => return,
         };
-        let neighbours: Vec<Value> = peer
+        let touching = peer
             .world
             .touching_bodies(BodyId(c as u32))
-            .map(|n| {
-                json!({
-                    "cube": n.0,
-                    "local": peer.table.is_local_authority(n.0),
-                    "history": self.history.to_json(n.index()),
-                })
-            })
+            .map(|n| (n.0, peer.table.is_local_authority(n.0)))
             .collect();
-        let evidence = json!({ "history": self.history.to_json(c), "touching": neighbours });
-        let entry = (moved, self.rest_moves.len() - 1, evidence);
+        let entry = WorstMove {
+            moved_m,
+            index: self.rest_moves.len() - 1,
+            cube: c,
+            touching,
+            due_step: peer.step_count() + HISTORY_AFTER_MOVE_STEPS,
+            evidence: None,
+        };
         match slot {
             None => self.worst_moves.push(entry),
             Some(k) => self.worst_moves[k] = entry,
+        }
+    }
+
+    /// Takes the histories of the kept rest moves that are due (all of them when `all`).
+    fn complete_worst_moves(&mut self, step: u64, all: bool) {
+        for w in self
+            .worst_moves
+            .iter_mut()
+            .filter(|w| w.evidence.is_none() && (all || w.due_step <= step))
+        {
+            let touching: Vec<Value> = w
+                .touching
+                .iter()
+                .map(|&(n, local)| json!({ "cube": n, "local_at_move": local, "history": self.history.to_json(n as usize) }))
+                .collect();
+            w.evidence = Some(json!({ "history": self.history.to_json(w.cube), "touching": touching }));
         }
     }
 
@@ -377,10 +408,12 @@ impl Watch {
             }
             self.previous[c] = Some(q);
         }
+        self.complete_worst_moves(peer.step_count(), false);
         Ok(())
     }
 
-    fn final_json(&self, peer: &Peer, steps: u64) -> Result<Value> {
+    fn final_json(&mut self, peer: &Peer, steps: u64) -> Result<Value> {
+        self.complete_worst_moves(steps, true);
         let mut states = Vec::new();
         for c in 0..peer.world.body_count() as u32 {
             let id = BodyId(c);
@@ -440,7 +473,7 @@ impl Watch {
             "holder_events": self.holder_events,
             "rest_events": self.rest_events,
             "rest_moves": self.rest_moves,
-            "worst_moves": self.worst_moves.iter().map(|(_, k, h)| json!([k, h])).collect::<Vec<_>>(),
+            "worst_moves": self.worst_moves.iter().map(|w| json!([w.index, w.evidence])).collect::<Vec<_>>(),
             "histories": (0..self.holders.len()).map(|c| self.history.to_json(c)).collect::<Vec<_>>(),
             "last_seen_player_ms": self.last_seen_player_ms,
             "last_change_ms": self.last_change_ms,
