@@ -1004,6 +1004,50 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_cube_this_peer_took_is_held_to_no_resting_pose_of_its_old_authority() {
+        // Four bots play for 25 s. Whenever a peer is a cube's authority, the rest-jitter measure must not hold its
+        // copy to a resting pose applied while another authority had it: the pose is this peer's own to move.
+        // Cubes change hands often enough here that some were taken with such a pose still applied.
+        let config = SessionConfig {
+            players: 4,
+            seconds: 25.0,
+            latency_ms: 50.0,
+            jitter_ms: 10.0,
+            loss_pct: 5.0,
+            seed: 4,
+            ..SessionConfig::default()
+        };
+        let mut run = SessionRun::new(config, table64()).unwrap();
+        let mut drivers: Vec<Box<dyn Driver>> = ["builder", "thrower", "contender", "catcher"]
+            .iter()
+            .enumerate()
+            .map(|(i, name)| crate::harness::session_cli::make_driver(name, i as u8 + 1, 4 + i as u64).unwrap())
+            .collect();
+        let mut taken_with_a_pose = 0;
+        let mut pinned_before: Vec<Vec<bool>> = vec![vec![false; 64]; 4];
+        while !run.is_finished() {
+            run.step(&mut drivers).unwrap();
+            for (k, peer) in run.peers().enumerate() {
+                for c in 0..64u32 {
+                    let pinned = peer.applied_rest()[c as usize].is_some();
+                    let local = peer.table.is_local_authority(c);
+                    assert!(
+                        !(local && pinned),
+                        "player {} cube {c}: its own, held to another's pose",
+                        peer.player()
+                    );
+                    taken_with_a_pose += usize::from(local && pinned_before[k][c as usize]);
+                    pinned_before[k][c as usize] = pinned;
+                }
+            }
+        }
+        assert!(
+            taken_with_a_pose > 0,
+            "no cube was taken while held to another's resting pose"
+        );
+    }
+
     /// Player 2's right hand: from (−3, 1.5, −3) along x at `speed` m/s and back, grip open, for `steps`.
     fn sweeping_hand(speed: f32, steps: u32) -> ScriptDriver {
         let start = Vec3::new(-3.0, 1.5, -3.0);

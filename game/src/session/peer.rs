@@ -196,7 +196,7 @@ pub struct Peer {
     /// Guest: per cube, the last resting state it had while it was the cube's authority, with the stamp then.
     rest_claims: Vec<Option<(AuthorityStamp, QuantizedState)>>,
     /// Per cube: the resting state last applied from another authority, until an awake state or a hand replaces
-    /// it (what the harness's rest-jitter measure holds a remote copy to).
+    /// it or this peer becomes its authority (what the harness's rest-jitter measure holds a remote copy to).
     applied_rest: Vec<Option<QuantizedState>>,
     /// What is drawn eases into what is simulated after every snap.
     pub smoothing: DrawSmoothing,
@@ -369,8 +369,8 @@ impl Peer {
         &self.rest_claims
     }
 
-    /// Per cube: the resting state last applied from another authority (`None` once an awake state or a hand took
-    /// over, or before any arrived).
+    /// Per cube: the resting state last applied from another authority (`None` once an awake state, a hand or this
+    /// peer's own authority took over, or before any arrived).
     pub fn applied_rest(&self) -> &[Option<QuantizedState>] {
         &self.applied_rest
     }
@@ -1156,6 +1156,12 @@ impl Peer {
                 // resting state is superseded, not lost).
                 let q = quantize_state(&self.world.state(id)?);
                 self.rest_claims[cube] = q.at_rest.then(|| (self.table.stamp(cube as u32), q));
+            }
+            if self.table.is_local_authority(cube as u32) {
+                // Its resting state is this peer's own to say now: a resting pose applied while another authority
+                // had it no longer holds it (the measure would otherwise count the sub-quantum snap of a cube that
+                // rested here off the grid, onto the same pose from its next authority, as jitter).
+                self.applied_rest[cube] = None;
             }
             let a = self.table.stamp(cube as u32).authority;
             if a != self.last_authority[cube] {
