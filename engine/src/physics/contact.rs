@@ -234,10 +234,11 @@ impl ContactSet {
 
     /// Removes contact `k` from both lists and frees its slot.
     pub fn remove(&mut self, k: u32) {
-        let c = self.contacts[k as usize];
-        let ends: &[u32] = if c.b == GROUND { &[c.a] } else { &[c.a, c.b] };
+        let c = &self.contacts[k as usize];
+        let (a, b, prev, next) = (c.a, c.b, c.prev, c.next);
+        let ends: &[u32] = if b == GROUND { &[a] } else { &[a, b] };
         for (side, &body) in ends.iter().enumerate() {
-            let (prev, next) = (c.prev[side], c.next[side]);
+            let (prev, next) = (prev[side], next[side]);
             if prev == NO_CONTACT {
                 self.first[body as usize] = next;
             } else {

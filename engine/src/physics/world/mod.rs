@@ -297,6 +297,8 @@ pub struct World {
     woken_ids: Vec<u32>,
     /// Contacts brought up to date this step (`Contact::updated`), in pair order once the islands are woken.
     updated_ids: Vec<u32>,
+    /// (pair key, slot) of `updated_ids`, for sorting them.
+    sort_keys: Vec<(u64, u32)>,
     /// Bodies whose enlarged box changed this step, and the bodies the broadphase found near one.
     leavers: Vec<u32>,
     candidates: Vec<u32>,
@@ -368,6 +370,7 @@ impl World {
             simulated_ids: Vec::new(),
             woken_ids: Vec::new(),
             updated_ids: Vec::new(),
+            sort_keys: Vec::new(),
             leavers: Vec::new(),
             candidates: Vec::new(),
             lost: Vec::new(),
@@ -455,6 +458,7 @@ impl World {
         }
         self.updated_ids
             .reserve(contacts.saturating_sub(self.updated_ids.len()));
+        self.sort_keys.reserve(contacts.saturating_sub(self.sort_keys.len()));
         self.constraints
             .reserve(contacts.saturating_sub(self.constraints.len()));
         self.order.reserve(contacts.saturating_sub(self.order.len()));

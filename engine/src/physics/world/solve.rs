@@ -55,21 +55,27 @@ impl World {
         self.constraints.clear();
         for o in 0..self.order.len() {
             let k = self.updated_ids[self.order[o].1 as usize];
-            let c = self.contacts.contacts[k as usize];
-            let slot_a = self.solver_slot(c.a);
-            let (slot_b, friction_b, restitution_b) = if c.b == GROUND {
+            let (a, b) = (
+                self.contacts.contacts[k as usize].a,
+                self.contacts.contacts[k as usize].b,
+            );
+            let slot_a = self.solver_slot(a);
+            let (slot_b, friction_b, restitution_b) = if b == GROUND {
                 (0, self.config.ground_friction, self.config.ground_restitution)
             } else {
-                let b = c.b as usize;
-                (self.solver_slot(c.b), self.friction[b], self.restitution[b])
+                (
+                    self.solver_slot(b),
+                    self.friction[b as usize],
+                    self.restitution[b as usize],
+                )
             };
-            let a = c.a as usize;
+            let (a, c) = (a as usize, &self.contacts.contacts[k as usize]);
             let friction = (self.friction[a] * friction_b).sqrt();
             let restitution = self.restitution[a].max(restitution_b);
-            let lower = lower_body(&c, &self.stack.level, &self.simulated, up);
+            let lower = lower_body(c, &self.stack.level, &self.simulated, up);
             self.constraints.push(solver::prepare(
                 k,
-                &c,
+                c,
                 slot_a,
                 slot_b,
                 &self.solver_bodies,

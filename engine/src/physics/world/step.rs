@@ -39,9 +39,7 @@ impl World {
             let deepest = self.update_contacts_of_woken();
             self.report.max_penetration = self.report.max_penetration.max(deepest);
         }
-        // Whatever is done in order from here on is done in pair order, as if the contacts were one sorted list.
-        let contacts = &self.contacts.contacts;
-        self.updated_ids.sort_unstable_by_key(|&k| contacts[k as usize].key());
+        self.sort_updated_contacts();
         // The woken bodies joined the awake set: from here on it is the bodies simulated or moved this step.
         self.awake.collect(&mut self.awake_ids);
         self.simulated_ids.clear();
@@ -155,6 +153,8 @@ impl World {
         }
         self.candidates.clear();
         self.broadphase.query(i, &mut self.candidates);
+        // In id order, so new contacts take slots in pair order and a pile's contacts lie near each other in memory.
+        self.candidates.sort_unstable();
         for c in 0..self.candidates.len() {
             let j = self.candidates[c];
             let (a, b) = (i.min(j), i.max(j));
@@ -186,6 +186,18 @@ impl World {
         }
         self.contacts
             .update(&poses!(self), &self.updated_ids, &self.moved_at, self.looks)
+    }
+
+    /// Whatever is done in order from here on is done in pair order, as if the contacts were one sorted list: the
+    /// keys are gathered once and sorted with the slots (pairs are unique, so the order is total).
+    fn sort_updated_contacts(&mut self) {
+        self.sort_keys.clear();
+        for &k in &self.updated_ids {
+            self.sort_keys.push((self.contacts.contacts[k as usize].key(), k));
+        }
+        self.sort_keys.sort_unstable();
+        self.updated_ids.clear();
+        self.updated_ids.extend(self.sort_keys.iter().map(|&(_, k)| k));
     }
 
     /// Appends body i's contacts not yet listed this step to `updated_ids`, marking them updated.
