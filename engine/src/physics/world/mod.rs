@@ -302,9 +302,8 @@ pub struct World {
     /// Bodies whose enlarged box changed this step, and the bodies the broadphase found near one.
     leavers: Vec<u32>,
     candidates: Vec<u32>,
-    /// Bodies that lost a contact this step, and where the islands' flood starts.
+    /// Bodies that lost a contact this step.
     lost: Vec<u32>,
-    seeds: Vec<u32>,
     /// Per body: may move this step (awake, a moving kinematic body or set from outside); set for `awake_ids`.
     active: Vec<bool>,
     /// Per body: the executed step (`looks`) in which its pose counts as moved, so its contacts are recomputed
@@ -374,7 +373,6 @@ impl World {
             leavers: Vec::new(),
             candidates: Vec::new(),
             lost: Vec::new(),
-            seeds: Vec::new(),
             active: Vec::new(),
             moved_at: Vec::new(),
             looks: 0,
@@ -450,7 +448,6 @@ impl World {
             &mut self.leavers,
             &mut self.candidates,
             &mut self.lost,
-            &mut self.seeds,
             &mut self.recount,
             &mut self.slot_body,
         ] {

@@ -102,22 +102,23 @@ impl World {
     /// of resting bodies nothing reaches are not built: nothing in them could change.
     fn build_islands(&mut self) {
         self.islands.clear();
-        self.seeds.clear();
         for k in 0..self.awake_ids.len() {
             let i = self.awake_ids[k];
             let u = i as usize;
             if self.kind[u] == BodyKind::Dynamic && !self.at_rest[u] && !self.removed[u] {
-                self.seeds.push(i);
+                self.flood_island(i);
             } else if self.is_moving_kinematic(u) {
-                self.for_each_pushed(i, |w, pushed| w.seeds.push(pushed));
+                self.for_each_pushed(i, |w, pushed| w.flood_island(pushed));
             }
         }
-        self.seeds.extend_from_slice(&self.lost);
-        for s in 0..self.seeds.len() {
-            let seed = self.seeds[s];
-            if self.islands.contains(seed) {
-                continue;
-            }
+        for k in 0..self.lost.len() {
+            self.flood_island(self.lost[k]);
+        }
+    }
+
+    /// Builds the island of `seed` (a dynamic body) unless it has one already.
+    fn flood_island(&mut self, seed: u32) {
+        if !self.islands.contains(seed) {
             let island = self.islands.start(seed);
             while let Some(i) = self.islands.next_pending() {
                 let mut k = self.contacts.first(i);
