@@ -146,11 +146,15 @@ impl World {
 
     /// Body i's solver slot, given one now if it has none this step: a simulated body with its mass, inertia and
     /// velocities; a moving kinematic body with its velocities and no mass; anything else fixed and at rest.
+    #[inline]
     fn solver_slot(&mut self, i: u32) -> u32 {
-        let i = i as usize;
-        if self.slot[i] != NO_CONTACT {
-            return self.slot[i];
+        match self.slot[i as usize] {
+            NO_CONTACT => self.new_solver_slot(i as usize),
+            k => k,
         }
+    }
+
+    fn new_solver_slot(&mut self, i: usize) -> u32 {
         let k = self.solver_bodies.v.len() as u32;
         let (mut v, mut w, mut inv_mass, mut inv_inertia) = (Vec3A::ZERO, Vec3A::ZERO, 0.0, Mat3A::ZERO);
         if self.simulated[i] {
