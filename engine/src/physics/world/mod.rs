@@ -107,6 +107,9 @@ pub const HIT_SPEED_M_S: f32 = 0.05;
 /// Strongest gravity a world may have (m/s², 100 g): its weight impulses and seeded loads stay far from overflow.
 pub const MAX_GRAVITY_M_S2: f32 = 1000.0;
 
+/// A body without a solver slot this step.
+const NO_SLOT: u32 = u32::MAX;
+
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
 
@@ -312,7 +315,7 @@ pub struct World {
     /// Steps that ran (not skipped because nothing moved).
     looks: u64,
     simulated: Vec<bool>,
-    /// Per body: its slot in the solver's arrays this step (slot 0 is the ground), or `NO_CONTACT` for none.
+    /// Per body: its slot in the solver's arrays this step (slot 0 is the ground), or [`NO_SLOT`] for none.
     slot: Vec<u32>,
     /// The body in each solver slot (slot k holds `slot_body[k - 1]`).
     slot_body: Vec<u32>,
@@ -425,7 +428,7 @@ impl World {
         self.contacts.add_body();
         self.active.push(false);
         self.simulated.push(false);
-        self.slot.push(NO_CONTACT);
+        self.slot.push(NO_SLOT);
         self.awake.resize(self.kind.len());
         self.awake.insert(id.0);
         self.reserve_step_buffers();

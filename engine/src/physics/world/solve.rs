@@ -6,10 +6,9 @@ use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 
 use super::super::body::{MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::super::broadphase::GROUND;
-use super::super::contact::NO_CONTACT;
 use super::super::contact_solver::{self as solver, SolverParams};
 use super::super::stack_order::lower_body;
-use super::{World, CONVERGED_IMPULSE_PER_KG};
+use super::{World, CONVERGED_IMPULSE_PER_KG, NO_SLOT};
 
 impl World {
     pub(super) fn solve(&mut self) {
@@ -140,7 +139,7 @@ impl World {
         }
         self.integrate_positions();
         for &i in &self.slot_body {
-            self.slot[i as usize] = NO_CONTACT;
+            self.slot[i as usize] = NO_SLOT;
         }
     }
 
@@ -149,7 +148,7 @@ impl World {
     #[inline]
     fn solver_slot(&mut self, i: u32) -> u32 {
         match self.slot[i as usize] {
-            NO_CONTACT => self.new_solver_slot(i as usize),
+            NO_SLOT => self.new_solver_slot(i as usize),
             k => k,
         }
     }
