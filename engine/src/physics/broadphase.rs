@@ -1,14 +1,21 @@
 //! Which bodies may touch. Each body owns an enlarged box (its bounds grown by its motion this step, the
-//! speculative distance and a fixed [`FAT_MARGIN_M`]); pairs are found by sort and sweep over those boxes along the
-//! axis where bodies are most spread out. The pair list is rebuilt only when some body leaves its enlarged box, so a
-//! settled pile costs one containment test per body per step.
+//! speculative distance and a fixed [`FAT_MARGIN_M`]), kept in a dynamic tree (`aabb_tree.rs`). Only bodies that
+//! may have moved have their bounds checked, and a body that leaves its enlarged box gets a new one and looks up
+//! its own new neighbours in the tree: the pairs of everything else stay as they were, so the cost follows the
+//! bodies that move, not the size of the world. The pairs themselves live in the contact set (one contact per pair
+//! of overlapping enlarged boxes, and one per box that reaches down to the ground); the world keeps them in step
+//! (`World::update_broadphase`).
 
 use glam::Vec3;
 
-/// Extra room around each body's bounds, so small motions don't rebuild the pair list (metres).
+use super::aabb_tree::AabbTree;
+
+/// Extra room around each body's bounds, so small motions don't change the pairs (metres).
 pub const FAT_MARGIN_M: f32 = 0.1;
 /// Pair partner that stands for the ground plane.
 pub const GROUND: u32 = u32::MAX;
+/// A body without a leaf in the tree.
+const NO_LEAF: u32 = u32::MAX;
 
 /// An axis-aligned box.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -18,6 +25,12 @@ pub struct Aabb {
 }
 
 impl Aabb {
+    /// A box that contains nothing and overlaps nothing.
+    pub const EMPTY: Aabb = Aabb {
+        min: Vec3::splat(f32::INFINITY),
+        max: Vec3::splat(f32::NEG_INFINITY),
+    };
+
     pub fn contains(&self, other: &Aabb) -> bool {
         self.min.cmple(other.min).all() && self.max.cmpge(other.max).all()
     }
@@ -34,110 +47,68 @@ impl Aabb {
     }
 }
 
-/// Candidate pairs `(a, b)` with `a < b` (the ground is `GROUND`, after every body), sorted.
+/// The enlarged boxes, by body id, and the tree over them.
 #[derive(Clone, Debug, Default)]
 pub struct Broadphase {
     fat: Vec<Aabb>,
-    order: Vec<u32>,
-    pairs: Vec<(u32, u32)>,
+    leaf: Vec<u32>,
+    tree: AabbTree,
 }
 
 impl Broadphase {
-    pub fn pairs(&self) -> &[(u32, u32)] {
-        &self.pairs
+    /// Makes room for `bodies` bodies without allocating while stepping.
+    pub fn reserve(&mut self, bodies: usize) {
+        self.tree.reserve(bodies);
     }
 
-    /// Makes room for `pairs` pairs without allocating while stepping.
-    pub fn reserve(&mut self, pairs: usize) {
-        self.pairs.reserve(pairs.saturating_sub(self.pairs.len()));
-    }
-
-    /// Adds room for one more body; it is placed on the next [`update`](Self::update).
+    /// Adds room for one more body; it is placed the first time its bounds are given.
     pub fn add_body(&mut self) {
-        // An empty box that contains nothing forces a rebuild when the body is first seen.
-        self.fat.push(Aabb {
-            min: Vec3::splat(f32::INFINITY),
-            max: Vec3::splat(f32::NEG_INFINITY),
-        });
-        self.order.push(self.fat.len() as u32 - 1);
+        // An empty box contains nothing, so the body's first bounds always leave it.
+        self.fat.push(Aabb::EMPTY);
+        self.leaf.push(NO_LEAF);
     }
 
-    /// `bounds[i]` is body i's box for this step, or `None` for a body out of the simulation. Returns true when the
-    /// pair list was rebuilt. `ground` is the ground plane's height, if there is one.
-    pub fn update(&mut self, bounds: &[Option<Aabb>], ground: Option<f32>) -> bool {
-        let mut rebuild = false;
-        for (fat, b) in self.fat.iter_mut().zip(bounds) {
-            match b {
-                Some(b) if !fat.contains(b) => {
-                    *fat = b.grown(FAT_MARGIN_M);
-                    rebuild = true;
-                }
-                None if fat.min.x.is_finite() => {
-                    // Taken out of the simulation: an empty box overlaps nothing.
-                    *fat = Aabb {
-                        min: Vec3::splat(f32::INFINITY),
-                        max: Vec3::splat(f32::NEG_INFINITY),
-                    };
-                    rebuild = true;
-                }
-                _ => {}
-            }
-        }
-        if rebuild {
-            self.rebuild(ground);
-        }
-        rebuild
+    /// Body i's enlarged box (empty for a body out of the simulation).
+    pub fn fat(&self, i: u32) -> &Aabb {
+        &self.fat[i as usize]
     }
 
-    fn rebuild(&mut self, ground: Option<f32>) {
-        let axis = self.sweep_axis();
-        let fat = &self.fat;
-        self.order.sort_unstable_by(|&i, &j| {
-            fat[i as usize].min[axis]
-                .total_cmp(&fat[j as usize].min[axis])
-                .then(i.cmp(&j))
-        });
-        self.pairs.clear();
-        for (k, &i) in self.order.iter().enumerate() {
-            let a = &fat[i as usize];
-            if !a.min.x.is_finite() {
-                continue;
-            }
-            if ground.is_some_and(|g| a.min.y <= g) {
-                self.pairs.push((i, GROUND));
-            }
-            for &j in &self.order[k + 1..] {
-                let b = &fat[j as usize];
-                if b.min[axis] > a.max[axis] {
-                    break;
-                }
-                if a.overlaps(b) {
-                    self.pairs.push((i.min(j), i.max(j)));
-                }
-            }
-        }
-        self.pairs.sort_unstable();
+    /// Whether body i's enlarged box reaches down to the ground at height `ground`.
+    pub fn reaches_ground(&self, i: u32, ground: Option<f32>) -> bool {
+        ground.is_some_and(|g| self.fat[i as usize].min.y <= g)
     }
 
-    /// The axis along which the boxes' centres vary most, so the sweep meets the fewest candidates.
-    fn sweep_axis(&self) -> usize {
-        let (mut sum, mut sum2, mut n) = (Vec3::ZERO, Vec3::ZERO, 0.0f32);
-        for b in self.fat.iter().filter(|b| b.min.x.is_finite()) {
-            let c = (b.min + b.max) * 0.5;
-            sum += c;
-            sum2 += c * c;
-            n += 1.0;
+    /// `bounds` is body i's box for this step, or `None` for a body out of the simulation. Returns true when its
+    /// enlarged box changed, so its pairs must be found anew.
+    pub fn update(&mut self, i: u32, bounds: Option<Aabb>) -> bool {
+        let fat = &mut self.fat[i as usize];
+        let new = match bounds {
+            Some(b) if !fat.contains(&b) => b.grown(FAT_MARGIN_M),
+            // Taken out of the simulation: an empty box overlaps nothing.
+            None if fat.min.x.is_finite() => Aabb::EMPTY,
+            _ => return false,
+        };
+        *fat = new;
+        let leaf = &mut self.leaf[i as usize];
+        if *leaf != NO_LEAF {
+            self.tree.remove(*leaf);
+            *leaf = NO_LEAF;
         }
-        if n == 0.0 {
-            return 0;
+        if new.min.x.is_finite() {
+            *leaf = self.tree.insert(i, new);
         }
-        let var = sum2 / n - (sum / n) * (sum / n);
-        if var.x >= var.y && var.x >= var.z {
-            0
-        } else if var.y >= var.z {
-            1
-        } else {
-            2
+        true
+    }
+
+    /// Appends to `out` every other body whose enlarged box overlaps body i's.
+    pub fn query(&mut self, i: u32, out: &mut Vec<u32>) {
+        let fat = self.fat[i as usize];
+        if fat.min.x.is_finite() {
+            let start = out.len();
+            self.tree.query(&fat, out);
+            if let Some(k) = out[start..].iter().position(|&j| j == i) {
+                out.swap_remove(start + k);
+            }
         }
     }
 }
@@ -153,6 +124,13 @@ mod tests {
         })
     }
 
+    fn neighbours(bp: &mut Broadphase, i: u32) -> Vec<u32> {
+        let mut out = Vec::new();
+        bp.query(i, &mut out);
+        out.sort_unstable();
+        out
+    }
+
     #[test]
     fn finds_touching_and_ground_pairs_only() {
         let mut bp = Broadphase::default();
@@ -161,29 +139,29 @@ mod tests {
             Vec3::new(0.0, 1.5, 0.0),
             Vec3::new(5.0, 0.5, 0.0),
         ];
-        for _ in centres {
+        for (i, &c) in centres.iter().enumerate() {
             bp.add_body();
+            assert!(bp.update(i as u32, unit_box(c)));
         }
-        let bounds: Vec<_> = centres.iter().map(|&c| unit_box(c)).collect();
-        assert!(bp.update(&bounds, Some(0.0)));
-        assert_eq!(bp.pairs(), &[(0, 1), (0, GROUND), (2, GROUND)]);
-        // Nothing moved out of its enlarged box: no rebuild.
-        assert!(!bp.update(&bounds, Some(0.0)));
+        assert_eq!(neighbours(&mut bp, 0), vec![1]);
+        assert_eq!(neighbours(&mut bp, 2), Vec::<u32>::new());
+        assert!(bp.reaches_ground(0, Some(0.0)) && !bp.reaches_ground(1, Some(0.0)));
+        // Nothing moved out of its enlarged box: nothing to redo.
+        assert!(!bp.update(0, unit_box(centres[0])));
     }
 
     #[test]
-    fn moving_out_rebuilds_and_removed_bodies_drop_out() {
+    fn moving_out_finds_new_neighbours_and_removed_bodies_drop_out() {
         let mut bp = Broadphase::default();
         bp.add_body();
         bp.add_body();
-        let mut bounds = vec![unit_box(Vec3::new(0.0, 0.5, 0.0)), unit_box(Vec3::new(3.0, 0.5, 0.0))];
-        bp.update(&bounds, None);
-        assert!(bp.pairs().is_empty());
-        bounds[1] = unit_box(Vec3::new(1.0, 0.5, 0.0));
-        assert!(bp.update(&bounds, None));
-        assert_eq!(bp.pairs(), &[(0, 1)]);
-        bounds[1] = None;
-        assert!(bp.update(&bounds, None));
-        assert!(bp.pairs().is_empty());
+        bp.update(0, unit_box(Vec3::new(0.0, 0.5, 0.0)));
+        bp.update(1, unit_box(Vec3::new(3.0, 0.5, 0.0)));
+        assert!(neighbours(&mut bp, 0).is_empty());
+        assert!(bp.update(1, unit_box(Vec3::new(1.0, 0.5, 0.0))));
+        assert_eq!(neighbours(&mut bp, 1), vec![0]);
+        assert!(bp.update(1, None));
+        assert!(neighbours(&mut bp, 0).is_empty() && neighbours(&mut bp, 1).is_empty());
+        assert!(!bp.update(1, None), "already out");
     }
 }

@@ -1,6 +1,9 @@
-//! The persistent contact list: one entry per broadphase pair, kept in pair order so it can be merged with a new
-//! pair list in one pass. Each step the pairs that involve a moving body get a fresh manifold, and every new point
-//! takes the impulses of last step's point with the same feature id (warm starting).
+//! The persistent contacts: one per pair of bodies whose enlarged boxes overlap (or a box that reaches the
+//! ground), kept in slots that are reused, each linked into both bodies' lists, so a body's contacts are found
+//! without looking at anyone else's (Box2D's contact edges). A step brings up to date only the contacts of bodies
+//! that may move, and every new point takes the impulses of last step's point with the same feature id (warm
+//! starting). Whatever is done in order is done in pair order: the lists a step works on are sorted by
+//! [`Contact::key`], so slot numbers never show in the results.
 
 use glam::{Mat3, Quat, Vec3};
 
@@ -48,10 +51,16 @@ pub struct Contact {
     /// manifold's separations follow the bodies' relative motion since, so slow sinking is seen, not ratcheted.
     pub built_at: [Vec3; 2],
     pub built_separation: [f32; MAX_MANIFOLD_POINTS],
+    /// Neighbours in body a's list (`[0]`) and body b's (`[1]`, unused for the ground); [`NO_CONTACT`] ends a list.
+    pub(crate) next: [u32; 2],
+    pub(crate) prev: [u32; 2],
 }
 
+/// No contact: the end of a list, or a free slot's body.
+pub const NO_CONTACT: u32 = u32::MAX;
+
 impl Contact {
-    fn new(a: u32, b: u32) -> Contact {
+    pub fn new(a: u32, b: u32) -> Contact {
         Contact {
             a,
             b,
@@ -61,7 +70,33 @@ impl Contact {
             built: false,
             built_at: [Vec3::ZERO; 2],
             built_separation: [0.0; MAX_MANIFOLD_POINTS],
+            next: [NO_CONTACT; 2],
+            prev: [NO_CONTACT; 2],
         }
+    }
+
+    /// Sort key: the pair (a, b), the ground after every body.
+    pub fn key(&self) -> u64 {
+        u64::from(self.a) << 32 | u64::from(self.b)
+    }
+
+    /// Whether the slot holds a contact.
+    pub fn live(&self) -> bool {
+        self.a != NO_CONTACT
+    }
+
+    /// The other body of the contact seen from `body` (`GROUND` for the ground).
+    pub fn other(&self, body: u32) -> u32 {
+        if self.a == body {
+            self.b
+        } else {
+            self.a
+        }
+    }
+
+    /// Which of the two link slots is body `body`'s.
+    fn side(&self, body: u32) -> usize {
+        usize::from(self.a != body)
     }
 
     pub fn touching(&self) -> bool {
@@ -108,58 +143,136 @@ fn matching_point<'a>(old: &'a [ManifoldPoint], p: &ManifoldPoint) -> Option<&'a
     })
 }
 
-/// All contacts, in pair order.
-#[derive(Clone, Debug, Default)]
+/// All contacts, in slots, and each body's list of them.
+#[derive(Debug, Default)]
 pub struct ContactSet {
+    /// Slots; a free one has `a == NO_CONTACT`.
     pub contacts: Vec<Contact>,
-    scratch: Vec<Contact>,
+    free: Vec<u32>,
+    /// Per body: the first contact of its list.
+    first: Vec<u32>,
+}
+
+/// A copy of `v` with the same room reserved: a cloned world (a snapshot, a benchmark's copy) must not allocate
+/// when it steps, and a derived clone keeps only the length.
+pub fn clone_with_capacity<T: Clone>(v: &Vec<T>) -> Vec<T> {
+    let mut out = Vec::with_capacity(v.capacity());
+    out.extend_from_slice(v);
+    out
+}
+
+impl Clone for ContactSet {
+    fn clone(&self) -> Self {
+        ContactSet {
+            contacts: clone_with_capacity(&self.contacts),
+            free: clone_with_capacity(&self.free),
+            first: self.first.clone(),
+        }
+    }
 }
 
 impl ContactSet {
     /// Makes room for `contacts` contacts without allocating while stepping.
     pub fn reserve(&mut self, contacts: usize) {
         self.contacts.reserve(contacts.saturating_sub(self.contacts.len()));
-        self.scratch.reserve(contacts.saturating_sub(self.scratch.len()));
+        self.free.reserve(contacts.saturating_sub(self.free.len()));
     }
 
-    /// Replaces the contact list by one entry per pair, keeping existing entries (and their impulses).
-    /// Both lists are sorted by pair, so this is one merge.
-    pub fn sync_with_pairs(&mut self, pairs: &[(u32, u32)]) {
-        self.scratch.clear();
-        let mut old = self.contacts.iter().peekable();
-        for &(a, b) in pairs {
-            while old.next_if(|c| (c.a, c.b) < (a, b)).is_some() {}
-            match old.next_if(|c| (c.a, c.b) == (a, b)) {
-                Some(c) => self.scratch.push(*c),
-                None => self.scratch.push(Contact::new(a, b)),
+    /// Adds an empty list for one more body.
+    pub fn add_body(&mut self) {
+        self.first.push(NO_CONTACT);
+    }
+
+    /// Body i's first contact ([`NO_CONTACT`] for none); walk on with [`ContactSet::next`].
+    pub fn first(&self, i: u32) -> u32 {
+        self.first[i as usize]
+    }
+
+    /// The contact after `k` in body i's list.
+    pub fn next(&self, k: u32, i: u32) -> u32 {
+        let c = &self.contacts[k as usize];
+        c.next[c.side(i)]
+    }
+
+    /// The contact between a and b (a < b, b may be the ground), if there is one.
+    pub fn find(&self, a: u32, b: u32) -> Option<u32> {
+        let mut k = self.first(a);
+        while k != NO_CONTACT {
+            let c = &self.contacts[k as usize];
+            if c.a == a && c.b == b {
+                return Some(k);
+            }
+            k = self.next(k, a);
+        }
+        None
+    }
+
+    /// Adds a contact between a and b (a < b, b may be the ground) at the front of both lists; returns its slot.
+    pub fn insert(&mut self, a: u32, b: u32) -> u32 {
+        let mut c = Contact::new(a, b);
+        let k = match self.free.pop() {
+            Some(k) => k,
+            None => {
+                self.contacts.push(c);
+                self.contacts.len() as u32 - 1
+            }
+        };
+        let ends: &[u32] = if b == GROUND { &[a] } else { &[a, b] };
+        for (side, &body) in ends.iter().enumerate() {
+            let head = self.first[body as usize];
+            c.next[side] = head;
+            if head != NO_CONTACT {
+                let h = &mut self.contacts[head as usize];
+                let s = h.side(body);
+                h.prev[s] = k;
+            }
+            self.first[body as usize] = k;
+        }
+        self.contacts[k as usize] = c;
+        k
+    }
+
+    /// Removes contact `k` from both lists and frees its slot.
+    pub fn remove(&mut self, k: u32) {
+        let c = &self.contacts[k as usize];
+        let (a, b, prev, next) = (c.a, c.b, c.prev, c.next);
+        let ends: &[u32] = if b == GROUND { &[a] } else { &[a, b] };
+        for (side, &body) in ends.iter().enumerate() {
+            let (prev, next) = (prev[side], next[side]);
+            if prev == NO_CONTACT {
+                self.first[body as usize] = next;
+            } else {
+                let p = &mut self.contacts[prev as usize];
+                let s = p.side(body);
+                p.next[s] = next;
+            }
+            if next != NO_CONTACT {
+                let n = &mut self.contacts[next as usize];
+                let s = n.side(body);
+                n.prev[s] = prev;
             }
         }
-        std::mem::swap(&mut self.contacts, &mut self.scratch);
+        self.contacts[k as usize].a = NO_CONTACT;
+        self.free.push(k);
     }
 
-    /// Brings every contact for which `active(a) || active(b)` up to date, and returns the deepest overlap among
-    /// them (metres, ≥ 0). A manifold is recomputed only when one of its bodies `moved` (see
-    /// [`World`](super::World)'s pose references); otherwise last step's manifold still holds to within the
-    /// reference tolerance and is kept, impulses included. With `again`, only contacts not yet updated this step
-    /// are looked at (bodies woken after the first pass).
-    pub fn update(&mut self, poses: &BodyPoses, active: &[bool], moved: &[bool], again: bool) -> f32 {
+    /// Brings contacts `ids` up to date (the world lists the contacts of the bodies that may move and marks them
+    /// `updated`), and returns the deepest overlap among them (metres, ≥ 0). A manifold is recomputed only when
+    /// one of its bodies `moved` (see [`World`](super::World)'s pose references); otherwise last step's manifold
+    /// still holds to within the reference tolerance and is kept, impulses included. A body moved when its
+    /// `moved_at` stamp is `now`.
+    pub fn update(&mut self, poses: &BodyPoses, ids: &[u32], moved_at: &[u64], now: u64) -> f32 {
+        let moved = |i: usize| moved_at[i] == now;
         let mut deepest = 0.0f32;
-        for c in &mut self.contacts {
+        for &k in ids {
+            let c = &mut self.contacts[k as usize];
             let (a, b) = (c.a as usize, c.b);
-            let involved = active[a] || (b != GROUND && active[b as usize]);
-            if again && (c.updated || !involved) {
-                continue;
-            }
-            c.updated = involved;
-            if !c.updated {
-                continue;
-            }
             let position_b = if b == GROUND {
                 Vec3::ZERO
             } else {
                 poses.position[b as usize]
             };
-            if c.built && !moved[a] && (b == GROUND || !moved[b as usize]) {
+            if c.built && !moved(a) && (b == GROUND || !moved(b as usize)) {
                 c.fresh = false;
                 let shift = c
                     .manifold
@@ -226,9 +339,12 @@ impl ContactSet {
         deepest
     }
 
-    /// Appends to `out` every updated contact that touched or pushed this step.
-    pub fn report(&self, out: &mut Vec<ContactReport>) {
-        for c in self.contacts.iter().filter(|c| c.updated && c.manifold.count > 0) {
+    /// Appends to `out` every contact of `ids` (updated this step, in pair order) that touched or pushed.
+    pub fn report(&self, ids: &[u32], out: &mut Vec<ContactReport>) {
+        for c in ids.iter().map(|&k| &self.contacts[k as usize]) {
+            if c.manifold.count == 0 {
+                continue;
+            }
             let pts = c.manifold.points();
             let max_normal_impulse = pts.iter().fold(0.0f32, |m, p| m.max(p.max_normal_impulse));
             if max_normal_impulse <= 0.0 && !c.touching() {
@@ -250,12 +366,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn sync_keeps_surviving_contacts_and_adds_new_ones_in_order() {
+    fn contacts_are_found_from_either_body_and_slots_are_reused() {
         let mut set = ContactSet::default();
-        set.sync_with_pairs(&[(0, 1), (1, 2)]);
-        set.contacts[1].manifold.count = 3;
-        set.sync_with_pairs(&[(0, 2), (1, 2), (1, GROUND)]);
-        let keys: Vec<_> = set.contacts.iter().map(|c| (c.a, c.b, c.manifold.count)).collect();
-        assert_eq!(keys, vec![(0, 2, 0), (1, 2, 3), (1, GROUND, 0)]);
+        for _ in 0..3 {
+            set.add_body();
+        }
+        let k01 = set.insert(0, 1);
+        let k12 = set.insert(1, 2);
+        let k1g = set.insert(1, GROUND);
+        let list = |set: &ContactSet, i: u32| {
+            let mut out = Vec::new();
+            let mut k = set.first(i);
+            while k != NO_CONTACT {
+                out.push(k);
+                k = set.next(k, i);
+            }
+            out.sort_unstable();
+            out
+        };
+        assert_eq!(list(&set, 1), vec![k01, k12, k1g]);
+        set.remove(k12);
+        assert_eq!(list(&set, 1), vec![k01, k1g]);
+        assert_eq!(list(&set, 2), Vec::<u32>::new());
+        assert_eq!(set.find(0, 1), Some(k01));
+        assert_eq!(set.find(1, 2), None);
+        assert_eq!(set.insert(0, 2), k12, "the freed slot is reused");
+        assert_eq!(list(&set, 0), vec![k01, k12]);
+        assert!(set.contacts[k12 as usize].key() < set.contacts[k1g as usize].key());
     }
 }

@@ -2,11 +2,12 @@
 //!
 //! One file per idea, in the order a step runs them:
 //! - [`body`]: bodies as plain data and the limits their values are checked against.
-//! - [`broadphase`]: which bodies are near each other (sort and sweep over enlarged boxes, rebuilt only when a body
-//!   leaves its enlarged box).
+//! - [`awake_set`]: the bodies a step looks at; everything else rests untouched and costs a step nothing.
+//! - [`broadphase`]: which bodies are near each other (enlarged boxes in the dynamic tree of [`aabb_tree`]; a body
+//!   that leaves its box finds its own new neighbours).
 //! - [`box_plane`], [`box_box`]: contact manifolds (≤ 4 points with feature ids) for one pair; [`manifold`] holds the
 //!   shared types and the 4-point reduction.
-//! - [`contact`]: the persistent contact list, warm-start matching by feature id, and the per-step contact report.
+//! - [`contact`]: the persistent contacts, in slots linked into each body's list, warm-start matching by feature id, and the per-step contact report.
 //! - [`island`]: bodies joined by touching contacts; whole islands wake and go to rest together.
 //! - [`stack_order`]: how high each body sits in its stack, so the solver can work from the ground up.
 //! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
@@ -18,6 +19,8 @@
 //! Everything is deterministic: no hash maps, no threads, sorts on unique keys only. The same scene and inputs on
 //! the same build give bit-identical state.
 
+pub mod aabb_tree;
+pub mod awake_set;
 pub mod body;
 pub mod box_box;
 pub mod box_plane;

@@ -90,9 +90,14 @@ pub fn lower_body(c: &Contact, level: &[u32], simulated: &[bool], up: Vec3) -> u
 /// The levels and the scratch for the search, kept between steps so nothing is allocated once sized.
 #[derive(Clone, Debug, Default)]
 pub struct StackOrder {
+    /// Per body id: its height this step; [`UNSUPPORTED`] for every body not simulated this step.
     pub level: Vec<u32>,
-    /// Adjacency between moving bodies in compressed rows: neighbours of i are `neighbours[offsets[i]..offsets[i+1]]`,
-    /// with [`SIDE_BIT`] set for a side contact.
+    /// The bodies given a level by the last [`StackOrder::compute`], reset by the next.
+    levelled: Vec<u32>,
+    /// Per body id: its row in the adjacency (valid for the bodies simulated this step).
+    row: Vec<u32>,
+    /// Adjacency between moving bodies in compressed rows: neighbours of the body in row r are
+    /// `neighbours[offsets[r]..offsets[r+1]]`, with [`SIDE_BIT`] set for a side contact.
     offsets: Vec<u32>,
     cursor: Vec<u32>,
     neighbours: Vec<u32>,
@@ -102,39 +107,58 @@ pub struct StackOrder {
 impl StackOrder {
     /// Makes room for `bodies` bodies and `contacts` contacts without allocating while stepping.
     pub fn reserve(&mut self, bodies: usize, contacts: usize) {
-        for v in [&mut self.level, &mut self.offsets, &mut self.cursor, &mut self.queue] {
+        self.level.resize(bodies, UNSUPPORTED);
+        self.row.resize(bodies, 0);
+        for v in [&mut self.levelled, &mut self.offsets, &mut self.cursor, &mut self.queue] {
             v.reserve((bodies + 1).saturating_sub(v.len()));
         }
         self.neighbours
             .reserve((2 * contacts).saturating_sub(self.neighbours.len()));
     }
 
-    /// `simulated[i]`: body i moves this step; whatever else a contact touches counts as fixed support — unless it
-    /// presses from above (`up` is against gravity): a held cube set on a stack holds nothing up, and counting it
-    /// as a base would order the column from both ends at once. Levels spread through contacts that can carry
-    /// weight first; only then do side contacts reach the bodies still without a level.
-    pub fn compute(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
-        self.level.clear();
-        self.level.resize(simulated.len(), UNSUPPORTED);
+    /// `bodies`: the bodies that move this step (`simulated[i]`, by id), ascending; `ids`: the contacts of this
+    /// step (every contact of a moving body among them), in pair order. Whatever else a contact touches counts as
+    /// fixed support — unless it presses from above (`up` is against gravity): a held cube set on a stack holds
+    /// nothing up, and counting it as a base would order the column from both ends at once. Levels spread through
+    /// contacts that can carry weight first; only then do side contacts reach the bodies still without a level.
+    pub fn compute(&mut self, contacts: &[Contact], ids: &[u32], bodies: &[u32], simulated: &[bool], up: Vec3) {
+        if self.level.len() < simulated.len() {
+            self.level.resize(simulated.len(), UNSUPPORTED);
+            self.row.resize(simulated.len(), 0);
+        }
+        self.forget();
+        self.levelled.extend_from_slice(bodies);
+        for (r, &i) in bodies.iter().enumerate() {
+            self.level[i as usize] = UNSUPPORTED;
+            self.row[i as usize] = r as u32;
+        }
         self.queue.clear();
-        let side_links = self.build_adjacency(contacts, simulated, up);
-        let side_roots = self.add_roots(contacts, simulated, up, true);
+        let side_links = self.build_adjacency(contacts, ids, bodies.len(), simulated, up);
+        let side_roots = self.add_roots(contacts, ids, simulated, up, true);
         self.spread(false);
         // Most scenes have no side contact between moving bodies (a field of cubes): then there is no second round.
         if side_roots {
-            self.add_roots(contacts, simulated, up, false);
+            self.add_roots(contacts, ids, simulated, up, false);
         }
         if side_links || side_roots {
             self.spread(true);
         }
     }
 
+    /// Puts every level back to [`UNSUPPORTED`], touching only the bodies the last [`StackOrder::compute`] levelled.
+    pub fn forget(&mut self) {
+        for &i in &self.levelled {
+            self.level[i as usize] = UNSUPPORTED;
+        }
+        self.levelled.clear();
+    }
+
     /// Bodies touching something fixed through a contact that can (`supporting`) or cannot carry weight. Returns
     /// whether a contact of the other kind would have given a root.
-    fn add_roots(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3, supporting: bool) -> bool {
+    fn add_roots(&mut self, contacts: &[Contact], ids: &[u32], simulated: &[bool], up: Vec3, supporting: bool) -> bool {
         let moves = |i: u32| i != GROUND && simulated[i as usize];
         let mut other_kind = false;
-        for c in contacts.iter().filter(|c| reaches_ground(c)) {
+        for c in ids.iter().map(|&k| &contacts[k as usize]).filter(|c| reaches_ground(c)) {
             let root = match (moves(c.a), moves(c.b)) {
                 (true, false) if !presses_from_above(c, true, up) => c.a,
                 (false, true) if !presses_from_above(c, false, up) => c.b,
@@ -149,31 +173,39 @@ impl StackOrder {
         other_kind
     }
 
-    /// Compressed adjacency between moving bodies over touching contacts; returns whether any is a side contact.
-    fn build_adjacency(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) -> bool {
-        let n = simulated.len();
+    /// Compressed adjacency between the `rows` moving bodies over touching contacts; returns whether any is a side
+    /// contact.
+    fn build_adjacency(
+        &mut self,
+        contacts: &[Contact],
+        ids: &[u32],
+        rows: usize,
+        simulated: &[bool],
+        up: Vec3,
+    ) -> bool {
         let both_move =
-            |c: &Contact| c.touching() && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
+            |c: &&Contact| c.touching() && c.b != GROUND && simulated[c.a as usize] && simulated[c.b as usize];
         self.offsets.clear();
-        self.offsets.resize(n + 1, 0);
-        for c in contacts.iter().filter(|c| both_move(c)) {
-            self.offsets[c.a as usize + 1] += 1;
-            self.offsets[c.b as usize + 1] += 1;
+        self.offsets.resize(rows + 1, 0);
+        for c in ids.iter().map(|&k| &contacts[k as usize]).filter(both_move) {
+            self.offsets[self.row[c.a as usize] as usize + 1] += 1;
+            self.offsets[self.row[c.b as usize] as usize + 1] += 1;
         }
-        for i in 0..n {
-            self.offsets[i + 1] += self.offsets[i];
+        for r in 0..rows {
+            self.offsets[r + 1] += self.offsets[r];
         }
         self.cursor.clear();
-        self.cursor.extend_from_slice(&self.offsets[..n]);
+        self.cursor.extend_from_slice(&self.offsets[..rows]);
         self.neighbours.clear();
-        self.neighbours.resize(self.offsets[n] as usize, 0);
+        self.neighbours.resize(self.offsets[rows] as usize, 0);
         let mut any_side = false;
-        for c in contacts.iter().filter(|c| both_move(c)) {
+        for c in ids.iter().map(|&k| &contacts[k as usize]).filter(both_move) {
             let side = if can_support(c, up) { 0 } else { SIDE_BIT };
             any_side |= side != 0;
             for (x, y) in [(c.a, c.b), (c.b, c.a)] {
-                self.neighbours[self.cursor[x as usize] as usize] = y | side;
-                self.cursor[x as usize] += 1;
+                let r = self.row[x as usize] as usize;
+                self.neighbours[self.cursor[r] as usize] = y | side;
+                self.cursor[r] += 1;
             }
         }
         any_side
@@ -186,7 +218,8 @@ impl StackOrder {
         while head < self.queue.len() {
             let i = self.queue[head] as usize;
             head += 1;
-            for k in self.offsets[i]..self.offsets[i + 1] {
+            let r = self.row[i] as usize;
+            for k in self.offsets[r]..self.offsets[r + 1] {
                 let entry = self.neighbours[k as usize];
                 let j = (entry & !SIDE_BIT) as usize;
                 if (sides || entry & SIDE_BIT == 0) && self.level[j] == UNSUPPORTED {
@@ -203,6 +236,14 @@ impl StackOrder {
             self.queue.push(i);
         }
     }
+
+    /// Every contact given, every body flagged in `simulated`: for tests.
+    #[cfg(test)]
+    fn compute_all(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
+        let ids: Vec<u32> = (0..contacts.len() as u32).collect();
+        let bodies: Vec<u32> = (0..simulated.len() as u32).filter(|&i| simulated[i as usize]).collect();
+        self.compute(contacts, &ids, &bodies, simulated, up);
+    }
 }
 
 #[cfg(test)]
@@ -217,14 +258,11 @@ mod tests {
         };
         m.points[0].separation = 0.0;
         Contact {
-            a,
-            b,
             manifold: m,
             updated: true,
             fresh: false,
             built: true,
-            built_at: [glam::Vec3::ZERO; 2],
-            built_separation: [0.0; 4],
+            ..Contact::new(a, b)
         }
     }
 
@@ -232,7 +270,7 @@ mod tests {
     fn levels_count_up_from_the_ground_and_loose_bodies_are_unsupported() {
         let contacts = [touching(0, 1), touching(0, GROUND), touching(1, 2), touching(3, 4)];
         let mut order = StackOrder::default();
-        order.compute(&contacts, &[true; 5], Vec3::Y);
+        order.compute_all(&contacts, &[true; 5], Vec3::Y);
         assert_eq!(order.level, vec![0, 1, 2, UNSUPPORTED, UNSUPPORTED]);
     }
 
@@ -240,7 +278,7 @@ mod tests {
     fn a_resting_body_is_support_too() {
         let contacts = [touching(0, 1), touching(1, 2)];
         let mut order = StackOrder::default();
-        order.compute(&contacts, &[false, true, true], Vec3::Y);
+        order.compute_all(&contacts, &[false, true, true], Vec3::Y);
         assert_eq!(order.level, vec![UNSUPPORTED, 0, 1]);
     }
 }
@@ -267,7 +305,7 @@ mod side_tests {
             touching_with_normal(3, 4, Vec3::X),
         ];
         let mut order = StackOrder::default();
-        order.compute(&contacts, &[true; 5], Vec3::Y);
+        order.compute_all(&contacts, &[true; 5], Vec3::Y);
         assert_eq!(order.level, vec![0, 1, 0, 1, 2]);
         let lower = |k: usize| lower_body(&contacts[k], &order.level, &[true; 5], Vec3::Y);
         assert_eq!(lower(1), 1, "0 holds 1 up");
@@ -296,7 +334,7 @@ mod pressing_tests {
             touching_with_normal(1, 4, -Vec3::Y),
         ];
         let mut order = StackOrder::default();
-        order.compute(&contacts, &[true, false, true, false, true], Vec3::Y);
+        order.compute_all(&contacts, &[true, false, true, false, true], Vec3::Y);
         assert_eq!(order.level[0], 0, "held up by the ground");
         assert_eq!(order.level[2], 0, "a fixed body beside still holds");
         assert_eq!(
@@ -322,14 +360,11 @@ mod tests_support {
         };
         m.points[0].separation = 0.0;
         Contact {
-            a,
-            b,
             manifold: m,
             updated: true,
             fresh: false,
             built: true,
-            built_at: [Vec3::ZERO; 2],
-            built_separation: [0.0; 4],
+            ..Contact::new(a, b)
         }
     }
 }

@@ -9,11 +9,12 @@
 
 use glam::{Mat3, Quat, Vec3};
 
+use super::awake_set::AwakeSet;
 use super::body::{
     inverse_mass_properties, validate_pose, validate_velocities, MAX_FRICTION, MAX_LINEAR_SPEED_M_S, MAX_POSITION_M,
 };
 use super::broadphase::{Aabb, Broadphase, GROUND};
-use super::contact::ContactSet;
+use super::contact::{ContactSet, NO_CONTACT};
 use super::contact_solver::{ContactConstraint, SolverBodies};
 use super::island::Islands;
 use super::rest::MotionHistory;
@@ -105,6 +106,9 @@ pub const HIT_SPEED_M_S: f32 = 0.05;
 
 /// Strongest gravity a world may have (m/s², 100 g): its weight impulses and seeded loads stay far from overflow.
 pub const MAX_GRAVITY_M_S2: f32 = 1000.0;
+
+/// A body without a solver slot this step.
+const NO_SLOT: u32 = u32::MAX;
 
 /// Contacts per body the step buffers are sized for when bodies are added.
 pub const RESERVED_CONTACTS_PER_BODY: usize = 6;
@@ -253,6 +257,8 @@ pub struct World {
     linear_velocity: Vec<Vec3>,
     angular_velocity: Vec<Vec3>,
     at_rest: Vec<bool>,
+    /// How many bodies are at rest (kept as `at_rest` changes, so a step never counts them).
+    resting: usize,
     /// Fell below the world floor: out of the simulation until its state is set again.
     removed: Vec<bool>,
     /// State set from outside since the last step: its contacts must be recomputed.
@@ -267,9 +273,13 @@ pub struct World {
     woken_by_remote: Vec<bool>,
     /// Rest detection's window of recent poses and velocities (see [`super::rest`]).
     history: Vec<MotionHistory>,
-    /// Touching contacts per body last step and this step (see [`World::wake_bodies_that_lost_a_contact`]).
-    touching_before: Vec<u32>,
-    touching_now: Vec<u32>,
+    /// Touching contacts per body when last counted (see [`World::wake_bodies_that_lost_a_contact`]); a body's
+    /// count is redone only in a step that may change it (`recount`).
+    touching: Vec<u32>,
+    /// Bodies whose touching contacts must be counted again this step (a contact of theirs was updated, added or
+    /// removed, or `set_remote` changed how they count), and the flag that keeps each listed once.
+    recount: Vec<u32>,
+    in_recount: Vec<bool>,
     /// Pose each body had when its contacts were last computed (see [`POSE_REFERENCE_TOLERANCE`]).
     reference_position: Vec<Vec3>,
     reference_rotation: Vec<Quat>,
@@ -278,14 +288,40 @@ pub struct World {
     islands: Islands,
     stack: StackOrder,
     steps: u64,
+    /// The bodies a step looks at (see `awake_set.rs`): everything that moves or may have moved since it was last
+    /// looked at. Everything else rests untouched and costs a step nothing.
+    awake: AwakeSet,
     // Per-step scratch, kept to avoid allocating while running.
-    bounds: Vec<Option<Aabb>>,
+    /// This step's members of `awake`, ascending.
+    awake_ids: Vec<u32>,
+    /// Bodies simulated this step, ascending.
+    simulated_ids: Vec<u32>,
+    /// Bodies woken by their island this step.
+    woken_ids: Vec<u32>,
+    /// Contacts brought up to date this step (`Contact::updated`), in pair order once the islands are woken.
+    updated_ids: Vec<u32>,
+    /// (pair key, slot) of `updated_ids`, for sorting them.
+    sort_keys: Vec<(u64, u32)>,
+    /// Bodies whose enlarged box changed this step, and the bodies the broadphase found near one.
+    leavers: Vec<u32>,
+    candidates: Vec<u32>,
+    /// Bodies that lost a contact this step.
+    lost: Vec<u32>,
+    /// Per body: may move this step (awake, a moving kinematic body or set from outside); set for `awake_ids`.
     active: Vec<bool>,
-    moved: Vec<bool>,
+    /// Per body: the executed step (`looks`) in which its pose counts as moved, so its contacts are recomputed
+    /// rather than kept (see [`World::pose_moved`]). A stamp, not a flag: nothing needs clearing afterwards.
+    moved_at: Vec<u64>,
+    /// Steps that ran (not skipped because nothing moved).
+    looks: u64,
     simulated: Vec<bool>,
+    /// Per body: its slot in the solver's arrays this step (slot 0 is the ground), or [`NO_SLOT`] for none.
+    slot: Vec<u32>,
+    /// The body in each solver slot (slot k holds `slot_body[k - 1]`).
+    slot_body: Vec<u32>,
     solver_bodies: SolverBodies,
     constraints: Vec<ContactConstraint>,
-    /// (stack level, contact index) of the contacts solved this step, sorted.
+    /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted.
     order: Vec<(u32, u32)>,
     /// Seeding scratch: weight impulse, carried load and support count per solver slot.
     weight: Vec<f32>,
@@ -314,14 +350,16 @@ impl World {
             linear_velocity: Vec::new(),
             angular_velocity: Vec::new(),
             at_rest: Vec::new(),
+            resting: 0,
             removed: Vec::new(),
             moved_from_outside: Vec::new(),
             rest_detection: Vec::new(),
             remote: Vec::new(),
             woken_by_remote: Vec::new(),
             history: Vec::new(),
-            touching_before: Vec::new(),
-            touching_now: Vec::new(),
+            touching: Vec::new(),
+            recount: Vec::new(),
+            in_recount: Vec::new(),
             reference_position: Vec::new(),
             reference_rotation: Vec::new(),
             broadphase: Broadphase::default(),
@@ -329,10 +367,21 @@ impl World {
             islands: Islands::default(),
             stack: StackOrder::default(),
             steps: 0,
-            bounds: Vec::new(),
+            awake: AwakeSet::default(),
+            awake_ids: Vec::new(),
+            simulated_ids: Vec::new(),
+            woken_ids: Vec::new(),
+            updated_ids: Vec::new(),
+            sort_keys: Vec::new(),
+            leavers: Vec::new(),
+            candidates: Vec::new(),
+            lost: Vec::new(),
             active: Vec::new(),
-            moved: Vec::new(),
+            moved_at: Vec::new(),
+            looks: 0,
             simulated: Vec::new(),
+            slot: Vec::new(),
+            slot_body: Vec::new(),
             solver_bodies: SolverBodies::default(),
             constraints: Vec::new(),
             order: Vec::new(),
@@ -370,15 +419,18 @@ impl World {
         self.remote.push(false);
         self.woken_by_remote.push(false);
         self.history.push(MotionHistory::default());
-        self.touching_before.push(0);
-        self.touching_now.push(0);
+        self.touching.push(0);
+        self.in_recount.push(false);
         self.reference_position.push(d.position);
         self.reference_rotation.push(d.rotation);
-        self.moved.push(true);
+        self.moved_at.push(0);
         self.broadphase.add_body();
-        self.bounds.push(None);
+        self.contacts.add_body();
         self.active.push(false);
         self.simulated.push(false);
+        self.slot.push(NO_SLOT);
+        self.awake.resize(self.kind.len());
+        self.awake.insert(id.0);
         self.reserve_step_buffers();
         Ok(id)
     }
@@ -388,9 +440,25 @@ impl World {
     fn reserve_step_buffers(&mut self) {
         let n = self.kind.len();
         let contacts = RESERVED_CONTACTS_PER_BODY * n;
-        self.broadphase.reserve(contacts);
+        self.broadphase.reserve(n);
         self.contacts.reserve(contacts);
+        self.islands.reserve(n);
         self.stack.reserve(n, contacts);
+        for v in [
+            &mut self.awake_ids,
+            &mut self.simulated_ids,
+            &mut self.woken_ids,
+            &mut self.leavers,
+            &mut self.candidates,
+            &mut self.lost,
+            &mut self.recount,
+            &mut self.slot_body,
+        ] {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        self.updated_ids
+            .reserve(contacts.saturating_sub(self.updated_ids.len()));
+        self.sort_keys.reserve(contacts.saturating_sub(self.sort_keys.len()));
         self.constraints
             .reserve(contacts.saturating_sub(self.constraints.len()));
         self.order.reserve(contacts.saturating_sub(self.order.len()));
@@ -472,10 +540,11 @@ impl World {
         self.rotation[i] = s.rotation;
         self.linear_velocity[i] = s.linear_velocity;
         self.angular_velocity[i] = s.angular_velocity;
-        self.at_rest[i] = s.at_rest && self.kind[i] == BodyKind::Dynamic;
+        self.set_at_rest(i, s.at_rest && self.kind[i] == BodyKind::Dynamic);
         self.removed[i] = false;
         self.moved_from_outside[i] = true;
         self.woken_by_remote[i] = false;
+        self.awake.insert(i as u32);
         Ok(())
     }
 
@@ -513,21 +582,29 @@ impl World {
         if self.remote[i] == remote {
             return Ok(());
         }
-        // Its contacts are counted another way from now on: no loss can be told from the last step's count.
-        self.touching_before[i] = 0;
+        // Its contacts are counted another way from now on: no loss can be told from the last step's count. It is
+        // counted anew next step, against zero.
+        self.touching[i] = 0;
+        self.mark_recount(i as u32);
         // Nor may its neighbours see one: a cube this peer no longer simulates (its authority returned it) stops
         // counting for a remote cube resting on it, which lost nothing. Their last counts are redone as the new
         // flag would have given them.
         let up = -self.config.gravity.normalize_or_zero();
-        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
-            let (j, j_is_a) = match (c.a as usize == i, c.b as usize == i) {
-                (true, _) if c.b != GROUND => (c.b as usize, false),
-                (false, true) => (c.a as usize, true),
-                _ => continue,
+        let mut k = self.contacts.first(i as u32);
+        while k != NO_CONTACT {
+            let c = &self.contacts.contacts[k as usize];
+            k = self.contacts.next(k, i as u32);
+            if !c.touching() || c.b == GROUND {
+                continue;
+            }
+            let (j, j_is_a) = if c.a as usize == i {
+                (c.b as usize, false)
+            } else {
+                (c.a as usize, true)
             };
             let was = counts_as_touching(c, j_is_a, [self.remote[j], !remote], up);
             let now = counts_as_touching(c, j_is_a, [self.remote[j], remote], up);
-            let before = &mut self.touching_before[j];
+            let before = &mut self.touching[j];
             *before = (*before + u32::from(now)).saturating_sub(u32::from(was));
         }
         self.remote[i] = remote;
@@ -556,6 +633,7 @@ impl World {
         let (linear, angular) = validate_velocities((position - self.position[i]) * inv_dt, angular)?;
         self.linear_velocity[i] = linear;
         self.angular_velocity[i] = angular;
+        self.awake.insert(i as u32);
         Ok(())
     }
 
@@ -574,18 +652,19 @@ impl World {
         self.kind[i] = kind;
         self.linear_velocity[i] = Vec3::ZERO;
         self.angular_velocity[i] = Vec3::ZERO;
-        self.at_rest[i] = false;
+        self.set_at_rest(i, false);
         self.moved_from_outside[i] = true;
         self.woken_by_remote[i] = false;
         self.history[i].clear();
+        self.awake.insert(i as u32);
         Ok(())
     }
 
-    /// World-space points of the touching contacts (at most `max`), for a debug view; `out` is cleared first and
-    /// only grows up to `max`, so a buffer reserved once is never reallocated.
+    /// World-space points of the touching contacts (at most `max`, in slot order), for a debug view; `out` is
+    /// cleared first and only grows up to `max`, so a buffer reserved once is never reallocated.
     pub fn contact_points(&self, out: &mut Vec<Vec3>, max: usize) {
         out.clear();
-        for c in self.contacts.contacts.iter().filter(|c| c.touching()) {
+        for c in self.contacts.contacts.iter().filter(|c| c.live() && c.touching()) {
             let centre = self.position[c.a as usize];
             for p in c.manifold.points() {
                 if out.len() == max {
@@ -644,6 +723,31 @@ impl World {
             eat(u32::from(self.at_rest[i]) | u32::from(self.removed[i]) << 1);
         }
         h
+    }
+
+    /// Sets body i's rest flag, keeping the count of resting bodies.
+    fn set_at_rest(&mut self, i: usize, at_rest: bool) {
+        if self.at_rest[i] != at_rest {
+            self.at_rest[i] = at_rest;
+            if at_rest {
+                self.resting += 1;
+            } else {
+                self.resting -= 1;
+            }
+        }
+    }
+
+    /// Has body i's touching contacts counted again next time they are counted.
+    fn mark_recount(&mut self, i: u32) {
+        if !self.in_recount[i as usize] {
+            self.in_recount[i as usize] = true;
+            self.recount.push(i);
+        }
+    }
+
+    /// Bodies in the set of those a step looks at (see `awake_set.rs`); the rest cost a step nothing.
+    pub fn awake_set_len(&self) -> usize {
+        self.awake.len()
     }
 
     fn is_moving_kinematic(&self, i: usize) -> bool {
@@ -883,5 +987,159 @@ mod tests {
             world.checksum()
         };
         assert_eq!(run(), run());
+    }
+
+    /// A settled pyramid of rows `rows` down to 1 along x, and the ids of its cubes.
+    fn settled_pyramid(world: &mut World, rows: u32) -> Vec<BodyId> {
+        let mut ids = Vec::new();
+        for row in 0..rows {
+            for k in 0..rows - row {
+                let x = k as f32 - (rows - row - 1) as f32 * 0.5;
+                ids.push(world.add_body(&cube(0.5 + row as f32)).unwrap());
+                let s = BodyState {
+                    position: Vec3::new(x, 0.5 + row as f32, 0.0),
+                    ..world.state(*ids.last().unwrap()).unwrap()
+                };
+                world.set_state(*ids.last().unwrap(), &s).unwrap();
+            }
+        }
+        for _ in 0..300 {
+            world.step();
+        }
+        assert!(world.all_at_rest(), "the pyramid settles");
+        ids
+    }
+
+    #[test]
+    fn a_resting_pile_is_not_visited_while_a_cube_tumbles_beside_it() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let pile = settled_pyramid(&mut world, 8);
+        assert_eq!(
+            world.awake_set_len(),
+            0,
+            "a settled pile leaves the awake set in the step it rests"
+        );
+        let mover = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(0.0, 3.0, 20.0),
+                angular_velocity: Vec3::new(3.0, 5.0, 1.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        for _ in 0..60 {
+            let report = world.step();
+            assert_eq!(report.awake_bodies, 1);
+            assert_eq!(report.resting_bodies, pile.len());
+            assert!(report.contacts.iter().all(|c| c.a == mover && c.b.is_none()));
+            // Only the tumbling cube is looked at: no resting body is in the set a step walks.
+            assert_eq!(world.awake_set_len(), 1);
+            assert_eq!(world.updated_ids.len(), 0, "flags are cleared at the end of a step");
+        }
+    }
+
+    #[test]
+    fn a_thrown_cube_still_wakes_a_resting_pile_and_a_rerun_is_identical() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let pile = settled_pyramid(&mut world, 6);
+        let thrown = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(-6.0, 2.5, 0.0),
+                linear_velocity: Vec3::new(12.0, 1.0, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        let saved = world.snapshot();
+        let run = |world: &mut World| {
+            let mut most_awake = 0;
+            for _ in 0..400 {
+                most_awake = most_awake.max(world.step().awake_bodies);
+            }
+            (most_awake, world.checksum())
+        };
+        let (most_awake, first) = run(&mut world);
+        assert!(most_awake > 5, "the hit woke the pile ({most_awake} awake at most)");
+        let moved = pile
+            .iter()
+            .filter(|&&id| world.state(id).unwrap().position.y < 0.5 + 0.4)
+            .count();
+        assert!(moved > 0 && world.state(thrown).unwrap().position.x > -5.0);
+        world.restore(&saved);
+        assert_eq!(run(&mut world).1, first, "same inputs, same bits");
+    }
+
+    #[test]
+    fn a_cube_whose_support_is_grabbed_away_falls() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let bottom = world.add_body(&cube(0.5)).unwrap();
+        let top = world.add_body(&cube(1.5)).unwrap();
+        for _ in 0..40 {
+            world.step();
+        }
+        assert!(world.all_at_rest() && world.awake_set_len() == 0);
+        world.set_kind(bottom, BodyKind::Kinematic).unwrap();
+        let mut x = 0.0;
+        for _ in 0..90 {
+            x += 0.05;
+            world
+                .set_kinematic_target(bottom, Vec3::new(x, 0.5, 0.0), Quat::IDENTITY)
+                .unwrap();
+            world.step();
+        }
+        let y = world.state(top).unwrap().position.y;
+        assert!(y < 0.51, "the top cube stayed in mid-air at {y} m");
+    }
+
+    #[test]
+    fn the_contacts_are_exactly_the_pairs_of_overlapping_enlarged_boxes() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        settled_pyramid(&mut world, 5);
+        for k in 0..12 {
+            world
+                .add_body(&BodyDesc {
+                    position: Vec3::new(-8.0 + k as f32 * 1.3, 2.0 + (k % 3) as f32, 1.0 - (k % 2) as f32 * 2.5),
+                    linear_velocity: Vec3::new(((k * 7) % 5) as f32 - 2.0, 0.0, ((k * 3) % 4) as f32 - 1.5),
+                    angular_velocity: Vec3::new(1.0, (k % 4) as f32, 0.5),
+                    ..BodyDesc::default()
+                })
+                .unwrap();
+        }
+        let ground = world.config.ground_height;
+        for _ in 0..200 {
+            world.step();
+            let n = world.body_count() as u32;
+            let mut expected = Vec::new();
+            for a in 0..n {
+                for b in a + 1..n {
+                    if world.broadphase.fat(a).overlaps(world.broadphase.fat(b)) {
+                        expected.push((a, b));
+                    }
+                }
+                if world.broadphase.reaches_ground(a, ground) {
+                    expected.push((a, GROUND));
+                }
+            }
+            let mut found: Vec<(u32, u32)> = world
+                .contacts
+                .contacts
+                .iter()
+                .filter(|c| c.live())
+                .map(|c| (c.a, c.b))
+                .collect();
+            found.sort_unstable();
+            expected.sort_unstable();
+            assert_eq!(found, expected);
+            // Every body's list holds exactly its contacts.
+            for i in 0..n {
+                let mut k = world.contacts.first(i);
+                let mut listed = 0;
+                while k != NO_CONTACT {
+                    let c = &world.contacts.contacts[k as usize];
+                    assert!(c.live() && (c.a == i || c.b == i));
+                    listed += 1;
+                    k = world.contacts.next(k, i);
+                }
+                assert_eq!(listed, found.iter().filter(|p| p.0 == i || p.1 == i).count());
+            }
+        }
     }
 }

@@ -11,9 +11,9 @@ impl World {
     /// Records each simulated body's pose and velocities; islands whose bodies are all still go to rest with zero
     /// velocity (they are below the rest speed already, so nothing visible is lost).
     pub(super) fn detect_rest(&mut self) {
-        let n = self.kind.len();
         self.restart_windows_of_hit_bodies();
-        for i in 0..n {
+        for k in 0..self.simulated_ids.len() {
+            let i = self.simulated_ids[k] as usize;
             if self.simulated[i] {
                 let (p, q) = (self.position[i], self.rotation[i]);
                 self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
@@ -27,15 +27,16 @@ impl World {
         // counts for its island by what it does here: when it is still too, the bodies beside it may rest, and it
         // waits awake for its authority's word. Counting it as never still made two cubes of two authorities that
         // touch keep each other awake for ever, each peer waiting for the other's cube to rest first.
-        for i in 0..n {
-            let still = self.history[i].is_still(self.half[i].length(), &thresholds);
-            if self.simulated[i] && !still {
+        for k in 0..self.simulated_ids.len() {
+            let i = self.simulated_ids[k] as usize;
+            if self.simulated[i] && !self.history[i].is_still(self.half[i].length(), &thresholds) {
                 self.islands.mark_not_still(i as u32);
             }
         }
-        for i in 0..n {
+        for k in 0..self.simulated_ids.len() {
+            let i = self.simulated_ids[k] as usize;
             if self.simulated[i] && self.rest_detection[i] && self.islands.is_still(i as u32) {
-                self.at_rest[i] = true;
+                self.set_at_rest(i, true);
                 self.woken_by_remote[i] = false;
                 self.linear_velocity[i] = Vec3::ZERO;
                 self.angular_velocity[i] = Vec3::ZERO;
@@ -48,7 +49,10 @@ impl World {
     /// before the hit says nothing about whether the body can rest after it.
     pub(super) fn restart_windows_of_hit_bodies(&mut self) {
         let hit_speed = HIT_SPEED_M_S + self.config.gravity.length() * self.config.dt;
-        for c in self.contacts.contacts.iter().filter(|c| c.updated && c.touching()) {
+        for c in self.updated_ids.iter().map(|&k| &self.contacts.contacts[k as usize]) {
+            if !c.touching() {
+                continue;
+            }
             let fastest = c.manifold.points().iter().fold(0.0f32, |m, p| m.max(p.approach_speed));
             if c.fresh || fastest > hit_speed {
                 self.history[c.a as usize].clear();

@@ -1,4 +1,4 @@
-//! The solver stage of a step: solver bodies from the simulated ones, contacts ordered from the ground up, then
+//! The solver stage of a step: solver slots for this step's bodies only, contacts ordered from the ground up, then
 //! `contact_solver` (seed, warm start, velocity passes, shock pass, restitution), integration and the position
 //! passes.
 
@@ -8,64 +8,80 @@ use super::super::body::{MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::super::broadphase::GROUND;
 use super::super::contact_solver::{self as solver, SolverParams};
 use super::super::stack_order::lower_body;
-use super::{World, CONVERGED_IMPULSE_PER_KG};
+use super::{World, CONVERGED_IMPULSE_PER_KG, NO_SLOT};
 
 impl World {
     pub(super) fn solve(&mut self) {
-        let n = self.kind.len();
+        // Solver slots for this step's bodies only: slot 0 is the ground (it weighs nothing and never moves), then
+        // the simulated bodies, then whatever else a solved contact touches (resting or kinematic bodies, fixed
+        // for the solver), given a slot as the constraints meet them.
         let sb = &mut self.solver_bodies;
         for v in [&mut sb.v, &mut sb.w, &mut sb.dp, &mut sb.dtheta] {
             v.clear();
-            v.resize(n + 1, Vec3A::ZERO);
+            v.push(Vec3A::ZERO);
         }
         sb.inv_mass.clear();
-        sb.inv_mass.resize(n + 1, 0.0);
+        sb.inv_mass.push(0.0);
         sb.inv_inertia.clear();
-        sb.inv_inertia.resize(n + 1, Mat3A::ZERO);
-        for i in 0..n {
-            let moving_kinematic = self.is_moving_kinematic(i);
-            let sb = &mut self.solver_bodies;
-            if self.simulated[i] {
-                let r = Mat3::from_quat(self.rotation[i]);
-                sb.inv_inertia[i] = Mat3A::from(r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose());
-                sb.inv_mass[i] = self.inv_mass[i];
-            }
-            if self.simulated[i] || moving_kinematic {
-                sb.v[i] = self.linear_velocity[i].into();
-                sb.w[i] = self.angular_velocity[i].into();
-            }
+        sb.inv_inertia.push(Mat3A::ZERO);
+        self.slot_body.clear();
+        for k in 0..self.simulated_ids.len() {
+            self.solver_slot(self.simulated_ids[k]);
         }
-        let sb = &mut self.solver_bodies;
 
         let up = -self.config.gravity.normalize_or_zero();
-        self.stack.compute(&self.contacts.contacts, &self.simulated, up);
+        self.stack.compute(
+            &self.contacts.contacts,
+            &self.updated_ids,
+            &self.simulated_ids,
+            &self.simulated,
+            up,
+        );
         // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
         // supports always come before the contacts that rest on it. Small keys are sorted, not constraints.
         let level = &self.stack.level;
         self.order.clear();
-        for (k, c) in self.contacts.contacts.iter().enumerate() {
+        for (rank, &k) in self.updated_ids.iter().enumerate() {
+            let c = &self.contacts.contacts[k as usize];
             let (a, b) = (c.a as usize, c.b);
             let b_simulated = b != GROUND && self.simulated[b as usize];
-            if c.updated && c.manifold.count > 0 && (self.simulated[a] || b_simulated) {
+            if c.manifold.count > 0 && (self.simulated[a] || b_simulated) {
                 let level_b = if b == GROUND { 0 } else { level[b as usize] };
-                self.order.push((level[a].max(level_b), k as u32));
+                self.order.push((level[a].max(level_b), rank as u32));
             }
         }
         self.order.sort_unstable();
         self.constraints.clear();
-        for &(_, k) in &self.order {
-            let c = &self.contacts.contacts[k as usize];
-            let (a, b) = (c.a as usize, c.b);
+        for o in 0..self.order.len() {
+            let k = self.updated_ids[self.order[o].1 as usize];
+            let (a, b) = (
+                self.contacts.contacts[k as usize].a,
+                self.contacts.contacts[k as usize].b,
+            );
+            let slot_a = self.solver_slot(a);
             let (slot_b, friction_b, restitution_b) = if b == GROUND {
-                (n as u32, self.config.ground_friction, self.config.ground_restitution)
+                (0, self.config.ground_friction, self.config.ground_restitution)
             } else {
-                (b, self.friction[b as usize], self.restitution[b as usize])
+                (
+                    self.solver_slot(b),
+                    self.friction[b as usize],
+                    self.restitution[b as usize],
+                )
             };
+            let (a, c) = (a as usize, &self.contacts.contacts[k as usize]);
             let friction = (self.friction[a] * friction_b).sqrt();
             let restitution = self.restitution[a].max(restitution_b);
-            let lower = lower_body(c, level, &self.simulated, up);
-            self.constraints
-                .push(solver::prepare(k, c, c.a, slot_b, sb, friction, restitution, lower));
+            let lower = lower_body(c, &self.stack.level, &self.simulated, up);
+            self.constraints.push(solver::prepare(
+                k,
+                c,
+                slot_a,
+                slot_b,
+                &self.solver_bodies,
+                friction,
+                restitution,
+                lower,
+            ));
         }
         let params = SolverParams {
             dt: self.config.dt,
@@ -73,19 +89,21 @@ impl World {
             restitution_threshold: self.config.restitution_threshold,
             position_iterations: self.config.position_iterations,
         };
-        // One slot per body plus the static slot, which weighs nothing.
-        self.weight.resize(n + 1, 0.0);
+        // One weight per slot: the ground's and every body's that does not move is nothing.
+        let slots = self.slot_body.len() + 1;
         let weight_impulse = self.config.gravity.length() * self.config.dt;
-        for i in 0..n {
-            self.weight[i] = if self.simulated[i] {
+        self.weight.clear();
+        self.weight.push(0.0);
+        for k in 0..self.slot_body.len() {
+            let i = self.slot_body[k] as usize;
+            self.weight.push(if self.simulated[i] {
                 weight_impulse / self.inv_mass[i]
             } else {
                 0.0
-            };
+            });
         }
-        self.weight[n] = 0.0;
-        self.load.resize(n + 1, 0.0);
-        self.supports.resize(n + 1, 0);
+        self.load.resize(slots, 0.0);
+        self.supports.resize(slots, 0);
         solver::seed_fresh_contacts(
             &mut self.constraints,
             self.config.gravity.normalize_or_zero().into(),
@@ -106,21 +124,57 @@ impl World {
         solver::shock_pass(&self.constraints, sb, &params);
         solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
         solver::store_impulses(&self.constraints, &mut self.contacts.contacts);
-        for i in 0..=n {
-            sb.dp[i] = sb.v[i] * params.dt;
-            sb.dtheta[i] = sb.w[i] * params.dt;
+        for k in 0..slots {
+            sb.dp[k] = sb.v[k] * params.dt;
+            sb.dtheta[k] = sb.w[k] * params.dt;
         }
         let position_iterations = self.config.position_iterations;
         for k in 0..position_iterations {
             solver::solve_positions(&self.constraints, sb, &params, k + 1 == position_iterations);
         }
-        for i in 0..n {
-            if self.simulated[i] {
-                self.linear_velocity[i] = Vec3::from(sb.v[i]).clamp_length_max(MAX_LINEAR_SPEED_M_S);
-                self.angular_velocity[i] = Vec3::from(sb.w[i]).clamp_length_max(MAX_ANGULAR_SPEED_RAD_S);
-            }
+        for &i in &self.simulated_ids {
+            let (i, k) = (i as usize, self.slot[i as usize] as usize);
+            self.linear_velocity[i] = Vec3::from(sb.v[k]).clamp_length_max(MAX_LINEAR_SPEED_M_S);
+            self.angular_velocity[i] = Vec3::from(sb.w[k]).clamp_length_max(MAX_ANGULAR_SPEED_RAD_S);
         }
         self.integrate_positions();
+        for &i in &self.slot_body {
+            self.slot[i as usize] = NO_SLOT;
+        }
+    }
+
+    /// Body i's solver slot, given one now if it has none this step: a simulated body with its mass, inertia and
+    /// velocities; a moving kinematic body with its velocities and no mass; anything else fixed and at rest.
+    #[inline]
+    fn solver_slot(&mut self, i: u32) -> u32 {
+        match self.slot[i as usize] {
+            NO_SLOT => self.new_solver_slot(i as usize),
+            k => k,
+        }
+    }
+
+    fn new_solver_slot(&mut self, i: usize) -> u32 {
+        let k = self.solver_bodies.v.len() as u32;
+        let (mut v, mut w, mut inv_mass, mut inv_inertia) = (Vec3A::ZERO, Vec3A::ZERO, 0.0, Mat3A::ZERO);
+        if self.simulated[i] {
+            let r = Mat3::from_quat(self.rotation[i]);
+            inv_inertia = Mat3A::from(r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose());
+            inv_mass = self.inv_mass[i];
+        }
+        if self.simulated[i] || self.is_moving_kinematic(i) {
+            v = self.linear_velocity[i].into();
+            w = self.angular_velocity[i].into();
+        }
+        let sb = &mut self.solver_bodies;
+        sb.v.push(v);
+        sb.w.push(w);
+        sb.dp.push(Vec3A::ZERO);
+        sb.dtheta.push(Vec3A::ZERO);
+        sb.inv_mass.push(inv_mass);
+        sb.inv_inertia.push(inv_inertia);
+        self.slot[i] = k;
+        self.slot_body.push(i as u32);
+        k
     }
 
     /// Moves simulated and kinematic bodies by this step's displacement (solved velocity × dt plus position
@@ -128,7 +182,8 @@ impl World {
     /// platform), then renormalises.
     pub(super) fn integrate_positions(&mut self) {
         let dt = self.config.dt;
-        for i in 0..self.kind.len() {
+        for k in 0..self.awake_ids.len() {
+            let i = self.awake_ids[k] as usize;
             let kinematic = self.is_moving_kinematic(i);
             if !(self.simulated[i] || kinematic) {
                 continue;
@@ -136,7 +191,11 @@ impl World {
             let (dp, dtheta) = if kinematic {
                 (self.linear_velocity[i] * dt, self.angular_velocity[i] * dt)
             } else {
-                (self.solver_bodies.dp[i].into(), self.solver_bodies.dtheta[i].into())
+                let slot = self.slot[i] as usize;
+                (
+                    self.solver_bodies.dp[slot].into(),
+                    self.solver_bodies.dtheta[slot].into(),
+                )
             };
             self.position[i] += dp;
             let q = self.rotation[i];
