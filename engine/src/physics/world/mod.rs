@@ -675,14 +675,26 @@ impl World {
         }
     }
 
-    /// The bodies touching `id` now (the ground left out), in contact order: for tools that explain what a body
-    /// did. Visits every contact; not for the step.
+    /// The bodies touching `id` now (the ground left out), from its contact list: for tools that explain what a
+    /// body did. An id out of range touches nothing.
     pub fn touching_bodies(&self, id: BodyId) -> impl Iterator<Item = BodyId> + '_ {
-        self.contacts
-            .contacts
-            .iter()
-            .filter(move |c| c.touching() && c.b != GROUND && (c.a == id.0 || c.b == id.0))
-            .map(move |c| BodyId(if c.a == id.0 { c.b } else { c.a }))
+        let body = id.0;
+        let mut k = if id.index() < self.kind.len() {
+            self.contacts.first(body)
+        } else {
+            NO_CONTACT
+        };
+        std::iter::from_fn(move || {
+            while k != NO_CONTACT {
+                let c = &self.contacts.contacts[k as usize];
+                k = self.contacts.next(k, body);
+                let other = c.other(body);
+                if c.touching() && other != GROUND {
+                    return Some(BodyId(other));
+                }
+            }
+            None
+        })
     }
 
     /// True when every dynamic body still in the simulation is at rest.
@@ -777,6 +789,29 @@ mod tests {
             position: Vec3::new(0.0, y, 0.0),
             ..BodyDesc::default()
         }
+    }
+
+    #[test]
+    fn touching_bodies_names_the_cubes_a_cube_touches_and_never_the_ground() {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        let [bottom, middle, top] = [0.5, 1.5, 2.5].map(|y| world.add_body(&cube(y)).unwrap());
+        let beside = world
+            .add_body(&BodyDesc {
+                position: Vec3::new(3.0, 0.5, 0.0),
+                ..BodyDesc::default()
+            })
+            .unwrap();
+        for _ in 0..5 {
+            world.step();
+        }
+        let of = |id| world.touching_bodies(id).collect::<Vec<_>>();
+        assert_eq!(of(bottom), vec![middle]);
+        let mut m = of(middle);
+        m.sort_by_key(|b| b.0);
+        assert_eq!(m, vec![bottom, top]);
+        assert_eq!(of(top), vec![middle]);
+        assert!(of(beside).is_empty());
+        assert!(of(BodyId(99)).is_empty());
     }
 
     #[test]
