@@ -627,7 +627,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         r.corrections += f["corrections"].as_u64().unwrap_or(0);
         r.correction_max_m = r.correction_max_m.max(num(&f["correction_max_m"]));
         r.authority_changes += f["authority_changes"].as_u64().unwrap_or(0);
-        r.lost_commits += lost_commits(f, host);
+        r.lost_commits += lost_commits(f, host, &mut r.failure_evidence);
         for (k, reason) in RejectReason::ALL.iter().enumerate() {
             rejected.0[*reason as usize] += f["rejected"][k].as_u64().unwrap_or(0);
         }
@@ -717,8 +717,9 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
     Ok(r)
 }
 
-/// A guest's resting claims that the host ended without (see `harness::session`'s `lost_commits`).
-fn lost_commits(guest: &Value, host: &Value) -> u64 {
+/// A guest's resting claims that the host ended without (see `harness::session`'s `lost_commits`); each goes to
+/// `evidence` (up to [`MAX_EVIDENCE`]) with the cube's history on the guest and on the host.
+fn lost_commits(guest: &Value, host: &Value, evidence: &mut Vec<Value>) -> u64 {
     let stamp = |v: &Value| AuthorityStamp {
         authority: v[0].as_u64().unwrap_or(0) as u8,
         authority_seq: v[1].as_u64().unwrap_or(0) as u16,
@@ -730,8 +731,12 @@ fn lost_commits(guest: &Value, host: &Value) -> u64 {
         let host_state = &host["states"][c];
         if commit_outcome(&stamp(&claim[1]), &stamp(&host["stamps"][c])).is_some() && !host_state.is_null() {
             let same = host_state[0] == claim[2] && host_state[1] == claim[3] && host_state[2] == claim[4];
+            // A cube returned to default is the host's own to move: the commit held if the host had it at rest in
+            // the claimed pose under the return's stamp (a default cube the host's world moves later, as a
+            // support falls away, keeps that stamp).
+            let same = same || rested_on_host_as_claimed(host, c, &host["stamps"][c], claim);
             if !same {
-                tracing::debug!(
+                tracing::warn!(
                     guest = %guest["player"],
                     cube = c,
                     claim = %claim,
@@ -739,6 +744,18 @@ fn lost_commits(guest: &Value, host: &Value) -> u64 {
                     host_state = %host_state,
                     "a guest's resting claim that the host ended without"
                 );
+                if evidence.len() < MAX_EVIDENCE {
+                    evidence.push(json!({
+                        "what": "a guest's resting claim that the host ended without",
+                        "player": guest["player"],
+                        "cube": c,
+                        "claim": claim,
+                        "host_stamp": host["stamps"][c],
+                        "host_state": host_state,
+                        "history": guest["histories"][c],
+                        "host_history": host["histories"][c],
+                    }));
+                }
             }
             lost += u64::from(!same);
         }
@@ -761,6 +778,24 @@ fn divergence_m(a: &Value, b: &Value) -> f64 {
                 .sqrt()
         })
         .fold(0.0, f64::max)
+}
+
+/// Whether the host had cube `c` at rest, as its own, under `stamp` in the pose of `claim` ([cube, stamp,
+/// position, largest, smallest three]) at some time (its rest events).
+fn rested_on_host_as_claimed(host: &Value, c: usize, stamp: &Value, claim: &Value) -> bool {
+    let pose: Vec<Value> = claim[2]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .cloned()
+        .chain(std::iter::once(claim[3].clone()))
+        .chain(claim[4].as_array().into_iter().flatten().cloned())
+        .collect();
+    host["rest_events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|e| e[1].as_u64() == Some(c as u64) && e[2] == true && &e[3] == stamp && e[4].as_array() == Some(&pose))
 }
 
 /// The largest step a cube made on a peer where it was at rest, held to a resting state it had applied, while
@@ -900,6 +935,47 @@ fn conflicts(finals: &[Value]) -> (u64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lost_commit_is_a_claimed_rest_the_host_never_had() {
+        // Guest player 2 rested cube 0 in pose A under its claim [2, 7, 1]; the host ends with the cube elsewhere.
+        let claim = json!([0, [2, 7, 1], [0, 2048, 0], 3, [0, 0, 0]]);
+        let guest = json!({ "player": 2, "rest_claims": [claim], "histories": [[]] });
+        let elsewhere = json!([[4096, 2048, 0], 3, [0, 0, 0], [0, 0, 0], [0, 0, 0], true]);
+        let host = |stamp: Value, events: Value| json!({ "stamps": [stamp], "states": [elsewhere.clone()], "rest_events": events, "histories": [[]] });
+        let returned = json!([0, 8, 1]);
+        let rested_as_claimed = json!([[1000.0, 0, true, [0, 8, 1], [0, 2048, 0, 3, 0, 0, 0]]]);
+        let mut evidence = Vec::new();
+        // Returned to default and never at rest in the claimed pose on the host: lost, with its evidence.
+        assert_eq!(
+            lost_commits(&guest, &host(returned.clone(), json!([])), &mut evidence),
+            1
+        );
+        assert_eq!(evidence.len(), 1);
+        assert_eq!(evidence[0]["cube"], 0);
+        // Returned, at rest in the claimed pose on the host, moved on later as the host's own: committed.
+        assert_eq!(
+            lost_commits(
+                &guest,
+                &host(returned.clone(), rested_as_claimed.clone()),
+                &mut evidence
+            ),
+            0
+        );
+        // At rest there under another stamp, or in another pose: no proof of the commit.
+        let other_pose = json!([[1000.0, 0, true, [0, 8, 1], [1, 2048, 0, 3, 0, 0, 0]]]);
+        assert_eq!(lost_commits(&guest, &host(returned, other_pose), &mut evidence), 1);
+        // Still under the guest's claim on the host, yet elsewhere: lost, whatever the host's rest events say.
+        assert_eq!(
+            lost_commits(&guest, &host(json!([2, 7, 1]), rested_as_claimed), &mut evidence),
+            1
+        );
+        // A later claim took the cube: nothing to judge.
+        assert_eq!(
+            lost_commits(&guest, &host(json!([3, 9, 1]), json!([])), &mut evidence),
+            0
+        );
+    }
 
     #[test]
     fn rest_jitter_counts_a_move_only_of_a_copy_held_to_the_authoritys_resting_pose() {
