@@ -32,6 +32,8 @@ pub struct CubeSample {
     pub kinematic: bool,
     /// The resting state from another authority this copy is held to, if any.
     pub pinned: Option<QuantizedState>,
+    /// Where the cube is drawn (millimetres): the smoothing's eased pose, in which pops show.
+    pub drawn_mm: [i32; 3],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -96,6 +98,7 @@ impl CubeHistory {
                     "holder": s.holder,
                     "kinematic": s.kinematic,
                     "pinned": s.pinned.as_ref().map(state_json),
+                    "drawn_mm": s.drawn_mm,
                 })
             })
             .collect();
@@ -136,6 +139,7 @@ mod tests {
             holder: 0,
             kinematic: false,
             pinned: None,
+            drawn_mm: [0, (y * 1000.0) as i32, 0],
         }
     }
 

@@ -193,6 +193,9 @@ struct Watch {
     history: CubeHistory,
     /// The largest rest moves, with what led up to them and followed.
     worst_moves: Vec<WorstMove>,
+    /// The largest pop at a change of authority over [`POP_EVIDENCE_M`], the same way (`index` unused), and what the
+    /// peer knew of the cube then.
+    worst_pop: Option<(WorstMove, Value)>,
 }
 
 /// Rest moves kept with their history, per peer.
@@ -213,6 +216,9 @@ struct WorstMove {
     evidence: Option<Value>,
 }
 
+/// Pops at a change of authority larger than this go to the failure evidence (m): `handover_pop_m_max`'s bound.
+const POP_EVIDENCE_M: f32 = 0.01;
+
 /// (wall ms, cube, at rest, stamp, pose): see `Watch::rest_events`.
 type RestEvent = (f64, u32, bool, [u16; 3], Option<PoseKey>);
 
@@ -226,6 +232,16 @@ fn pose_key(q: &QuantizedState) -> PoseKey {
     let [x, y, z] = q.position;
     let [a, b, c] = q.rotation.smallest_three.map(i32::from);
     [x, y, z, i32::from(q.rotation.largest), a, b, c]
+}
+
+/// A kept move's or pop's evidence: the cube's history and those of the cubes that touched it then.
+fn evidence_of(history: &CubeHistory, w: &WorstMove) -> Value {
+    let touching: Vec<Value> = w
+        .touching
+        .iter()
+        .map(|&(n, local)| json!({ "cube": n, "local_at_move": local, "history": history.to_json(n as usize) }))
+        .collect();
+    json!({ "history": history.to_json(w.cube), "touching": touching })
 }
 
 impl Watch {
@@ -245,6 +261,7 @@ impl Watch {
             rest_moves: Vec::new(),
             history: CubeHistory::new(cubes),
             worst_moves: Vec::new(),
+            worst_pop: None,
         }
     }
 
@@ -258,6 +275,7 @@ impl Watch {
             holder: peer.table.holder(c as u32),
             kinematic: peer.world.kind(id)? == tumble_engine::physics::BodyKind::Kinematic,
             pinned: peer.applied_rest()[c],
+            drawn_mm: (peer.drawn_pose(id)?.position * 1000.0).round().as_ivec3().to_array(),
         })
     }
 
@@ -306,20 +324,35 @@ impl Watch {
         }
     }
 
-    /// Takes the histories of the kept rest moves that are due (all of them when `all`).
+    /// Takes the histories of the kept rest moves and pop that are due (all of them when `all`).
     fn complete_worst_moves(&mut self, step: u64, all: bool) {
-        for w in self
-            .worst_moves
-            .iter_mut()
-            .filter(|w| w.evidence.is_none() && (all || w.due_step <= step))
-        {
-            let touching: Vec<Value> = w
-                .touching
-                .iter()
-                .map(|&(n, local)| json!({ "cube": n, "local_at_move": local, "history": self.history.to_json(n as usize) }))
-                .collect();
-            w.evidence = Some(json!({ "history": self.history.to_json(w.cube), "touching": touching }));
+        let pop = self.worst_pop.as_mut().map(|(w, _)| w);
+        for w in self.worst_moves.iter_mut().chain(pop) {
+            if w.evidence.is_none() && (all || w.due_step <= step) {
+                w.evidence = Some(evidence_of(&self.history, w));
+            }
         }
+    }
+
+    /// Keeps a pop at a change of authority if it is the largest over [`POP_EVIDENCE_M`] so far.
+    fn keep_worst_pop(&mut self, peer: &Peer, c: usize, pop_m: f32, info: Value) {
+        if pop_m <= POP_EVIDENCE_M || self.worst_pop.as_ref().is_some_and(|(w, _)| w.moved_m >= pop_m) {
+            return;
+        }
+        let touching = peer
+            .world
+            .touching_bodies(BodyId(c as u32))
+            .map(|n| (n.0, peer.table.is_local_authority(n.0)))
+            .collect();
+        let kept = WorstMove {
+            moved_m: pop_m,
+            index: usize::MAX,
+            cube: c,
+            touching,
+            due_step: peer.step_count() + HISTORY_AFTER_MOVE_STEPS,
+            evidence: None,
+        };
+        self.worst_pop = Some((kept, info));
     }
 
     fn after_step(&mut self, peer: &Peer, now_ms: f64) -> Result<()> {
@@ -405,6 +438,17 @@ impl Watch {
                     speed = s.linear_velocity.length(),
                     "a pop at a change of authority"
                 );
+                let info = json!({
+                    "pop_m": pop,
+                    "ms": now_ms,
+                    "step": peer.step_count(),
+                    "cube": c,
+                    "stamp": stamp,
+                    "holder": peer.table.holder(c as u32),
+                    "in_remote_hand": peer.remote_avatars().hand_drawn(c).is_some(),
+                    "speed_m_s": s.linear_velocity.length(),
+                });
+                self.keep_worst_pop(peer, c, pop, info);
             }
             self.previous[c] = Some(q);
         }
@@ -474,6 +518,7 @@ impl Watch {
             "rest_events": self.rest_events,
             "rest_moves": self.rest_moves,
             "worst_moves": self.worst_moves.iter().map(|w| json!([w.index, w.evidence])).collect::<Vec<_>>(),
+            "worst_pop": self.worst_pop.as_ref().map(|(w, info)| json!({ "info": info, "evidence": w.evidence })),
             "histories": (0..self.holders.len()).map(|c| self.history.to_json(c)).collect::<Vec<_>>(),
             "last_seen_player_ms": self.last_seen_player_ms,
             "last_change_ms": self.last_change_ms,
@@ -632,6 +677,13 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
             rejected.0[*reason as usize] += f["rejected"][k].as_u64().unwrap_or(0);
         }
         r.handover_pop_m_max = r.handover_pop_m_max.max(num(&f["pop_max"]));
+        if !f["worst_pop"].is_null() && r.failure_evidence.len() < MAX_EVIDENCE {
+            r.failure_evidence.push(json!({
+                "what": "a pop at a change of authority over 1 cm",
+                "player": f["player"],
+                "pop": f["worst_pop"],
+            }));
+        }
         r.handover_glide_m_max = r.handover_glide_m_max.max(num(&f["glide_max"]));
         r.handover_pop_m_p99 = r.handover_pop_m_p99.max(num(&f["pop_p99"]));
         let seconds = num(&f["seconds"]).max(1e-9);
