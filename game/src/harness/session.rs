@@ -1005,10 +1005,11 @@ mod tests {
     }
 
     #[test]
-    fn a_cube_this_peer_took_is_held_to_no_resting_pose_of_its_old_authority() {
+    fn the_jitter_and_commit_measures_follow_who_has_authority() {
         // Four bots play for 25 s. Whenever a peer is a cube's authority, the rest-jitter measure must not hold its
-        // copy to a resting pose applied while another authority had it: the pose is this peer's own to move.
-        // Cubes change hands often enough here that some were taken with such a pose still applied.
+        // copy to a resting pose applied while another authority had it: the pose is this peer's own to move. And a
+        // guest whose claim another player's superseded has no resting claim awaiting commit (the lost-commit
+        // measure). Cubes change hands often enough here that both happen.
         let config = SessionConfig {
             players: 4,
             seconds: 25.0,
@@ -1025,6 +1026,7 @@ mod tests {
             .map(|(i, name)| crate::harness::session_cli::make_driver(name, i as u8 + 1, 4 + i as u64).unwrap())
             .collect();
         let mut taken_with_a_pose = 0;
+        let (mut superseded, mut claimed_before) = (0, vec![vec![false; 64]; 4]);
         let mut pinned_before: Vec<Vec<bool>> = vec![vec![false; 64]; 4];
         while !run.is_finished() {
             run.step(&mut drivers).unwrap();
@@ -1039,6 +1041,18 @@ mod tests {
                     );
                     taken_with_a_pose += usize::from(local && pinned_before[k][c as usize]);
                     pinned_before[k][c as usize] = pinned;
+                    // Nor does a guest wait for the commit of a resting claim another player's claim superseded.
+                    let a = peer.table.stamp(c).authority;
+                    let claimed = peer.rest_claims()[c as usize].is_some();
+                    if !peer.is_host() && a != 0 && a != peer.player() {
+                        assert!(
+                            !claimed,
+                            "player {} cube {c}: a claim superseded by player {a}'s",
+                            peer.player()
+                        );
+                        superseded += usize::from(claimed_before[k][c as usize]);
+                    }
+                    claimed_before[k][c as usize] = claimed;
                 }
             }
         }
@@ -1046,6 +1060,7 @@ mod tests {
             taken_with_a_pose > 0,
             "no cube was taken while held to another's resting pose"
         );
+        assert!(superseded > 0, "no resting claim was superseded by another player's");
     }
 
     /// Player 2's right hand: from (−3, 1.5, −3) along x at `speed` m/s and back, grip open, for `steps`.

@@ -1156,6 +1156,10 @@ impl Peer {
                 // resting state is superseded, not lost).
                 let q = quantize_state(&self.world.state(id)?);
                 self.rest_claims[cube] = q.at_rest.then(|| (self.table.stamp(cube as u32), q));
+            } else if ![DEFAULT_AUTHORITY, self.table.me()].contains(&self.table.stamp(cube as u32).authority) {
+                // Another player's claim won — a later one, or one of the same sequence the host saw first (a tie:
+                // its return to default carries the same stamp ours would). Ours is superseded, not awaiting commit.
+                self.rest_claims[cube] = None;
             }
             if self.table.is_local_authority(cube as u32) {
                 // Its resting state is this peer's own to say now: a resting pose applied while another authority
