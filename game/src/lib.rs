@@ -4,6 +4,7 @@
 //! - [`authority`]: authority and ownership per cube: the rules, the host's judgement, each peer's table.
 //! - [`avatar`]: a player's head and hands as plain data, per fixed step, from any input source.
 //! - [`bots`]: seeded scripted players (builder, thrower, contender, catcher) that play through `interaction`.
+//! - [`cube_game`]: the 2015 cube game (a player cube rolls, hovers, pulls; colours spread by contact) and its bot.
 //! - [`draw`]: what the desktop view and VR draw alike (cube highlight flags, hand boxes).
 //! - [`desktop`]: the desktop debug view (window, free camera, mouse and gamepad hands, overlay).
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
@@ -18,6 +19,7 @@ pub mod alloc_count;
 pub mod authority;
 pub mod avatar;
 pub mod bots;
+pub mod cube_game;
 pub mod desktop;
 pub mod draw;
 pub mod harness;
