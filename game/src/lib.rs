@@ -8,6 +8,7 @@
 //! - [`draw`]: what the desktop view and VR draw alike (cube highlight flags, hand boxes).
 //! - [`desktop`]: the desktop debug view (window, free camera, mouse and gamepad hands, overlay).
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
+//! - [`lockstep`]: deterministic lockstep over `tumble-net`: inputs only, a playout delay buffer, checksums.
 //! - [`screenshot`]: headless rendering of a scene to a PNG (`tumble screenshot`, the image test).
 //! - [`smoothing`]: what is drawn eases into what is simulated (per-cube visual offsets) and the pop meter.
 //! - [`session`]: a host and up to three guests: messages, one peer's step (play, send, judge or accept, simulate).
@@ -24,6 +25,7 @@ pub mod desktop;
 pub mod draw;
 pub mod harness;
 pub mod interaction;
+pub mod lockstep;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;
