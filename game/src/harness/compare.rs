@@ -7,7 +7,8 @@
 //! one packet; then the link runs until the next frame, delivering. Both machines start frame 0 at the same
 //! clock time, so a step's delay from player 1 sampling its input to either screen is read off one clock. The
 //! measured run is `--seconds` of frames; then, sampling no more, both run on until every sampled step is
-//! simulated (at most [`DRAIN_LIMIT_S`]), so the two worlds are compared at the same step.
+//! simulated and every exchange's checksums compared (at most [`DRAIN_LIMIT_S`]), so the two worlds are compared
+//! at the same step.
 //!
 //! Figures (player 1 is the endpoint that hosts, "up" is player 1 → player 2):
 //! - `kbps_mean_up` / `kbps_mean_down`: each direction's datagrams with IP/UDP headers over the measured run;
@@ -366,8 +367,12 @@ impl LockstepRun {
         let down = self.link.guest_wire_bytes() as f64 * 8.0 / 1000.0 / seconds;
         let stats = self.peers.each_ref().map(|p| p.stats.clone());
         let drain_frames = (DRAIN_LIMIT_S * STEP_HZ as f64) as u64;
+        // Until every sampled step ran on both sides and both compared every exchange's checksums (the last ones
+        // are taken while draining).
+        let exchanges = self.peers[0].sampled() / self.config.checksum_every_steps.max(1);
         for _ in 0..drain_frames {
-            if self.peers.iter().all(|p| p.steps() == p.sampled()) {
+            let done = |p: &LockstepPeer| p.steps() == p.sampled() && p.checksums().compared >= exchanges;
+            if self.peers.iter().all(done) {
                 break;
             }
             self.frame(false)?;
@@ -483,16 +488,17 @@ mod tests {
         assert!(r.bit_identical_at_end, "{r:?}");
         assert_eq!(r.desyncs, 0);
         assert_eq!(r.steps_at_end[0], r.frames);
-        for compared in r.checksums_compared {
-            assert!(compared >= exchanges, "{compared} of {exchanges} exchanges compared");
-        }
+        assert_eq!(
+            r.checksums_compared, [exchanges; PLAYERS],
+            "every exchange compared on both sides"
+        );
     }
 
     #[test]
     fn lockstep_at_250_ms_round_trip_and_5_pct_loss_stays_bit_identical() {
         let r = run("cubes900.toml", &link(125.0, 5.0, 20.0));
-        // 20 s: exchanges after steps 90, 180, …, 1800 — the last one too once the drain ran.
-        assert_in_sync(&r, 19);
+        // 20 s: exchanges after steps 90, 180, …, 1800, every one compared on both sides (the last while draining).
+        assert_in_sync(&r, 20);
         assert_eq!(r.hitch_frames, [0, 0], "a 100 ms playout delay covers 5 % loss");
         assert!(r.coloured_max > 0, "the bots played: cubes were touched");
         // One-way latency + playout delay, within a frame and a tick.
@@ -510,7 +516,7 @@ mod tests {
             ..link(1000.0, 25.0, 20.0)
         };
         let r = run("cubes90.toml", &config);
-        assert_in_sync(&r, 18);
+        assert_in_sync(&r, 20);
         assert!(r.hitch_fraction() < 0.01, "{}", r.hitch_fraction());
         assert!(
             r.inputs_per_packet_mean > 150.0,
@@ -565,7 +571,7 @@ mod tests {
         let r = run("cubes90.toml", &config);
         assert!(r.packets_refused[1] >= 100, "{:?}", r.packets_refused);
         assert_eq!(r.packets_refused[0], 0);
-        assert_in_sync(&r, 9);
+        assert_in_sync(&r, 10);
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! other's for the same exchange as soon as it has both, and counts every exchange that differs. Lockstep never
 //! corrects a desync — the two worlds go their own ways from then on — so it must be reported, never silent.
 //!
-//! The ack needs no field of its own: the checksum rides in every packet from the one carrying input step `f`
-//! (the newest when it was taken) until the other side acks input `f`, and an input reaches the other side only
-//! in a packet sent once it existed — so the ack of `f` means the checksum arrived. Only the newest checksum is
-//! sent: an older one still unacked is dropped (its exchange goes uncompared; the next one still tells).
+//! The ack needs no field of its own: the checksum rides in every packet from the one that first carries input
+//! step `f` (the newest, not yet sent, when it was taken) until the other side acks input `f`; input `f` reaches
+//! the other side only in such a packet, so its ack means the checksum arrived. With no unsent input (the game
+//! stopped sampling) nothing can confirm it and it is sent until a newer one replaces it. Only the newest checksum
+//! is sent: an older one still unacked is dropped (its exchange goes uncompared; the next one still tells).
 
 use super::packet::{unwrap_step, ChecksumSample};
 
@@ -31,8 +32,8 @@ pub struct Checksums {
     remote: [Slot; RING],
     /// Newest own exchange taken.
     newest_own: u64,
-    /// The own checksum being sent, and the input step whose ack confirms it.
-    pending: Option<(ChecksumSample, u64)>,
+    /// The own checksum being sent, and the input step whose ack confirms it (none: sent until replaced).
+    pending: Option<(ChecksumSample, Option<u64>)>,
     pub compared: u64,
     pub mismatches: u64,
     /// The step after which the first differing checksums were taken.
@@ -54,8 +55,9 @@ impl Checksums {
     }
 
     /// After step `step` ran (0-based): takes the checksum when an exchange falls there. `checksum` is called
-    /// only then; `newest_input` is this side's newest input step, the one whose ack confirms delivery.
-    pub fn after_step(&mut self, step: u64, newest_input: u64, checksum: impl FnOnce() -> u64) {
+    /// only then; `unsent_input` is this side's newest input step if no packet has carried it yet: its ack will
+    /// confirm delivery.
+    pub fn after_step(&mut self, step: u64, unsent_input: Option<u64>, checksum: impl FnOnce() -> u64) {
         if !(step + 1).is_multiple_of(self.every) {
             return;
         }
@@ -73,7 +75,7 @@ impl Checksums {
             exchange: exchange as u16,
             value,
         };
-        self.pending = Some((sample, newest_input));
+        self.pending = Some((sample, unsent_input));
         self.compare(exchange);
     }
 
@@ -84,7 +86,10 @@ impl Checksums {
 
     /// The other side acked this side's inputs up to `step`.
     pub fn on_input_ack(&mut self, step: u64) {
-        if self.pending.is_some_and(|(_, confirm)| step >= confirm) {
+        if self
+            .pending
+            .is_some_and(|(_, confirm)| confirm.is_some_and(|c| step >= c))
+        {
             self.pending = None;
         }
     }
@@ -141,8 +146,8 @@ mod tests {
     #[test]
     fn equal_checksums_compare_whichever_side_is_first_and_differences_are_counted_once() {
         let mut c = Checksums::new(10);
-        c.after_step(8, 8, || unreachable!("no exchange after step 8"));
-        c.after_step(9, 12, || 0xAAAA_0000_0000_BBBB);
+        c.after_step(8, Some(8), || unreachable!("no exchange after step 8"));
+        c.after_step(9, Some(12), || 0xAAAA_0000_0000_BBBB);
         let mine = c.to_send().unwrap();
         assert_eq!(mine.exchange, 1);
         assert_eq!(mine.value, 0xAAAA_BBBB);
@@ -155,8 +160,13 @@ mod tests {
         assert_eq!((c.compared, c.mismatches), (1, 0));
         c.on_remote(ChecksumSample { exchange: 2, value: 5 });
         assert_eq!(c.compared, 1, "ours is not taken yet");
-        c.after_step(19, 20, || 6);
+        c.after_step(19, None, || 6);
         c.on_remote(ChecksumSample { exchange: 2, value: 5 });
         assert_eq!((c.compared, c.mismatches, c.first_mismatch_step), (2, 1, Some(19)));
+        c.on_input_ack(u64::MAX);
+        assert!(
+            c.to_send().is_some(),
+            "with no unsent input to confirm it, it is sent until replaced"
+        );
     }
 }

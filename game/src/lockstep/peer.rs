@@ -66,6 +66,8 @@ pub struct LockstepPeer {
     playout: PlayoutBuffer,
     checksums: Checksums,
     next_step: u64,
+    /// Own inputs before this step have been carried by a packet.
+    written_end: u64,
     /// Scratch packet, its input vector reused.
     packet: InputPacket,
     /// When each own input was sampled (s), a ring like the input window.
@@ -91,6 +93,7 @@ impl LockstepPeer {
             playout: PlayoutBuffer::new(playout),
             checksums: Checksums::new(checksum_every_steps),
             next_step: 0,
+            written_end: 0,
             packet: InputPacket::with_capacity(),
             sampled_at: vec![0.0; WINDOW_STEPS],
             stats: PeerStats::default(),
@@ -155,6 +158,7 @@ impl LockstepPeer {
         let n = p.write(buf)?;
         self.stats.packets_written += 1;
         self.stats.inputs_written += end - first;
+        self.written_end = self.written_end.max(end);
         Ok(n)
     }
 
@@ -241,8 +245,8 @@ impl LockstepPeer {
         self.stats.coloured_max = self.stats.coloured_max.max(self.game.coloured_count());
         self.stats.step_delay_s_sum += now_s - self.sampled_at[step as usize % WINDOW_STEPS];
         let (game, world) = (&self.game, &self.world);
-        self.checksums
-            .after_step(step, self.local.sampled() - 1, || game.checksum(world));
+        let unsent = (self.local.sampled() > self.written_end).then(|| self.local.sampled() - 1);
+        self.checksums.after_step(step, unsent, || game.checksum(world));
         self.next_step += 1;
         Ok(())
     }
