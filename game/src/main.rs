@@ -38,6 +38,7 @@ const EXIT_UNAVAILABLE: u8 = 2;
     long_about = "Tumble: a networked physics sandbox for VR.\n\n\
         With no subcommand, opens the desktop debug view (needs a display; --scene FILE, default table64).\n\
         Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended;\n\
+        `tumble compare --model lockstep --scene assets/scenes/cubes900.toml` measures a network model;\n\
         `tumble screenshot --scene FILE --out PATH.png` renders it offscreen to a PNG.\n\
         Play: `tumble host [--bots N]`, `tumble join ADDR:PORT`, `tumble local --players 4`, `tumble vr --host`.\n\
         Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
@@ -59,6 +60,9 @@ enum Command {
     Simulate(SimulateArgs),
     /// Authority and non-authority worlds in one process, joined through the link simulator; JSON report
     Loopback(LoopbackArgs),
+    /// The cube game played by two seeded bots over one network model (lockstep so far) through the link
+    /// simulator; one JSON object of figures
+    Compare(tumble::harness::compare::CompareArgs),
     /// Step a scene headless, render it offscreen (no display needed) and write a PNG
     Screenshot(ScreenshotArgs),
     /// A host and N-1 guests with distributed authority, bots in every seat; JSON report
@@ -222,6 +226,17 @@ fn main() -> ExitCode {
             Err(e) => {
                 eprintln!("tumble: error: {}", one_line(&e));
                 ExitCode::FAILURE
+            }
+        },
+        Some(Command::Compare(args)) => match tumble::harness::compare::run_cli(&args) {
+            Ok(report) => {
+                println!("{report}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                let not_built = e.downcast_ref::<tumble::harness::compare::NotBuiltYet>().is_some();
+                ExitCode::from(if not_built { EXIT_UNAVAILABLE } else { 1 })
             }
         },
         Some(Command::Session(args)) => match tumble::harness::session_cli::run(&args) {

@@ -300,3 +300,74 @@ fn screenshot_without_a_vulkan_driver_names_the_packages_and_exits_2() {
     );
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `tumble compare --model lockstep`: one JSON object with the figures issue 14 names; bad flags and models not
+/// built yet fail politely.
+#[test]
+fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
+    let o = tumble(&[
+        "compare",
+        "--model",
+        "lockstep",
+        "--scene",
+        scene,
+        "--seconds",
+        "3",
+        "--latency-ms",
+        "50",
+        "--loss-pct",
+        "5",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
+    for field in [
+        "model",
+        "kbps_mean",
+        "kbps_mean_up",
+        "kbps_mean_down",
+        "input_to_screen_ms",
+        "remote_delay_ms",
+        "hitch_frames",
+        "corrections",
+        "correction_max_m",
+        "desyncs",
+        "bit_identical_at_end",
+        "cpu_ms_per_step",
+    ] {
+        assert!(report.get(field).is_some(), "{field} missing from {report}");
+    }
+    assert_eq!(report["model"], "lockstep");
+    assert_eq!(report["bit_identical_at_end"], true);
+    assert_eq!(report["desyncs"], 0);
+
+    for (args, code, says) in [
+        (vec!["--model", "snapshots"], 2, "not built yet"),
+        (vec!["--model", "all"], 2, "not built yet"),
+        (
+            vec!["--model", "lockstep", "--loss-pct", "150"],
+            1,
+            "--loss-pct must be in 0..=100",
+        ),
+        (
+            vec!["--model", "lockstep", "--seconds", "0"],
+            1,
+            "--seconds must be above 0",
+        ),
+        (
+            vec!["--model", "lockstep", "--playout-ms", "5000"],
+            1,
+            "--playout-ms must be in 0..=2000",
+        ),
+        (vec!["--model", "sideways"], 2, "invalid value"),
+    ] {
+        let mut all = vec!["compare", "--scene", scene];
+        all.extend(args);
+        let o = tumble(&all);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{all:?}: {err}");
+        assert!(err.contains(says), "{all:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(o.stdout.is_empty());
+    }
+}

@@ -635,6 +635,8 @@ mod tests {
             ("towers2x2x20.toml", 80),
             ("tower_wall.toml", 115),
             ("pyramid_hit.toml", 211),
+            ("cubes900.toml", 900),
+            ("cubes90.toml", 90),
         ];
         for (file, bodies) in expected {
             let s = shipped(file);

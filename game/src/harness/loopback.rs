@@ -41,7 +41,7 @@ pub const SETTLE_S: f64 = 10.0;
 /// sealed: the tag costs 9 bytes a packet net (see `tumble_net::packet`), 6.5 kbps at 90 packets a second.
 pub const DEFAULT_KBPS_BUDGET: u32 = 70;
 /// Clock ticks per physics step for the network (deliveries, acks): about 0.9 ms resolution at 90 Hz.
-const SUBTICKS_PER_STEP: u64 = 12;
+pub(crate) const SUBTICKS_PER_STEP: u64 = 12;
 /// How long the handshake may take on the simulated clock before the run is abandoned (s).
 const HANDSHAKE_LIMIT_S: f64 = 30.0;
 /// A cube counts as in free flight once it has touched nothing for this many steps: longer than a baseline's age
@@ -180,11 +180,11 @@ struct UdpIo {
     start: Instant,
 }
 
-/// The two endpoints and the network between them.
-struct Link {
+/// The two endpoints and the network between them (also `tumble compare`'s, [`crate::harness::compare`]).
+pub(crate) struct Link {
     io: LinkIo,
-    host: Endpoint,
-    guest: Endpoint,
+    pub(crate) host: Endpoint,
+    pub(crate) guest: Endpoint,
     host_addr: SocketAddr,
     guest_addr: SocketAddr,
 }
@@ -194,7 +194,7 @@ impl Link {
     /// `net-soak` does: a zero-latency link then delivers within the tick).
     /// Over UDP, first waits for the real clock to reach `now_s`, and works at the real time then; returns the
     /// time used.
-    fn tick(&mut self, now_s: f64) -> Result<f64> {
+    pub(crate) fn tick(&mut self, now_s: f64) -> Result<f64> {
         match &mut self.io {
             LinkIo::Memory(net) => {
                 net.pump(
@@ -231,7 +231,7 @@ impl Link {
     }
 
     /// The time sends are stamped with: `scheduled_s` in memory, the real clock over UDP.
-    fn now(&self, scheduled_s: f64) -> f64 {
+    pub(crate) fn now(&self, scheduled_s: f64) -> f64 {
         match &self.io {
             LinkIo::Memory(_) => scheduled_s,
             LinkIo::Udp(udp) => udp.start.elapsed().as_secs_f64(),
@@ -239,11 +239,21 @@ impl Link {
     }
 
     /// Host's wire bytes so far (datagrams plus IP/UDP headers) to the guest.
-    fn host_wire_bytes(&self) -> u64 {
-        self.host
-            .stats(PeerId(0))
-            .map_or(0, |s| s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64)
+    pub(crate) fn host_wire_bytes(&self) -> u64 {
+        wire_bytes(&self.host)
     }
+
+    /// Guest's wire bytes so far (datagrams plus IP/UDP headers) to the host.
+    pub(crate) fn guest_wire_bytes(&self) -> u64 {
+        wire_bytes(&self.guest)
+    }
+}
+
+/// An endpoint's bytes sent to its first peer, datagrams plus IP/UDP headers.
+fn wire_bytes(endpoint: &Endpoint) -> u64 {
+    endpoint
+        .stats(PeerId(0))
+        .map_or(0, |s| s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64)
 }
 
 /// Runs `config` on two copies of one scene: `authority` (the host's) and `remote` (the guest's), built alike.
@@ -305,7 +315,7 @@ pub struct LoopbackSession {
 }
 
 /// Length of a clock tick (s).
-const TICK_S: f64 = 1.0 / (STEP_HZ as f64 * SUBTICKS_PER_STEP as f64);
+pub(crate) const TICK_S: f64 = 1.0 / (STEP_HZ as f64 * SUBTICKS_PER_STEP as f64);
 
 /// One state packet a step; per datagram the IP/UDP and transport headers, and the transport's size cap.
 const PACKET_LIMITS: PacketLimits = PacketLimits {
@@ -682,7 +692,7 @@ impl LoopbackSession {
 
 /// Builds the link the configuration asks for and runs the handshake on the simulated clock (the run's clock
 /// starts once the guest is in). Returns the link and the ticks the handshake took.
-fn connect(config: &LoopbackConfig) -> Result<(Link, u64)> {
+pub(crate) fn connect(config: &LoopbackConfig) -> Result<(Link, u64)> {
     let link_config = LinkConfig {
         latency_ms: config.latency_ms,
         jitter_ms: config.jitter_ms,
@@ -767,7 +777,7 @@ fn record_packet(rec: &mut Recording, sender: &Sender, cubes: usize, step: u64, 
 
 /// Simulated time of sub-tick `k` of `step`, the run starting after `handshake_ticks` ticks: computed from
 /// integers each time so it never drifts.
-fn link_time(handshake_ticks: u64, step: u64, k: u64, dt: f64) -> f64 {
+pub(crate) fn link_time(handshake_ticks: u64, step: u64, k: u64, dt: f64) -> f64 {
     (handshake_ticks + step * SUBTICKS_PER_STEP + k + 1) as f64 * dt
 }
 

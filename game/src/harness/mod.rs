@@ -9,6 +9,8 @@
 //!   player over UDP on 127.0.0.1 (`tumble session-peer`), merged from their JSON lines; [`conflict`]: the
 //!   `--conflict-test` driver (two guests squeeze on one cube in the same step, again and again).
 //! - [`thrower`]: the seeded scripted thrower of the loopback run.
+//! - [`compare`]: `tumble compare`: the cube game played by two bots over one network model (lockstep so far);
+//!   the JSON figures issue 14 compares models by.
 //! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
 //! - [`min_budget`]: the smallest bandwidth budget a connection can run on (the largest single update must fit).
 //! - [`demand`]: a shadow sender with no budget, hearing the real acks: what the link would carry unbudgeted.
@@ -18,6 +20,7 @@
 //! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
 
 pub mod bandwidth;
+pub mod compare;
 pub mod conflict;
 pub mod cube_history;
 pub mod demand;

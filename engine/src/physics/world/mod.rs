@@ -75,6 +75,7 @@ macro_rules! poses {
     };
 }
 
+mod impulse;
 mod sleep;
 mod solve;
 mod step;

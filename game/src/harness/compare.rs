@@ -1,0 +1,616 @@
+//! `tumble compare`: the cube game played by two seeded bots over one network model, both players' machines in
+//! one process joined through two `tumble-net` endpoints and the link simulator in memory on a simulated clock
+//! (the loopback harness's link, [`super::loopback`]), one 90 Hz frame at a time; one JSON object out. Models:
+//! `lockstep` ([`crate::lockstep`]); the others of issue 14 answer "not built yet".
+//!
+//! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
+//! one packet; then the link runs until the next frame, delivering. Both machines start frame 0 at the same
+//! clock time, so a step's delay from player 1 sampling its input to either screen is read off one clock. The
+//! measured run is `--seconds` of frames; then, sampling no more, both run on until every sampled step is
+//! simulated and every exchange's checksums compared (at most [`DRAIN_LIMIT_S`]), so the two worlds are compared
+//! at the same step.
+//!
+//! Figures (player 1 is the endpoint that hosts, "up" is player 1 → player 2):
+//! - `kbps_mean_up` / `kbps_mean_down`: each direction's datagrams with IP/UDP headers over the measured run;
+//!   `kbps_mean` the larger.
+//! - `input_to_screen_ms`: on player 1's machine, mean time from sampling its input for a step to simulating that
+//!   step (lockstep: one-way latency + playout delay, since the step also needs player 2's input).
+//! - `remote_delay_ms`: on player 2's machine, mean time from player 1 sampling its input for a step to player 2
+//!   simulating it.
+//! - `hitch_frames`: frames, on both machines, that had a step due and waited for a missing input
+//!   (`hitch_fraction` of all frames counted, from each machine's first step).
+//! - `corrections`, `correction_max_m`: 0 (lockstep corrects nothing; a desync is counted instead).
+//! - `desyncs`: checksum exchanges found different (the larger count of the two machines).
+//! - `bit_identical_at_end`: the same step, the same game checksum (every body's bits and the colours).
+//! - `cpu_ms_per_step`: wall time of one game step (forces, physics, colours), mean over both machines.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::{json, Value};
+use tumble_engine::physics::{World, WorldConfig};
+use tumble_engine::scene::load_scene;
+use tumble_net::{EndpointEvent, PeerId};
+
+use super::loopback::{connect, link_time, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
+use crate::cube_game::CubeBot;
+use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
+use crate::lockstep::peer::PLAYERS;
+use crate::lockstep::playout::{PlayoutConfig, MAX_DELAY_S};
+use crate::lockstep::{checksum::CHECKSUM_EVERY_STEPS, LockstepPeer};
+use crate::sync::codec::predict::STEP_HZ;
+
+/// After the measured run, the most simulated time both sides get to simulate every sampled step (s).
+pub const DRAIN_LIMIT_S: f64 = 60.0;
+/// Longest run accepted (s of simulated time): a day.
+const MAX_SECONDS: f64 = 86_400.0;
+/// Largest one-way latency or jitter accepted (ms).
+const MAX_LINK_MS: f64 = 10_000.0;
+
+/// The network models of issue 14.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Model {
+    Lockstep,
+    Snapshots,
+    Predict,
+    Authority,
+    All,
+}
+
+/// A model `tumble compare` does not have yet (the binary exits 2, as for any mode unavailable here).
+#[derive(Debug, thiserror::Error)]
+#[error("--model {0}: not built yet (only lockstep is, so far)")]
+pub struct NotBuiltYet(pub &'static str);
+
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    /// The network model to measure (only lockstep is built so far)
+    #[arg(long, value_enum)]
+    pub model: Model,
+    /// Scene file: the field of cubes (TOML; e.g. assets/scenes/cubes900.toml); the player cubes are added
+    #[arg(long, value_name = "FILE")]
+    pub scene: PathBuf,
+    /// Simulated seconds to measure (90 frames each)
+    #[arg(long, value_name = "S", default_value_t = 20.0)]
+    pub seconds: f64,
+    /// One-way delay added in each direction (ms): 125 is a 250 ms round trip
+    #[arg(long, value_name = "L", default_value_t = 0.0)]
+    pub latency_ms: f64,
+    /// ± jitter on each direction's delay (ms)
+    #[arg(long, value_name = "J", default_value_t = 0.0)]
+    pub jitter_ms: f64,
+    /// Loss in each direction (percent)
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub loss_pct: f64,
+    /// Duplicates in each direction (percent)
+    #[arg(long, value_name = "D", default_value_t = 0.0)]
+    pub dup_pct: f64,
+    /// Seeds the link simulator and the two bots
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms)
+    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    pub playout_ms: f64,
+    /// Lockstep: keep the playout delay fixed (no adapting to measured lateness)
+    #[arg(long)]
+    pub fixed_playout: bool,
+}
+
+/// One lockstep run's settings.
+#[derive(Debug, Clone)]
+pub struct LockstepConfig {
+    pub seconds: f64,
+    pub latency_ms: f64,
+    pub jitter_ms: f64,
+    pub loss_pct: f64,
+    pub dup_pct: f64,
+    pub seed: u64,
+    pub playout: PlayoutConfig,
+    pub checksum_every_steps: u64,
+    /// Replace every n-th packet player 1 sends with garbage (tests: the receiver must refuse it and go on).
+    pub garbage_every_n_packets: Option<u64>,
+}
+
+impl Default for LockstepConfig {
+    fn default() -> Self {
+        Self {
+            seconds: 20.0,
+            latency_ms: 0.0,
+            jitter_ms: 0.0,
+            loss_pct: 0.0,
+            dup_pct: 0.0,
+            seed: 1,
+            playout: PlayoutConfig::default(),
+            checksum_every_steps: CHECKSUM_EVERY_STEPS,
+            garbage_every_n_packets: None,
+        }
+    }
+}
+
+impl LockstepConfig {
+    fn validate(&self) -> Result<()> {
+        let in_range = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
+        if !(in_range(self.seconds, 0.0, MAX_SECONDS) && self.seconds > 0.0) {
+            bail!(
+                "--seconds must be above 0 and at most {MAX_SECONDS} (got {})",
+                self.seconds
+            );
+        }
+        for (flag, v, hi) in [
+            ("--latency-ms", self.latency_ms, MAX_LINK_MS),
+            ("--jitter-ms", self.jitter_ms, MAX_LINK_MS),
+            ("--loss-pct", self.loss_pct, 100.0),
+            ("--dup-pct", self.dup_pct, 100.0),
+            ("--playout-ms", self.playout.delay_s * 1000.0, MAX_DELAY_S * 1000.0),
+        ] {
+            if !in_range(v, 0.0, hi) {
+                bail!("{flag} must be in 0..={hi} (got {v})");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a lockstep run measured (see the module doc for each figure).
+#[derive(Debug, Clone)]
+pub struct LockstepReport {
+    pub cubes: usize,
+    pub frames: u64,
+    pub kbps_mean_up: f64,
+    pub kbps_mean_down: f64,
+    pub input_to_screen_ms: f64,
+    pub remote_delay_ms: f64,
+    /// Per player.
+    pub hitch_frames: [u64; PLAYERS],
+    pub counted_frames: [u64; PLAYERS],
+    pub catchup_frames: [u64; PLAYERS],
+    pub idle_frames: [u64; PLAYERS],
+    pub desyncs: u64,
+    pub checksums_compared: [u64; PLAYERS],
+    pub first_desync_step: Option<u64>,
+    pub steps_at_end: [u64; PLAYERS],
+    pub bit_identical_at_end: bool,
+    pub cpu_ms_per_step: f64,
+    pub playout_delay_ms: [f64; PLAYERS],
+    pub inputs_per_packet_mean: f64,
+    pub packets_refused: [u64; PLAYERS],
+    pub coloured_max: usize,
+}
+
+impl LockstepReport {
+    pub fn hitch_fraction(&self) -> f64 {
+        self.hitch_frames.iter().sum::<u64>() as f64 / self.counted_frames.iter().sum::<u64>().max(1) as f64
+    }
+
+    pub fn to_json(&self, config: &LockstepConfig, scene: &str) -> Value {
+        json!({
+            "model": "lockstep",
+            "scene": scene,
+            "cubes": self.cubes,
+            "seconds": config.seconds,
+            "latency_ms": config.latency_ms,
+            "jitter_ms": config.jitter_ms,
+            "loss_pct": config.loss_pct,
+            "dup_pct": config.dup_pct,
+            "seed": config.seed,
+            "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
+            "kbps_mean_up": self.kbps_mean_up,
+            "kbps_mean_down": self.kbps_mean_down,
+            "input_to_screen_ms": self.input_to_screen_ms,
+            "remote_delay_ms": self.remote_delay_ms,
+            "hitch_frames": self.hitch_frames.iter().sum::<u64>(),
+            "hitch_frames_per_player": self.hitch_frames,
+            "hitch_fraction": self.hitch_fraction(),
+            "frames_counted_per_player": self.counted_frames,
+            "catchup_frames_per_player": self.catchup_frames,
+            "idle_frames_per_player": self.idle_frames,
+            "corrections": 0,
+            "correction_max_m": 0.0,
+            "desyncs": self.desyncs,
+            "first_desync_step": self.first_desync_step,
+            "checksums_compared_per_player": self.checksums_compared,
+            "steps_at_end_per_player": self.steps_at_end,
+            "bit_identical_at_end": self.bit_identical_at_end,
+            "cpu_ms_per_step": self.cpu_ms_per_step,
+            "playout_floor_ms": config.playout.delay_s * 1000.0,
+            "playout_adaptive": config.playout.adaptive,
+            "playout_delay_ms_at_end_per_player": self.playout_delay_ms,
+            "inputs_per_packet_mean": self.inputs_per_packet_mean,
+            "packets_refused_per_player": self.packets_refused,
+            "coloured_cubes_max": self.coloured_max,
+        })
+    }
+}
+
+/// Two lockstep machines and the link between them, one frame at a time.
+pub struct LockstepRun {
+    config: LockstepConfig,
+    link: Link,
+    handshake_ticks: u64,
+    pub(crate) peers: [LockstepPeer; PLAYERS],
+    bots: [CubeBot; PLAYERS],
+    frame: u64,
+    /// Frames of the measured run.
+    frames: u64,
+    buf: Vec<u8>,
+    packets_sent_p1: u64,
+}
+
+impl LockstepRun {
+    /// Joins the two endpoints (the handshake runs here) and builds both machines on copies of one scene's world.
+    pub fn new(config: &LockstepConfig, world_a: World, world_b: World) -> Result<Self> {
+        config.validate()?;
+        if world_a.body_count() != world_b.body_count() || world_a.checksum() != world_b.checksum() {
+            bail!("the two worlds differ");
+        }
+        let link_config = LoopbackConfig {
+            latency_ms: config.latency_ms,
+            jitter_ms: config.jitter_ms,
+            loss_pct: config.loss_pct,
+            dup_pct: config.dup_pct,
+            seed: config.seed,
+            ..LoopbackConfig::default()
+        };
+        let (link, handshake_ticks) = connect(&link_config)?;
+        let every = config.checksum_every_steps;
+        Ok(Self {
+            config: config.clone(),
+            link,
+            handshake_ticks,
+            peers: [
+                LockstepPeer::new(0, world_a, config.playout, every)?,
+                LockstepPeer::new(1, world_b, config.playout, every)?,
+            ],
+            bots: [CubeBot::new(config.seed), CubeBot::new(config.seed.wrapping_add(1))],
+            frame: 0,
+            frames: (config.seconds * STEP_HZ as f64).round() as u64,
+            buf: vec![0u8; MAX_INPUT_PACKET_BYTES],
+            packets_sent_p1: 0,
+        })
+    }
+
+    pub fn peers(&self) -> &[LockstepPeer; PLAYERS] {
+        &self.peers
+    }
+
+    /// True once the measured frames have run.
+    pub fn measured(&self) -> bool {
+        self.frame >= self.frames
+    }
+
+    /// One frame on both machines; `sample`: the bots play (false while draining).
+    pub fn frame(&mut self, sample: bool) -> Result<()> {
+        let k = self.frame;
+        let t = link_time(self.handshake_ticks, k, 0, TICK_S);
+        for p in 0..PLAYERS {
+            if sample {
+                let input = self.bots[p].next_input();
+                self.peers[p].sample(t, input)?;
+            }
+            self.peers[p].advance(t)?;
+            self.send(p, t)?;
+        }
+        for sub in 0..SUBTICKS_PER_STEP {
+            let now = self.link.tick(link_time(self.handshake_ticks, k, sub, TICK_S))?;
+            self.receive(now)?;
+        }
+        self.frame += 1;
+        Ok(())
+    }
+
+    fn send(&mut self, p: usize, t: f64) -> Result<()> {
+        let mut n = self.peers[p].write_packet(&mut self.buf)?;
+        let now = self.link.now(t);
+        let endpoint = if p == 0 {
+            self.packets_sent_p1 += 1;
+            if self
+                .config
+                .garbage_every_n_packets
+                .is_some_and(|every| every > 0 && self.packets_sent_p1.is_multiple_of(every))
+            {
+                // A packet no honest peer writes: the right tag, then bits that claim more than follows.
+                self.buf[..8].copy_from_slice(&[0x4C, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
+                n = 8;
+            }
+            &mut self.link.host
+        } else {
+            &mut self.link.guest
+        };
+        if let Err(e) = endpoint.send(now, PeerId(0), &self.buf[..n]) {
+            tracing::warn!(player = p + 1, "lockstep packet not sent: {e}");
+        }
+        Ok(())
+    }
+
+    fn receive(&mut self, now: f64) -> Result<()> {
+        for p in 0..PLAYERS {
+            loop {
+                let endpoint = if p == 0 {
+                    &mut self.link.host
+                } else {
+                    &mut self.link.guest
+                };
+                let Some(event) = endpoint.pop_event() else { break };
+                match event {
+                    EndpointEvent::Received { peer, sequence } => {
+                        match self.peers[p].read_packet(now, endpoint.payload()) {
+                            Ok(()) => {
+                                endpoint.accept(peer, sequence);
+                            }
+                            Err(e) => tracing::debug!(player = p + 1, "lockstep packet refused: {e}"),
+                        }
+                    }
+                    EndpointEvent::Disconnected { reason, .. } => {
+                        bail!("player {} lost the other player: {reason:?}", p + 1)
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the measured frames and the drain, and reports.
+    pub fn run(mut self) -> Result<LockstepReport> {
+        while !self.measured() {
+            self.frame(true)?;
+        }
+        self.finish()
+    }
+
+    /// Takes the measured figures, then drains (no more sampling) until both machines simulated every sampled
+    /// step, and compares them.
+    pub fn finish(mut self) -> Result<LockstepReport> {
+        let seconds = self.frame as f64 / STEP_HZ as f64;
+        let up = self.link.host_wire_bytes() as f64 * 8.0 / 1000.0 / seconds;
+        let down = self.link.guest_wire_bytes() as f64 * 8.0 / 1000.0 / seconds;
+        let stats = self.peers.each_ref().map(|p| p.stats.clone());
+        let drain_frames = (DRAIN_LIMIT_S * STEP_HZ as f64) as u64;
+        // Until every sampled step ran on both sides and both compared every exchange's checksums (the last ones
+        // are taken while draining).
+        let exchanges = self.peers[0].sampled() / self.config.checksum_every_steps.max(1);
+        for _ in 0..drain_frames {
+            let done = |p: &LockstepPeer| p.steps() == p.sampled() && p.checksums().compared >= exchanges;
+            if self.peers.iter().all(done) {
+                break;
+            }
+            self.frame(false)?;
+        }
+        let [a, b] = &self.peers;
+        let all_steps = (a.stats.steps + b.stats.steps).max(1) as f64;
+        let mean_delay_ms = |p: &LockstepPeer| p.stats.step_delay_s_sum / p.stats.steps.max(1) as f64 * 1000.0;
+        let inputs: u64 = stats.iter().map(|s| s.inputs_written).sum();
+        let packets: u64 = stats.iter().map(|s| s.packets_written).sum();
+        let first_desync = [a, b].iter().filter_map(|p| p.checksums().first_mismatch_step).min();
+        Ok(LockstepReport {
+            cubes: a.world().body_count() - PLAYERS,
+            frames: self.frames,
+            kbps_mean_up: up,
+            kbps_mean_down: down,
+            input_to_screen_ms: mean_delay_ms(a),
+            remote_delay_ms: mean_delay_ms(b),
+            hitch_frames: stats.each_ref().map(|s| s.hitch_frames),
+            counted_frames: stats.each_ref().map(|s| s.frames),
+            catchup_frames: stats.each_ref().map(|s| s.catchup_frames),
+            idle_frames: stats.each_ref().map(|s| s.idle_frames),
+            desyncs: a.checksums().mismatches.max(b.checksums().mismatches),
+            checksums_compared: [a.checksums().compared, b.checksums().compared],
+            first_desync_step: first_desync,
+            steps_at_end: [a.steps(), b.steps()],
+            bit_identical_at_end: a.steps() == b.steps() && a.checksum() == b.checksum(),
+            cpu_ms_per_step: (a.stats.step_cpu_s + b.stats.step_cpu_s) / all_steps * 1000.0,
+            playout_delay_ms: [a.playout().delay_s() * 1000.0, b.playout().delay_s() * 1000.0],
+            inputs_per_packet_mean: inputs as f64 / packets.max(1) as f64,
+            packets_refused: [a.stats.packets_refused, b.stats.packets_refused],
+            coloured_max: a.stats.coloured_max,
+        })
+    }
+}
+
+/// Runs `config` on two copies of a world.
+pub fn run_lockstep(config: &LockstepConfig, world_a: World, world_b: World) -> Result<LockstepReport> {
+    LockstepRun::new(config, world_a, world_b)?.run()
+}
+
+/// `tumble compare`: the JSON object of the model asked for. A model not built yet is a [`NotBuiltYet`] error.
+pub fn run_cli(args: &CompareArgs) -> Result<Value> {
+    let name = match args.model {
+        Model::Lockstep => None,
+        Model::Snapshots => Some("snapshots"),
+        Model::Predict => Some("predict"),
+        Model::Authority => Some("authority"),
+        Model::All => Some("all"),
+    };
+    if let Some(name) = name {
+        return Err(NotBuiltYet(name).into());
+    }
+    let config = LockstepConfig {
+        seconds: args.seconds,
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        dup_pct: args.dup_pct,
+        seed: args.seed,
+        playout: PlayoutConfig {
+            delay_s: args.playout_ms / 1000.0,
+            adaptive: !args.fixed_playout,
+            ..PlayoutConfig::default()
+        },
+        ..LockstepConfig::default()
+    };
+    config.validate()?;
+    let scene = load_scene(&args.scene)?;
+    let build = || {
+        scene
+            .build_world(WorldConfig::default())
+            .context("building the scene's world")
+    };
+    tracing::info!(scene = %scene.name, seconds = config.seconds, latency_ms = config.latency_ms,
+        loss_pct = config.loss_pct, "lockstep: two bots playing the cube game");
+    let report = run_lockstep(&config, build()?, build()?)?;
+    tracing::info!(
+        hitch_frames = report.hitch_frames.iter().sum::<u64>(),
+        desyncs = report.desyncs,
+        bit_identical = report.bit_identical_at_end,
+        "lockstep run done"
+    );
+    Ok(report.to_json(&config, &scene.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tumble_engine::physics::BodyId;
+
+    fn scene_world(file: &str) -> World {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../assets/scenes")
+            .join(file);
+        load_scene(&path).unwrap().build_world(WorldConfig::default()).unwrap()
+    }
+
+    fn run(file: &str, config: &LockstepConfig) -> LockstepReport {
+        run_lockstep(config, scene_world(file), scene_world(file)).unwrap()
+    }
+
+    fn link(latency_ms: f64, loss_pct: f64, seconds: f64) -> LockstepConfig {
+        LockstepConfig {
+            seconds,
+            latency_ms,
+            loss_pct,
+            ..LockstepConfig::default()
+        }
+    }
+
+    fn assert_in_sync(r: &LockstepReport, exchanges: u64) {
+        assert!(r.bit_identical_at_end, "{r:?}");
+        assert_eq!(r.desyncs, 0);
+        assert_eq!(r.steps_at_end[0], r.frames);
+        assert_eq!(
+            r.checksums_compared, [exchanges; PLAYERS],
+            "every exchange compared on both sides"
+        );
+    }
+
+    #[test]
+    fn lockstep_at_250_ms_round_trip_and_5_pct_loss_stays_bit_identical() {
+        let r = run("cubes900.toml", &link(125.0, 5.0, 20.0));
+        // 20 s: exchanges after steps 90, 180, …, 1800, every one compared on both sides (the last while draining).
+        assert_in_sync(&r, 20);
+        assert_eq!(r.hitch_frames, [0, 0], "a 100 ms playout delay covers 5 % loss");
+        assert!(r.coloured_max > 0, "the bots played: cubes were touched");
+        // One-way latency + playout delay, within a frame and a tick.
+        assert!((r.input_to_screen_ms - 225.0).abs() < 12.0, "{}", r.input_to_screen_ms);
+        assert!((r.remote_delay_ms - 225.0).abs() < 12.0, "{}", r.remote_delay_ms);
+    }
+
+    #[test]
+    fn lockstep_at_2_s_round_trip_and_25_pct_loss_stays_bit_identical_without_hitches() {
+        let config = LockstepConfig {
+            playout: PlayoutConfig {
+                delay_s: 0.25,
+                ..PlayoutConfig::default()
+            },
+            ..link(1000.0, 25.0, 20.0)
+        };
+        let r = run("cubes90.toml", &config);
+        assert_in_sync(&r, 20);
+        assert!(r.hitch_fraction() < 0.01, "{}", r.hitch_fraction());
+        assert!(
+            r.inputs_per_packet_mean > 150.0,
+            "about a round trip of inputs rides in every packet"
+        );
+    }
+
+    #[test]
+    fn bandwidth_does_not_depend_on_the_number_of_cubes() {
+        let config = link(50.0, 5.0, 15.0);
+        let small = run("cubes90.toml", &config);
+        let large = run("cubes900.toml", &config);
+        assert_eq!((small.cubes, large.cubes), (90, 900));
+        for (a, b) in [
+            (small.kbps_mean_up, large.kbps_mean_up),
+            (small.kbps_mean_down, large.kbps_mean_down),
+        ] {
+            assert!((a - b).abs() <= 0.01 * a, "{a} kbps with 90 cubes, {b} with 900");
+        }
+    }
+
+    #[test]
+    fn a_world_changed_behind_the_protocols_back_is_detected_as_a_desync() {
+        let config = link(40.0, 5.0, 10.0);
+        let mut run = LockstepRun::new(&config, scene_world("cubes90.toml"), scene_world("cubes90.toml")).unwrap();
+        for _ in 0..300 {
+            run.frame(true).unwrap();
+        }
+        // Player 2's copy of a resting cube in a corner of the field moves by a millimetre.
+        let world = run.peers[1].world_mut();
+        let id = BodyId(0);
+        let mut s = world.state(id).unwrap();
+        s.position.x += 0.001;
+        world.set_state(id, &s).unwrap();
+        let tampered_at = run.peers[1].steps();
+        let r = run.run().unwrap();
+        assert!(r.desyncs >= 1, "{r:?}");
+        let first = r.first_desync_step.unwrap();
+        assert!(
+            first >= tampered_at && first < tampered_at + 2 * CHECKSUM_EVERY_STEPS,
+            "tampered before step {tampered_at}, detected after step {first}"
+        );
+        assert!(!r.bit_identical_at_end);
+    }
+
+    #[test]
+    fn garbage_packets_are_refused_and_the_game_goes_on_in_sync() {
+        let config = LockstepConfig {
+            garbage_every_n_packets: Some(7),
+            ..link(40.0, 0.0, 10.0)
+        };
+        let r = run("cubes90.toml", &config);
+        assert!(r.packets_refused[1] >= 100, "{:?}", r.packets_refused);
+        assert_eq!(r.packets_refused[0], 0);
+        assert_in_sync(&r, 10);
+    }
+
+    #[test]
+    fn bad_settings_are_errors_and_unbuilt_models_say_so() {
+        for bad in [
+            LockstepConfig {
+                seconds: -1.0,
+                ..LockstepConfig::default()
+            },
+            LockstepConfig {
+                loss_pct: 101.0,
+                ..LockstepConfig::default()
+            },
+            LockstepConfig {
+                latency_ms: f64::NAN,
+                ..LockstepConfig::default()
+            },
+        ] {
+            assert!(bad.validate().is_err());
+        }
+        let args = CompareArgs {
+            model: Model::Snapshots,
+            scene: PathBuf::from("nowhere.toml"),
+            seconds: 1.0,
+            latency_ms: 0.0,
+            jitter_ms: 0.0,
+            loss_pct: 0.0,
+            dup_pct: 0.0,
+            seed: 1,
+            playout_ms: 100.0,
+            fixed_playout: false,
+        };
+        let e = run_cli(&args).unwrap_err();
+        assert!(e.downcast_ref::<NotBuiltYet>().is_some());
+        assert!(e.to_string().contains("not built yet"));
+        let missing = run_cli(&CompareArgs {
+            model: Model::Lockstep,
+            ..args
+        });
+        assert!(missing.is_err(), "a missing scene file is an error");
+    }
+}
