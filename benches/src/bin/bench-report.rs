@@ -270,6 +270,7 @@ fn real_main() -> Result<ExitCode> {
         match row.engine {
             EngineKind::Tumble => bars[i].tumble_ms = ms,
             EngineKind::Rapier => bars[i].rapier_ms = ms,
+            EngineKind::RapierBudget | EngineKind::Jolt => {}
         }
     }
     let png_path = args.out.join("ms_per_step.png");
