@@ -6,6 +6,9 @@ SYSTEM_PACKAGES := pkg-config libudev-dev libvulkan1 mesa-vulkan-drivers
 # `make test`: the Vulkan validation layers, which debug builds (the tests) turn on; the image tests fail on any
 # message they report.
 TEST_PACKAGES := vulkan-validationlayers
+# `make bench`: what Jolt (the third engine of the speed comparison, cargo feature `jolt` of tumble-benches) builds
+# with: CMake and a C++ compiler for its sources, libclang for its bindings. `make test` never builds it.
+BENCH_PACKAGES := cmake g++ libclang-dev
 # `make vr`: the OpenXR loader (the runtime itself, SteamVR or Monado, is the user's).
 VR_PACKAGES := libopenxr-loader1
 
@@ -38,9 +41,12 @@ test-vr: system-packages toolchain
 # (target/bench-report/session-bandwidth.md); the tipping sweep (target/bench-report/tipping.md: cubes just before
 # and just past balance must stand and fall); what packet encryption costs (target/bench-report/encryption.md:
 # bytes, µs and the kbps it adds on table64); whether a step's cost follows motion (target/bench-report/motion-cost.md:
-# one awake cube among 5,050 resting ones against the cube alone); then the criterion micro-benchmarks (physics,
-# render, transport).
+# one awake cube among 5,050 resting ones against the cube alone); Tumble against Rapier (defaults and held to
+# Tumble's iteration budget) and Jolt with sleeping off, medians of alternated runs, each engine's reruns checked for
+# the same bits (target/bench-report/engine-speed.md); then the criterion micro-benchmarks (physics, render,
+# transport).
 bench: system-packages toolchain
+	@scripts/ensure-system-packages.sh $(BENCH_PACKAGES)
 	cargo run --release -p tumble-benches --bin bench-report
 	cargo run --release -p tumble-benches --bin bench-report -- --no-sleep --steps-for large_pyramid=300 \
 		--out target/bench-report/no-sleep --baseline benches/baseline-no-sleep.json
@@ -54,6 +60,8 @@ bench: system-packages toolchain
 		> target/bench-report/encryption.json
 	cargo run --release -p tumble-benches --bin motion-cost -- --out target/bench-report \
 		> target/bench-report/motion-cost.json
+	cargo run --release -p tumble-benches --features jolt --bin engine-speed -- --out target/bench-report \
+		> target/bench-report/engine-speed.json
 	cargo bench -p tumble-benches --benches
 	cargo bench -p tumble-net --bench net
 

@@ -199,6 +199,19 @@ pub fn compare(run: &RunResult, entry: Option<&BaselineEntry>) -> Vec<Finding> {
     out
 }
 
+/// Same inputs, same build, same bits: a rerun of a scene that ends in another state than the first run is a
+/// [`FindingKind::Stability`] regression (fatal for `bench-report`), whatever the baseline says.
+pub fn compare_rerun(first: &RunResult, rerun: &RunResult) -> Option<Finding> {
+    (first.checksum != rerun.checksum).then(|| Finding {
+        scene: first.scene.clone(),
+        kind: FindingKind::Stability,
+        message: format!(
+            "not deterministic: a rerun ended in state {} (first run {})",
+            rerun.checksum, first.checksum
+        ),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -262,6 +275,19 @@ mod tests {
             ..base
         };
         assert!(compare(&r, Some(&old)).is_empty());
+    }
+
+    #[test]
+    fn a_rerun_in_another_state_is_a_regression() {
+        let first = run();
+        assert_eq!(compare_rerun(&first, &run()), None);
+        let mut rerun = run();
+        rerun.checksum = "00000000000000ab".into();
+        // Only the state counts: a rerun may be slower.
+        rerun.ms_per_step = 0.3;
+        let f = compare_rerun(&first, &rerun).expect("a different state");
+        assert_eq!(f.kind, FindingKind::Stability);
+        assert!(f.message.contains("00000000000000ab"), "{}", f.message);
     }
 
     #[test]

@@ -4,7 +4,9 @@
 //!   reports ([`RunResult`]); engine-agnostic through the small [`runner::Simulation`] trait.
 //! - [`tumble_sim`]: Tumble's [`World`](tumble_engine::physics::World) behind that trait, with the optional
 //!   quantize round trip before every step (what state sync does to every cube).
-//! - [`rapier_sim`]: the same scene in Rapier, matched as closely as Rapier allows, as the reference.
+//! - [`rapier_sim`]: the same scene in Rapier, matched as closely as Rapier allows, as the reference (with its
+//!   defaults, or held to Tumble's iteration budget: `--engine rapier-budget`).
+//! - `jolt_sim` (cargo feature `jolt`): the same scene in Jolt Physics through `joltc-sys` (`--engine jolt`).
 //! - [`baseline`]: `benches/baseline.json`, and what counts as a regression against it.
 //! - [`report`]: the Markdown table for `bench-report`; [`chart`]: its ms/step bar chart (PNG).
 //!
@@ -12,6 +14,8 @@
 
 pub mod baseline;
 pub mod chart;
+#[cfg(feature = "jolt")]
+pub mod jolt_sim;
 pub mod rapier_sim;
 pub mod report;
 pub mod runner;

@@ -52,6 +52,24 @@ pub struct RapierSim {
 impl RapierSim {
     /// Builds the Rapier world for `bodies` under `config` (`config.sleep` turns sleeping on or off per body).
     pub fn new(config: &WorldConfig, bodies: &[BodyDesc]) -> Result<Self> {
+        Self::with_parameters(config, bodies, IntegrationParameters::default())
+    }
+
+    /// The same world held to Tumble's iteration budget, for a comparison that is honest both ways: one solver
+    /// iteration (Rapier's default takes four substeps, each integrating and re-solving), in it as many velocity
+    /// passes as Tumble makes at most (`velocity_iterations` plus its shock pass) and as many stabilization passes
+    /// as Tumble's position passes (`position_iterations`). Everything else stays Rapier's default.
+    pub fn with_tumble_budget(config: &WorldConfig, bodies: &[BodyDesc]) -> Result<Self> {
+        let budget = IntegrationParameters {
+            num_solver_iterations: 1,
+            num_internal_pgs_iterations: config.velocity_iterations as usize + 1,
+            num_internal_stabilization_iterations: config.position_iterations as usize,
+            ..IntegrationParameters::default()
+        };
+        Self::with_parameters(config, bodies, budget)
+    }
+
+    fn with_parameters(config: &WorldConfig, bodies: &[BodyDesc], parameters: IntegrationParameters) -> Result<Self> {
         ensure!(
             config.dt.is_finite() && config.dt > 0.0,
             "dt must be positive, got {}",
@@ -61,7 +79,7 @@ impl RapierSim {
         world.gravity = rv(config.gravity);
         world.integration_parameters = IntegrationParameters {
             dt: config.dt,
-            ..IntegrationParameters::default()
+            ..parameters
         };
         if let Some(h) = config.ground_height {
             let ground = ColliderBuilder::new(SharedShape::halfspace(Vector::Y))
@@ -268,6 +286,41 @@ mod tests {
         );
         let s = sim.state(0).unwrap();
         assert!(s.position.distance(desc.position) < 1e-6 && s.rotation.angle_between(desc.rotation) < 1e-3);
+    }
+
+    #[test]
+    fn the_budget_world_takes_tumbles_iteration_counts() {
+        let config = WorldConfig {
+            velocity_iterations: 5,
+            position_iterations: 3,
+            ..WorldConfig::default()
+        };
+        let sim = RapierSim::with_tumble_budget(&config, &[falling_cube()]).unwrap();
+        let p = &sim.world().integration_parameters;
+        assert_eq!(p.dt, config.dt);
+        assert_eq!(
+            (
+                p.num_solver_iterations,
+                p.num_internal_pgs_iterations,
+                p.num_internal_stabilization_iterations
+            ),
+            (1, 6, 3),
+            "one iteration: the velocity passes plus the shock pass, and the position passes"
+        );
+        let opts = RunOptions {
+            engine: EngineKind::RapierBudget,
+            steps: 300,
+            quantize: false,
+            sleep: true,
+        };
+        let r = run_bodies("one_cube", WorldConfig::default(), &[falling_cube()], &opts).unwrap();
+        assert_eq!(r.engine, EngineKind::RapierBudget);
+        assert!(
+            (r.max_displacement_m - 1.5).abs() < 0.02,
+            "fell 1.5 m: {}",
+            r.max_displacement_m
+        );
+        assert!(r.settle_step.is_some(), "and went to sleep");
     }
 
     #[test]

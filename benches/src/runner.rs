@@ -26,7 +26,14 @@ pub const DEFAULT_STEPS: u32 = 1000;
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
     Tumble,
+    /// Rapier with its default integration parameters.
     Rapier,
+    /// Rapier held to Tumble's iteration budget ([`crate::rapier_sim::RapierSim::with_tumble_budget`]).
+    #[serde(rename = "rapier-budget")]
+    #[value(name = "rapier-budget")]
+    RapierBudget,
+    /// Jolt Physics with its defaults: only in a build with the `jolt` feature (`crate::jolt_sim`).
+    Jolt,
 }
 
 impl EngineKind {
@@ -34,7 +41,14 @@ impl EngineKind {
         match self {
             EngineKind::Tumble => "tumble",
             EngineKind::Rapier => "rapier",
+            EngineKind::RapierBudget => "rapier-budget",
+            EngineKind::Jolt => "jolt",
         }
+    }
+
+    /// Whether this build can run the engine (Jolt needs the `jolt` cargo feature).
+    pub fn available(self) -> bool {
+        self != EngineKind::Jolt || cfg!(feature = "jolt")
     }
 }
 
@@ -262,7 +276,7 @@ pub fn run_scene(scene: &Scene, opts: &RunOptions) -> Result<RunResult> {
                 .with_context(|| format!("building scene {}", scene.name))?;
             run(&mut TumbleSim::from_world(world), &scene.name, opts)
         }
-        EngineKind::Rapier => run_bodies(&scene.name, scene_config(scene, opts), &scene.bodies, opts),
+        _ => run_bodies(&scene.name, scene_config(scene, opts), &scene.bodies, opts),
     }
 }
 
@@ -280,13 +294,26 @@ pub fn run_bodies(name: &str, config: WorldConfig, bodies: &[BodyDesc], opts: &R
     };
     match opts.engine {
         EngineKind::Tumble => run(&mut TumbleSim::new(config, bodies)?, name, opts),
-        EngineKind::Rapier => {
-            if opts.quantize {
-                bail!("--quantize is Tumble-only: it round-trips Tumble's BodyState through the sync quantizer");
-            }
-            run(&mut RapierSim::new(&config, bodies)?, name, opts)
+        _ if opts.quantize => {
+            bail!("--quantize is Tumble-only: it round-trips Tumble's BodyState through the sync quantizer")
         }
+        EngineKind::Rapier => run(&mut RapierSim::new(&config, bodies)?, name, opts),
+        EngineKind::RapierBudget => run(&mut RapierSim::with_tumble_budget(&config, bodies)?, name, opts),
+        EngineKind::Jolt => run_jolt(name, &config, bodies, opts),
     }
+}
+
+#[cfg(feature = "jolt")]
+fn run_jolt(name: &str, config: &WorldConfig, bodies: &[BodyDesc], opts: &RunOptions) -> Result<RunResult> {
+    run(&mut crate::jolt_sim::JoltSim::new(config, bodies)?, name, opts)
+}
+
+#[cfg(not(feature = "jolt"))]
+fn run_jolt(_: &str, _: &WorldConfig, _: &[BodyDesc], _: &RunOptions) -> Result<RunResult> {
+    bail!(
+        "this build has no Jolt: build with `--features jolt` (needs CMake, a C++ compiler and libclang; \
+         `make bench` turns it on)"
+    )
 }
 
 #[cfg(test)]
@@ -325,6 +352,27 @@ mod tests {
         // -0.0 and 0.0 differ in bits, so they differ here: the checksum is of the exact state.
         assert_ne!(h, state_checksum(&[state(-0.0, true), state(1.0, true)]));
         assert_eq!(state_checksum(&[]), FNV_OFFSET);
+    }
+
+    #[cfg(not(feature = "jolt"))]
+    #[test]
+    fn jolt_without_its_feature_is_an_error_that_says_how_to_get_it() {
+        assert!(!EngineKind::Jolt.available());
+        let opts = RunOptions {
+            engine: EngineKind::Jolt,
+            ..RunOptions::default()
+        };
+        let err = run_bodies("one_cube", WorldConfig::default(), &[BodyDesc::default()], &opts).unwrap_err();
+        assert!(format!("{err}").contains("--features jolt"), "{err}");
+    }
+
+    #[test]
+    fn engine_names_are_what_the_command_line_takes() {
+        use clap::ValueEnum;
+        for e in EngineKind::value_variants() {
+            assert_eq!(EngineKind::from_str(e.name(), false).unwrap(), *e);
+            assert_eq!(serde_json::to_value(e).unwrap(), e.name());
+        }
     }
 
     #[test]

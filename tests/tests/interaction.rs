@@ -218,13 +218,10 @@ fn a_cube_placed_slowly_on_a_stack_stays_where_it_was_put() {
     check_placements("pyramid20", pyramid_top());
 }
 
-/// Ignored: this passed only because rest detection put the woken tower back to sleep on the poses it had rested
-/// in (one step after the placement woke it). Now a woken body must be seen still for a whole window, and the
-/// solver, left to run, leans tower30 when a 31st cube is set on it: the stack moves 11 mm before it rests again,
-/// and 10 cm in 600 steps with rest detection off (after `add_body` of a cube on top). A solver problem (tall
-/// awake stacks under a new load), not one of rest detection; run with `--ignored` once it is fixed.
+/// This passed once only because rest detection put the woken tower back to sleep on the poses it had rested in;
+/// with a woken body seen still for a whole window, the solver leaned tower30 by a centimetre under the placed cube
+/// until a released body's weight was handed to the contacts under it at once (`seed_fresh_contacts`).
 #[test]
-#[ignore = "the solver leans an awake tower30 by a centimetre under a placed cube; rest detection no longer hides it"]
 fn a_cube_placed_slowly_on_tower30_stays_where_it_was_put() {
     check_placements("tower30", Vec3::new(0.0, 29.5, 0.0));
 }

@@ -1,8 +1,10 @@
 //! Runs every shipped scene on both engines (in process), compares Tumble with `benches/baseline.json`, and writes
 //! `target/bench-report/report.md` and `target/bench-report/ms_per_step.png`.
 //!
-//! Exit status: non-zero when a run failed or Tumble's stability regressed against the baseline; slower timings are
-//! only flagged (shared machines are noisy). `--json` prints the table as a JSON array on stdout.
+//! Tumble runs every scene twice: a rerun that ends in another state (checksum) than the first run is a regression.
+//!
+//! Exit status: non-zero when a run failed, a rerun of Tumble's differed, or Tumble's stability regressed against the
+//! baseline; slower timings are only flagged (shared machines are noisy). `--json` prints the table as a JSON array on stdout.
 
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -141,6 +143,7 @@ fn real_main() -> Result<ExitCode> {
     }
 
     let mut rows: Vec<ReportRow> = Vec::new();
+    let mut findings: Vec<Finding> = Vec::new();
     for file in &files {
         let stem = file
             .file_stem()
@@ -190,6 +193,17 @@ fn real_main() -> Result<ExitCode> {
                 ),
                 Err(e) => eprintln!("{:<14} {:<6} FAILED: {e}", scene.name, engine),
             }
+            // Same bits on a rerun: Tumble runs every scene twice (the first run is the one reported).
+            if let (EngineKind::Tumble, Ok(first)) = (engine, &outcome) {
+                match run_scene(&scene, &opts) {
+                    Ok(rerun) => findings.extend(baseline::compare_rerun(first, &rerun)),
+                    Err(e) => findings.push(Finding {
+                        scene: first.scene.clone(),
+                        kind: FindingKind::Stability,
+                        message: format!("the rerun failed: {}", tumble_benches::error_text(&e)),
+                    }),
+                }
+            }
             let name = outcome
                 .as_ref()
                 .map(|r| r.scene.clone())
@@ -202,7 +216,6 @@ fn real_main() -> Result<ExitCode> {
         }
     }
 
-    let mut findings: Vec<Finding> = Vec::new();
     for row in rows.iter().filter(|r| r.engine == EngineKind::Tumble) {
         if let Ok(r) = &row.outcome {
             findings.extend(baseline::compare(r, base.get(&r.scene)));
@@ -270,6 +283,7 @@ fn real_main() -> Result<ExitCode> {
         match row.engine {
             EngineKind::Tumble => bars[i].tumble_ms = ms,
             EngineKind::Rapier => bars[i].rapier_ms = ms,
+            EngineKind::RapierBudget | EngineKind::Jolt => {}
         }
     }
     let png_path = args.out.join("ms_per_step.png");

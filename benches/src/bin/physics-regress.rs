@@ -1,6 +1,7 @@
-//! Runs one scene through Tumble or Rapier and reports timing and stability.
+//! Runs one scene through Tumble, Rapier (defaults or Tumble's iteration budget) or Jolt (with the `jolt` feature)
+//! and reports timing and stability.
 //!
-//! `physics-regress --scene FILE [--steps N] [--engine tumble|rapier] [--quantize] [--no-sleep] --json` prints one
+//! `physics-regress --scene FILE [--steps N] [--engine tumble|rapier|rapier-budget|jolt] [--quantize] [--no-sleep] --json` prints one
 //! JSON object on stdout (the fields of [`RunResult`]); without `--json` it prints the same numbers as text.
 //! Errors (a bad scene file, `--quantize` with Rapier) go to stderr with a non-zero exit.
 
@@ -70,7 +71,7 @@ fn main() -> ExitCode {
         quantize: args.quantize,
         sleep: !args.no_sleep,
     };
-    if opts.quantize && opts.engine == EngineKind::Rapier {
+    if opts.quantize && opts.engine != EngineKind::Tumble {
         eprintln!("error: --quantize is Tumble-only (it round-trips Tumble's body state through the sync quantizer)");
         return ExitCode::from(2);
     }

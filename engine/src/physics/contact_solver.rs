@@ -26,6 +26,9 @@ pub const LINEAR_SLOP_M: f32 = 0.0001;
 pub const SHOCK_LOCAL_ITERATIONS: u32 = 2;
 /// Fraction of the remaining overlap (beyond the slop) removed per position pass.
 pub const PUSH_OUT_FACTOR: f32 = 0.2;
+/// A fresh contact whose points approach no faster than this (m/s) was set down, not hit: the load it brings is
+/// handed to the contacts under it at once ([`seed_fresh_contacts`]).
+pub const SET_DOWN_SPEED_M_S: f32 = 0.05;
 
 /// Per-body data the solver reads and writes. The last slot is a body that never moves (the ground); bodies that
 /// are resting or kinematic have zero inverse mass, so impulses never change their velocity.
@@ -291,18 +294,37 @@ impl Pair {
 
 const BOTH: (f32, f32) = (1.0, 1.0);
 
+/// Per-slot scratch for [`seed_fresh_contacts`], each as long as the weights. `new_load` comes in holding the
+/// weight impulse of each body whose weight is new this step (a released cube), 0 for the others.
+pub struct SeedScratch<'a> {
+    pub load: &'a mut [f32],
+    pub new_load: &'a mut [f32],
+    pub supports: &'a mut [u32],
+}
+
 /// Gives contacts that have nothing to warm start from the impulse of the weight they carry, found from the top
 /// of each stack down: every body passes on its own weight and what rests on it, shared equally among the
 /// contacts it rests on. Exact for a column, close for a pyramid; without it a stack built in one step starts
 /// with unequal corner impulses and the first steps set it rocking. `weight[i]` is body i's weight impulse
-/// (m·|g|·dt, 0 for bodies that don't move); `load` and `supports` are scratch of the same length.
+/// (m·|g|·dt, 0 for bodies that don't move).
+///
+/// A load that is new this step — the weight of a body released this step, or what reaches a body through a fresh
+/// contact it was set down on (touching, approaching slower than [`SET_DOWN_SPEED_M_S`]): a cube added on a
+/// standing stack — is passed on down as well, and added to the warm-started contacts
+/// under it, shared equally among their points. Left
+/// to the velocity passes, the few passes a step makes hand the new weight to one corner after another, and a
+/// tall awake stack under a placed cube leans a little more every step (tower30 leaned 10 cm in 600 steps).
 pub fn seed_fresh_contacts(
     constraints: &mut [ContactConstraint],
     gravity_dir: Vec3A,
     weight: &[f32],
-    load: &mut [f32],
-    supports: &mut [u32],
+    scratch: SeedScratch<'_>,
 ) {
+    let SeedScratch {
+        load,
+        new_load,
+        supports,
+    } = scratch;
     load.copy_from_slice(weight);
     supports.iter_mut().for_each(|s| *s = 0);
     let upper_lower = |c: &ContactConstraint| match c.lower {
@@ -319,17 +341,33 @@ pub fn seed_fresh_contacts(
     // it is passed down.
     for c in constraints.iter_mut().rev() {
         let Some((upper, lower)) = upper_lower(c) else { continue };
-        let share = load[upper] / supports[upper].max(1) as f32;
+        let count = supports[upper].max(1) as f32;
+        let share = load[upper] / count;
         load[lower] += share;
         // Only the part of the weight along the normal is carried by the normal impulse.
         let along = if c.lower == 1 { c.normal } else { -c.normal }
             .dot(-gravity_dir)
             .max(0.0);
-        if c.fresh && c.count > 0 {
-            let per_point = share * along / c.count as f32;
-            c.points[..c.count as usize]
-                .iter_mut()
-                .for_each(|p| p.normal_impulse = per_point);
+        if c.count == 0 {
+            continue;
+        }
+        let points = &mut c.points[..c.count as usize];
+        if c.fresh {
+            let per_point = share * along / points.len() as f32;
+            let set_down = points
+                .iter()
+                .all(|p| p.separation <= TOUCHING_SEPARATION_M && p.relative_velocity >= -SET_DOWN_SPEED_M_S);
+            points.iter_mut().for_each(|p| p.normal_impulse = per_point);
+            // A body set down here (touching, hardly approaching) brings its load to everything under it; an impact
+            // is the velocity passes' to share out.
+            if set_down {
+                new_load[lower] += share;
+            }
+        } else if new_load[upper] > 0.0 {
+            let new_share = new_load[upper] / count;
+            let per_point = new_share * along / points.len() as f32;
+            points.iter_mut().for_each(|p| p.normal_impulse += per_point);
+            new_load[lower] += new_share;
         }
     }
 }

@@ -264,6 +264,9 @@ pub struct World {
     removed: Vec<bool>,
     /// State set from outside since the last step: its contacts must be recomputed.
     moved_from_outside: Vec<bool>,
+    /// Turned dynamic since the last step (a released cube): its weight is new to whatever holds it up, and the
+    /// solver's seeding hands it to the contacts under it (`contact_solver::seed_fresh_contacts`).
+    weight_is_new: Vec<bool>,
     /// May the world's own rest detection put this body to rest? Off for a body another peer has authority over:
     /// it rests only when that peer says so (through [`World::set_state`]).
     rest_detection: Vec<bool>,
@@ -324,9 +327,11 @@ pub struct World {
     constraints: Vec<ContactConstraint>,
     /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted.
     order: Vec<(u32, u32)>,
-    /// Seeding scratch: weight impulse, carried load and support count per solver slot.
+    /// Seeding scratch: weight impulse, carried load, the part of it new this step (it reaches the body through a
+    /// fresh contact) and support count per solver slot.
     weight: Vec<f32>,
     load: Vec<f32>,
+    new_load: Vec<f32>,
     supports: Vec<u32>,
     report: StepReport,
 }
@@ -354,6 +359,7 @@ impl World {
             resting: 0,
             removed: Vec::new(),
             moved_from_outside: Vec::new(),
+            weight_is_new: Vec::new(),
             rest_detection: Vec::new(),
             remote: Vec::new(),
             woken_by_remote: Vec::new(),
@@ -388,6 +394,7 @@ impl World {
             order: Vec::new(),
             weight: Vec::new(),
             load: Vec::new(),
+            new_load: Vec::new(),
             supports: Vec::new(),
             report: StepReport::default(),
         })
@@ -416,6 +423,7 @@ impl World {
         self.at_rest.push(false);
         self.removed.push(false);
         self.moved_from_outside.push(true);
+        self.weight_is_new.push(false);
         self.rest_detection.push(true);
         self.remote.push(false);
         self.woken_by_remote.push(false);
@@ -469,7 +477,7 @@ impl World {
         self.report
             .fell_below_floor
             .reserve(n.saturating_sub(self.report.fell_below_floor.len()));
-        for v in [&mut self.load, &mut self.weight] {
+        for v in [&mut self.load, &mut self.new_load, &mut self.weight] {
             v.reserve((n + 1).saturating_sub(v.len()));
         }
         self.supports.reserve((n + 1).saturating_sub(self.supports.len()));
@@ -651,6 +659,7 @@ impl World {
             return Err(PhysicsError::Massless(id.0));
         }
         self.kind[i] = kind;
+        self.weight_is_new[i] = kind == BodyKind::Dynamic;
         self.linear_velocity[i] = Vec3::ZERO;
         self.angular_velocity[i] = Vec3::ZERO;
         self.set_at_rest(i, false);

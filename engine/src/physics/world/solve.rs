@@ -103,13 +103,25 @@ impl World {
             });
         }
         self.load.resize(slots, 0.0);
+        // The weight of a body released this step is new to its supports.
+        self.new_load.clear();
+        self.new_load.push(0.0);
+        for k in 0..self.slot_body.len() {
+            let i = self.slot_body[k] as usize;
+            let new = self.weight_is_new[i] && self.simulated[i];
+            self.new_load.push(if new { self.weight[k + 1] } else { 0.0 });
+            self.weight_is_new[i] = false;
+        }
         self.supports.resize(slots, 0);
         solver::seed_fresh_contacts(
             &mut self.constraints,
             self.config.gravity.normalize_or_zero().into(),
             &self.weight,
-            &mut self.load,
-            &mut self.supports,
+            solver::SeedScratch {
+                load: &mut self.load,
+                new_load: &mut self.new_load,
+                supports: &mut self.supports,
+            },
         );
         let sb = &mut self.solver_bodies;
         solver::warm_start(&self.constraints, sb);
