@@ -25,7 +25,8 @@
 //! peer sees acked is what the game took (keep-alives and disconnects are accepted here).
 //!
 //! Buffers: datagrams and payloads live in buffers taken from a pool and returned to it, so once the pool has grown
-//! to the traffic nothing on the send or receive path allocates.
+//! to the traffic nothing on the send or receive path allocates. The pool starts with [`PREFILLED_BUFFERS`], more
+//! than a game's steady traffic keeps in flight, so a burst of late packets minutes in does not allocate either.
 //!
 //! A full host answers `Denied(Full)`; a request of another protocol version gets `Denied(VersionMismatch)`.
 
@@ -54,6 +55,16 @@ const MAX_QUEUED_EVENTS: usize = 16_384;
 const MAX_QUEUED_DATAGRAMS: usize = 4096;
 /// Spare buffers kept for reuse; beyond this a returned buffer is freed.
 const MAX_POOLED_BUFFERS: usize = 1024;
+/// Buffers made at creation (about 77 KB): a lockstep game over a jittery link grew its pool once after 10 s of play.
+const PREFILLED_BUFFERS: usize = 64;
+
+/// The buffer pool at creation: [`PREFILLED_BUFFERS`] buffers, and room for [`MAX_POOLED_BUFFERS`] so returning one
+/// never grows the pool itself.
+fn prefilled_pool() -> Vec<Vec<u8>> {
+    let mut pool = Vec::with_capacity(MAX_POOLED_BUFFERS);
+    pool.extend((0..PREFILLED_BUFFERS).map(|_| Vec::with_capacity(MAX_PACKET_BYTES)));
+    pool
+}
 
 /// Endpoint settings; `Default` is the game's configuration.
 #[derive(Debug, Clone)]
@@ -290,7 +301,7 @@ impl Endpoint {
             payload: Vec::with_capacity(MAX_PACKET_BYTES),
             outgoing: VecDeque::new(),
             popped: Vec::with_capacity(MAX_PACKET_BYTES),
-            pool: Vec::new(),
+            pool: prefilled_pool(),
             scratch: Box::new([0; MAX_PACKET_BYTES]),
             drops: DropCounters::default(),
             address_limits,
@@ -413,6 +424,7 @@ impl Endpoint {
         self.slots.get(usize::from(peer.0)).and_then(Option::as_ref)
     }
 
+    /// A buffer from the pool (a new one only when more are in flight than ever before).
     fn buffer(&mut self) -> Vec<u8> {
         let mut b = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(MAX_PACKET_BYTES));
         b.clear();
