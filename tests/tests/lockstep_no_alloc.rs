@@ -1,7 +1,8 @@
 //! A running lockstep game allocates nothing per frame: once the first 10 s have passed (the link simulator's queues
 //! and the worlds' step buffers have grown to the traffic; the endpoints' buffer pools start full enough), each
-//! frame — both bots' inputs sampled, the due steps of the cube game simulated (forces, physics, colours, checksums), one packet written and sent per
-//! machine, the link run and every packet read — makes no heap allocation, over a lossy, jittery link.
+//! frame — both bots' inputs sampled, the due steps of the cube game simulated (forces, physics, colours,
+//! checksums), one packet written and sent per machine, the link run and every packet read — makes no heap
+//! allocation, over a lossy, jittery link.
 
 use std::path::Path;
 
