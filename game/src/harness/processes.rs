@@ -207,8 +207,8 @@ const HISTORY_AFTER_MOVE_STEPS: u64 = 3;
 /// filled [`HISTORY_AFTER_MOVE_STEPS`] later.
 struct WorstMove {
     moved_m: f32,
-    /// Index into `Watch::rest_moves`.
-    index: usize,
+    /// Index into `Watch::rest_moves` (`None` for a pop).
+    index: Option<usize>,
     cube: usize,
     /// (cube, under this peer's authority) at the move.
     touching: Vec<(u32, bool)>,
@@ -232,6 +232,25 @@ fn pose_key(q: &QuantizedState) -> PoseKey {
     let [x, y, z] = q.position;
     let [a, b, c] = q.rotation.smallest_three.map(i32::from);
     [x, y, z, i32::from(q.rotation.largest), a, b, c]
+}
+
+impl WorstMove {
+    /// A move or pop of `size_m` of cube `c` this step, with the cubes touching it now; its evidence comes later.
+    fn now(peer: &Peer, c: usize, size_m: f32, index: Option<usize>) -> Self {
+        let touching = peer
+            .world
+            .touching_bodies(BodyId(c as u32))
+            .map(|n| (n.0, peer.table.is_local_authority(n.0)))
+            .collect();
+        WorstMove {
+            moved_m: size_m,
+            index,
+            cube: c,
+            touching,
+            due_step: peer.step_count() + HISTORY_AFTER_MOVE_STEPS,
+            evidence: None,
+        }
+    }
 }
 
 /// A kept move's or pop's evidence: the cube's history and those of the cubes that touched it then.
@@ -271,7 +290,7 @@ impl Watch {
         let stamp = peer.table.stamp(c as u32);
         Ok(CubeSample {
             state: quantize_state(&peer.world.state(id)?),
-            stamp: [u16::from(stamp.authority), stamp.authority_seq, stamp.ownership_seq],
+            stamp: stamp_array(&stamp),
             holder: peer.table.holder(c as u32),
             kinematic: peer.world.kind(id)? == tumble_engine::physics::BodyKind::Kinematic,
             pinned: peer.applied_rest()[c],
@@ -305,19 +324,7 @@ impl Watch {
             Some((k, m)) if m < moved_m => Some(k),
             _ => return,
         };
-        let touching = peer
-            .world
-            .touching_bodies(BodyId(c as u32))
-            .map(|n| (n.0, peer.table.is_local_authority(n.0)))
-            .collect();
-        let entry = WorstMove {
-            moved_m,
-            index: self.rest_moves.len() - 1,
-            cube: c,
-            touching,
-            due_step: peer.step_count() + HISTORY_AFTER_MOVE_STEPS,
-            evidence: None,
-        };
+        let entry = WorstMove::now(peer, c, moved_m, Some(self.rest_moves.len() - 1));
         match slot {
             None => self.worst_moves.push(entry),
             Some(k) => self.worst_moves[k] = entry,
@@ -339,19 +346,7 @@ impl Watch {
         if pop_m <= POP_EVIDENCE_M || self.worst_pop.as_ref().is_some_and(|(w, _)| w.moved_m >= pop_m) {
             return;
         }
-        let touching = peer
-            .world
-            .touching_bodies(BodyId(c as u32))
-            .map(|n| (n.0, peer.table.is_local_authority(n.0)))
-            .collect();
-        let kept = WorstMove {
-            moved_m: pop_m,
-            index: usize::MAX,
-            cube: c,
-            touching,
-            due_step: peer.step_count() + HISTORY_AFTER_MOVE_STEPS,
-            evidence: None,
-        };
+        let kept = WorstMove::now(peer, c, pop_m, None);
         self.worst_pop = Some((kept, info));
     }
 
@@ -382,7 +377,7 @@ impl Watch {
             let local = peer.table.is_local_authority(c as u32);
             let resting = (local && s.at_rest).then(|| pose_key(&q));
             let stamp = peer.table.stamp(c as u32);
-            let stamp = [u16::from(stamp.authority), stamp.authority_seq, stamp.ownership_seq];
+            let stamp = stamp_array(&stamp);
             if resting != self.resting_here[c] {
                 self.resting_here[c] = resting;
                 self.rest_events
@@ -930,6 +925,11 @@ fn history_of_move(f: &Value, k: usize) -> Value {
         .flatten()
         .find(|w| w[0].as_u64() == Some(k as u64))
         .map_or(Value::Null, |w| w[1].clone())
+}
+
+/// A stamp as the reports carry it: [authority, authority seq, ownership seq].
+fn stamp_array(s: &AuthorityStamp) -> [u16; 3] {
+    [u16::from(s.authority), s.authority_seq, s.ownership_seq]
 }
 
 /// A stamp as the rest events carry it: [authority, authority seq, ownership seq].
