@@ -1,28 +1,32 @@
-//! `tumble compare`: the cube game played by two seeded bots over one network model, both players' machines in
-//! one process joined through two `tumble-net` endpoints and the link simulator in memory on a simulated clock
-//! (the loopback harness's link, [`super::loopback`]), one 90 Hz frame at a time; one JSON object out. Models:
-//! `lockstep` ([`crate::lockstep`]); the others of issue 14 answer "not built yet".
+//! `tumble compare`: the cube game played by seeded bots over one network model, every player's machine in one
+//! process, joined through `tumble-net` endpoints and the link simulator in memory on a simulated clock (the
+//! loopback harness's link, [`super::loopback`]; with more than two players a host and its guests,
+//! [`super::star_link`]), one 90 Hz frame at a time; one JSON object out. Models: `lockstep`
+//! ([`crate::lockstep`], 2 to 4 players: `--players`); the others of issue 14 answer "not built yet".
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
-//! one packet; then the link runs until the next frame, delivering. Both machines start frame 0 at the same
-//! clock time, so a step's delay from player 1 sampling its input to either screen is read off one clock. The
-//! measured run is `--seconds` of frames; then, sampling no more, both run on until every sampled step is
-//! simulated and every exchange's checksums compared (at most [`DRAIN_LIMIT_S`]), so the two worlds are compared
+//! one packet on each connection; then the link runs until the next frame, delivering. Every machine starts frame
+//! 0 at the same clock time, so a step's delay from player 1 sampling its input to any screen is read off one
+//! clock. The measured run is `--seconds` of frames; then, sampling no more, all run on until every sampled step
+//! is simulated and every exchange's checksums compared (at most [`DRAIN_LIMIT_S`]), so the worlds are compared
 //! at the same step.
 //!
-//! Figures (player 1 is the endpoint that hosts, "up" is player 1 → player 2):
-//! - `kbps_mean_up` / `kbps_mean_down`: each direction's datagrams with IP/UDP headers over the measured run;
-//!   `kbps_mean` the larger.
+//! Figures (player 1 is the endpoint that hosts, "up" is player 1 → a guest, "down" a guest → player 1):
+//! - `kbps_mean_up` / `kbps_mean_down`: a connection's datagrams with IP/UDP headers over the measured run, in
+//!   that direction, the busiest connection's; `kbps_mean` the larger. With more than two players the host relays
+//!   every guest's inputs to the others, so up carries three players' inputs.
 //! - `input_to_screen_ms`: on player 1's machine, mean time from sampling its input for a step to simulating that
-//!   step (lockstep: one-way latency + playout delay, since the step also needs player 2's input).
-//! - `remote_delay_ms`: on player 2's machine, mean time from player 1 sampling its input for a step to player 2
-//!   simulating it.
-//! - `hitch_frames`: frames, on both machines, that had a step due and waited for a missing input
+//!   step (lockstep: one-way latency + playout delay, since the step also needs the others' inputs; with guests
+//!   relayed through the host, the slowest guest's path decides).
+//! - `remote_delay_ms`: on the other machines, mean time from sampling an input for a step (every player samples
+//!   step n at the same time) to simulating it; the largest of them.
+//! - `hitch_frames`: frames, on all machines, that had a step due and waited for a missing input
 //!   (`hitch_fraction` of all frames counted, from each machine's first step).
 //! - `corrections`, `correction_max_m`: 0 (lockstep corrects nothing; a desync is counted instead).
-//! - `desyncs`: checksum exchanges found different (the larger count of the two machines).
-//! - `bit_identical_at_end`: the same step, the same game checksum (every body's bits and the colours).
-//! - `cpu_ms_per_step`: wall time of one game step (forces, physics, colours), mean over both machines.
+//! - `desyncs`: checksum exchanges found different (each machine's over its connections; the largest count).
+//! - `bit_identical_at_end`: every machine at the same step with the same game checksum (every body's bits and
+//!   the colours).
+//! - `cpu_ms_per_step`: wall time of one game step (forces, physics, colours), mean over all machines.
 
 use std::path::PathBuf;
 
@@ -31,12 +35,13 @@ use clap::Args;
 use serde_json::{json, Value};
 use tumble_engine::physics::{World, WorldConfig};
 use tumble_engine::scene::load_scene;
-use tumble_net::{EndpointEvent, PeerId};
+use tumble_net::{EndpointEvent, LinkConfig};
 
-use super::loopback::{connect, link_time, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
+use super::loopback::{link_time, SUBTICKS_PER_STEP, TICK_S};
+use super::star_link::StarLink;
 use crate::cube_game::CubeBot;
 use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
-use crate::lockstep::peer::PLAYERS;
+use crate::lockstep::peer::MAX_PLAYERS;
 use crate::lockstep::playout::{PlayoutConfig, MAX_DELAY_S};
 use crate::lockstep::{checksum::CHECKSUM_EVERY_STEPS, LockstepPeer};
 use crate::sync::codec::predict::STEP_HZ;
@@ -86,9 +91,12 @@ pub struct CompareArgs {
     /// Duplicates in each direction (percent)
     #[arg(long, value_name = "D", default_value_t = 0.0)]
     pub dup_pct: f64,
-    /// Seeds the link simulator and the two bots
+    /// Seeds the link simulator and the bots
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
+    /// Lockstep: players, 2 to 4 (player 1 hosts; with more than two it relays the guests' inputs)
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    pub players: usize,
     /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms)
     #[arg(long, value_name = "MS", default_value_t = 100.0)]
     pub playout_ms: f64,
@@ -100,6 +108,8 @@ pub struct CompareArgs {
 /// One lockstep run's settings.
 #[derive(Debug, Clone)]
 pub struct LockstepConfig {
+    /// 2 to [`MAX_PLAYERS`].
+    pub players: usize,
     pub seconds: f64,
     pub latency_ms: f64,
     pub jitter_ms: f64,
@@ -115,6 +125,7 @@ pub struct LockstepConfig {
 impl Default for LockstepConfig {
     fn default() -> Self {
         Self {
+            players: 2,
             seconds: 20.0,
             latency_ms: 0.0,
             jitter_ms: 0.0,
@@ -131,6 +142,9 @@ impl Default for LockstepConfig {
 impl LockstepConfig {
     fn validate(&self) -> Result<()> {
         let in_range = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
+        if !(2..=MAX_PLAYERS).contains(&self.players) {
+            bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
+        }
         if !(in_range(self.seconds, 0.0, MAX_SECONDS) && self.seconds > 0.0) {
             bail!(
                 "--seconds must be above 0 and at most {MAX_SECONDS} (got {})",
@@ -155,6 +169,7 @@ impl LockstepConfig {
 /// What a lockstep run measured (see the module doc for each figure).
 #[derive(Debug, Clone)]
 pub struct LockstepReport {
+    pub players: usize,
     pub cubes: usize,
     pub frames: u64,
     pub kbps_mean_up: f64,
@@ -162,19 +177,19 @@ pub struct LockstepReport {
     pub input_to_screen_ms: f64,
     pub remote_delay_ms: f64,
     /// Per player.
-    pub hitch_frames: [u64; PLAYERS],
-    pub counted_frames: [u64; PLAYERS],
-    pub catchup_frames: [u64; PLAYERS],
-    pub idle_frames: [u64; PLAYERS],
+    pub hitch_frames: Vec<u64>,
+    pub counted_frames: Vec<u64>,
+    pub catchup_frames: Vec<u64>,
+    pub idle_frames: Vec<u64>,
     pub desyncs: u64,
-    pub checksums_compared: [u64; PLAYERS],
+    pub checksums_compared: Vec<u64>,
     pub first_desync_step: Option<u64>,
-    pub steps_at_end: [u64; PLAYERS],
+    pub steps_at_end: Vec<u64>,
     pub bit_identical_at_end: bool,
     pub cpu_ms_per_step: f64,
-    pub playout_delay_ms: [f64; PLAYERS],
+    pub playout_delay_ms: Vec<f64>,
     pub inputs_per_packet_mean: f64,
-    pub packets_refused: [u64; PLAYERS],
+    pub packets_refused: Vec<u64>,
     pub coloured_max: usize,
 }
 
@@ -186,6 +201,7 @@ impl LockstepReport {
     pub fn to_json(&self, config: &LockstepConfig, scene: &str) -> Value {
         json!({
             "model": "lockstep",
+            "players": self.players,
             "scene": scene,
             "cubes": self.cubes,
             "seconds": config.seconds,
@@ -223,13 +239,13 @@ impl LockstepReport {
     }
 }
 
-/// Two lockstep machines and the link between them, one frame at a time.
+/// The lockstep machines and the links between them, one frame at a time.
 pub struct LockstepRun {
     config: LockstepConfig,
-    link: Link,
+    link: StarLink,
     handshake_ticks: u64,
-    pub(crate) peers: [LockstepPeer; PLAYERS],
-    bots: [CubeBot; PLAYERS],
+    pub(crate) peers: Vec<LockstepPeer>,
+    bots: Vec<CubeBot>,
     frame: u64,
     /// Frames of the measured run.
     frames: u64,
@@ -238,31 +254,42 @@ pub struct LockstepRun {
 }
 
 impl LockstepRun {
-    /// Joins the two endpoints (the handshake runs here) and builds both machines on copies of one scene's world.
-    pub fn new(config: &LockstepConfig, world_a: World, world_b: World) -> Result<Self> {
+    /// Joins the endpoints (the handshakes run here) and builds one machine per world: copies of one scene's
+    /// world, one per player.
+    pub fn new(config: &LockstepConfig, worlds: Vec<World>) -> Result<Self> {
         config.validate()?;
-        if world_a.body_count() != world_b.body_count() || world_a.checksum() != world_b.checksum() {
-            bail!("the two worlds differ");
+        if worlds.len() != config.players {
+            bail!("{} worlds for {} players", worlds.len(), config.players);
         }
-        let link_config = LoopbackConfig {
+        if worlds
+            .iter()
+            .any(|w| w.body_count() != worlds[0].body_count() || w.checksum() != worlds[0].checksum())
+        {
+            bail!("the worlds differ");
+        }
+        let link_config = LinkConfig {
             latency_ms: config.latency_ms,
             jitter_ms: config.jitter_ms,
             loss_pct: config.loss_pct,
-            dup_pct: config.dup_pct,
-            seed: config.seed,
-            ..LoopbackConfig::default()
+            duplicate_pct: config.dup_pct,
+            ..LinkConfig::default()
         };
-        let (link, handshake_ticks) = connect(&link_config)?;
+        let (link, handshake_ticks) = StarLink::connect(link_config, config.seed, config.players - 1)?;
         let every = config.checksum_every_steps;
+        let players = config.players;
+        let peers = worlds
+            .into_iter()
+            .enumerate()
+            .map(|(p, world)| LockstepPeer::new(p, players, world, config.playout, every))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
             config: config.clone(),
             link,
             handshake_ticks,
-            peers: [
-                LockstepPeer::new(0, world_a, config.playout, every)?,
-                LockstepPeer::new(1, world_b, config.playout, every)?,
-            ],
-            bots: [CubeBot::new(config.seed), CubeBot::new(config.seed.wrapping_add(1))],
+            peers,
+            bots: (0..players as u64)
+                .map(|p| CubeBot::new(config.seed.wrapping_add(p)))
+                .collect(),
             frame: 0,
             frames: (config.seconds * STEP_HZ as f64).round() as u64,
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES],
@@ -270,7 +297,7 @@ impl LockstepRun {
         })
     }
 
-    pub fn peers(&self) -> &[LockstepPeer; PLAYERS] {
+    pub fn peers(&self) -> &[LockstepPeer] {
         &self.peers
     }
 
@@ -279,30 +306,32 @@ impl LockstepRun {
         self.frame >= self.frames
     }
 
-    /// One frame on both machines; `sample`: the bots play (false while draining).
+    /// One frame on every machine; `sample`: the bots play (false while draining).
     pub fn frame(&mut self, sample: bool) -> Result<()> {
         let k = self.frame;
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
-        for p in 0..PLAYERS {
+        for p in 0..self.peers.len() {
             if sample {
                 let input = self.bots[p].next_input();
                 self.peers[p].sample(t, input)?;
             }
             self.peers[p].advance(t)?;
-            self.send(p, t)?;
+            for conn in 0..self.peers[p].connection_count() {
+                self.send(p, conn, t)?;
+            }
         }
         for sub in 0..SUBTICKS_PER_STEP {
-            let now = self.link.tick(link_time(self.handshake_ticks, k, sub, TICK_S))?;
+            let now = link_time(self.handshake_ticks, k, sub, TICK_S);
+            self.link.tick(now);
             self.receive(now)?;
         }
         self.frame += 1;
         Ok(())
     }
 
-    fn send(&mut self, p: usize, t: f64) -> Result<()> {
-        let mut n = self.peers[p].write_packet(&mut self.buf)?;
-        let now = self.link.now(t);
-        let endpoint = if p == 0 {
+    fn send(&mut self, p: usize, conn: usize, t: f64) -> Result<()> {
+        let mut n = self.peers[p].write_packet(conn, &mut self.buf)?;
+        if p == 0 {
             self.packets_sent_p1 += 1;
             if self
                 .config
@@ -313,28 +342,24 @@ impl LockstepRun {
                 self.buf[..8].copy_from_slice(&[0x4C, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]);
                 n = 8;
             }
-            &mut self.link.host
-        } else {
-            &mut self.link.guest
-        };
-        if let Err(e) = endpoint.send(now, PeerId(0), &self.buf[..n]) {
+        }
+        let (endpoint, to) = self.link.route(p, conn);
+        if let Err(e) = endpoint.send(t, to, &self.buf[..n]) {
             tracing::warn!(player = p + 1, "lockstep packet not sent: {e}");
         }
         Ok(())
     }
 
     fn receive(&mut self, now: f64) -> Result<()> {
-        for p in 0..PLAYERS {
-            loop {
-                let endpoint = if p == 0 {
-                    &mut self.link.host
-                } else {
-                    &mut self.link.guest
-                };
-                let Some(event) = endpoint.pop_event() else { break };
+        for p in 0..self.peers.len() {
+            while let Some(event) = self.link.endpoints[p].pop_event() {
                 match event {
                     EndpointEvent::Received { peer, sequence } => {
-                        match self.peers[p].read_packet(now, endpoint.payload()) {
+                        let Some(conn) = self.link.connection_of(p, peer) else {
+                            continue;
+                        };
+                        let endpoint = &mut self.link.endpoints[p];
+                        match self.peers[p].read_packet(conn, now, endpoint.payload()) {
                             Ok(()) => {
                                 endpoint.accept(peer, sequence);
                             }
@@ -342,7 +367,7 @@ impl LockstepRun {
                         }
                     }
                     EndpointEvent::Disconnected { reason, .. } => {
-                        bail!("player {} lost the other player: {reason:?}", p + 1)
+                        bail!("player {} lost a connection: {reason:?}", p + 1)
                     }
                     _ => {}
                 }
@@ -359,58 +384,68 @@ impl LockstepRun {
         self.finish()
     }
 
-    /// Takes the measured figures, then drains (no more sampling) until both machines simulated every sampled
+    /// Takes the measured figures, then drains (no more sampling) until every machine simulated every sampled
     /// step, and compares them.
     pub fn finish(mut self) -> Result<LockstepReport> {
         let seconds = self.frame as f64 / STEP_HZ as f64;
-        let up = self.link.host_wire_bytes() as f64 * 8.0 / 1000.0 / seconds;
-        let down = self.link.guest_wire_bytes() as f64 * 8.0 / 1000.0 / seconds;
-        let stats = self.peers.each_ref().map(|p| p.stats.clone());
+        let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / seconds;
+        let guests = self.peers.len() - 1;
+        let up = (0..guests)
+            .map(|c| kbps(self.link.wire_bytes(0, c)))
+            .fold(0.0, f64::max);
+        let down = (1..=guests)
+            .map(|g| kbps(self.link.wire_bytes(g, 0)))
+            .fold(0.0, f64::max);
+        let stats: Vec<_> = self.peers.iter().map(|p| p.stats.clone()).collect();
         let drain_frames = (DRAIN_LIMIT_S * STEP_HZ as f64) as u64;
-        // Until every sampled step ran on both sides and both compared every exchange's checksums (the last ones
-        // are taken while draining).
+        // Until every sampled step ran everywhere and every machine compared every exchange's checksums on every
+        // connection (the last ones are taken while draining).
         let exchanges = self.peers[0].sampled() / self.config.checksum_every_steps.max(1);
         for _ in 0..drain_frames {
-            let done = |p: &LockstepPeer| p.steps() == p.sampled() && p.checksums().compared >= exchanges;
+            let done = |p: &LockstepPeer| p.steps() == p.sampled() && p.checksums_compared() >= exchanges;
             if self.peers.iter().all(done) {
                 break;
             }
             self.frame(false)?;
         }
-        let [a, b] = &self.peers;
-        let all_steps = (a.stats.steps + b.stats.steps).max(1) as f64;
+        let peers = &self.peers;
+        let all_steps = peers.iter().map(|p| p.stats.steps).sum::<u64>().max(1) as f64;
         let mean_delay_ms = |p: &LockstepPeer| p.stats.step_delay_s_sum / p.stats.steps.max(1) as f64 * 1000.0;
         let inputs: u64 = stats.iter().map(|s| s.inputs_written).sum();
         let packets: u64 = stats.iter().map(|s| s.packets_written).sum();
-        let first_desync = [a, b].iter().filter_map(|p| p.checksums().first_mismatch_step).min();
+        let a = &peers[0];
+        let each = |f: &dyn Fn(&LockstepPeer) -> u64| peers.iter().map(f).collect::<Vec<u64>>();
         Ok(LockstepReport {
-            cubes: a.world().body_count() - PLAYERS,
+            players: peers.len(),
+            cubes: a.world().body_count() - peers.len(),
             frames: self.frames,
             kbps_mean_up: up,
             kbps_mean_down: down,
             input_to_screen_ms: mean_delay_ms(a),
-            remote_delay_ms: mean_delay_ms(b),
-            hitch_frames: stats.each_ref().map(|s| s.hitch_frames),
-            counted_frames: stats.each_ref().map(|s| s.frames),
-            catchup_frames: stats.each_ref().map(|s| s.catchup_frames),
-            idle_frames: stats.each_ref().map(|s| s.idle_frames),
-            desyncs: a.checksums().mismatches.max(b.checksums().mismatches),
-            checksums_compared: [a.checksums().compared, b.checksums().compared],
-            first_desync_step: first_desync,
-            steps_at_end: [a.steps(), b.steps()],
-            bit_identical_at_end: a.steps() == b.steps() && a.checksum() == b.checksum(),
-            cpu_ms_per_step: (a.stats.step_cpu_s + b.stats.step_cpu_s) / all_steps * 1000.0,
-            playout_delay_ms: [a.playout().delay_s() * 1000.0, b.playout().delay_s() * 1000.0],
+            remote_delay_ms: peers[1..].iter().map(mean_delay_ms).fold(0.0, f64::max),
+            hitch_frames: stats.iter().map(|s| s.hitch_frames).collect(),
+            counted_frames: stats.iter().map(|s| s.frames).collect(),
+            catchup_frames: stats.iter().map(|s| s.catchup_frames).collect(),
+            idle_frames: stats.iter().map(|s| s.idle_frames).collect(),
+            desyncs: peers.iter().map(LockstepPeer::desyncs).max().unwrap_or(0),
+            checksums_compared: each(&|p| p.checksums_compared()),
+            first_desync_step: peers.iter().filter_map(LockstepPeer::first_desync_step).min(),
+            steps_at_end: each(&|p| p.steps()),
+            bit_identical_at_end: peers
+                .iter()
+                .all(|p| p.steps() == a.steps() && p.checksum() == a.checksum()),
+            cpu_ms_per_step: peers.iter().map(|p| p.stats.step_cpu_s).sum::<f64>() / all_steps * 1000.0,
+            playout_delay_ms: peers.iter().map(|p| p.playout().delay_s() * 1000.0).collect(),
             inputs_per_packet_mean: inputs as f64 / packets.max(1) as f64,
-            packets_refused: [a.stats.packets_refused, b.stats.packets_refused],
-            coloured_max: a.stats.coloured_max,
+            packets_refused: each(&|p| p.stats.packets_refused),
+            coloured_max: peers.iter().map(|p| p.stats.coloured_max).max().unwrap_or(0),
         })
     }
 }
 
-/// Runs `config` on two copies of a world.
-pub fn run_lockstep(config: &LockstepConfig, world_a: World, world_b: World) -> Result<LockstepReport> {
-    LockstepRun::new(config, world_a, world_b)?.run()
+/// Runs `config` on copies of a world, one per player.
+pub fn run_lockstep(config: &LockstepConfig, worlds: Vec<World>) -> Result<LockstepReport> {
+    LockstepRun::new(config, worlds)?.run()
 }
 
 /// `tumble compare`: the JSON object of the model asked for. A model not built yet is a [`NotBuiltYet`] error.
@@ -426,6 +461,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         return Err(NotBuiltYet(name).into());
     }
     let config = LockstepConfig {
+        players: args.players,
         seconds: args.seconds,
         latency_ms: args.latency_ms,
         jitter_ms: args.jitter_ms,
@@ -447,8 +483,9 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
             .context("building the scene's world")
     };
     tracing::info!(scene = %scene.name, seconds = config.seconds, latency_ms = config.latency_ms,
-        loss_pct = config.loss_pct, "lockstep: two bots playing the cube game");
-    let report = run_lockstep(&config, build()?, build()?)?;
+        loss_pct = config.loss_pct, players = config.players, "lockstep: bots playing the cube game");
+    let worlds = (0..config.players).map(|_| build()).collect::<Result<Vec<_>>>()?;
+    let report = run_lockstep(&config, worlds)?;
     tracing::info!(
         hitch_frames = report.hitch_frames.iter().sum::<u64>(),
         desyncs = report.desyncs,
@@ -472,7 +509,8 @@ mod tests {
     }
 
     fn run(file: &str, config: &LockstepConfig) -> LockstepReport {
-        run_lockstep(config, scene_world(file), scene_world(file)).unwrap()
+        let worlds = (0..config.players).map(|_| scene_world(file)).collect();
+        run_lockstep(config, worlds).unwrap()
     }
 
     fn link(latency_ms: f64, loss_pct: f64, seconds: f64) -> LockstepConfig {
@@ -489,8 +527,9 @@ mod tests {
         assert_eq!(r.desyncs, 0);
         assert_eq!(r.steps_at_end[0], r.frames);
         assert_eq!(
-            r.checksums_compared, [exchanges; PLAYERS],
-            "every exchange compared on both sides"
+            r.checksums_compared,
+            vec![exchanges; r.players],
+            "every exchange compared on every machine"
         );
     }
 
@@ -525,6 +564,31 @@ mod tests {
     }
 
     #[test]
+    fn four_players_through_the_host_stay_bit_identical_at_250_ms_round_trip_and_5_pct_loss() {
+        let config = LockstepConfig {
+            players: 4,
+            ..link(125.0, 5.0, 10.0)
+        };
+        let r = run("cubes90.toml", &config);
+        assert_eq!(r.players, 4);
+        assert_in_sync(&r, 10);
+        assert!(r.steps_at_end.iter().all(|&s| s == r.frames), "{:?}", r.steps_at_end);
+        assert!(r.coloured_max > 0, "the bots played: cubes were touched");
+        // A guest's input reaches another guest through the host: two one-way trips, so every machine's playout
+        // settles on about that; the host's is a single trip behind the guests' inputs but waits for all.
+        assert!(r.input_to_screen_ms > 225.0, "{}", r.input_to_screen_ms);
+        assert!(r.remote_delay_ms > 300.0, "{}", r.remote_delay_ms);
+        // Up carries three players' inputs, down one: up is larger, and less than three times down (the headers).
+        assert!(
+            r.kbps_mean_up > r.kbps_mean_down,
+            "{} up, {} down",
+            r.kbps_mean_up,
+            r.kbps_mean_down
+        );
+        assert!(r.kbps_mean_up < 3.0 * r.kbps_mean_down);
+    }
+
+    #[test]
     fn bandwidth_does_not_depend_on_the_number_of_cubes() {
         let config = link(50.0, 5.0, 15.0);
         let small = run("cubes90.toml", &config);
@@ -541,7 +605,8 @@ mod tests {
     #[test]
     fn a_world_changed_behind_the_protocols_back_is_detected_as_a_desync() {
         let config = link(40.0, 5.0, 10.0);
-        let mut run = LockstepRun::new(&config, scene_world("cubes90.toml"), scene_world("cubes90.toml")).unwrap();
+        let worlds = vec![scene_world("cubes90.toml"), scene_world("cubes90.toml")];
+        let mut run = LockstepRun::new(&config, worlds).unwrap();
         for _ in 0..300 {
             run.frame(true).unwrap();
         }
@@ -601,6 +666,7 @@ mod tests {
             loss_pct: 0.0,
             dup_pct: 0.0,
             seed: 1,
+            players: 2,
             playout_ms: 100.0,
             fixed_playout: false,
         };

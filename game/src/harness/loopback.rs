@@ -43,7 +43,7 @@ pub const DEFAULT_KBPS_BUDGET: u32 = 70;
 /// Clock ticks per physics step for the network (deliveries, acks): about 0.9 ms resolution at 90 Hz.
 pub(crate) const SUBTICKS_PER_STEP: u64 = 12;
 /// How long the handshake may take on the simulated clock before the run is abandoned (s).
-const HANDSHAKE_LIMIT_S: f64 = 30.0;
+pub(crate) const HANDSHAKE_LIMIT_S: f64 = 30.0;
 /// A cube counts as in free flight once it has touched nothing for this many steps: longer than a baseline's age
 /// at a 100 ms round trip, so the whole prediction window was contact-free.
 const FREE_FLIGHT_STEPS: u64 = 20;
@@ -241,11 +241,6 @@ impl Link {
     /// Host's wire bytes so far (datagrams plus IP/UDP headers) to the guest.
     pub(crate) fn host_wire_bytes(&self) -> u64 {
         wire_bytes(&self.host)
-    }
-
-    /// Guest's wire bytes so far (datagrams plus IP/UDP headers) to the host.
-    pub(crate) fn guest_wire_bytes(&self) -> u64 {
-        wire_bytes(&self.guest)
     }
 }
 

@@ -9,8 +9,9 @@
 //!   player over UDP on 127.0.0.1 (`tumble session-peer`), merged from their JSON lines; [`conflict`]: the
 //!   `--conflict-test` driver (two guests squeeze on one cube in the same step, again and again).
 //! - [`thrower`]: the seeded scripted thrower of the loopback run.
-//! - [`compare`]: `tumble compare`: the cube game played by two bots over one network model (lockstep so far);
-//!   the JSON figures issue 14 compares models by.
+//! - [`compare`]: `tumble compare`: the cube game played by bots over one network model (lockstep so far, 2 to 4
+//!   players); the JSON figures issue 14 compares models by. `star_link`: a host and up to three guests on the
+//!   in-memory link, wired for it.
 //! - [`bandwidth`]: one recorded loopback run priced stage by stage (`make bench`'s table).
 //! - [`min_budget`]: the smallest bandwidth budget a connection can run on (the largest single update must fit).
 //! - [`demand`]: a shadow sender with no budget, hearing the real acks: what the link would carry unbudgeted.
@@ -32,4 +33,5 @@ pub mod processes;
 pub mod rest_jitter;
 pub mod session;
 pub mod session_cli;
+mod star_link;
 pub mod thrower;

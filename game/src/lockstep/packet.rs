@@ -1,11 +1,14 @@
-//! The lockstep wire: each packet carries every input the other side has not acked, compressed — the oldest in
-//! full (6 bits), each next one as one bit when it equals the one before, else that bit and its 6 bits — plus the
-//! newest step of the other side's inputs received (every one before it has been too: the ack), and now and then
-//! a world checksum. Steps travel as their low 16 bits, unwrapped by the reader against the step it expects
-//! ([`unwrap_step`]): the two sides are never 32,768 steps (6 minutes) apart.
+//! The lockstep wire: each packet carries, for each player whose inputs the writer sends on this connection, every
+//! input the other side has not acked, compressed — the oldest in full (6 bits), each next one as one bit when it
+//! equals the one before, else that bit and its 6 bits — plus, for each player whose inputs the writer receives on
+//! it, the newest step of them received with every one before it (the ack), and now and then a world checksum.
+//! Two players send each other their own inputs; with more, the host relays: a guest sends its own to the host,
+//! the host sends each guest everyone else's. Steps travel as their low 16 bits, unwrapped by the reader against
+//! the step it expects ([`unwrap_step`]): no two sides are ever 32,768 steps (6 minutes) apart.
 //!
 //! One serialize function reads and writes ([`InputPacket::serialize`], net's `Stream`); every read is range
-//! checked, and a packet that could be written two ways (a "changed" input equal to the one before) is refused.
+//! checked, and a packet that could be written two ways (a "changed" input equal to the one before, a player's
+//! inputs said present and none given) is refused.
 
 use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 
@@ -13,13 +16,20 @@ use crate::cube_game::input::{CubeInput, INPUT_BITS};
 
 /// First byte of a lockstep packet.
 pub const LOCKSTEP_TAG: u32 = 0x4C;
-/// Most inputs one packet carries (the oldest unacked first): 11 s at 90 Hz, 10 bits of count. A longer backlog
-/// waits for acks; at 2 s round trip about 200 are in flight.
-pub const MAX_INPUTS_PER_PACKET: usize = 1023;
-/// Largest packet [`InputPacket::serialize`] writes (bytes): tag, ack, count, first step, every input changed,
-/// the checksum.
-pub const MAX_INPUT_PACKET_BYTES: usize =
-    (8 + 17 + 10 + 16 + MAX_INPUTS_PER_PACKET * (1 + INPUT_BITS as usize) + 49).div_ceil(8);
+/// Most players a lockstep game has (the player index travels in the packet's fixed per-player slots).
+pub const MAX_PLAYERS: usize = 4;
+/// Most inputs of one player one packet carries (the oldest unacked first): 3.8 s at 90 Hz, 9 bits of count,
+/// so a host's packet with three players' inputs stays within a datagram. A longer backlog waits for acks; at 2 s
+/// round trip about 200 are in flight.
+pub const MAX_INPUTS_PER_PACKET: usize = 341;
+/// Largest packet [`InputPacket::serialize`] writes (bytes): tag, an ack per player, a presence bit per player,
+/// three players' inputs all changed (a packet never carries the reader's own), the checksum.
+pub const MAX_INPUT_PACKET_BYTES: usize = (8
+    + MAX_PLAYERS * 17
+    + MAX_PLAYERS
+    + (MAX_PLAYERS - 1) * (9 + 16 + MAX_INPUTS_PER_PACKET * (1 + INPUT_BITS as usize))
+    + 49)
+    .div_ceil(8);
 
 /// A world checksum sample: the game's checksum after step `exchange × N` folded to 32 bits (see
 /// [`super::checksum`]).
@@ -30,14 +40,15 @@ pub struct ChecksumSample {
     pub value: u32,
 }
 
-/// One packet, as plain data. Steps are their low 16 bits.
+/// One packet, as plain data, indexed by player. Steps are their low 16 bits.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct InputPacket {
-    /// The newest of the reader's steps the writer has received with every one before it.
-    pub ack: Option<u16>,
-    /// Step of `inputs[0]`.
-    pub first_step: u16,
-    pub inputs: Vec<CubeInput>,
+    /// Per player: the newest of that player's steps the writer has received with every one before it.
+    pub acks: [Option<u16>; MAX_PLAYERS],
+    /// Per player: the step of its first input here (0 when it has none).
+    pub first_step: [u16; MAX_PLAYERS],
+    /// Per player: its inputs, oldest first (empty: none of that player's).
+    pub inputs: [Vec<CubeInput>; MAX_PLAYERS],
     pub checksum: Option<ChecksumSample>,
 }
 
@@ -45,7 +56,7 @@ impl InputPacket {
     /// An empty packet with room for the most inputs one can carry, so reading never allocates.
     pub fn with_capacity() -> Self {
         Self {
-            inputs: Vec::with_capacity(MAX_INPUTS_PER_PACKET),
+            inputs: std::array::from_fn(|_| Vec::with_capacity(MAX_INPUTS_PER_PACKET)),
             ..Self::default()
         }
     }
@@ -56,40 +67,11 @@ impl InputPacket {
         if tag != LOCKSTEP_TAG {
             return Err(SerializeError::UnknownPacketType(tag));
         }
-        serialize_option_u16(s, &mut self.ack)?;
-        let mut count = self.inputs.len() as u32;
-        s.serialize_uint(&mut count, MAX_INPUTS_PER_PACKET as u32)?;
-        if count > 0 {
-            s.serialize_u16(&mut self.first_step)?;
-        } else if S::IS_READING {
-            self.first_step = 0;
+        for ack in &mut self.acks {
+            serialize_option_u16(s, ack)?;
         }
-        if S::IS_READING {
-            self.inputs.clear();
-        }
-        let mut previous = None;
-        for k in 0..count as usize {
-            let mut bits = if S::IS_WRITING {
-                u32::from(self.inputs[k].bits())
-            } else {
-                0
-            };
-            let mut changed = previous.is_none_or(|p| p != bits);
-            if previous.is_some() {
-                s.serialize_bool(&mut changed)?;
-            }
-            if changed {
-                s.serialize_bits(&mut bits, INPUT_BITS)?;
-                if S::IS_READING && previous == Some(bits) {
-                    return Err(SerializeError::ValueOutOfRange);
-                }
-            } else if let Some(p) = previous {
-                bits = p;
-            }
-            if S::IS_READING {
-                self.inputs.push(CubeInput::from_bits(bits as u8));
-            }
-            previous = Some(bits);
+        for p in 0..MAX_PLAYERS {
+            serialize_inputs(s, &mut self.first_step[p], &mut self.inputs[p])?;
         }
         let mut has_checksum = self.checksum.is_some();
         s.serialize_bool(&mut has_checksum)?;
@@ -106,7 +88,7 @@ impl InputPacket {
 
     /// Writes the packet into `buf`; returns its length in bytes.
     pub fn write(&mut self, buf: &mut [u8]) -> Result<usize, SerializeError> {
-        if self.inputs.len() > MAX_INPUTS_PER_PACKET {
+        if self.inputs.iter().any(|i| i.len() > MAX_INPUTS_PER_PACKET) {
             return Err(SerializeError::ValueOutOfRange);
         }
         let mut w = WriteStream::new(buf);
@@ -114,12 +96,57 @@ impl InputPacket {
         w.finish()
     }
 
-    /// Reads a whole packet into `self` (its input vector reused); anything malformed or left over is an error.
+    /// Reads a whole packet into `self` (its input vectors reused); anything malformed or left over is an error.
     pub fn read(&mut self, bytes: &[u8]) -> Result<(), SerializeError> {
         let mut r = ReadStream::new(bytes);
         self.serialize(&mut r)?;
         r.finish()
     }
+}
+
+/// One player's inputs: a presence bit, then the count, the first step and the inputs, each after the first as
+/// one bit when unchanged.
+fn serialize_inputs<S: Stream>(
+    s: &mut S,
+    first_step: &mut u16,
+    inputs: &mut Vec<CubeInput>,
+) -> Result<(), SerializeError> {
+    let mut present = !inputs.is_empty();
+    s.serialize_bool(&mut present)?;
+    if S::IS_READING {
+        inputs.clear();
+        *first_step = 0;
+    }
+    if !present {
+        return Ok(());
+    }
+    let mut count = inputs.len() as u32;
+    s.serialize_uint(&mut count, MAX_INPUTS_PER_PACKET as u32)?;
+    if count == 0 {
+        return Err(SerializeError::ValueOutOfRange);
+    }
+    s.serialize_u16(first_step)?;
+    let mut previous = None;
+    for k in 0..count as usize {
+        let mut bits = if S::IS_WRITING { u32::from(inputs[k].bits()) } else { 0 };
+        let mut changed = previous.is_none_or(|p| p != bits);
+        if previous.is_some() {
+            s.serialize_bool(&mut changed)?;
+        }
+        if changed {
+            s.serialize_bits(&mut bits, INPUT_BITS)?;
+            if S::IS_READING && previous == Some(bits) {
+                return Err(SerializeError::ValueOutOfRange);
+            }
+        } else if let Some(p) = previous {
+            bits = p;
+        }
+        if S::IS_READING {
+            inputs.push(CubeInput::from_bits(bits as u8));
+        }
+        previous = Some(bits);
+    }
+    Ok(())
 }
 
 fn serialize_option_u16<S: Stream>(s: &mut S, value: &mut Option<u16>) -> Result<(), SerializeError> {
@@ -143,17 +170,20 @@ pub fn unwrap_step(low: u16, reference: u64) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// A packet with `inputs` as player 2's (index 1), and acks of players 1 and 4.
     fn packet(inputs: &[u8]) -> InputPacket {
-        InputPacket {
-            ack: Some(65_530),
-            // Not sent without inputs: it reads back as 0.
-            first_step: if inputs.is_empty() { 0 } else { 65_535 },
-            inputs: inputs.iter().map(|&b| CubeInput::from_bits(b)).collect(),
+        let mut p = InputPacket {
+            acks: [Some(65_530), None, None, Some(3)],
             checksum: Some(ChecksumSample {
                 exchange: 7,
                 value: 0xdead_beef,
             }),
-        }
+            ..InputPacket::default()
+        };
+        // Not sent without inputs: it reads back as 0.
+        p.first_step[1] = if inputs.is_empty() { 0 } else { 65_535 };
+        p.inputs[1] = inputs.iter().map(|&b| CubeInput::from_bits(b)).collect();
+        p
     }
 
     fn round_trip(p: &InputPacket) -> (usize, InputPacket) {
@@ -166,26 +196,40 @@ mod tests {
 
     #[test]
     fn packets_round_trip_and_unchanged_inputs_cost_one_bit() {
+        let mut relayed = packet(&[1, 2, 2]);
+        relayed.first_step[0] = 40;
+        relayed.inputs[0] = vec![CubeInput::from_bits(9); 5];
+        relayed.first_step[3] = 41;
+        relayed.inputs[3] = vec![CubeInput::from_bits(63)];
         for p in [
             packet(&[]),
             packet(&[5]),
             packet(&[5, 5, 5, 6, 6, 0, 63]),
+            relayed,
             InputPacket::default(),
         ] {
             assert_eq!(round_trip(&p).1, p);
         }
         // 100 equal inputs: 6 bits for the first, one bit for each of the 99 others.
         let same = packet(&[9; 100]);
-        let bits_empty: usize = 8 + 17 + 10 + 1 + 48;
+        let bits_empty: usize = 8 + 2 * 17 + 2 + 4 + 1 + 48;
         let (n, _) = round_trip(&same);
-        assert_eq!(n, (bits_empty + 16 + 6 + 99).div_ceil(8));
+        assert_eq!(n, (bits_empty + 9 + 16 + 6 + 99).div_ceil(8));
         let alternating: Vec<u8> = (0..100).map(|k| (k % 2) as u8).collect();
         let (n, back) = round_trip(&packet(&alternating));
-        assert_eq!(n, (bits_empty + 16 + 6 + 99 * 7).div_ceil(8));
+        assert_eq!(n, (bits_empty + 9 + 16 + 6 + 99 * 7).div_ceil(8));
         assert_eq!(back, packet(&alternating));
-        // The largest packet fits the bound and a net packet.
-        let worst: Vec<u8> = (0..MAX_INPUTS_PER_PACKET).map(|k| (k % 2) as u8).collect();
-        let (n, _) = round_trip(&packet(&worst));
+        // The largest packet (three players' inputs, every one changed, every ack) fits the bound and a net packet.
+        let worst: Vec<CubeInput> = (0..MAX_INPUTS_PER_PACKET)
+            .map(|k| CubeInput::from_bits((k % 2) as u8))
+            .collect();
+        let mut largest = packet(&[]);
+        largest.acks = [Some(1); MAX_PLAYERS];
+        for p in 1..MAX_PLAYERS {
+            largest.first_step[p] = 1;
+            largest.inputs[p] = worst.clone();
+        }
+        let (n, _) = round_trip(&largest);
         assert!(n <= MAX_INPUT_PACKET_BYTES, "{n} bytes");
         const { assert!(MAX_INPUT_PACKET_BYTES < tumble_net::MAX_PACKET_BYTES - 100) };
         let mut buf = [0u8; MAX_INPUT_PACKET_BYTES];
@@ -207,22 +251,31 @@ mod tests {
         let mut wrong = buf[..n].to_vec();
         wrong[0] = 0x12;
         assert_eq!(p.read(&wrong), Err(SerializeError::UnknownPacketType(0x12)));
-        // A "changed" input equal to the one before it: tag, no ack, count 2, step 0, input 3, changed, input 3.
-        let mut w = WriteStream::new(&mut buf);
-        for (v, bits) in [
-            (LOCKSTEP_TAG, 8),
-            (0, 1),
-            (2, 10),
-            (0, 16),
-            (3, 6),
-            (1, 1),
-            (3, 6),
-            (0, 1),
-        ] {
-            w.serialize_bits(&mut { v }, bits).unwrap();
-        }
-        let n = w.finish().unwrap();
+        // Written bit by bit: tag, no acks, then player 1's inputs as `inputs`, no other player's, no checksum.
+        let write = |buf: &mut [u8], inputs: &[(u32, u32)]| {
+            let mut w = WriteStream::new(buf);
+            let fields = [(LOCKSTEP_TAG, 8), (0, 1), (0, 1), (0, 1), (0, 1)]
+                .iter()
+                .chain(inputs)
+                .chain(&[(0, 1), (0, 1), (0, 1), (0, 1)]);
+            for &(v, bits) in fields {
+                w.serialize_bits(&mut { v }, bits).unwrap();
+            }
+            w.finish().unwrap()
+        };
+        // A "changed" input equal to the one before it: present, count 2, step 0, input 3, changed, input 3.
+        let n = write(&mut buf, &[(1, 1), (2, 9), (0, 16), (3, 6), (1, 1), (3, 6)]);
         assert_eq!(p.read(&buf[..n]), Err(SerializeError::ValueOutOfRange));
+        // Inputs said present, and none of them.
+        let n = write(&mut buf, &[(1, 1), (0, 9)]);
+        assert_eq!(p.read(&buf[..n]), Err(SerializeError::ValueOutOfRange));
+        // A count over the most a packet carries.
+        let n = write(&mut buf, &[(1, 1), (MAX_INPUTS_PER_PACKET as u32 + 1, 9)]);
+        assert!(p.read(&buf[..n]).is_err());
+        // The honest form of the first one reads.
+        let n = write(&mut buf, &[(1, 1), (2, 9), (0, 16), (3, 6), (0, 1)]);
+        p.read(&buf[..n]).unwrap();
+        assert_eq!(p.inputs[0], vec![CubeInput::from_bits(3); 2]);
         // Garbage of every length never panics; whatever reads is within the limits.
         let mut rng = tumble_net::rng::Rng::new(1);
         let mut garbage = [0u8; 256];
@@ -233,7 +286,7 @@ mod tests {
                 garbage[0] = LOCKSTEP_TAG as u8;
             }
             if p.read(&garbage[..len]).is_ok() {
-                assert!(p.inputs.len() <= MAX_INPUTS_PER_PACKET);
+                assert!(p.inputs.iter().all(|i| i.len() <= MAX_INPUTS_PER_PACKET));
             }
         }
     }
