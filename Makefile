@@ -43,8 +43,9 @@ test-vr: system-packages toolchain
 # bytes, µs and the kbps it adds on table64); whether a step's cost follows motion (target/bench-report/motion-cost.md:
 # one awake cube among 5,050 resting ones against the cube alone); Tumble against Rapier (defaults and held to
 # Tumble's iteration budget) and Jolt with sleeping off, medians of alternated runs, each engine's reruns checked for
-# the same bits (target/bench-report/engine-speed.md); then the criterion micro-benchmarks (physics, render,
-# transport).
+# the same bits (target/bench-report/engine-speed.md); the network models of `tumble compare` side by side
+# against loss (target/bench-report/network-models.md and .png); then the criterion micro-benchmarks (physics,
+# render, transport).
 bench: system-packages toolchain
 	@scripts/ensure-system-packages.sh $(BENCH_PACKAGES)
 	cargo run --release -p tumble-benches --bin bench-report
@@ -62,6 +63,8 @@ bench: system-packages toolchain
 		> target/bench-report/motion-cost.json
 	cargo run --release -p tumble-benches --features jolt --bin engine-speed -- --out target/bench-report \
 		> target/bench-report/engine-speed.json
+	cargo run --release -p tumble-benches --bin network-models -- --out target/bench-report \
+		> target/bench-report/network-models.json
 	cargo bench -p tumble-benches --benches
 	cargo bench -p tumble-net --bench net
 

@@ -14,11 +14,11 @@ use plotters::style::FontStyle;
 
 const WIDTH: u32 = 1100;
 const HEIGHT: u32 = 620;
-const FONT: &str = "sans-serif";
+pub(crate) const FONT: &str = "sans-serif";
 const TUMBLE_COLOR: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
 const RAPIER_COLOR: RGBColor = RGBColor(0x1b, 0x9e, 0x77);
 
-fn register_font() {
+pub(crate) fn register_font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // DejaVu Sans is a valid TrueType font; registering it cannot fail short of a broken crate.
@@ -145,15 +145,20 @@ pub fn render(bars: &[SceneBars], title: &str) -> Result<Vec<u8>> {
 /// Renders the chart and writes it as a PNG at `path`.
 pub fn write_png(path: &Path, bars: &[SceneBars], title: &str) -> Result<()> {
     let rgb = render(bars, title)?;
+    write_rgb_png(path, &rgb, WIDTH, HEIGHT)
+}
+
+/// Writes an RGB buffer of `width × height` as a PNG at `path`.
+pub(crate) fn write_rgb_png(path: &Path, rgb: &[u8], width: u32, height: u32) -> Result<()> {
     let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut encoder = png::Encoder::new(BufWriter::new(file), WIDTH, HEIGHT);
+    let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     let mut writer = encoder
         .write_header()
         .with_context(|| format!("writing {}", path.display()))?;
     writer
-        .write_image_data(&rgb)
+        .write_image_data(rgb)
         .with_context(|| format!("writing {}", path.display()))?;
     writer.finish().with_context(|| format!("writing {}", path.display()))?;
     Ok(())

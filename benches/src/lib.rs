@@ -8,7 +8,8 @@
 //!   defaults, or held to Tumble's iteration budget: `--engine rapier-budget`).
 //! - `jolt_sim` (cargo feature `jolt`): the same scene in Jolt Physics through `joltc-sys` (`--engine jolt`).
 //! - [`baseline`]: `benches/baseline.json`, and what counts as a regression against it.
-//! - [`report`]: the Markdown table for `bench-report`; [`chart`]: its ms/step bar chart (PNG).
+//! - [`report`]: the Markdown table for `bench-report`; [`chart`]: its ms/step bar chart (PNG); [`line_chart`]:
+//!   line charts side by side (`network-models`: kbps and delay against loss, a line per model).
 //!
 //! Timing covers `step()` only: quantization, state reads and contact inspection happen outside the timed region.
 
@@ -16,6 +17,7 @@ pub mod baseline;
 pub mod chart;
 #[cfg(feature = "jolt")]
 pub mod jolt_sim;
+pub mod line_chart;
 pub mod rapier_sim;
 pub mod report;
 pub mod runner;

@@ -1,0 +1,183 @@
+//! The network models side by side for `make bench` (issue 14): the cube game on one scene played by the same
+//! seeded bots over each model of `tumble compare` — lockstep, snapshots, predict, authority — on the same link
+//! (100 ms round trip ±10 ms by default) at several loss rates. Writes `network-models.md` (a row per model and
+//! loss: kbps, input to screen, remote delay, hitches, corrections, desyncs, identity, CPU) and
+//! `network-models.png` (kbps, input to screen and remote delay against loss, a line per model) into the output
+//! folder, and prints one JSON object on stdout. A model `tumble compare` has not built yet is listed as such, not
+//! drawn.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use serde_json::{json, Value};
+use tumble::harness::compare::{run_cli, CompareArgs, NotBuiltYet};
+use tumble_benches::line_chart::{self, Panel, Series};
+
+const MODELS: [&str; 4] = ["lockstep", "snapshots", "predict", "authority"];
+
+#[derive(Parser, Debug)]
+#[command(about = "The network models of tumble compare against loss (JSON on stdout)")]
+struct Args {
+    #[arg(long, default_value = "assets/scenes/cubes900.toml")]
+    scene: PathBuf,
+    /// Simulated seconds per run
+    #[arg(long, default_value_t = 60.0)]
+    seconds: f64,
+    /// One-way latency (ms): 50 is a 100 ms round trip
+    #[arg(long, default_value_t = 50.0)]
+    latency_ms: f64,
+    #[arg(long, default_value_t = 10.0)]
+    jitter_ms: f64,
+    /// Loss rates to run (percent, each direction)
+    #[arg(long, value_delimiter = ',', default_value = "0,5,10,25")]
+    loss_pct: Vec<f64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Folder for network-models.md and network-models.png
+    #[arg(long, default_value = "target/bench-report")]
+    out: PathBuf,
+}
+
+/// `tumble compare`'s flags, parsed as the command line would be (new flags keep their defaults).
+#[derive(Parser, Debug)]
+struct CompareLine {
+    #[command(flatten)]
+    args: CompareArgs,
+}
+
+fn main() -> ExitCode {
+    match run(&Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("network-models: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One model at one loss rate: its JSON object, or `None` when the model is not built yet.
+fn run_one(args: &Args, model: &str, loss: f64) -> Result<Option<Value>> {
+    let line = [
+        "compare".to_string(),
+        format!("--model={model}"),
+        format!("--scene={}", args.scene.display()),
+        format!("--seconds={}", args.seconds),
+        format!("--latency-ms={}", args.latency_ms),
+        format!("--jitter-ms={}", args.jitter_ms),
+        format!("--loss-pct={loss}"),
+        format!("--seed={}", args.seed),
+    ];
+    let compare = CompareLine::try_parse_from(&line).with_context(|| format!("flags {line:?}"))?;
+    match run_cli(&compare.args) {
+        Ok(v) => Ok(Some(v)),
+        Err(e) if e.downcast_ref::<NotBuiltYet>().is_some() => Ok(None),
+        Err(e) => Err(e.context(format!("{model} at {loss} % loss"))),
+    }
+}
+
+fn num(v: &Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or(f64::NAN)
+}
+
+fn run(args: &Args) -> Result<()> {
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let mut runs = Vec::new();
+    let mut not_built = Vec::new();
+    for model in MODELS {
+        for &loss in &args.loss_pct {
+            progress(model, loss);
+            match run_one(args, model, loss)? {
+                Some(v) => runs.push(v),
+                None => {
+                    not_built.push(model);
+                    break;
+                }
+            }
+        }
+    }
+    let mut md = format!(
+        "# Network models side by side\n\nThe cube game on `{}`, the same seeded bots, {} s per run, {} ms round trip \
+         ±{} ms, seed {}: `tumble compare --model M` (how each figure is measured: `game/src/harness/compare.rs`).\n\n\
+         | model | loss % | kbps (larger direction) | input to screen ms | remote delay ms | hitch frames | \
+         corrections | largest correction m | desyncs | bit-identical | CPU ms/step |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+        args.scene.display(),
+        args.seconds,
+        2.0 * args.latency_ms,
+        args.jitter_ms,
+        args.seed
+    );
+    for r in &runs {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {:.1} | {:.0} | {:.0} | {} | {} | {:.3} | {} | {} | {:.3} |",
+            r["model"].as_str().unwrap_or("?"),
+            num(r, "loss_pct"),
+            num(r, "kbps_mean"),
+            num(r, "input_to_screen_ms"),
+            num(r, "remote_delay_ms"),
+            r["hitch_frames"],
+            r["corrections"],
+            num(r, "correction_max_m"),
+            r["desyncs"],
+            r["bit_identical_at_end"],
+            num(r, "cpu_ms_per_step"),
+        );
+    }
+    if !not_built.is_empty() {
+        let _ = writeln!(
+            md,
+            "\nNot built yet (`tumble compare` says so): {}.",
+            not_built.join(", ")
+        );
+    }
+    let panel = |title: &str, y_desc: &str, key: &str| Panel {
+        title: title.into(),
+        y_desc: y_desc.into(),
+        series: MODELS
+            .iter()
+            .filter(|m| !not_built.contains(m))
+            .map(|&m| Series {
+                name: m.into(),
+                points: runs
+                    .iter()
+                    .filter(|r| r["model"] == m)
+                    .map(|r| (num(r, "loss_pct"), num(r, key)))
+                    .filter(|p| p.1.is_finite())
+                    .collect(),
+            })
+            .collect(),
+    };
+    let panels = [
+        panel("Bandwidth", "kbps, the larger direction", "kbps_mean"),
+        panel("Input to screen", "ms, on the player's machine", "input_to_screen_ms"),
+        panel("Remote delay", "ms, the other side", "remote_delay_ms"),
+    ];
+    let png = args.out.join("network-models.png");
+    line_chart::write_png(&png, &panels, "loss, each direction (%)")?;
+    let _ = writeln!(md, "\n![kbps and delay against loss, per model](network-models.png)");
+    let md_path = args.out.join("network-models.md");
+    std::fs::write(&md_path, &md).with_context(|| format!("writing {}", md_path.display()))?;
+    println!(
+        "{}",
+        json!({
+            "scene": args.scene.display().to_string(),
+            "seconds": args.seconds,
+            "latency_ms": args.latency_ms,
+            "jitter_ms": args.jitter_ms,
+            "seed": args.seed,
+            "runs": runs,
+            "not_built": not_built,
+        })
+    );
+    eprintln!("network-models: wrote {} and {}", md_path.display(), png.display());
+    Ok(())
+}
+
+/// One line on stderr per run: these take seconds to minutes each.
+fn progress(model: &str, loss: f64) {
+    eprintln!("network-models: {model} at {loss} % loss");
+}
