@@ -1,7 +1,8 @@
 //! `tumble compare`: the cube game played by two seeded bots over one network model, both players' machines in
 //! one process joined through two `tumble-net` endpoints and the link simulator in memory on a simulated clock
 //! (the loopback harness's link, [`super::loopback`]), one 90 Hz frame at a time; one JSON object out. Models:
-//! `lockstep` ([`crate::lockstep`]); the others of issue 14 answer "not built yet".
+//! `lockstep` ([`crate::lockstep`]) and `predict` ([`crate::predict::run`], its figures defined there); the others
+//! of issue 14 answer "not built yet".
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
 //! one packet; then the link runs until the next frame, delivering. Both machines start frame 0 at the same
@@ -95,6 +96,9 @@ pub struct CompareArgs {
     /// Lockstep: keep the playout delay fixed (no adapting to measured lateness)
     #[arg(long)]
     pub fixed_playout: bool,
+    /// Predict: the server's slack between a client input's arrival and its step (ms, rounded to 90 Hz steps)
+    #[arg(long, value_name = "MS", default_value_t = 33.0)]
+    pub predict_buffer_ms: f64,
 }
 
 /// One lockstep run's settings.
@@ -418,7 +422,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
     let name = match args.model {
         Model::Lockstep => None,
         Model::Snapshots => Some("snapshots"),
-        Model::Predict => Some("predict"),
+        Model::Predict => return crate::predict::run::run_cli(args),
         Model::Authority => Some("authority"),
         Model::All => Some("all"),
     };
@@ -603,6 +607,7 @@ mod tests {
             seed: 1,
             playout_ms: 100.0,
             fixed_playout: false,
+            predict_buffer_ms: 33.0,
         };
         let e = run_cli(&args).unwrap_err();
         assert!(e.downcast_ref::<NotBuiltYet>().is_some());
