@@ -61,12 +61,12 @@ pub enum Model {
 
 /// A model `tumble compare` does not have yet (the binary exits 2, as for any mode unavailable here).
 #[derive(Debug, thiserror::Error)]
-#[error("--model {0}: not built yet (only lockstep is, so far)")]
+#[error("--model {0}: not built yet (only lockstep and predict are, so far)")]
 pub struct NotBuiltYet(pub &'static str);
 
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The network model to measure (only lockstep is built so far)
+    /// The network model to measure (lockstep and predict are built so far)
     #[arg(long, value_enum)]
     pub model: Model,
     /// Scene file: the field of cubes (TOML; e.g. assets/scenes/cubes900.toml); the player cubes are added

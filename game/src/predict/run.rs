@@ -160,7 +160,6 @@ impl PredictReport {
             "states_exact": c.states_exact,
             "first_inexact_step": c.first_inexact_step,
             "inexact_after_replay": c.inexact_after_replay,
-            "error_after_replay_max": c.error_after_replay_max,
         });
         let more = json!({
             "desyncs": 0,
