@@ -99,6 +99,10 @@ pub struct CompareArgs {
     /// Predict: the server's slack between a client input's arrival and its step (ms, rounded to 90 Hz steps)
     #[arg(long, value_name = "MS", default_value_t = 33.0)]
     pub predict_buffer_ms: f64,
+    /// Predict: keep the solver's world-wide early stop of its velocity passes (the engine's default; off for
+    /// predict, see predict::run::world_config)
+    #[arg(long)]
+    pub predict_early_stop: bool,
 }
 
 /// One lockstep run's settings.
@@ -608,6 +612,7 @@ mod tests {
             playout_ms: 100.0,
             fixed_playout: false,
             predict_buffer_ms: 33.0,
+            predict_early_stop: false,
         };
         let e = run_cli(&args).unwrap_err();
         assert!(e.downcast_ref::<NotBuiltYet>().is_some());

@@ -15,8 +15,9 @@
 //! packet's state, and put back there after a replay has stepped it. Field cubes are predicted: the client
 //! simulates them itself, and a replay sets those the packet carries.
 //!
-//! What is drawn does not jump: every body a rewind moved keeps its drawn pose and eases to the new one
-//! ([`crate::smoothing::DrawSmoothing`], a critically damped spring with limited acceleration).
+//! What is drawn does not jump: every body a rewind moved keeps its drawn pose and eases to the new one — the
+//! client's cube at a bounded rate ([`super::smoothing`]), the others on [`crate::smoothing::DrawSmoothing`]'s
+//! spring.
 
 use std::time::Instant;
 
@@ -25,6 +26,7 @@ use tumble_engine::physics::{BodyId, BodyState, World};
 use super::history::{StepRing, HISTORY_STEPS};
 use super::packet::StatePacket;
 use super::server::{hold_until_first_step, release, PLAYERS};
+use super::smoothing::CorrectionSmoothing;
 use super::PredictError;
 use crate::avatar::Pose;
 use crate::cube_game::{CubeGame, CubeInput};
@@ -73,6 +75,8 @@ pub struct ClientStats {
     pub correction_jump_max_m: f32,
     /// Largest motion of the drawn cube in one frame beyond what the simulation moved it (m): the smoothing's.
     pub correction_drawn_max_m: f32,
+    /// Largest distance between where the cube was drawn and where it was simulated after a correction (m).
+    pub correction_offset_max_m: f32,
     /// Rewinds whose drawn pose jumped (the smoothing dropped the offset).
     pub unsmoothed_rewinds: u64,
     /// Rewinds (corrections and the join) and the steps they replayed.
@@ -107,7 +111,10 @@ pub struct PredictClient {
     /// The server player's input as last heard: held for the steps the client runs ahead.
     other_input: CubeInput,
     newest_state: Option<u64>,
+    /// The other bodies' drawn offsets (a spring each).
     smoothing: DrawSmoothing,
+    /// The client's cube's drawn offset: eased at a bounded rate.
+    own_smoothing: CorrectionSmoothing,
     /// Scratch: every body's pose before a rewind.
     poses: Vec<Pose>,
     packet: StatePacket,
@@ -163,6 +170,7 @@ impl PredictClient {
             other_input: CubeInput::NONE,
             newest_state: None,
             smoothing: DrawSmoothing::new(bodies),
+            own_smoothing: CorrectionSmoothing::default(),
             poses: vec![Pose::default(); bodies],
             packet: StatePacket::with_capacity(),
             input_packet: InputPacket::with_capacity(),
@@ -191,7 +199,7 @@ impl PredictClient {
     /// Where the client's cube is drawn now.
     pub fn drawn_own(&self) -> Result<Pose, PredictError> {
         let sim = pose(&self.world, self.own)?;
-        Ok(self.smoothing.drawn_pose(self.own.index(), &sim))
+        Ok(self.own_smoothing.drawn(&sim))
     }
 
     /// Stores this frame's input for the next step; returns that step. Refused when the server has acked none of
@@ -223,10 +231,8 @@ impl PredictClient {
             self.stats.steps += 1;
             self.stats.input_delay_s_sum += now_s - self.sampled_at.get(step).unwrap_or(now_s);
             self.next_step += 1;
-            let own = self.own.index();
-            let before = self.smoothing.position_offset(own);
             self.smoothing.step();
-            let eased = (self.smoothing.position_offset(own) - before).length();
+            let eased = self.own_smoothing.step();
             self.stats.correction_drawn_max_m = self.stats.correction_drawn_max_m.max(eased);
         }
         Ok(())
@@ -349,7 +355,15 @@ impl PredictClient {
         let beyond = error_m > CORRECTION_POSITION_M || error_rad > CORRECTION_ANGLE_RAD;
         if (joining && !s.last_state_exact) || beyond {
             if !joining {
-                tracing::debug!(step = c, present = self.next_step, error_m, error_rad, "correction");
+                let other_m = self.packet.other.position.distance(server.position);
+                tracing::debug!(
+                    step = c,
+                    present = self.next_step,
+                    error_m,
+                    error_rad,
+                    other_m,
+                    "correction"
+                );
                 s.corrections += 1;
                 s.correction_max_m = s.correction_max_m.max(error_m);
                 s.correction_angle_max_rad = s.correction_angle_max_rad.max(error_rad);
@@ -377,7 +391,7 @@ impl PredictClient {
             *slot = pose(&self.world, BodyId(i as u32))?;
         }
         let own = self.own.index();
-        let drawn_before = self.smoothing.drawn_pose(own, &self.poses[own]);
+        let drawn_before = self.own_smoothing.drawn(&self.poses[own]);
         self.world.set_state(self.own, &self.packet.own)?;
         self.set_other_to_server()?;
         for k in 0..self.packet.cubes.len() {
@@ -398,12 +412,14 @@ impl PredictClient {
         self.set_other_to_server()?;
         for i in 0..self.poses.len() {
             let new = pose(&self.world, BodyId(i as u32))?;
-            if new != self.poses[i] {
+            if i != own && new != self.poses[i] {
                 self.smoothing.on_snap(i, &self.poses[i], &new);
             }
         }
         let sim_after = pose(&self.world, self.own)?;
-        let drawn_after = self.smoothing.drawn_pose(own, &sim_after);
+        self.own_smoothing.on_correction(&self.poses[own], &sim_after);
+        self.stats.correction_offset_max_m = self.stats.correction_offset_max_m.max(self.own_smoothing.offset_m());
+        let drawn_after = self.own_smoothing.drawn(&sim_after);
         let drawn_jump = drawn_after.position.distance(drawn_before.position);
         if drawn_jump > UNSMOOTHED_M {
             self.stats.unsmoothed_rewinds += 1;

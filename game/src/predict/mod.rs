@@ -6,7 +6,8 @@
 //! - [`history`]: the client's rings of inputs and predicted states, by step (1,024 steps, fixed).
 //! - [`packet`]: the server's state packet (the client's inputs ride in lockstep's input packet).
 //! - [`server`]: the authority: the client's inputs applied at their step plus a fixed offset, late ones reused.
-//! - [`client`]: prediction, the comparison, rewind and replay, and the smoothing of what is drawn.
+//! - [`client`]: prediction, the comparison, rewind and replay.
+//! - [`smoothing`]: how the client's cube is drawn across a correction: no jump, eased at a bounded rate.
 //! - [`run`]: both machines over the in-memory link, one frame at a time: `tumble compare --model predict`.
 //!
 //! Client steps and server steps: the client runs one step a frame from its first frame and never waits; the
@@ -19,6 +20,7 @@ pub mod history;
 pub mod packet;
 pub mod run;
 pub mod server;
+pub mod smoothing;
 
 use tumble_engine::physics::PhysicsError;
 use tumble_net::SerializeError;
