@@ -433,21 +433,23 @@ mod tests {
             c.correction_jump_max_m,
             c.correction_drawn_max_m
         );
-        assert_eq!(c.rewinds, c.corrections, "the join needed no rewind");
+        assert!(c.rewinds - c.corrections <= 1, "every rewind a correction, or the join");
     }
 
     #[test]
     fn with_cubes_in_its_way_corrections_are_counted_and_drawn_smoothly() {
-        // Seed 2 drives the client's cube through the field; from 35 s on its predictions start to miss (player 1,
-        // 70 m away, is busy with cubes of its own: with player 1 idle the same run predicts every state to the
-        // bit).
+        // No input buffer at the server over a jittery, lossy link: the offset is set from the first arrival, so
+        // many of the client's inputs come after their step and the server reuses the one before; where that
+        // one differs (the bot changed keys), the server's cube goes elsewhere among the cubes than predicted.
         let config = PredictConfig {
-            seed: 2,
-            ..link(100.0, 25.0, 45.0)
+            jitter_ms: 20.0,
+            buffer_ms: 0.0,
+            ..link(100.0, 25.0, 20.0)
         };
         let r = run("cubes900.toml", &config);
         let c = &r.client;
-        assert!(c.corrections >= 5, "{r:?}");
+        assert!(r.server.late_inputs > 100, "{}", r.server.late_inputs);
+        assert!(c.corrections >= 10, "{r:?}");
         assert!(c.correction_max_m > CORRECTION_M, "{}", c.correction_max_m);
         assert!(
             r.server.cubes_carried > 0,
