@@ -26,6 +26,7 @@ pub mod draw;
 pub mod harness;
 pub mod interaction;
 pub mod lockstep;
+pub mod predict;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;

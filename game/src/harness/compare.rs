@@ -2,7 +2,8 @@
 //! process, joined through `tumble-net` endpoints and the link simulator in memory on a simulated clock (the
 //! loopback harness's link, [`super::loopback`]; with more than two players a host and its guests,
 //! [`super::star_link`]), one 90 Hz frame at a time; one JSON object out. Models: `lockstep`
-//! ([`crate::lockstep`], 2 to 4 players: `--players`); the others of issue 14 answer "not built yet".
+//! ([`crate::lockstep`], 2 to 4 players: `--players`) and `predict` ([`crate::predict::run`], two players, its
+//! figures defined there); the others of issue 14 answer "not built yet".
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
 //! one packet on each connection; then the link runs until the next frame, delivering. Every machine starts frame
@@ -65,12 +66,12 @@ pub enum Model {
 
 /// A model `tumble compare` does not have yet (the binary exits 2, as for any mode unavailable here).
 #[derive(Debug, thiserror::Error)]
-#[error("--model {0}: not built yet (only lockstep is, so far)")]
+#[error("--model {0}: not built yet (only lockstep and predict are, so far)")]
 pub struct NotBuiltYet(pub &'static str);
 
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The network model to measure (only lockstep is built so far)
+    /// The network model to measure (lockstep and predict are built so far)
     #[arg(long, value_enum)]
     pub model: Model,
     /// Scene file: the field of cubes (TOML; e.g. assets/scenes/cubes900.toml); the player cubes are added
@@ -103,6 +104,13 @@ pub struct CompareArgs {
     /// Lockstep: keep the playout delay fixed (no adapting to measured lateness)
     #[arg(long)]
     pub fixed_playout: bool,
+    /// Predict: the server's slack between a client input's arrival and its step (ms, rounded to 90 Hz steps)
+    #[arg(long, value_name = "MS", default_value_t = 33.0)]
+    pub predict_buffer_ms: f64,
+    /// Predict: keep the solver's world-wide early stop of its velocity passes (the engine's default; off for
+    /// predict, see predict::run::world_config)
+    #[arg(long)]
+    pub predict_early_stop: bool,
 }
 
 /// One lockstep run's settings.
@@ -450,10 +458,16 @@ pub fn run_lockstep(config: &LockstepConfig, worlds: Vec<World>) -> Result<Locks
 
 /// `tumble compare`: the JSON object of the model asked for. A model not built yet is a [`NotBuiltYet`] error.
 pub fn run_cli(args: &CompareArgs) -> Result<Value> {
+    if args.players != 2 && !matches!(args.model, Model::Lockstep) {
+        bail!(
+            "--players {}: only lockstep has more than two players so far",
+            args.players
+        );
+    }
     let name = match args.model {
         Model::Lockstep => None,
         Model::Snapshots => Some("snapshots"),
-        Model::Predict => Some("predict"),
+        Model::Predict => return crate::predict::run::run_cli(args),
         Model::Authority => Some("authority"),
         Model::All => Some("all"),
     };
@@ -669,6 +683,8 @@ mod tests {
             players: 2,
             playout_ms: 100.0,
             fixed_playout: false,
+            predict_buffer_ms: 33.0,
+            predict_early_stop: false,
         };
         let e = run_cli(&args).unwrap_err();
         assert!(e.downcast_ref::<NotBuiltYet>().is_some());

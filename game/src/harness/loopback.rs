@@ -242,6 +242,11 @@ impl Link {
     pub(crate) fn host_wire_bytes(&self) -> u64 {
         wire_bytes(&self.host)
     }
+
+    /// Guest's wire bytes so far (datagrams plus IP/UDP headers) to the host.
+    pub(crate) fn guest_wire_bytes(&self) -> u64 {
+        wire_bytes(&self.guest)
+    }
 }
 
 /// An endpoint's bytes sent to its first peer, datagrams plus IP/UDP headers.

@@ -127,8 +127,15 @@ pub struct WorldConfig {
     pub ground_restitution: f32,
     /// Overlap is pushed out no faster than this (m/s). 1 m/s, as the reference sample found best.
     pub max_depenetration_velocity: f32,
-    /// Most velocity passes per step; they stop early once a pass changes nothing. The shock pass follows them.
+    /// Most velocity passes per step; they stop early once a pass changes nothing (see
+    /// [`WorldConfig::velocity_early_stop`]). The shock pass follows them.
     pub velocity_iterations: u32,
+    /// Stop the velocity passes once a pass changes no impulse anywhere in the world by more than the tolerance
+    /// (true, the default). That test is world-wide, so with it a body's bits depend on every contact in the
+    /// world, not only on those it touches; a world that must reproduce another's bits for one body while the
+    /// rest differs (client-side prediction: the client's copy of the other player is not the server's) turns it
+    /// off and always runs every pass.
+    pub velocity_early_stop: bool,
     /// Position passes per step that push overlapping bodies apart.
     pub position_iterations: u32,
     /// Impacts slower than this (m/s) do not bounce.
@@ -156,6 +163,7 @@ impl Default for WorldConfig {
             ground_restitution: 0.0,
             max_depenetration_velocity: 1.0,
             velocity_iterations: 3,
+            velocity_early_stop: true,
             position_iterations: 2,
             restitution_threshold: 1.0,
             sleep: true,

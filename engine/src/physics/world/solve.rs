@@ -129,7 +129,7 @@ impl World {
         // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
         let tolerance = CONVERGED_IMPULSE_PER_KG * self.config.gravity.length() * self.config.dt;
         for k in 0..iterations {
-            if solver::solve(&mut self.constraints, sb, &params, k) <= tolerance {
+            if solver::solve(&mut self.constraints, sb, &params, k) <= tolerance && self.config.velocity_early_stop {
                 break;
             }
         }
