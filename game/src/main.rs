@@ -229,6 +229,13 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Compare(args)) => match tumble::harness::compare::run_cli(&args) {
+            Ok(serde_json::Value::Array(reports)) => {
+                // `--model all`: one JSON object per model, a line each.
+                for report in reports {
+                    println!("{report}");
+                }
+                ExitCode::SUCCESS
+            }
             Ok(report) => {
                 println!("{report}");
                 ExitCode::SUCCESS

@@ -343,7 +343,11 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
 
     for (args, code, says) in [
         (vec!["--model", "snapshots"], 2, "not built yet"),
-        (vec!["--model", "all"], 2, "not built yet"),
+        (
+            vec!["--model", "predict", "--players", "4"],
+            1,
+            "only lockstep has more than two players",
+        ),
         (
             vec!["--model", "lockstep", "--loss-pct", "150"],
             1,
@@ -370,4 +374,34 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
         assert!(!err.contains("panicked"), "{err}");
         assert!(o.stdout.is_empty());
     }
+}
+
+/// `tumble compare --model all`: one JSON object per model, a line each, in a fixed order; a model not built yet
+/// says so in its line.
+#[test]
+fn compare_all_prints_one_object_per_model() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
+    let o = tumble(&[
+        "compare",
+        "--model",
+        "all",
+        "--scene",
+        scene,
+        "--seconds",
+        "2",
+        "--latency-ms",
+        "50",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    let models: Vec<&str> = lines.iter().map(|l| l["model"].as_str().unwrap_or("?")).collect();
+    assert_eq!(models, ["lockstep", "snapshots", "predict", "authority"]);
+    for line in &lines {
+        let built = line.get("built") != Some(&serde_json::Value::Bool(false));
+        assert_eq!(line.get("kbps_mean").is_some(), built, "{line}");
+    }
+    assert!(lines[0].get("kbps_mean").is_some() && lines[2].get("kbps_mean").is_some());
 }

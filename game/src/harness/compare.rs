@@ -3,7 +3,7 @@
 //! loopback harness's link, [`super::loopback`]; with more than two players a host and its guests,
 //! [`super::star_link`]), one 90 Hz frame at a time; one JSON object out. Models: `lockstep`
 //! ([`crate::lockstep`], 2 to 4 players: `--players`) and `predict` ([`crate::predict::run`], two players, its
-//! figures defined there); the others of issue 14 answer "not built yet".
+//! figures defined there); the others of issue 14 answer "not built yet". `--model all` runs each in turn.
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
 //! one packet on each connection; then the link runs until the next frame, delivering. Every machine starts frame
@@ -456,9 +456,14 @@ pub fn run_lockstep(config: &LockstepConfig, worlds: Vec<World>) -> Result<Locks
     LockstepRun::new(config, worlds)?.run()
 }
 
+/// Every model `--model all` runs, in the order it prints them.
+pub const ALL_MODELS: [Model; 4] = [Model::Lockstep, Model::Snapshots, Model::Predict, Model::Authority];
+
 /// `tumble compare`: the JSON object of the model asked for. A model not built yet is a [`NotBuiltYet`] error.
+/// `--model all`: an array of every model's object, run one after another on the same scene, link and seed; a
+/// model not built yet is `{"model": name, "built": false}` there.
 pub fn run_cli(args: &CompareArgs) -> Result<Value> {
-    if args.players != 2 && !matches!(args.model, Model::Lockstep) {
+    if args.players != 2 && args.model != Model::Lockstep {
         bail!(
             "--players {}: only lockstep has more than two players so far",
             args.players
@@ -469,7 +474,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         Model::Snapshots => Some("snapshots"),
         Model::Predict => return crate::predict::run::run_cli(args),
         Model::Authority => Some("authority"),
-        Model::All => Some("all"),
+        Model::All => return run_all(args),
     };
     if let Some(name) = name {
         return Err(NotBuiltYet(name).into());
@@ -507,6 +512,22 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         "lockstep run done"
     );
     Ok(report.to_json(&config, &scene.name))
+}
+
+/// `--model all`: every model of [`ALL_MODELS`] in turn.
+fn run_all(args: &CompareArgs) -> Result<Value> {
+    let mut all = Vec::new();
+    for model in ALL_MODELS {
+        let one = CompareArgs { model, ..args.clone() };
+        match run_cli(&one) {
+            Ok(v) => all.push(v),
+            Err(e) => match e.downcast_ref::<NotBuiltYet>() {
+                Some(NotBuiltYet(name)) => all.push(json!({ "model": name, "built": false })),
+                None => return Err(e),
+            },
+        }
+    }
+    Ok(Value::Array(all))
 }
 
 #[cfg(test)]
