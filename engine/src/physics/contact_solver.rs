@@ -18,6 +18,7 @@ use glam::{Mat3A, Vec3, Vec3A};
 
 use super::contact::{Contact, TOUCHING_SEPARATION_M};
 use super::manifold::MAX_MANIFOLD_POINTS;
+use super::solver_lanes::{used_lanes, Schedule, LANES};
 
 /// Overlap allowed before push-out starts (metres): well under the quantization step of 1/4096 m, so 30 stacked
 /// contacts lose less than 3 mm even at the slop.
@@ -92,6 +93,16 @@ pub struct ContactConstraint {
 }
 
 impl ContactConstraint {
+    /// The two solver slots it joins.
+    pub fn bodies(&self) -> (u32, u32) {
+        (self.a, self.b)
+    }
+
+    /// Whether the shock pass works on it (one of its bodies is nearer the ground).
+    pub fn has_lower(&self) -> bool {
+        self.lower != 0
+    }
+
     /// Multipliers on each body's response: in the shock pass the lower body does not move.
     fn response(&self, shock: bool) -> (f32, f32) {
         match (shock, self.lower) {
@@ -386,65 +397,133 @@ pub fn warm_start(constraints: &[ContactConstraint], bodies: &mut SolverBodies) 
     }
 }
 
-/// Friction at the manifold's centre: drives sliding to zero within the cone `|tangent| ≤ μN` and twisting to zero
-/// within `|twist| ≤ μN·radius`. `normal_total` is N; `extra` holds impulses kept apart (the shock pass's).
+/// Friction at the manifold's centre, for each lane: drives sliding to zero within the cone `|tangent| ≤ μN` and
+/// twisting to zero within `|twist| ≤ μN·radius`. `normal_total` is N; `extra` holds impulses kept apart (the
+/// shock pass's). Each step is done for every lane before the next, so the lanes' chains run interleaved.
 #[inline(always)]
-fn solve_friction(pair: &mut Pair, c: &ContactConstraint, normal_total: f32, shock: bool, extra: &mut [f32; 3]) {
+fn solve_friction<const N: usize>(
+    pairs: &mut [Pair; N],
+    cs: [&ContactConstraint; N],
+    normal_total: [f32; N],
+    shock: bool,
+    extra: &mut [[f32; 3]; N],
+) {
     let mass = |row: &Row| if shock { row.shock_mass } else { row.mass };
-    let limit = c.friction * normal_total;
-    let old = [c.tangent_impulse[0] + extra[0], c.tangent_impulse[1] + extra[1]];
-    let mut new = [0.0f32; 2];
-    for t in 0..2 {
-        let row = &c.tangent_rows[t];
-        new[t] = old[t] - mass(row) * pair.speed(c.tangents[t], row);
+    let mut old = [[0.0f32; 2]; N];
+    let mut new = [[0.0f32; 2]; N];
+    for l in 0..N {
+        let c = cs[l];
+        old[l] = [c.tangent_impulse[0] + extra[l][0], c.tangent_impulse[1] + extra[l][1]];
+        for t in 0..2 {
+            let row = &c.tangent_rows[t];
+            new[l][t] = old[l][t] - mass(row) * pairs[l].speed(c.tangents[t], row);
+        }
     }
-    let len2 = new[0] * new[0] + new[1] * new[1];
-    if len2 > limit * limit {
-        let scale = if len2 > 0.0 { limit / len2.sqrt() } else { 0.0 };
-        new = [new[0] * scale, new[1] * scale];
+    for l in 0..N {
+        let c = cs[l];
+        let limit = c.friction * normal_total[l];
+        let len2 = new[l][0] * new[l][0] + new[l][1] * new[l][1];
+        if len2 > limit * limit {
+            let scale = if len2 > 0.0 { limit / len2.sqrt() } else { 0.0 };
+            new[l] = [new[l][0] * scale, new[l][1] * scale];
+        }
+        for t in 0..2 {
+            pairs[l].push(c.tangents[t], &c.tangent_rows[t], new[l][t] - old[l][t]);
+            extra[l][t] += new[l][t] - old[l][t];
+        }
     }
-    for t in 0..2 {
-        pair.push(c.tangents[t], &c.tangent_rows[t], new[t] - old[t]);
-        extra[t] += new[t] - old[t];
+    for l in 0..N {
+        let c = cs[l];
+        let twist_limit = c.friction * normal_total[l] * c.twist_radius;
+        let old = c.twist_impulse + extra[l][2];
+        let new = (old - mass(&c.twist) * pairs[l].speed(Vec3A::ZERO, &c.twist)).clamp(-twist_limit, twist_limit);
+        pairs[l].push(Vec3A::ZERO, &c.twist, new - old);
+        extra[l][2] += new - old;
     }
-    let twist_limit = limit * c.twist_radius;
-    let old = c.twist_impulse + extra[2];
-    let new = (old - mass(&c.twist) * pair.speed(Vec3A::ZERO, &c.twist)).clamp(-twist_limit, twist_limit);
-    pair.push(Vec3A::ZERO, &c.twist, new - old);
-    extra[2] += new - old;
 }
 
-/// One velocity pass over all constraints (Gauss–Seidel: friction, then the normal at each point). Odd passes
+/// One velocity pass over all constraints (Gauss–Seidel: friction, then the normal at each point), a group of
+/// `schedule` at a time (the same result as one constraint at a time in order, see `solver_lanes`). Odd passes
 /// take the points in reverse order, so no corner is always solved first and a stack is not nudged the same way
 /// every step. Returns the largest change of any impulse (N·s), so the caller can stop once nothing changes.
 pub fn solve(
     constraints: &mut [ContactConstraint],
+    schedule: &Schedule,
     bodies: &mut SolverBodies,
     params: &SolverParams,
     pass: u32,
 ) -> f32 {
     let inv_dt = 1.0 / params.dt;
     let mut largest = 0.0f32;
-    for c in constraints.iter_mut() {
-        let mut pair = Pair::load(bodies, c, BOTH);
-        let mut change = [0.0f32; 3];
-        solve_friction(&mut pair, c, c.total_normal_impulse(), false, &mut change);
-        c.tangent_impulse = [c.tangent_impulse[0] + change[0], c.tangent_impulse[1] + change[1]];
-        c.twist_impulse += change[2];
-        largest = largest.max(change[0].abs()).max(change[1].abs()).max(change[2].abs());
-        let count = c.count as usize;
-        for k in 0..count {
+    for group in &schedule.groups {
+        let change = match used_lanes(group) {
+            LANES => match constraints.get_disjoint_mut(group.map(|k| k as usize)) {
+                Ok(cs) => solve_lanes(cs, bodies, inv_dt, pass),
+                Err(_) => solve_one_by_one(constraints, group, bodies, inv_dt, pass),
+            },
+            _ => solve_one_by_one(constraints, group, bodies, inv_dt, pass),
+        };
+        largest = largest.max(change);
+    }
+    largest
+}
+
+fn solve_one_by_one(
+    constraints: &mut [ContactConstraint],
+    group: &[u32; LANES],
+    bodies: &mut SolverBodies,
+    inv_dt: f32,
+    pass: u32,
+) -> f32 {
+    let mut largest = 0.0f32;
+    for &k in &group[..used_lanes(group)] {
+        largest = largest.max(solve_lanes([&mut constraints[k as usize]], bodies, inv_dt, pass));
+    }
+    largest
+}
+
+/// One velocity pass over `N` constraints that share no body but the ground.
+#[inline(always)]
+fn solve_lanes<const N: usize>(
+    cs: [&mut ContactConstraint; N],
+    bodies: &mut SolverBodies,
+    inv_dt: f32,
+    pass: u32,
+) -> f32 {
+    let mut largest = 0.0f32;
+    let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], BOTH));
+    let mut change = [[0.0f32; 3]; N];
+    let totals: [f32; N] = std::array::from_fn(|l| cs[l].total_normal_impulse());
+    solve_friction(&mut pairs, std::array::from_fn(|l| &*cs[l]), totals, false, &mut change);
+    for l in 0..N {
+        let c = &mut *cs[l];
+        c.tangent_impulse = [c.tangent_impulse[0] + change[l][0], c.tangent_impulse[1] + change[l][1]];
+        c.twist_impulse += change[l][2];
+        largest = largest
+            .max(change[l][0].abs())
+            .max(change[l][1].abs())
+            .max(change[l][2].abs());
+    }
+    for k in 0..MAX_MANIFOLD_POINTS {
+        for l in 0..N {
+            let c = &mut *cs[l];
+            let count = c.count as usize;
+            if k >= count {
+                continue;
+            }
             let p = &mut c.points[if pass.is_multiple_of(2) { k } else { count - 1 - k }];
             // Speculative: a gap may close this step, no more. Overlap is the position pass's job.
             let min_speed = -p.separation.max(0.0) * inv_dt;
-            let vn = pair.speed(c.normal, &p.normal);
+            let vn = pairs[l].speed(c.normal, &p.normal);
             let new = (p.normal_impulse - p.normal.mass * (vn - min_speed)).max(0.0);
-            pair.push(c.normal, &p.normal, new - p.normal_impulse);
+            pairs[l].push(c.normal, &p.normal, new - p.normal_impulse);
             largest = largest.max((new - p.normal_impulse).abs());
             p.normal_impulse = new;
             p.max_normal_impulse = p.max_normal_impulse.max(new);
         }
-        pair.store(bodies, c);
+    }
+    for l in 0..N {
+        pairs[l].store(bodies, cs[l]);
     }
     largest
 }
@@ -455,28 +534,55 @@ pub fn solve(
 /// height. Its impulses are kept out of the accumulated ones: they have no reaction on the lower body, so warm
 /// starting from them would put momentum into the stack that was never there. The total normal impulse
 /// (accumulated + this pass) stays ≥ 0, so a loaded corner can be pulled back as well as pushed — a pass that
-/// could only push would turn rocking into lift.
-pub fn shock_pass(constraints: &[ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams) {
+/// could only push would turn rocking into lift. `schedule` groups the constraints with a lower body.
+pub fn shock_pass(
+    constraints: &[ContactConstraint],
+    schedule: &Schedule,
+    bodies: &mut SolverBodies,
+    params: &SolverParams,
+) {
     let inv_dt = 1.0 / params.dt;
-    for c in constraints.iter().filter(|c| c.lower != 0) {
-        let mut pair = Pair::load(bodies, c, c.response(true));
-        let count = c.count as usize;
-        let mut pushed = [0.0f32; MAX_MANIFOLD_POINTS];
-        let mut rubbed = [0.0f32; 3];
-        for pass in 0..SHOCK_LOCAL_ITERATIONS {
-            let normal_total = c.total_normal_impulse() + pushed.iter().sum::<f32>();
-            solve_friction(&mut pair, c, normal_total, true, &mut rubbed);
-            for k in 0..count {
-                let k = if pass % 2 == 0 { k } else { count - 1 - k };
-                let p = &c.points[k];
-                let min_speed = -p.separation.max(0.0) * inv_dt;
-                let vn = pair.speed(c.normal, &p.normal);
-                let new = (pushed[k] - p.normal.shock_mass * (vn - min_speed)).max(-p.normal_impulse);
-                pair.push(c.normal, &p.normal, new - pushed[k]);
-                pushed[k] = new;
+    for group in &schedule.groups {
+        match used_lanes(group) {
+            LANES => shock_lanes(group.map(|k| &constraints[k as usize]), bodies, inv_dt),
+            n => {
+                for &k in &group[..n] {
+                    shock_lanes([&constraints[k as usize]], bodies, inv_dt);
+                }
             }
         }
-        pair.store(bodies, c);
+    }
+}
+
+/// The shock pass over `N` constraints that share no body but the ground.
+#[inline(always)]
+fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverBodies, inv_dt: f32) {
+    let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], cs[l].response(true)));
+    let mut pushed = [[0.0f32; MAX_MANIFOLD_POINTS]; N];
+    let mut rubbed = [[0.0f32; 3]; N];
+    for pass in 0..SHOCK_LOCAL_ITERATIONS {
+        let normal_total: [f32; N] =
+            std::array::from_fn(|l| cs[l].total_normal_impulse() + pushed[l].iter().sum::<f32>());
+        solve_friction(&mut pairs, cs, normal_total, true, &mut rubbed);
+        for i in 0..MAX_MANIFOLD_POINTS {
+            for l in 0..N {
+                let c = cs[l];
+                let count = c.count as usize;
+                if i >= count {
+                    continue;
+                }
+                let k = if pass % 2 == 0 { i } else { count - 1 - i };
+                let p = &c.points[k];
+                let min_speed = -p.separation.max(0.0) * inv_dt;
+                let vn = pairs[l].speed(c.normal, &p.normal);
+                let new = (pushed[l][k] - p.normal.shock_mass * (vn - min_speed)).max(-p.normal_impulse);
+                pairs[l].push(c.normal, &p.normal, new - pushed[l][k]);
+                pushed[l][k] = new;
+            }
+        }
+    }
+    for l in 0..N {
+        pairs[l].store(bodies, cs[l]);
     }
 }
 
