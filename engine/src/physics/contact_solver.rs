@@ -457,27 +457,33 @@ pub fn solve(
     let mut largest = 0.0f32;
     for group in &schedule.groups {
         let change = match used_lanes(group) {
-            LANES => match constraints.get_disjoint_mut(group.map(|k| k as usize)) {
-                Ok(cs) => solve_lanes(cs, bodies, inv_dt, pass),
-                Err(_) => solve_one_by_one(constraints, group, bodies, inv_dt, pass),
-            },
-            _ => solve_one_by_one(constraints, group, bodies, inv_dt, pass),
+            4 => solve_disjoint::<4>(constraints, group, bodies, inv_dt, pass),
+            3 => solve_disjoint::<3>(constraints, group, bodies, inv_dt, pass),
+            2 => solve_disjoint::<2>(constraints, group, bodies, inv_dt, pass),
+            _ => solve_disjoint::<1>(constraints, group, bodies, inv_dt, pass),
         };
         largest = largest.max(change);
     }
     largest
 }
 
-fn solve_one_by_one(
+/// The first `N` lanes of `group` side by side (one by one should they not be distinct, which a schedule never
+/// gives).
+#[inline(always)]
+fn solve_disjoint<const N: usize>(
     constraints: &mut [ContactConstraint],
     group: &[u32; LANES],
     bodies: &mut SolverBodies,
     inv_dt: f32,
     pass: u32,
 ) -> f32 {
+    let lanes: [usize; N] = std::array::from_fn(|l| group[l] as usize);
+    if let Ok(cs) = constraints.get_disjoint_mut(lanes) {
+        return solve_lanes(cs, bodies, inv_dt, pass);
+    }
     let mut largest = 0.0f32;
-    for &k in &group[..used_lanes(group)] {
-        largest = largest.max(solve_lanes([&mut constraints[k as usize]], bodies, inv_dt, pass));
+    for k in lanes {
+        largest = largest.max(solve_lanes([&mut constraints[k]], bodies, inv_dt, pass));
     }
     largest
 }
@@ -543,13 +549,12 @@ pub fn shock_pass(
 ) {
     let inv_dt = 1.0 / params.dt;
     for group in &schedule.groups {
+        let lane = |l: usize| &constraints[group[l] as usize];
         match used_lanes(group) {
-            LANES => shock_lanes(group.map(|k| &constraints[k as usize]), bodies, inv_dt),
-            n => {
-                for &k in &group[..n] {
-                    shock_lanes([&constraints[k as usize]], bodies, inv_dt);
-                }
-            }
+            4 => shock_lanes::<4>(std::array::from_fn(lane), bodies, inv_dt),
+            3 => shock_lanes::<3>(std::array::from_fn(lane), bodies, inv_dt),
+            2 => shock_lanes::<2>(std::array::from_fn(lane), bodies, inv_dt),
+            _ => shock_lanes::<1>(std::array::from_fn(lane), bodies, inv_dt),
         }
     }
 }

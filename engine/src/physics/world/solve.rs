@@ -124,10 +124,10 @@ impl World {
             },
         );
         let sb = &mut self.solver_bodies;
-        solver::warm_start(&self.constraints, sb);
         self.schedule.build(&self.constraints, slots, |_| true);
         self.shock_schedule
             .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
+        solver::warm_start(&self.constraints, sb);
         let iterations = self.config.velocity_iterations;
         // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
         let tolerance = CONVERGED_IMPULSE_PER_KG * self.config.gravity.length() * self.config.dt;
