@@ -680,4 +680,191 @@ mod tests {
             assert_eq!(tangent_basis(n), [t1, t2]);
         }
     }
+
+    /// Pseudo-random numbers from a fixed seed (a 64-bit LCG), in [-1, 1).
+    struct Numbers(u64);
+
+    impl Numbers {
+        fn next(&mut self) -> f32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+
+        fn vec(&mut self) -> Vec3A {
+            Vec3A::new(self.next(), self.next(), self.next())
+        }
+
+        fn below(&mut self, n: u32) -> u32 {
+            ((self.next() + 1.0) * 0.5 * n as f32) as u32 % n
+        }
+    }
+
+    /// Random bodies (slot 0 the ground) and constraints among them, many sharing a body, some the ground.
+    fn random_problem(seed: u64) -> (SolverBodies, Vec<ContactConstraint>) {
+        let mut r = Numbers(seed);
+        let slots = 40;
+        let mut bodies = SolverBodies::default();
+        for k in 0..slots {
+            let moving = k != 0 && k % 7 != 0;
+            bodies.v.push(if moving { r.vec() } else { Vec3A::ZERO });
+            bodies.w.push(if moving { r.vec() } else { Vec3A::ZERO });
+            bodies.inv_mass.push(if moving { 1.0 + r.next() * 0.5 } else { 0.0 });
+            let d = Vec3A::new(2.0 + r.next(), 2.0 + r.next(), 2.0 + r.next());
+            bodies.inv_inertia.push(if moving {
+                Mat3A::from_diagonal(d.into())
+            } else {
+                Mat3A::ZERO
+            });
+        }
+        let mut constraints = Vec::new();
+        for _ in 0..300 {
+            let a = 1 + r.below(slots - 1);
+            let b = if r.next() < -0.7 { 0 } else { 1 + r.below(slots - 1) };
+            if a == b {
+                continue;
+            }
+            let normal = r.vec().normalize();
+            let tangents = tangent_basis(normal);
+            let lower = r.below(3) as u8;
+            let (ia, ib) = (a as usize, b as usize);
+            let (ca, cb) = (r.vec() * 0.5, r.vec() * 0.5);
+            let row = |linear: Vec3A, angular: Vec3A, ra: Vec3A, rb: Vec3A| {
+                make_row(&bodies, (ia, ib), linear, angular, (ra, rb), lower)
+            };
+            let mut c = ContactConstraint {
+                a,
+                b,
+                normal,
+                tangents,
+                friction: 0.5 + r.next() * 0.3,
+                count: 1 + r.below(4) as u8,
+                lower,
+                tangent_rows: [
+                    row(tangents[0], Vec3A::ZERO, ca, cb),
+                    row(tangents[1], Vec3A::ZERO, ca, cb),
+                ],
+                twist: row(Vec3A::ZERO, normal, ca, cb),
+                twist_radius: 0.3,
+                tangent_impulse: [r.next() * 0.1, r.next() * 0.1],
+                twist_impulse: r.next() * 0.01,
+                ..ContactConstraint::default()
+            };
+            for p in &mut c.points[..c.count as usize] {
+                let (ra, rb) = (r.vec() * 0.5, r.vec() * 0.5);
+                *p = ConstraintPoint {
+                    ra,
+                    rb,
+                    normal: row(normal, Vec3A::ZERO, ra, rb),
+                    separation: r.next() * 0.01,
+                    normal_impulse: (r.next() + 1.0) * 0.2,
+                    ..ConstraintPoint::default()
+                };
+            }
+            constraints.push(c);
+        }
+        (bodies, constraints)
+    }
+
+    /// A schedule of one constraint per group, in list order: plain sequential impulses.
+    fn one_at_a_time(constraints: &[ContactConstraint], include: impl Fn(&ContactConstraint) -> bool) -> Schedule {
+        let mut schedule = Schedule::default();
+        for (k, _) in constraints.iter().enumerate().filter(|(_, c)| include(c)) {
+            let mut group = [super::super::solver_lanes::NO_LANE; LANES];
+            group[0] = k as u32;
+            schedule.groups.push(group);
+        }
+        schedule
+    }
+
+    fn bits(bodies: &SolverBodies, constraints: &[ContactConstraint]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for v in bodies.v.iter().chain(&bodies.w) {
+            out.extend(v.to_array().map(f32::to_bits));
+        }
+        for c in constraints {
+            out.extend(c.tangent_impulse.map(f32::to_bits));
+            out.push(c.twist_impulse.to_bits());
+            out.extend(c.points.iter().map(|p| p.normal_impulse.to_bits()));
+            out.extend(c.points.iter().map(|p| p.max_normal_impulse.to_bits()));
+        }
+        out
+    }
+
+    /// The groups solved side by side give exactly the bits of one constraint at a time, in order.
+    #[test]
+    fn lanes_give_the_same_bits_as_one_at_a_time() {
+        let params = SolverParams {
+            dt: 1.0 / 90.0,
+            max_depenetration_velocity: 1.0,
+            restitution_threshold: 1.0,
+            position_iterations: 2,
+        };
+        for seed in 1..20 {
+            let (bodies, constraints) = random_problem(seed);
+            let mut results = Vec::new();
+            for side_by_side in [false, true] {
+                let (mut bodies, mut constraints) = (bodies.clone(), constraints.clone());
+                let (all, shock) = if side_by_side {
+                    let (mut all, mut shock) = (Schedule::default(), Schedule::default());
+                    all.build(&constraints, bodies.v.len(), |_| true);
+                    shock.build(&constraints, bodies.v.len(), ContactConstraint::has_lower);
+                    // The problem is one the lanes are used on.
+                    assert!(all.groups.len() * 2 < constraints.len());
+                    (all, shock)
+                } else {
+                    (
+                        one_at_a_time(&constraints, |_| true),
+                        one_at_a_time(&constraints, ContactConstraint::has_lower),
+                    )
+                };
+                let mut largest = Vec::new();
+                for pass in 0..3 {
+                    largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass).to_bits());
+                }
+                shock_pass(&constraints, &shock, &mut bodies, &params);
+                results.push((bits(&bodies, &constraints), largest));
+            }
+            assert_eq!(results[0], results[1], "seed {seed}");
+        }
+    }
+
+    /// Every constraint is in exactly one group; no two in a group share a body but the ground; and of two that
+    /// share a body, the one first in the list is in an earlier group.
+    #[test]
+    fn schedules_keep_the_order_of_constraints_that_share_a_body() {
+        for seed in 1..20 {
+            let (bodies, constraints) = random_problem(seed);
+            let mut schedule = Schedule::default();
+            schedule.build(&constraints, bodies.v.len(), |_| true);
+            let mut group_of = vec![usize::MAX; constraints.len()];
+            for (g, group) in schedule.groups.iter().enumerate() {
+                let used = super::super::solver_lanes::used_lanes(group);
+                for (l, &k) in group[..used].iter().enumerate() {
+                    assert_eq!(group_of[k as usize], usize::MAX, "constraint {k} twice");
+                    group_of[k as usize] = g;
+                    for &other in &group[..l] {
+                        let (a, b) = constraints[k as usize].bodies();
+                        let (c, d) = constraints[other as usize].bodies();
+                        for s in [a, b] {
+                            assert!(s == 0 || (s != c && s != d), "group {g} shares body {s}");
+                        }
+                    }
+                }
+            }
+            assert!(group_of.iter().all(|&g| g != usize::MAX));
+            for i in 0..constraints.len() {
+                for j in i + 1..constraints.len() {
+                    let (a, b) = constraints[i].bodies();
+                    let (c, d) = constraints[j].bodies();
+                    let shared = [a, b].iter().any(|&s| s != 0 && (s == c || s == d));
+                    if shared {
+                        assert!(group_of[i] < group_of[j], "constraints {i} and {j} out of order");
+                    }
+                }
+            }
+        }
+    }
 }
