@@ -18,6 +18,7 @@ use glam::{Mat3A, Vec3, Vec3A};
 
 use super::contact::{Contact, TOUCHING_SEPARATION_M};
 use super::manifold::MAX_MANIFOLD_POINTS;
+use super::solver_lanes::{used_lanes, Schedule, LANES};
 
 /// Overlap allowed before push-out starts (metres): well under the quantization step of 1/4096 m, so 30 stacked
 /// contacts lose less than 3 mm even at the slop.
@@ -92,6 +93,16 @@ pub struct ContactConstraint {
 }
 
 impl ContactConstraint {
+    /// The two solver slots it joins.
+    pub fn bodies(&self) -> (u32, u32) {
+        (self.a, self.b)
+    }
+
+    /// Whether the shock pass works on it (one of its bodies is nearer the ground).
+    pub fn has_lower(&self) -> bool {
+        self.lower != 0
+    }
+
     /// Multipliers on each body's response: in the shock pass the lower body does not move.
     fn response(&self, shock: bool) -> (f32, f32) {
         match (shock, self.lower) {
@@ -386,65 +397,139 @@ pub fn warm_start(constraints: &[ContactConstraint], bodies: &mut SolverBodies) 
     }
 }
 
-/// Friction at the manifold's centre: drives sliding to zero within the cone `|tangent| ≤ μN` and twisting to zero
-/// within `|twist| ≤ μN·radius`. `normal_total` is N; `extra` holds impulses kept apart (the shock pass's).
+/// Friction at the manifold's centre, for each lane: drives sliding to zero within the cone `|tangent| ≤ μN` and
+/// twisting to zero within `|twist| ≤ μN·radius`. `normal_total` is N; `extra` holds impulses kept apart (the
+/// shock pass's). Each step is done for every lane before the next, so the lanes' chains run interleaved.
 #[inline(always)]
-fn solve_friction(pair: &mut Pair, c: &ContactConstraint, normal_total: f32, shock: bool, extra: &mut [f32; 3]) {
+fn solve_friction<const N: usize>(
+    pairs: &mut [Pair; N],
+    cs: [&ContactConstraint; N],
+    normal_total: [f32; N],
+    shock: bool,
+    extra: &mut [[f32; 3]; N],
+) {
     let mass = |row: &Row| if shock { row.shock_mass } else { row.mass };
-    let limit = c.friction * normal_total;
-    let old = [c.tangent_impulse[0] + extra[0], c.tangent_impulse[1] + extra[1]];
-    let mut new = [0.0f32; 2];
-    for t in 0..2 {
-        let row = &c.tangent_rows[t];
-        new[t] = old[t] - mass(row) * pair.speed(c.tangents[t], row);
+    let mut old = [[0.0f32; 2]; N];
+    let mut new = [[0.0f32; 2]; N];
+    for l in 0..N {
+        let c = cs[l];
+        old[l] = [c.tangent_impulse[0] + extra[l][0], c.tangent_impulse[1] + extra[l][1]];
+        for t in 0..2 {
+            let row = &c.tangent_rows[t];
+            new[l][t] = old[l][t] - mass(row) * pairs[l].speed(c.tangents[t], row);
+        }
     }
-    let len2 = new[0] * new[0] + new[1] * new[1];
-    if len2 > limit * limit {
-        let scale = if len2 > 0.0 { limit / len2.sqrt() } else { 0.0 };
-        new = [new[0] * scale, new[1] * scale];
+    for l in 0..N {
+        let c = cs[l];
+        let limit = c.friction * normal_total[l];
+        let len2 = new[l][0] * new[l][0] + new[l][1] * new[l][1];
+        if len2 > limit * limit {
+            let scale = if len2 > 0.0 { limit / len2.sqrt() } else { 0.0 };
+            new[l] = [new[l][0] * scale, new[l][1] * scale];
+        }
+        for t in 0..2 {
+            pairs[l].push(c.tangents[t], &c.tangent_rows[t], new[l][t] - old[l][t]);
+            extra[l][t] += new[l][t] - old[l][t];
+        }
     }
-    for t in 0..2 {
-        pair.push(c.tangents[t], &c.tangent_rows[t], new[t] - old[t]);
-        extra[t] += new[t] - old[t];
+    for l in 0..N {
+        let c = cs[l];
+        let twist_limit = c.friction * normal_total[l] * c.twist_radius;
+        let old = c.twist_impulse + extra[l][2];
+        let new = (old - mass(&c.twist) * pairs[l].speed(Vec3A::ZERO, &c.twist)).clamp(-twist_limit, twist_limit);
+        pairs[l].push(Vec3A::ZERO, &c.twist, new - old);
+        extra[l][2] += new - old;
     }
-    let twist_limit = limit * c.twist_radius;
-    let old = c.twist_impulse + extra[2];
-    let new = (old - mass(&c.twist) * pair.speed(Vec3A::ZERO, &c.twist)).clamp(-twist_limit, twist_limit);
-    pair.push(Vec3A::ZERO, &c.twist, new - old);
-    extra[2] += new - old;
 }
 
-/// One velocity pass over all constraints (Gauss–Seidel: friction, then the normal at each point). Odd passes
+/// One velocity pass over all constraints (Gauss–Seidel: friction, then the normal at each point), a group of
+/// `schedule` at a time (the same result as one constraint at a time in order, see `solver_lanes`). Odd passes
 /// take the points in reverse order, so no corner is always solved first and a stack is not nudged the same way
 /// every step. Returns the largest change of any impulse (N·s), so the caller can stop once nothing changes.
 pub fn solve(
     constraints: &mut [ContactConstraint],
+    schedule: &Schedule,
     bodies: &mut SolverBodies,
     params: &SolverParams,
     pass: u32,
 ) -> f32 {
     let inv_dt = 1.0 / params.dt;
     let mut largest = 0.0f32;
-    for c in constraints.iter_mut() {
-        let mut pair = Pair::load(bodies, c, BOTH);
-        let mut change = [0.0f32; 3];
-        solve_friction(&mut pair, c, c.total_normal_impulse(), false, &mut change);
-        c.tangent_impulse = [c.tangent_impulse[0] + change[0], c.tangent_impulse[1] + change[1]];
-        c.twist_impulse += change[2];
-        largest = largest.max(change[0].abs()).max(change[1].abs()).max(change[2].abs());
-        let count = c.count as usize;
-        for k in 0..count {
+    for group in &schedule.groups {
+        let change = match used_lanes(group) {
+            4 => solve_disjoint::<4>(constraints, group, bodies, inv_dt, pass),
+            3 => solve_disjoint::<3>(constraints, group, bodies, inv_dt, pass),
+            2 => solve_disjoint::<2>(constraints, group, bodies, inv_dt, pass),
+            _ => solve_disjoint::<1>(constraints, group, bodies, inv_dt, pass),
+        };
+        largest = largest.max(change);
+    }
+    largest
+}
+
+/// The first `N` lanes of `group` side by side (one by one should they not be distinct, which a schedule never
+/// gives).
+#[inline(always)]
+fn solve_disjoint<const N: usize>(
+    constraints: &mut [ContactConstraint],
+    group: &[u32; LANES],
+    bodies: &mut SolverBodies,
+    inv_dt: f32,
+    pass: u32,
+) -> f32 {
+    let lanes: [usize; N] = std::array::from_fn(|l| group[l] as usize);
+    if let Ok(cs) = constraints.get_disjoint_mut(lanes) {
+        return solve_lanes(cs, bodies, inv_dt, pass);
+    }
+    let mut largest = 0.0f32;
+    for k in lanes {
+        largest = largest.max(solve_lanes([&mut constraints[k]], bodies, inv_dt, pass));
+    }
+    largest
+}
+
+/// One velocity pass over `N` constraints that share no body but the ground.
+#[inline(always)]
+fn solve_lanes<const N: usize>(
+    cs: [&mut ContactConstraint; N],
+    bodies: &mut SolverBodies,
+    inv_dt: f32,
+    pass: u32,
+) -> f32 {
+    let mut largest = 0.0f32;
+    let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], BOTH));
+    let mut change = [[0.0f32; 3]; N];
+    let totals: [f32; N] = std::array::from_fn(|l| cs[l].total_normal_impulse());
+    solve_friction(&mut pairs, std::array::from_fn(|l| &*cs[l]), totals, false, &mut change);
+    for l in 0..N {
+        let c = &mut *cs[l];
+        c.tangent_impulse = [c.tangent_impulse[0] + change[l][0], c.tangent_impulse[1] + change[l][1]];
+        c.twist_impulse += change[l][2];
+        largest = largest
+            .max(change[l][0].abs())
+            .max(change[l][1].abs())
+            .max(change[l][2].abs());
+    }
+    for k in 0..MAX_MANIFOLD_POINTS {
+        for l in 0..N {
+            let c = &mut *cs[l];
+            let count = c.count as usize;
+            if k >= count {
+                continue;
+            }
             let p = &mut c.points[if pass.is_multiple_of(2) { k } else { count - 1 - k }];
             // Speculative: a gap may close this step, no more. Overlap is the position pass's job.
             let min_speed = -p.separation.max(0.0) * inv_dt;
-            let vn = pair.speed(c.normal, &p.normal);
+            let vn = pairs[l].speed(c.normal, &p.normal);
             let new = (p.normal_impulse - p.normal.mass * (vn - min_speed)).max(0.0);
-            pair.push(c.normal, &p.normal, new - p.normal_impulse);
+            pairs[l].push(c.normal, &p.normal, new - p.normal_impulse);
             largest = largest.max((new - p.normal_impulse).abs());
             p.normal_impulse = new;
             p.max_normal_impulse = p.max_normal_impulse.max(new);
         }
-        pair.store(bodies, c);
+    }
+    for l in 0..N {
+        pairs[l].store(bodies, cs[l]);
     }
     largest
 }
@@ -455,28 +540,54 @@ pub fn solve(
 /// height. Its impulses are kept out of the accumulated ones: they have no reaction on the lower body, so warm
 /// starting from them would put momentum into the stack that was never there. The total normal impulse
 /// (accumulated + this pass) stays ≥ 0, so a loaded corner can be pulled back as well as pushed — a pass that
-/// could only push would turn rocking into lift.
-pub fn shock_pass(constraints: &[ContactConstraint], bodies: &mut SolverBodies, params: &SolverParams) {
+/// could only push would turn rocking into lift. `schedule` groups the constraints with a lower body.
+pub fn shock_pass(
+    constraints: &[ContactConstraint],
+    schedule: &Schedule,
+    bodies: &mut SolverBodies,
+    params: &SolverParams,
+) {
     let inv_dt = 1.0 / params.dt;
-    for c in constraints.iter().filter(|c| c.lower != 0) {
-        let mut pair = Pair::load(bodies, c, c.response(true));
-        let count = c.count as usize;
-        let mut pushed = [0.0f32; MAX_MANIFOLD_POINTS];
-        let mut rubbed = [0.0f32; 3];
-        for pass in 0..SHOCK_LOCAL_ITERATIONS {
-            let normal_total = c.total_normal_impulse() + pushed.iter().sum::<f32>();
-            solve_friction(&mut pair, c, normal_total, true, &mut rubbed);
-            for k in 0..count {
-                let k = if pass % 2 == 0 { k } else { count - 1 - k };
+    for group in &schedule.groups {
+        let lane = |l: usize| &constraints[group[l] as usize];
+        match used_lanes(group) {
+            4 => shock_lanes::<4>(std::array::from_fn(lane), bodies, inv_dt),
+            3 => shock_lanes::<3>(std::array::from_fn(lane), bodies, inv_dt),
+            2 => shock_lanes::<2>(std::array::from_fn(lane), bodies, inv_dt),
+            _ => shock_lanes::<1>(std::array::from_fn(lane), bodies, inv_dt),
+        }
+    }
+}
+
+/// The shock pass over `N` constraints that share no body but the ground.
+#[inline(always)]
+fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverBodies, inv_dt: f32) {
+    let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], cs[l].response(true)));
+    let mut pushed = [[0.0f32; MAX_MANIFOLD_POINTS]; N];
+    let mut rubbed = [[0.0f32; 3]; N];
+    for pass in 0..SHOCK_LOCAL_ITERATIONS {
+        let normal_total: [f32; N] =
+            std::array::from_fn(|l| cs[l].total_normal_impulse() + pushed[l].iter().sum::<f32>());
+        solve_friction(&mut pairs, cs, normal_total, true, &mut rubbed);
+        for i in 0..MAX_MANIFOLD_POINTS {
+            for l in 0..N {
+                let c = cs[l];
+                let count = c.count as usize;
+                if i >= count {
+                    continue;
+                }
+                let k = if pass % 2 == 0 { i } else { count - 1 - i };
                 let p = &c.points[k];
                 let min_speed = -p.separation.max(0.0) * inv_dt;
-                let vn = pair.speed(c.normal, &p.normal);
-                let new = (pushed[k] - p.normal.shock_mass * (vn - min_speed)).max(-p.normal_impulse);
-                pair.push(c.normal, &p.normal, new - pushed[k]);
-                pushed[k] = new;
+                let vn = pairs[l].speed(c.normal, &p.normal);
+                let new = (pushed[l][k] - p.normal.shock_mass * (vn - min_speed)).max(-p.normal_impulse);
+                pairs[l].push(c.normal, &p.normal, new - pushed[l][k]);
+                pushed[l][k] = new;
             }
         }
-        pair.store(bodies, c);
+    }
+    for l in 0..N {
+        pairs[l].store(bodies, cs[l]);
     }
 }
 
@@ -567,6 +678,193 @@ mod tests {
             assert!((t1.length() - 1.0).abs() < 1e-6 && (t2.length() - 1.0).abs() < 1e-6);
             assert!(t1.dot(n).abs() < 1e-6 && t2.dot(n).abs() < 1e-6 && t1.dot(t2).abs() < 1e-6);
             assert_eq!(tangent_basis(n), [t1, t2]);
+        }
+    }
+
+    /// Pseudo-random numbers from a fixed seed (a 64-bit LCG), in [-1, 1).
+    struct Numbers(u64);
+
+    impl Numbers {
+        fn next(&mut self) -> f32 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        }
+
+        fn vec(&mut self) -> Vec3A {
+            Vec3A::new(self.next(), self.next(), self.next())
+        }
+
+        fn below(&mut self, n: u32) -> u32 {
+            ((self.next() + 1.0) * 0.5 * n as f32) as u32 % n
+        }
+    }
+
+    /// Random bodies (slot 0 the ground) and constraints among them, many sharing a body, some the ground.
+    fn random_problem(seed: u64) -> (SolverBodies, Vec<ContactConstraint>) {
+        let mut r = Numbers(seed);
+        let slots = 40;
+        let mut bodies = SolverBodies::default();
+        for k in 0..slots {
+            let moving = k != 0 && k % 7 != 0;
+            bodies.v.push(if moving { r.vec() } else { Vec3A::ZERO });
+            bodies.w.push(if moving { r.vec() } else { Vec3A::ZERO });
+            bodies.inv_mass.push(if moving { 1.0 + r.next() * 0.5 } else { 0.0 });
+            let d = Vec3A::new(2.0 + r.next(), 2.0 + r.next(), 2.0 + r.next());
+            bodies.inv_inertia.push(if moving {
+                Mat3A::from_diagonal(d.into())
+            } else {
+                Mat3A::ZERO
+            });
+        }
+        let mut constraints = Vec::new();
+        for _ in 0..300 {
+            let a = 1 + r.below(slots - 1);
+            let b = if r.next() < -0.7 { 0 } else { 1 + r.below(slots - 1) };
+            if a == b {
+                continue;
+            }
+            let normal = r.vec().normalize();
+            let tangents = tangent_basis(normal);
+            let lower = r.below(3) as u8;
+            let (ia, ib) = (a as usize, b as usize);
+            let (ca, cb) = (r.vec() * 0.5, r.vec() * 0.5);
+            let row = |linear: Vec3A, angular: Vec3A, ra: Vec3A, rb: Vec3A| {
+                make_row(&bodies, (ia, ib), linear, angular, (ra, rb), lower)
+            };
+            let mut c = ContactConstraint {
+                a,
+                b,
+                normal,
+                tangents,
+                friction: 0.5 + r.next() * 0.3,
+                count: 1 + r.below(4) as u8,
+                lower,
+                tangent_rows: [
+                    row(tangents[0], Vec3A::ZERO, ca, cb),
+                    row(tangents[1], Vec3A::ZERO, ca, cb),
+                ],
+                twist: row(Vec3A::ZERO, normal, ca, cb),
+                twist_radius: 0.3,
+                tangent_impulse: [r.next() * 0.1, r.next() * 0.1],
+                twist_impulse: r.next() * 0.01,
+                ..ContactConstraint::default()
+            };
+            for p in &mut c.points[..c.count as usize] {
+                let (ra, rb) = (r.vec() * 0.5, r.vec() * 0.5);
+                *p = ConstraintPoint {
+                    ra,
+                    rb,
+                    normal: row(normal, Vec3A::ZERO, ra, rb),
+                    separation: r.next() * 0.01,
+                    normal_impulse: (r.next() + 1.0) * 0.2,
+                    ..ConstraintPoint::default()
+                };
+            }
+            constraints.push(c);
+        }
+        (bodies, constraints)
+    }
+
+    /// A schedule of one constraint per group, in list order: plain sequential impulses.
+    fn one_at_a_time(constraints: &[ContactConstraint], include: impl Fn(&ContactConstraint) -> bool) -> Schedule {
+        let mut schedule = Schedule::default();
+        for (k, _) in constraints.iter().enumerate().filter(|(_, c)| include(c)) {
+            let mut group = [super::super::solver_lanes::NO_LANE; LANES];
+            group[0] = k as u32;
+            schedule.groups.push(group);
+        }
+        schedule
+    }
+
+    fn bits(bodies: &SolverBodies, constraints: &[ContactConstraint]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for v in bodies.v.iter().chain(&bodies.w) {
+            out.extend(v.to_array().map(f32::to_bits));
+        }
+        for c in constraints {
+            out.extend(c.tangent_impulse.map(f32::to_bits));
+            out.push(c.twist_impulse.to_bits());
+            out.extend(c.points.iter().map(|p| p.normal_impulse.to_bits()));
+            out.extend(c.points.iter().map(|p| p.max_normal_impulse.to_bits()));
+        }
+        out
+    }
+
+    /// The groups solved side by side give exactly the bits of one constraint at a time, in order.
+    #[test]
+    fn lanes_give_the_same_bits_as_one_at_a_time() {
+        let params = SolverParams {
+            dt: 1.0 / 90.0,
+            max_depenetration_velocity: 1.0,
+            restitution_threshold: 1.0,
+            position_iterations: 2,
+        };
+        for seed in 1..20 {
+            let (bodies, constraints) = random_problem(seed);
+            let mut results = Vec::new();
+            for side_by_side in [false, true] {
+                let (mut bodies, mut constraints) = (bodies.clone(), constraints.clone());
+                let (all, shock) = if side_by_side {
+                    let (mut all, mut shock) = (Schedule::default(), Schedule::default());
+                    all.build(&constraints, bodies.v.len(), |_| true);
+                    shock.build(&constraints, bodies.v.len(), ContactConstraint::has_lower);
+                    // The problem is one the lanes are used on.
+                    assert!(all.groups.len() * 2 < constraints.len());
+                    (all, shock)
+                } else {
+                    (
+                        one_at_a_time(&constraints, |_| true),
+                        one_at_a_time(&constraints, ContactConstraint::has_lower),
+                    )
+                };
+                let mut largest = Vec::new();
+                for pass in 0..3 {
+                    largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass).to_bits());
+                }
+                shock_pass(&constraints, &shock, &mut bodies, &params);
+                results.push((bits(&bodies, &constraints), largest));
+            }
+            assert_eq!(results[0], results[1], "seed {seed}");
+        }
+    }
+
+    /// Every constraint is in exactly one group; no two in a group share a body but the ground; and of two that
+    /// share a body, the one first in the list is in an earlier group.
+    #[test]
+    fn schedules_keep_the_order_of_constraints_that_share_a_body() {
+        for seed in 1..20 {
+            let (bodies, constraints) = random_problem(seed);
+            let mut schedule = Schedule::default();
+            schedule.build(&constraints, bodies.v.len(), |_| true);
+            let mut group_of = vec![usize::MAX; constraints.len()];
+            for (g, group) in schedule.groups.iter().enumerate() {
+                let used = super::super::solver_lanes::used_lanes(group);
+                for (l, &k) in group[..used].iter().enumerate() {
+                    assert_eq!(group_of[k as usize], usize::MAX, "constraint {k} twice");
+                    group_of[k as usize] = g;
+                    for &other in &group[..l] {
+                        let (a, b) = constraints[k as usize].bodies();
+                        let (c, d) = constraints[other as usize].bodies();
+                        for s in [a, b] {
+                            assert!(s == 0 || (s != c && s != d), "group {g} shares body {s}");
+                        }
+                    }
+                }
+            }
+            assert!(group_of.iter().all(|&g| g != usize::MAX));
+            for i in 0..constraints.len() {
+                for j in i + 1..constraints.len() {
+                    let (a, b) = constraints[i].bodies();
+                    let (c, d) = constraints[j].bodies();
+                    let shared = [a, b].iter().any(|&s| s != 0 && (s == c || s == d));
+                    if shared {
+                        assert!(group_of[i] < group_of[j], "constraints {i} and {j} out of order");
+                    }
+                }
+            }
         }
     }
 }

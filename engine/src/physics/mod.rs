@@ -11,6 +11,8 @@
 //! - [`island`]: bodies joined by touching contacts; whole islands wake and go to rest together.
 //! - [`stack_order`]: how high each body sits in its stack, so the solver can work from the ground up.
 //! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
+//! - [`solver_lanes`]: groups of constraints that share no body, solved side by side with the same result as one
+//!   at a time.
 //! - [`rest`]: our rest detection, a window of the last 16 poses and velocities per body: still means not moving,
 //!   not fast and not accelerating.
 //! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
@@ -31,6 +33,7 @@ pub mod island;
 pub mod manifold;
 pub mod overlap;
 pub mod rest;
+pub mod solver_lanes;
 pub mod stack_order;
 pub mod world;
 

@@ -18,6 +18,7 @@ use super::contact::{ContactSet, NO_CONTACT};
 use super::contact_solver::{ContactConstraint, SolverBodies};
 use super::island::Islands;
 use super::rest::MotionHistory;
+use super::solver_lanes::Schedule;
 use super::stack_order::StackOrder;
 use super::{BodyDesc, BodyId, BodyKind, BodyState, ContactReport, PhysicsError};
 
@@ -333,6 +334,9 @@ pub struct World {
     slot_body: Vec<u32>,
     solver_bodies: SolverBodies,
     constraints: Vec<ContactConstraint>,
+    /// The constraints in groups solved side by side (`solver_lanes`): all of them, and those of the shock pass.
+    schedule: Schedule,
+    shock_schedule: Schedule,
     /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted.
     order: Vec<(u32, u32)>,
     /// Seeding scratch: weight impulse, carried load, the part of it new this step (it reaches the body through a
@@ -399,6 +403,8 @@ impl World {
             slot_body: Vec::new(),
             solver_bodies: SolverBodies::default(),
             constraints: Vec::new(),
+            schedule: Schedule::default(),
+            shock_schedule: Schedule::default(),
             order: Vec::new(),
             weight: Vec::new(),
             load: Vec::new(),
@@ -479,6 +485,8 @@ impl World {
         self.constraints
             .reserve(contacts.saturating_sub(self.constraints.len()));
         self.order.reserve(contacts.saturating_sub(self.order.len()));
+        self.schedule.reserve(n + 1, contacts);
+        self.shock_schedule.reserve(n + 1, contacts);
         self.report
             .contacts
             .reserve(contacts.saturating_sub(self.report.contacts.len()));

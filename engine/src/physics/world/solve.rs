@@ -124,16 +124,21 @@ impl World {
             },
         );
         let sb = &mut self.solver_bodies;
+        self.schedule.build(&self.constraints, slots, |_| true);
+        self.shock_schedule
+            .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
         solver::warm_start(&self.constraints, sb);
         let iterations = self.config.velocity_iterations;
         // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
         let tolerance = CONVERGED_IMPULSE_PER_KG * self.config.gravity.length() * self.config.dt;
         for k in 0..iterations {
-            if solver::solve(&mut self.constraints, sb, &params, k) <= tolerance && self.config.velocity_early_stop {
+            if solver::solve(&mut self.constraints, &self.schedule, sb, &params, k) <= tolerance
+                && self.config.velocity_early_stop
+            {
                 break;
             }
         }
-        solver::shock_pass(&self.constraints, sb, &params);
+        solver::shock_pass(&self.constraints, &self.shock_schedule, sb, &params);
         solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
         solver::store_impulses(&self.constraints, &mut self.contacts.contacts);
         for k in 0..slots {
