@@ -29,5 +29,6 @@ pub mod lockstep;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;
+pub mod snapshots;
 pub mod sync;
 pub mod vr;

@@ -95,6 +95,12 @@ pub struct CompareArgs {
     /// Lockstep: keep the playout delay fixed (no adapting to measured lateness)
     #[arg(long)]
     pub fixed_playout: bool,
+    /// Snapshots: snapshots the server sends per second (10-60)
+    #[arg(long, value_name = "HZ", default_value_t = 30)]
+    pub snapshot_hz: u32,
+    /// Snapshots: send every body's raw floats (no quantizing, no delta), for comparison
+    #[arg(long)]
+    pub no_compression: bool,
 }
 
 /// One lockstep run's settings.
@@ -417,7 +423,7 @@ pub fn run_lockstep(config: &LockstepConfig, world_a: World, world_b: World) -> 
 pub fn run_cli(args: &CompareArgs) -> Result<Value> {
     let name = match args.model {
         Model::Lockstep => None,
-        Model::Snapshots => Some("snapshots"),
+        Model::Snapshots => return run_snapshots_cli(args),
         Model::Predict => Some("predict"),
         Model::Authority => Some("authority"),
         Model::All => Some("all"),
@@ -455,6 +461,44 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         bit_identical = report.bit_identical_at_end,
         "lockstep run done"
     );
+    Ok(report.to_json(&config, &scene.name))
+}
+
+/// `tumble compare --model snapshots` (see [`super::compare_snapshots`]; `--playout-ms` and `--fixed-playout` set
+/// the client's playout delay).
+fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
+    use super::compare_snapshots::{run_snapshots, SnapshotConfig};
+    let config = SnapshotConfig {
+        seconds: args.seconds,
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        dup_pct: args.dup_pct,
+        seed: args.seed,
+        snapshot_hz: args.snapshot_hz,
+        compressed: !args.no_compression,
+        delay: crate::snapshots::PlayoutDelay {
+            floor_s: args.playout_ms / 1000.0,
+            adaptive: !args.fixed_playout,
+        },
+    };
+    LockstepConfig {
+        seconds: args.seconds,
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        dup_pct: args.dup_pct,
+        ..LockstepConfig::default()
+    }
+    .validate()?;
+    config.validate()?;
+    let scene = load_scene(&args.scene)?;
+    let world = scene
+        .build_world(WorldConfig::default())
+        .context("building the scene's world")?;
+    tracing::info!(scene = %scene.name, seconds = config.seconds, snapshot_hz = config.snapshot_hz,
+        compressed = config.compressed, "snapshots: two bots playing the cube game");
+    let report = run_snapshots(&config, world)?;
     Ok(report.to_json(&config, &scene.name))
 }
 
@@ -593,7 +637,7 @@ mod tests {
             assert!(bad.validate().is_err());
         }
         let args = CompareArgs {
-            model: Model::Snapshots,
+            model: Model::Authority,
             scene: PathBuf::from("nowhere.toml"),
             seconds: 1.0,
             latency_ms: 0.0,
@@ -603,6 +647,8 @@ mod tests {
             seed: 1,
             playout_ms: 100.0,
             fixed_playout: false,
+            snapshot_hz: 30,
+            no_compression: false,
         };
         let e = run_cli(&args).unwrap_err();
         assert!(e.downcast_ref::<NotBuiltYet>().is_some());

@@ -21,6 +21,7 @@
 
 pub mod bandwidth;
 pub mod compare;
+pub mod compare_snapshots;
 pub mod conflict;
 pub mod cube_history;
 pub mod demand;

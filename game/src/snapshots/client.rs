@@ -1,0 +1,378 @@
+//! Player 2's machine, the client: it simulates nothing. It assembles the server's snapshot slices into a ring of
+//! [`RING`] snapshots (its playout buffer and its baselines), acks the newest complete one, sends its inputs, and
+//! each frame draws the world a playout delay behind the newest snapshot times: Hermite between the two complete
+//! snapshots either side of the render time, extrapolation from the newest for at most
+//! [`EXTRAPOLATE_LIMIT_S`] when the next is late or lost, and the last drawn pose held (a hitch) beyond that.
+//!
+//! Render time: every complete snapshot gives an offset, arrival time − its step's time; the smallest offset seen
+//! is the fastest delivery, and the client draws the server's state at now − smallest offset − playout delay. The
+//! delay is the floor given, or (adaptive) at least three snapshot intervals (two lost snapshots in a row) plus the largest
+//! lateness past the fastest delivery seen (jitter).
+
+use std::time::Instant;
+
+use tumble_engine::physics::BodyState;
+use tumble_net::ReadStream;
+
+use super::interpolate::{extrapolate, hermite, Drawn};
+use super::packet::{serialize_compressed, serialize_raw, ClientPacket, SliceHeader, SnapshotError};
+use super::server::RING;
+use crate::cube_game::CubeInput;
+use crate::lockstep::packet::{InputPacket, MAX_INPUTS_PER_PACKET};
+use crate::sync::codec::predict::STEP_HZ;
+use crate::sync::codec::quantize::{dequantize_state, QuantizedState};
+
+/// Longest the client extrapolates past its newest snapshot before it holds the view still (s).
+pub const EXTRAPOLATE_LIMIT_S: f64 = 0.25;
+/// A jump in what is drawn smaller than this is rounding, not a correction (m).
+pub const CORRECTION_EPSILON_M: f32 = 0.001;
+/// Snapshot intervals the adaptive delay spans beyond jitter: the gap left by two snapshots lost in a row (at
+/// 5 % loss of a snapshot's packets, one in 400 snapshots; a single loss leaves a two-interval gap).
+const LOST_SNAPSHOTS_COVERED: f64 = 3.0;
+/// One frame (s).
+const FRAME_S: f32 = 1.0 / STEP_HZ as f32;
+
+/// The client's playout delay settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlayoutDelay {
+    /// The delay, or the least it adapts to (s).
+    pub floor_s: f64,
+    pub adaptive: bool,
+}
+
+/// One received snapshot, complete or being assembled.
+#[derive(Clone, Debug, Default)]
+struct Received {
+    sequence: Option<u32>,
+    step: u32,
+    baseline: Option<u32>,
+    compressed: bool,
+    slice_count: u32,
+    slices_held: u64,
+    complete: bool,
+    input_ack: Option<u32>,
+    quantized: Vec<QuantizedState>,
+    states: Vec<BodyState>,
+}
+
+/// How a frame was drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DrawMode {
+    Nothing,
+    Interpolated,
+    Extrapolated,
+    Held,
+}
+
+/// What the client counted.
+#[derive(Clone, Debug, Default)]
+pub struct ClientStats {
+    /// Frames from the first one drawn.
+    pub frames: u64,
+    pub hitch_frames: u64,
+    pub extrapolated_frames: u64,
+    pub corrections: u64,
+    pub correction_max_m: f64,
+    pub jump_max_m: f64,
+    pub snapshots_complete: u64,
+    pub slices_received: u64,
+    pub slices_refused: u64,
+    pub cpu_s: f64,
+}
+
+pub struct SnapshotClient {
+    body_count: u32,
+    snapshot_interval_s: f64,
+    delay: PlayoutDelay,
+    ring: Vec<Received>,
+    newest_complete: Option<u32>,
+    offset_min_s: f64,
+    lateness_max_s: f64,
+    inputs: Vec<CubeInput>,
+    input_acked: Option<u64>,
+    drawn: Vec<Drawn>,
+    previous: Vec<Drawn>,
+    mode: DrawMode,
+    drawn_input_ack: Option<u32>,
+    packet: ClientPacket,
+    pub stats: ClientStats,
+}
+
+impl SnapshotClient {
+    /// `steps_capacity`: the most input steps this client will sample (its input history is allocated once).
+    pub fn new(body_count: usize, snapshot_hz: u32, delay: PlayoutDelay, steps_capacity: usize) -> Self {
+        let entry = Received {
+            quantized: vec![QuantizedState::default(); body_count],
+            states: vec![super::packet::placeholder_state(); body_count],
+            ..Received::default()
+        };
+        Self {
+            body_count: body_count as u32,
+            snapshot_interval_s: 1.0 / f64::from(snapshot_hz.max(1)),
+            delay,
+            ring: vec![entry; RING],
+            newest_complete: None,
+            offset_min_s: f64::INFINITY,
+            lateness_max_s: 0.0,
+            inputs: Vec::with_capacity(steps_capacity),
+            input_acked: None,
+            drawn: vec![Drawn::default(); body_count],
+            previous: vec![Drawn::default(); body_count],
+            mode: DrawMode::Nothing,
+            drawn_input_ack: None,
+            packet: ClientPacket {
+                snapshot_ack: None,
+                inputs: InputPacket::with_capacity(),
+            },
+            stats: ClientStats::default(),
+        }
+    }
+
+    /// The playout delay now (s).
+    pub fn delay_s(&self) -> f64 {
+        if self.delay.adaptive {
+            self.delay
+                .floor_s
+                .max(LOST_SNAPSHOTS_COVERED * self.snapshot_interval_s + self.lateness_max_s)
+        } else {
+            self.delay.floor_s
+        }
+    }
+
+    /// The newest complete snapshot: its sequence, step and quantized (compressed) or raw states.
+    pub fn newest(&self) -> Option<(u32, u32, &[QuantizedState], &[BodyState])> {
+        let s = self.newest_complete?;
+        let e = &self.ring[s as usize % RING];
+        Some((s, e.step, &e.quantized, &e.states))
+    }
+
+    /// Player 2's newest input step the server had applied by the snapshot this frame was drawn from.
+    pub fn drawn_input_ack(&self) -> Option<u32> {
+        self.drawn_input_ack
+    }
+
+    pub fn drawn(&self) -> &[Drawn] {
+        &self.drawn
+    }
+
+    /// Records this frame's input (step = the number of inputs sampled before it).
+    pub fn sample(&mut self, input: CubeInput) {
+        if self.inputs.len() < self.inputs.capacity() {
+            self.inputs.push(input);
+        }
+    }
+
+    /// One slice arrived at `now_s`; returns the sequence of the snapshot it completed, if it did.
+    pub fn read_slice(&mut self, now_s: f64, bytes: &[u8]) -> Result<Option<u32>, SnapshotError> {
+        let start = Instant::now();
+        let result = self.read_slice_inner(now_s, bytes);
+        self.stats.cpu_s += start.elapsed().as_secs_f64();
+        match result {
+            Ok(done) => {
+                self.stats.slices_received += 1;
+                Ok(done)
+            }
+            Err(e) => {
+                self.stats.slices_refused += 1;
+                Err(e)
+            }
+        }
+    }
+
+    fn read_slice_inner(&mut self, now_s: f64, bytes: &[u8]) -> Result<Option<u32>, SnapshotError> {
+        let mut r = ReadStream::new(bytes);
+        let mut h = SliceHeader::default();
+        h.serialize(&mut r, self.body_count)?;
+        let i = h.sequence as usize % RING;
+        let held = self.ring[i].sequence;
+        if held.is_some_and(|s| s > h.sequence) {
+            return Ok(None); // older than what the ring holds there: too late to matter
+        }
+        let baseline = match h.baseline {
+            Some(b) => {
+                let e = &self.ring[b as usize % RING];
+                if e.sequence != Some(b) || !e.complete || b == h.sequence {
+                    return Err(SnapshotError::MissingBaseline(b));
+                }
+                Some(b as usize % RING)
+            }
+            None => None,
+        };
+        let e = &self.ring[i];
+        let fresh = held != Some(h.sequence);
+        if !fresh {
+            let same = e.step == h.step
+                && e.baseline == h.baseline
+                && e.slice_count == h.slice_count
+                && e.compressed == h.compressed;
+            if !same {
+                return Err(SnapshotError::BadRange {
+                    index: h.slice_index,
+                    count: h.slice_count,
+                    first: h.first_body,
+                    end: h.first_body + h.bodies,
+                });
+            }
+            if e.complete || e.slices_held & (1 << h.slice_index) != 0 {
+                return Ok(None); // a duplicate
+            }
+        }
+        // Decode into the entry taken out of the ring, so the baseline entry can be read beside it.
+        let mut quantized = std::mem::take(&mut self.ring[i].quantized);
+        let mut states = std::mem::take(&mut self.ring[i].states);
+        let range = h.range();
+        let decoded = if h.compressed {
+            let base = baseline.map(|b| &self.ring[b].quantized[range.clone()]);
+            serialize_compressed(&mut r, &mut quantized[range.clone()], base)
+        } else {
+            serialize_raw(&mut r, &mut states[range.clone()])
+        }
+        .and_then(|_| r.finish().map_err(SnapshotError::from));
+        let e = &mut self.ring[i];
+        e.quantized = quantized;
+        e.states = states;
+        decoded?;
+        if fresh {
+            e.sequence = Some(h.sequence);
+            e.step = h.step;
+            e.baseline = h.baseline;
+            e.compressed = h.compressed;
+            e.slice_count = h.slice_count;
+            e.slices_held = 0;
+            e.complete = false;
+            e.input_ack = h.input_ack;
+        }
+        e.slices_held |= 1 << h.slice_index;
+        if e.slices_held.count_ones() < e.slice_count {
+            return Ok(None);
+        }
+        e.complete = true;
+        if e.compressed {
+            for (q, s) in e.quantized.iter().zip(e.states.iter_mut()) {
+                *s = dequantize_state(q);
+            }
+        }
+        self.stats.snapshots_complete += 1;
+        if self.newest_complete.is_none_or(|n| h.sequence > n) {
+            self.newest_complete = Some(h.sequence);
+        }
+        if let Some(a) = h.input_ack {
+            self.input_acked = Some(self.input_acked.map_or(u64::from(a), |o| o.max(u64::from(a))));
+        }
+        let offset = now_s - f64::from(h.step) / STEP_HZ as f64;
+        if offset < self.offset_min_s {
+            self.lateness_max_s += (self.offset_min_s - offset).min(1.0) * f64::from(self.offset_min_s.is_finite());
+            self.offset_min_s = offset;
+        }
+        self.lateness_max_s = self.lateness_max_s.max(offset - self.offset_min_s);
+        Ok(Some(h.sequence))
+    }
+
+    /// Draws the frame at `now_s`; returns the render time as a fractional server step, once anything is drawn.
+    pub fn draw(&mut self, now_s: f64) -> Option<f64> {
+        let start = Instant::now();
+        let r = self.draw_inner(now_s);
+        self.stats.cpu_s += start.elapsed().as_secs_f64();
+        r
+    }
+
+    fn draw_inner(&mut self, now_s: f64) -> Option<f64> {
+        if !self.offset_min_s.is_finite() {
+            return None;
+        }
+        let render = (now_s - self.offset_min_s - self.delay_s()) * STEP_HZ as f64;
+        // The complete snapshots either side of the render time.
+        let (mut a, mut b): (Option<usize>, Option<usize>) = (None, None);
+        for (i, e) in self.ring.iter().enumerate() {
+            if !e.complete {
+                continue;
+            }
+            let step = f64::from(e.step);
+            if step <= render {
+                if a.is_none_or(|a| self.ring[a].step < e.step) {
+                    a = Some(i);
+                }
+            } else if b.is_none_or(|b| self.ring[b].step > e.step) {
+                b = Some(i);
+            }
+        }
+        std::mem::swap(&mut self.drawn, &mut self.previous);
+        self.drawn_input_ack = a.and_then(|a| self.ring[a].input_ack);
+        let mode = match (a, b) {
+            (Some(a), Some(b)) => {
+                let (ea, eb) = (&self.ring[a], &self.ring[b]);
+                let span = f64::from(eb.step - ea.step);
+                let t = ((render - f64::from(ea.step)) / span) as f32;
+                let dt = (span / STEP_HZ as f64) as f32;
+                for (d, (sa, sb)) in self.drawn.iter_mut().zip(ea.states.iter().zip(&eb.states)) {
+                    *d = hermite(sa, sb, t, dt);
+                }
+                DrawMode::Interpolated
+            }
+            (Some(a), None) => {
+                let e_s = (render - f64::from(self.ring[a].step)) / STEP_HZ as f64;
+                if e_s <= EXTRAPOLATE_LIMIT_S {
+                    for (d, s) in self.drawn.iter_mut().zip(&self.ring[a].states) {
+                        *d = extrapolate(s, e_s as f32);
+                    }
+                    DrawMode::Extrapolated
+                } else {
+                    DrawMode::Held
+                }
+            }
+            // Render time before every snapshot held: nothing new to draw.
+            (None, _) => DrawMode::Held,
+        };
+        if mode == DrawMode::Held {
+            for (d, p) in self.drawn.iter_mut().zip(&self.previous) {
+                *d = Drawn {
+                    velocity: glam::Vec3::ZERO,
+                    ..*p
+                };
+            }
+        }
+        self.count(mode);
+        Some(render)
+    }
+
+    /// Frame figures: hitches, extrapolations, and how far the drawing jumped from where its own motion led.
+    fn count(&mut self, mode: DrawMode) {
+        let before = self.mode;
+        self.mode = mode;
+        if before == DrawMode::Nothing {
+            if mode != DrawMode::Interpolated {
+                self.mode = DrawMode::Nothing; // the view starts with the first pair of snapshots
+            }
+            return;
+        }
+        self.stats.frames += 1;
+        self.stats.hitch_frames += u64::from(mode == DrawMode::Held);
+        self.stats.extrapolated_frames += u64::from(mode == DrawMode::Extrapolated);
+        let mut jump = 0.0f32;
+        for (d, p) in self.drawn.iter().zip(&self.previous) {
+            jump = jump.max(d.position.distance(p.position + p.velocity * FRAME_S));
+        }
+        self.stats.jump_max_m = self.stats.jump_max_m.max(f64::from(jump));
+        if before != DrawMode::Interpolated && mode == DrawMode::Interpolated && jump > CORRECTION_EPSILON_M {
+            self.stats.corrections += 1;
+            self.stats.correction_max_m = self.stats.correction_max_m.max(f64::from(jump));
+        }
+    }
+
+    /// The packet to the server: the newest complete snapshot and every input it has not acked.
+    pub fn write_packet(&mut self, buf: &mut [u8]) -> Result<usize, SnapshotError> {
+        let sampled = self.inputs.len() as u64;
+        let first = self.input_acked.map_or(0, |a| a + 1).min(sampled);
+        let first = first.max(sampled.saturating_sub(MAX_INPUTS_PER_PACKET as u64));
+        let p = &mut self.packet;
+        p.snapshot_ack = self.newest_complete;
+        p.inputs.ack = None;
+        p.inputs.checksum = None;
+        p.inputs.first_step = first as u16;
+        p.inputs.inputs.clear();
+        p.inputs.inputs.extend_from_slice(&self.inputs[first as usize..]);
+        let mut w = tumble_net::WriteStream::new(buf);
+        p.serialize(&mut w)?;
+        Ok(w.finish()?)
+    }
+}
