@@ -359,3 +359,79 @@ impl SnapshotRun {
 pub fn run_snapshots(config: &SnapshotConfig, world: World) -> Result<SnapshotReport> {
     SnapshotRun::new(config, world)?.run()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+    use tumble_engine::physics::WorldConfig;
+    use tumble_engine::scene::load_scene;
+
+    fn world(file: &str) -> World {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../assets/scenes")
+            .join(file);
+        load_scene(&path).unwrap().build_world(WorldConfig::default()).unwrap()
+    }
+
+    fn config(compressed: bool) -> SnapshotConfig {
+        SnapshotConfig {
+            seconds: 6.0,
+            latency_ms: 50.0,
+            jitter_ms: 10.0,
+            loss_pct: 5.0,
+            seed: 7,
+            compressed,
+            ..SnapshotConfig::default()
+        }
+    }
+
+    #[test]
+    fn the_remote_view_neither_stops_nor_jumps_and_compression_cuts_bandwidth() {
+        let r = run_snapshots(&config(true), world("cubes900.toml")).unwrap();
+        assert_eq!(r.cubes, 900);
+        assert!(r.drawn_frames > 450, "{r:?}");
+        assert_eq!(r.hitch_frames, 0, "{r:?}");
+        assert!(r.correction_max_m <= 0.01, "{r:?}");
+        assert_eq!(r.desyncs, 0);
+        assert!(r.bit_identical_at_end);
+        assert!(
+            r.delta_snapshots > r.snapshots_sent / 2,
+            "most snapshots are deltas: {r:?}"
+        );
+        assert!(r.coloured_max > 0, "the bots played");
+        // Render time: a one-way latency and the playout delay behind the server, within a frame or two.
+        assert!((r.remote_delay_ms - 50.0 - r.playout_delay_ms).abs() < 25.0, "{r:?}");
+        let raw = run_snapshots(&config(false), world("cubes900.toml")).unwrap();
+        assert!(
+            r.kbps_mean_up * 10.0 < raw.kbps_mean_up,
+            "{} kbps compressed, {} raw",
+            r.kbps_mean_up,
+            raw.kbps_mean_up
+        );
+        assert_eq!(raw.desyncs, 0);
+    }
+
+    #[test]
+    fn bad_rates_and_delays_are_errors() {
+        for bad in [
+            SnapshotConfig {
+                snapshot_hz: 9,
+                ..SnapshotConfig::default()
+            },
+            SnapshotConfig {
+                snapshot_hz: 61,
+                ..SnapshotConfig::default()
+            },
+            SnapshotConfig {
+                delay: PlayoutDelay {
+                    floor_s: f64::NAN,
+                    adaptive: true,
+                },
+                ..SnapshotConfig::default()
+            },
+        ] {
+            assert!(bad.validate().is_err());
+        }
+    }
+}
