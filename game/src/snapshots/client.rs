@@ -1,12 +1,13 @@
 //! Player 2's machine, the client: it simulates nothing. It assembles the server's snapshot slices into a ring of
 //! [`RING`] snapshots (its playout buffer and its baselines), acks the newest complete one, sends its inputs, and
-//! each frame draws the world a playout delay behind the newest snapshot times: Hermite between the two complete
-//! snapshots either side of the render time, extrapolation from the newest for at most
+//! each frame draws the world a playout delay behind the newest snapshot times: per body, Hermite between the two
+//! snapshots holding it either side of the render time (a snapshot missing a slice still draws the bodies of the
+//! slices that came), extrapolation from the newest for at most
 //! [`EXTRAPOLATE_LIMIT_S`] when the next is late or lost, and the last drawn pose held (a hitch) beyond that.
 //!
-//! Render time: every complete snapshot gives an offset, arrival time − its step's time; the smallest offset seen
+//! Render time: every slice gives an offset, arrival time − its step's time; the smallest offset seen
 //! is the fastest delivery, and the client draws the server's state at now − smallest offset − playout delay. The
-//! delay is the floor given, or (adaptive) at least three snapshot intervals (two lost snapshots in a row) plus the largest
+//! delay is the floor given, or (adaptive) at least four snapshot intervals (three lost snapshots in a row) plus the largest
 //! lateness past the fastest delivery seen (jitter).
 
 use std::time::Instant;
@@ -26,9 +27,10 @@ use crate::sync::codec::quantize::{dequantize_state, QuantizedState};
 pub const EXTRAPOLATE_LIMIT_S: f64 = 0.25;
 /// A jump in what is drawn smaller than this is rounding, not a correction (m).
 pub const CORRECTION_EPSILON_M: f32 = 0.001;
-/// Snapshot intervals the adaptive delay spans beyond jitter: the gap left by two snapshots lost in a row (at
-/// 5 % loss of a snapshot's packets, one in 400 snapshots; a single loss leaves a two-interval gap).
-const LOST_SNAPSHOTS_COVERED: f64 = 3.0;
+/// Snapshot intervals the adaptive delay spans beyond jitter: the gap left by three of a body's slices lost in a
+/// row (a single loss leaves a two-interval gap; at 5 % loss two in a row happen about once a minute at 30 Hz,
+/// three rarely: over eight 60 s seeds at 30 Hz, 100 ms round trip, 10 ms jitter, one extrapolated for 2 frames).
+const LOST_SNAPSHOTS_COVERED: f64 = 4.0;
 /// One frame (s).
 const FRAME_S: f32 = 1.0 / STEP_HZ as f32;
 
@@ -51,6 +53,8 @@ struct Received {
     slices_held: u64,
     complete: bool,
     input_ack: Option<u32>,
+    /// Per body: its slice has arrived (a snapshot missing a slice still draws the bodies it has).
+    held: Vec<bool>,
     quantized: Vec<QuantizedState>,
     states: Vec<BodyState>,
 }
@@ -62,6 +66,23 @@ pub enum DrawMode {
     Interpolated,
     Extrapolated,
     Held,
+}
+
+fn rank(m: DrawMode) -> u8 {
+    match m {
+        DrawMode::Nothing => 0,
+        DrawMode::Interpolated => 1,
+        DrawMode::Extrapolated => 2,
+        DrawMode::Held => 3,
+    }
+}
+
+fn worse(a: DrawMode, b: DrawMode) -> DrawMode {
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
 }
 
 /// What the client counted.
@@ -104,6 +125,7 @@ impl SnapshotClient {
         let entry = Received {
             quantized: vec![QuantizedState::default(); body_count],
             states: vec![super::packet::placeholder_state(); body_count],
+            held: vec![false; body_count],
             ..Received::default()
         };
         Self {
@@ -241,17 +263,26 @@ impl SnapshotClient {
             e.slices_held = 0;
             e.complete = false;
             e.input_ack = h.input_ack;
+            e.held.fill(false);
         }
         e.slices_held |= 1 << h.slice_index;
+        e.held[range.clone()].fill(true);
+        if e.compressed {
+            for (q, s) in e.quantized[range.clone()].iter().zip(&mut e.states[range]) {
+                *s = dequantize_state(q);
+            }
+        }
+        // Every slice gives an offset: the first of a snapshot is its earliest arrival.
+        let offset = now_s - f64::from(h.step) / STEP_HZ as f64;
+        if offset < self.offset_min_s {
+            self.lateness_max_s += (self.offset_min_s - offset).min(1.0) * f64::from(self.offset_min_s.is_finite());
+            self.offset_min_s = offset;
+        }
+        self.lateness_max_s = self.lateness_max_s.max(offset - self.offset_min_s);
         if e.slices_held.count_ones() < e.slice_count {
             return Ok(None);
         }
         e.complete = true;
-        if e.compressed {
-            for (q, s) in e.quantized.iter().zip(e.states.iter_mut()) {
-                *s = dequantize_state(q);
-            }
-        }
         self.stats.snapshots_complete += 1;
         if self.newest_complete.is_none_or(|n| h.sequence > n) {
             self.newest_complete = Some(h.sequence);
@@ -259,12 +290,6 @@ impl SnapshotClient {
         if let Some(a) = h.input_ack {
             self.input_acked = Some(self.input_acked.map_or(u64::from(a), |o| o.max(u64::from(a))));
         }
-        let offset = now_s - f64::from(h.step) / STEP_HZ as f64;
-        if offset < self.offset_min_s {
-            self.lateness_max_s += (self.offset_min_s - offset).min(1.0) * f64::from(self.offset_min_s.is_finite());
-            self.offset_min_s = offset;
-        }
-        self.lateness_max_s = self.lateness_max_s.max(offset - self.offset_min_s);
         Ok(Some(h.sequence))
     }
 
@@ -281,54 +306,54 @@ impl SnapshotClient {
             return None;
         }
         let render = (now_s - self.offset_min_s - self.delay_s()) * STEP_HZ as f64;
-        // The complete snapshots either side of the render time.
-        let (mut a, mut b): (Option<usize>, Option<usize>) = (None, None);
-        for (i, e) in self.ring.iter().enumerate() {
-            if !e.complete {
-                continue;
-            }
-            let step = f64::from(e.step);
-            if step <= render {
-                if a.is_none_or(|a| self.ring[a].step < e.step) {
-                    a = Some(i);
-                }
-            } else if b.is_none_or(|b| self.ring[b].step > e.step) {
-                b = Some(i);
-            }
-        }
         std::mem::swap(&mut self.drawn, &mut self.previous);
-        self.drawn_input_ack = a.and_then(|a| self.ring[a].input_ack);
-        let mode = match (a, b) {
-            (Some(a), Some(b)) => {
-                let (ea, eb) = (&self.ring[a], &self.ring[b]);
-                let span = f64::from(eb.step - ea.step);
-                let t = ((render - f64::from(ea.step)) / span) as f32;
-                let dt = (span / STEP_HZ as f64) as f32;
-                for (d, (sa, sb)) in self.drawn.iter_mut().zip(ea.states.iter().zip(&eb.states)) {
-                    *d = hermite(sa, sb, t, dt);
+        self.drawn_input_ack = None;
+        // Per body, the snapshots holding it either side of the render time; the frame counts as its worst body.
+        let mut mode = DrawMode::Interpolated;
+        for body in 0..self.drawn.len() {
+            let (mut a, mut b): (Option<usize>, Option<usize>) = (None, None);
+            for (i, e) in self.ring.iter().enumerate() {
+                if e.sequence.is_none() || !e.held[body] {
+                    continue;
                 }
-                DrawMode::Interpolated
-            }
-            (Some(a), None) => {
-                let e_s = (render - f64::from(self.ring[a].step)) / STEP_HZ as f64;
-                if e_s <= EXTRAPOLATE_LIMIT_S {
-                    for (d, s) in self.drawn.iter_mut().zip(&self.ring[a].states) {
-                        *d = extrapolate(s, e_s as f32);
+                if f64::from(e.step) <= render {
+                    if a.is_none_or(|a| self.ring[a].step < e.step) {
+                        a = Some(i);
                     }
-                    DrawMode::Extrapolated
-                } else {
-                    DrawMode::Held
+                } else if b.is_none_or(|b| self.ring[b].step > e.step) {
+                    b = Some(i);
                 }
             }
-            // Render time before every snapshot held: nothing new to draw.
-            (None, _) => DrawMode::Held,
-        };
-        if mode == DrawMode::Held {
-            for (d, p) in self.drawn.iter_mut().zip(&self.previous) {
-                *d = Drawn {
+            let body_mode = match (a, b) {
+                (Some(a), Some(b)) => {
+                    let (ea, eb) = (&self.ring[a], &self.ring[b]);
+                    let span = f64::from(eb.step - ea.step);
+                    let t = ((render - f64::from(ea.step)) / span) as f32;
+                    let dt = (span / STEP_HZ as f64) as f32;
+                    self.drawn[body] = hermite(&ea.states[body], &eb.states[body], t, dt);
+                    DrawMode::Interpolated
+                }
+                (Some(a), None) => {
+                    let e_s = (render - f64::from(self.ring[a].step)) / STEP_HZ as f64;
+                    if e_s <= EXTRAPOLATE_LIMIT_S {
+                        self.drawn[body] = extrapolate(&self.ring[a].states[body], e_s as f32);
+                        DrawMode::Extrapolated
+                    } else {
+                        DrawMode::Held
+                    }
+                }
+                // Render time before every snapshot holding it: nothing new to draw.
+                (None, _) => DrawMode::Held,
+            };
+            if body_mode == DrawMode::Held {
+                self.drawn[body] = Drawn {
                     velocity: glam::Vec3::ZERO,
-                    ..*p
+                    ..self.previous[body]
                 };
+            }
+            mode = worse(mode, body_mode);
+            if body + 1 == self.drawn.len() {
+                self.drawn_input_ack = a.and_then(|a| self.ring[a].input_ack);
             }
         }
         self.count(mode);
