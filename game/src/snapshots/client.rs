@@ -401,3 +401,85 @@ impl SnapshotClient {
         Ok(w.finish()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshots::server::SnapshotServer;
+    use glam::Vec3;
+    use tumble_engine::physics::WorldConfig;
+    use tumble_engine::scene::parse_scene;
+
+    fn world() -> tumble_engine::physics::World {
+        let text =
+            "name = \"field4\"\n[[grid]]\norigin = [-2.0, 0.5, -2.0]\ncount = [2, 1, 2]\nspacing = [4.0, 2.0, 4.0]\n";
+        parse_scene(text, "field4.toml")
+            .unwrap()
+            .build_world(WorldConfig::default())
+            .unwrap()
+    }
+
+    /// The server's slices for its next snapshot, as byte vectors.
+    fn slices(server: &mut SnapshotServer) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut buf = vec![0u8; 1200];
+        server.send_snapshot(&mut buf, |b| out.push(b.to_vec())).unwrap();
+        out
+    }
+
+    #[test]
+    fn the_client_draws_between_two_snapshots_and_refuses_garbage() {
+        let mut server = SnapshotServer::new(world(), true, 30).unwrap();
+        let n = server.world().body_count();
+        let delay = PlayoutDelay {
+            floor_s: 0.1,
+            adaptive: false,
+        };
+        let mut client = SnapshotClient::new(n, 30, delay, 100);
+        assert!(client.draw(0.0).is_none(), "nothing to draw before a snapshot");
+        // Player 1 rolls forward: snapshots after steps 3 and 6 (30 Hz), each arriving 20 ms after it was taken.
+        let forward = crate::cube_game::CubeInput::from_bits(crate::cube_game::CubeInput::FORWARD);
+        let mut taken = Vec::new();
+        for step in 1..=6u32 {
+            if server.step(forward).unwrap() {
+                let arrival = f64::from(step) / 90.0 + 0.02;
+                for s in slices(&mut server) {
+                    client.read_slice(arrival, &s).unwrap();
+                }
+                taken.push(server.sent(taken.len() as u32).unwrap().clone());
+            }
+        }
+        assert_eq!(taken.len(), 2);
+        // Render time halfway between the two: now − 20 ms − 100 ms = step 4.5.
+        let player = server.game().players()[0];
+        let now = 4.5 / 90.0 + 0.12;
+        let render = client.draw(now).unwrap();
+        assert!((render - 4.5).abs() < 1e-6, "{render}");
+        let (a, b) = (&taken[0].quantized[player.index()], &taken[1].quantized[player.index()]);
+        let want = super::super::interpolate::hermite(&dequantize_state(a), &dequantize_state(b), 0.5, 3.0 / 90.0);
+        assert!(client.drawn()[player.index()].position.distance(want.position) < 1e-6);
+        assert!(
+            want.position.distance(dequantize_state(a).position) > 1e-4,
+            "it moved between the two"
+        );
+        assert_eq!(client.stats.hitch_frames, 0);
+        // Garbage and a slice for another world are errors, counted, and change nothing drawn.
+        let before = client.drawn()[player.index()];
+        assert!(client.read_slice(now, &[0x53, 0xff, 0x00]).is_err());
+        assert!(client.read_slice(now, &[]).is_err());
+        let mut bigger = world();
+        bigger
+            .add_body(&tumble_engine::physics::BodyDesc {
+                position: Vec3::new(9.0, 0.5, 9.0),
+                ..Default::default()
+            })
+            .unwrap();
+        let mut far = SnapshotServer::new(bigger, true, 30).unwrap();
+        let _ = far.step(forward);
+        for s in slices(&mut far) {
+            assert!(client.read_slice(now, &s).is_err());
+        }
+        assert_eq!(client.stats.slices_refused, 3);
+        assert_eq!(client.drawn()[player.index()], before);
+    }
+}
