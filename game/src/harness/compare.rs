@@ -1,7 +1,8 @@
 //! `tumble compare`: the cube game played by two seeded bots over one network model, both players' machines in
 //! one process joined through two `tumble-net` endpoints and the link simulator in memory on a simulated clock
 //! (the loopback harness's link, [`super::loopback`]), one 90 Hz frame at a time; one JSON object out. Models:
-//! `lockstep` ([`crate::lockstep`]); the others of issue 14 answer "not built yet".
+//! `lockstep` ([`crate::lockstep`]); `snapshots` ([`super::compare_snapshots`], its own figures' definitions); the
+//! others of issue 14 answer "not built yet".
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
 //! one packet; then the link runs until the next frame, delivering. Both machines start frame 0 at the same
@@ -60,7 +61,7 @@ pub enum Model {
 
 /// A model `tumble compare` does not have yet (the binary exits 2, as for any mode unavailable here).
 #[derive(Debug, thiserror::Error)]
-#[error("--model {0}: not built yet (only lockstep is, so far)")]
+#[error("--model {0}: not built yet (lockstep and snapshots are, so far)")]
 pub struct NotBuiltYet(pub &'static str);
 
 #[derive(Args, Debug, Clone)]
@@ -89,10 +90,11 @@ pub struct CompareArgs {
     /// Seeds the link simulator and the two bots
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms)
+    /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms); snapshots: the
+    /// client's playout delay, or the least it adapts to
     #[arg(long, value_name = "MS", default_value_t = 100.0)]
     pub playout_ms: f64,
-    /// Lockstep: keep the playout delay fixed (no adapting to measured lateness)
+    /// Lockstep and snapshots: keep the playout delay fixed (no adapting to measured lateness)
     #[arg(long)]
     pub fixed_playout: bool,
     /// Snapshots: snapshots the server sends per second (10-60)
