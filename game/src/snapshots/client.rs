@@ -165,7 +165,7 @@ impl SnapshotClient {
     pub fn newest(&self) -> Option<(u32, u32, &[QuantizedState], &[BodyState])> {
         let s = self.newest_complete?;
         let e = &self.ring[s as usize % RING];
-        Some((s, e.step, &e.quantized, &e.states))
+        (e.sequence == Some(s) && e.complete).then_some((s, e.step, &e.quantized[..], &e.states[..]))
     }
 
     /// Player 2's newest input step the server had applied by the snapshot this frame was drawn from.
@@ -213,7 +213,8 @@ impl SnapshotClient {
         let baseline = match h.baseline {
             Some(b) => {
                 let e = &self.ring[b as usize % RING];
-                if e.sequence != Some(b) || !e.complete || b == h.sequence {
+                // A baseline sharing the slice's ring entry (64 snapshots older) is one the server no longer keeps.
+                if e.sequence != Some(b) || !e.complete || b as usize % RING == i {
                     return Err(SnapshotError::MissingBaseline(b));
                 }
                 Some(b as usize % RING)
@@ -253,7 +254,18 @@ impl SnapshotClient {
         let e = &mut self.ring[i];
         e.quantized = quantized;
         e.states = states;
-        decoded?;
+        if let Err(err) = decoded {
+            if fresh {
+                // The entry's older snapshot was partly overwritten: it can be neither drawn nor a baseline.
+                e.sequence = None;
+                e.complete = false;
+                e.held.fill(false);
+                if self.newest_complete.is_some_and(|n| n as usize % RING == i) {
+                    self.newest_complete = None;
+                }
+            }
+            return Err(err);
+        }
         if fresh {
             e.sequence = Some(h.sequence);
             e.step = h.step;
@@ -480,6 +492,36 @@ mod tests {
             assert!(client.read_slice(now, &s).is_err());
         }
         assert_eq!(client.stats.slices_refused, 3);
+        // A hostile slice 64 snapshots on, delta-coded against snapshot 0 (which shares its ring entry), and one
+        // whose bodies are cut short: errors, and snapshot 0 can no longer be drawn from or acked once overwritten.
+        let mut header = SliceHeader {
+            compressed: true,
+            sequence: 64,
+            step: 200,
+            input_ack: None,
+            body_count: n as u32,
+            slice_index: 0,
+            slice_count: 1,
+            first_body: 0,
+            bodies: n as u32,
+            baseline: Some(0),
+        };
+        let mut buf = vec![0u8; 1200];
+        let mut w = tumble_net::WriteStream::new(&mut buf);
+        header.serialize(&mut w, n as u32).unwrap();
+        let mut states = taken[0].quantized.clone();
+        super::super::packet::serialize_compressed(&mut w, &mut states, Some(&taken[0].quantized)).unwrap();
+        let len = w.finish().unwrap();
+        assert!(matches!(
+            client.read_slice(now, &buf[..len]),
+            Err(SnapshotError::MissingBaseline(0))
+        ));
+        header.baseline = None;
+        let mut w = tumble_net::WriteStream::new(&mut buf);
+        header.serialize(&mut w, n as u32).unwrap();
+        let len = w.finish().unwrap();
+        assert!(client.read_slice(now, &buf[..len + 4]).is_err());
+        assert_eq!(client.newest().map(|x| x.0), Some(1), "snapshot 1 is untouched");
         assert_eq!(client.drawn()[player.index()], before);
     }
 }
