@@ -30,5 +30,6 @@ pub mod predict;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;
+pub mod snapshots;
 pub mod sync;
 pub mod vr;

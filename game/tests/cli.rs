@@ -342,7 +342,12 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
     assert_eq!(report["desyncs"], 0);
 
     for (args, code, says) in [
-        (vec!["--model", "snapshots"], 2, "not built yet"),
+        (vec!["--model", "authority"], 2, "not built yet"),
+        (
+            vec!["--model", "snapshots", "--snapshot-hz", "5"],
+            1,
+            "--snapshot-hz must be in 10..=60",
+        ),
         (
             vec!["--model", "predict", "--players", "4"],
             1,
@@ -404,4 +409,49 @@ fn compare_all_prints_one_object_per_model() {
         assert_eq!(line.get("kbps_mean").is_some(), built, "{line}");
     }
     assert!(lines[0].get("kbps_mean").is_some() && lines[2].get("kbps_mean").is_some());
+}
+
+/// `tumble compare --model snapshots` prints one JSON object with the shared figures and its own.
+#[test]
+fn compare_snapshots_prints_the_figures() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
+    let o = tumble(&[
+        "compare",
+        "--model",
+        "snapshots",
+        "--scene",
+        scene,
+        "--seconds",
+        "3",
+        "--latency-ms",
+        "50",
+        "--loss-pct",
+        "5",
+        "--snapshot-hz",
+        "60",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
+    for field in [
+        "kbps_mean",
+        "kbps_mean_up",
+        "kbps_mean_down",
+        "input_to_screen_ms",
+        "remote_delay_ms",
+        "hitch_frames",
+        "hitch_fraction",
+        "corrections",
+        "correction_max_m",
+        "desyncs",
+        "bit_identical_at_end",
+        "cpu_ms_per_step",
+        "snapshot_hz",
+        "compressed",
+    ] {
+        assert!(report.get(field).is_some(), "{field} missing from {report}");
+    }
+    assert_eq!(report["model"], "snapshots");
+    assert_eq!(report["snapshot_hz"], 60);
+    assert_eq!(report["compressed"], true);
+    assert_eq!(report["desyncs"], 0);
 }

@@ -2,8 +2,9 @@
 //! process, joined through `tumble-net` endpoints and the link simulator in memory on a simulated clock (the
 //! loopback harness's link, [`super::loopback`]; with more than two players a host and its guests,
 //! [`super::star_link`]), one 90 Hz frame at a time; one JSON object out. Models: `lockstep`
-//! ([`crate::lockstep`], 2 to 4 players: `--players`) and `predict` ([`crate::predict::run`], two players, its
-//! figures defined there); the others of issue 14 answer "not built yet". `--model all` runs each in turn.
+//! ([`crate::lockstep`], 2 to 4 players: `--players`), `snapshots` ([`super::compare_snapshots`]) and `predict`
+//! ([`crate::predict::run`]), two players each, their figures defined there; `authority` answers "not built yet".
+//! `--model all` runs each in turn.
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
 //! one packet on each connection; then the link runs until the next frame, delivering. Every machine starts frame
@@ -66,7 +67,7 @@ pub enum Model {
 
 /// A model `tumble compare` does not have yet (the binary exits 2, as for any mode unavailable here).
 #[derive(Debug, thiserror::Error)]
-#[error("--model {0}: not built yet (only lockstep and predict are, so far)")]
+#[error("--model {0}: not built yet (lockstep, snapshots and predict are, so far)")]
 pub struct NotBuiltYet(pub &'static str);
 
 #[derive(Args, Debug, Clone)]
@@ -98,10 +99,11 @@ pub struct CompareArgs {
     /// Lockstep: players, 2 to 4 (player 1 hosts; with more than two it relays the guests' inputs)
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub players: usize,
-    /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms)
+    /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms); snapshots: the
+    /// client's playout delay, or the least it adapts to
     #[arg(long, value_name = "MS", default_value_t = 100.0)]
     pub playout_ms: f64,
-    /// Lockstep: keep the playout delay fixed (no adapting to measured lateness)
+    /// Lockstep and snapshots: keep the playout delay fixed (no adapting to measured lateness)
     #[arg(long)]
     pub fixed_playout: bool,
     /// Predict: the server's slack between a client input's arrival and its step (ms, rounded to 90 Hz steps)
@@ -111,6 +113,12 @@ pub struct CompareArgs {
     /// predict, see predict::run::world_config)
     #[arg(long)]
     pub predict_early_stop: bool,
+    /// Snapshots: snapshots the server sends per second (10-60)
+    #[arg(long, value_name = "HZ", default_value_t = 30)]
+    pub snapshot_hz: u32,
+    /// Snapshots: send every body's raw floats (no quantizing, no delta), for comparison
+    #[arg(long)]
+    pub no_compression: bool,
 }
 
 /// One lockstep run's settings.
@@ -471,7 +479,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
     }
     let name = match args.model {
         Model::Lockstep => None,
-        Model::Snapshots => Some("snapshots"),
+        Model::Snapshots => return run_snapshots_cli(args),
         Model::Predict => return crate::predict::run::run_cli(args),
         Model::Authority => Some("authority"),
         Model::All => return run_all(args),
@@ -528,6 +536,44 @@ fn run_all(args: &CompareArgs) -> Result<Value> {
         }
     }
     Ok(Value::Array(all))
+}
+
+/// `tumble compare --model snapshots` (see [`super::compare_snapshots`]; `--playout-ms` and `--fixed-playout` set
+/// the client's playout delay).
+fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
+    use super::compare_snapshots::{run_snapshots, SnapshotConfig};
+    let config = SnapshotConfig {
+        seconds: args.seconds,
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        dup_pct: args.dup_pct,
+        seed: args.seed,
+        snapshot_hz: args.snapshot_hz,
+        compressed: !args.no_compression,
+        delay: crate::snapshots::PlayoutDelay {
+            floor_s: args.playout_ms / 1000.0,
+            adaptive: !args.fixed_playout,
+        },
+    };
+    LockstepConfig {
+        seconds: args.seconds,
+        latency_ms: args.latency_ms,
+        jitter_ms: args.jitter_ms,
+        loss_pct: args.loss_pct,
+        dup_pct: args.dup_pct,
+        ..LockstepConfig::default()
+    }
+    .validate()?;
+    config.validate()?;
+    let scene = load_scene(&args.scene)?;
+    let world = scene
+        .build_world(WorldConfig::default())
+        .context("building the scene's world")?;
+    tracing::info!(scene = %scene.name, seconds = config.seconds, snapshot_hz = config.snapshot_hz,
+        compressed = config.compressed, "snapshots: two bots playing the cube game");
+    let report = run_snapshots(&config, world)?;
+    Ok(report.to_json(&config, &scene.name))
 }
 
 #[cfg(test)]
@@ -693,7 +739,7 @@ mod tests {
             assert!(bad.validate().is_err());
         }
         let args = CompareArgs {
-            model: Model::Snapshots,
+            model: Model::Authority,
             scene: PathBuf::from("nowhere.toml"),
             seconds: 1.0,
             latency_ms: 0.0,
@@ -706,6 +752,8 @@ mod tests {
             fixed_playout: false,
             predict_buffer_ms: 33.0,
             predict_early_stop: false,
+            snapshot_hz: 30,
+            no_compression: false,
         };
         let e = run_cli(&args).unwrap_err();
         assert!(e.downcast_ref::<NotBuiltYet>().is_some());
