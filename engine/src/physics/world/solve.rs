@@ -51,7 +51,10 @@ impl World {
             }
         }
         self.order.sort_unstable();
-        self.constraints.clear();
+        // Sized first and then filled in place (see `solver::prepare`); the length rarely changes from a step to
+        // the next, so this usually writes nothing.
+        self.constraints
+            .resize(self.order.len(), solver::ContactConstraint::default());
         for o in 0..self.order.len() {
             let k = self.updated_ids[self.order[o].1 as usize];
             let (a, b) = (
@@ -72,7 +75,8 @@ impl World {
             let friction = (self.friction[a] * friction_b).sqrt();
             let restitution = self.restitution[a].max(restitution_b);
             let lower = lower_body(c, &self.stack.level, &self.simulated, up);
-            self.constraints.push(solver::prepare(
+            solver::prepare(
+                &mut self.constraints[o],
                 k,
                 c,
                 slot_a,
@@ -81,7 +85,7 @@ impl World {
                 friction,
                 restitution,
                 lower,
-            ));
+            );
         }
         let params = SolverParams {
             dt: self.config.dt,
