@@ -159,7 +159,12 @@ impl LinkSim {
             // Room for any datagram the transport sends, so a reused buffer never grows.
             self.buffers
                 .push(Vec::with_capacity(bytes.len().max(crate::packet::MAX_PACKET_BYTES)));
-            self.buffers.len() - 1
+            // The free list and the flight queue never hold more than every buffer: room for all of them now, with
+            // the new buffer, so returning a buffer or queueing a datagram later never allocates.
+            let n = self.buffers.len();
+            self.free_buffers.reserve(n - self.free_buffers.len());
+            self.in_flight.reserve(n.saturating_sub(self.in_flight.len()));
+            n - 1
         });
         self.buffers[i].clear();
         self.buffers[i].extend_from_slice(bytes);
