@@ -32,7 +32,7 @@ use tumble_engine::physics::World;
 use tumble_net::packet::MAX_PAYLOAD_BYTES;
 use tumble_net::{EndpointEvent, PeerId};
 
-use super::loopback::{connect, link_time, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
+use super::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use crate::cube_game::CubeBot;
 use crate::snapshots::server::{MAX_SNAPSHOT_HZ, MIN_SNAPSHOT_HZ, PLAYERS};
 use crate::snapshots::{PlayoutDelay, SnapshotClient, SnapshotServer};
@@ -261,18 +261,10 @@ impl SnapshotRun {
     }
 
     fn receive(&mut self, now: f64) -> Result<()> {
-        while let Some(event) = self.link.host.pop_event() {
-            match event {
-                EndpointEvent::Received { peer, sequence } => match self.server.read_packet(self.link.host.payload()) {
-                    Ok(()) => {
-                        self.link.host.accept(peer, sequence);
-                    }
-                    Err(e) => tracing::debug!("client packet refused: {e}"),
-                },
-                EndpointEvent::Disconnected { reason, .. } => bail!("the server lost the client: {reason:?}"),
-                _ => {}
-            }
-        }
+        let server = &mut self.server;
+        read_packets(&mut self.link.host, "the server", "client packet", |b| {
+            server.read_packet(b)
+        })?;
         while let Some(event) = self.link.guest.pop_event() {
             match event {
                 EndpointEvent::Received { peer, sequence } => {

@@ -249,6 +249,29 @@ impl Link {
     }
 }
 
+/// Hands every packet `endpoint` has received to `read`, acking (accepting) those it takes; one it refuses is
+/// logged as `what` and left unacked. A lost connection is an error naming `side`.
+pub(crate) fn read_packets<E: std::fmt::Display>(
+    endpoint: &mut Endpoint,
+    side: &str,
+    what: &str,
+    mut read: impl FnMut(&[u8]) -> Result<(), E>,
+) -> Result<()> {
+    while let Some(event) = endpoint.pop_event() {
+        match event {
+            EndpointEvent::Received { peer, sequence } => match read(endpoint.payload()) {
+                Ok(()) => {
+                    endpoint.accept(peer, sequence);
+                }
+                Err(e) => tracing::debug!("{what} refused: {e}"),
+            },
+            EndpointEvent::Disconnected { reason, .. } => bail!("{side} lost its connection: {reason:?}"),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 /// An endpoint's bytes sent to its first peer, datagrams plus IP/UDP headers.
 fn wire_bytes(endpoint: &Endpoint) -> u64 {
     endpoint

@@ -31,14 +31,14 @@ use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use tumble_engine::physics::{World, WorldConfig};
 use tumble_engine::scene::load_scene;
-use tumble_net::{EndpointEvent, PeerId};
+use tumble_net::PeerId;
 
 use super::client::{ClientStats, PredictClient};
 use super::packet::MAX_STATE_PACKET_BYTES;
 use super::server::{PredictServer, ServerConfig, ServerStats};
 use crate::cube_game::CubeBot;
 use crate::harness::compare::CompareArgs;
-use crate::harness::loopback::{connect, link_time, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
+use crate::harness::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
 use crate::sync::codec::predict::STEP_HZ;
 
@@ -281,33 +281,14 @@ impl PredictRun {
     }
 
     fn receive(&mut self) -> Result<()> {
-        while let Some(event) = self.link.host.pop_event() {
-            match event {
-                EndpointEvent::Received { peer, sequence } => match self.server.read_packet(self.link.host.payload()) {
-                    Ok(()) => {
-                        self.link.host.accept(peer, sequence);
-                    }
-                    Err(e) => tracing::debug!("input packet refused: {e}"),
-                },
-                EndpointEvent::Disconnected { reason, .. } => bail!("the server lost the client: {reason:?}"),
-                _ => {}
-            }
-        }
-        while let Some(event) = self.link.guest.pop_event() {
-            match event {
-                EndpointEvent::Received { peer, sequence } => {
-                    match self.client.read_packet(self.link.guest.payload()) {
-                        Ok(()) => {
-                            self.link.guest.accept(peer, sequence);
-                        }
-                        Err(e) => tracing::debug!("state packet refused: {e}"),
-                    }
-                }
-                EndpointEvent::Disconnected { reason, .. } => bail!("the client lost the server: {reason:?}"),
-                _ => {}
-            }
-        }
-        Ok(())
+        let server = &mut self.server;
+        read_packets(&mut self.link.host, "the server", "input packet", |b| {
+            server.read_packet(b)
+        })?;
+        let client = &mut self.client;
+        read_packets(&mut self.link.guest, "the client", "state packet", |b| {
+            client.read_packet(b)
+        })
     }
 
     /// Runs the measured frames and reports.
