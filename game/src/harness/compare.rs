@@ -157,29 +157,38 @@ impl Default for LockstepConfig {
 
 impl LockstepConfig {
     fn validate(&self) -> Result<()> {
-        let in_range = |v: f64, lo: f64, hi: f64| v.is_finite() && (lo..=hi).contains(&v);
         if !(2..=MAX_PLAYERS).contains(&self.players) {
             bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
         }
-        if !(in_range(self.seconds, 0.0, MAX_SECONDS) && self.seconds > 0.0) {
-            bail!(
-                "--seconds must be above 0 and at most {MAX_SECONDS} (got {})",
-                self.seconds
-            );
-        }
-        for (flag, v, hi) in [
-            ("--latency-ms", self.latency_ms, MAX_LINK_MS),
-            ("--jitter-ms", self.jitter_ms, MAX_LINK_MS),
-            ("--loss-pct", self.loss_pct, 100.0),
-            ("--dup-pct", self.dup_pct, 100.0),
-            ("--playout-ms", self.playout.delay_s * 1000.0, MAX_DELAY_S * 1000.0),
-        ] {
-            if !in_range(v, 0.0, hi) {
-                bail!("{flag} must be in 0..={hi} (got {v})");
-            }
-        }
-        Ok(())
+        validate_run(
+            self.seconds,
+            self.latency_ms,
+            self.jitter_ms,
+            self.loss_pct,
+            self.dup_pct,
+        )?;
+        check_flag("--playout-ms", self.playout.delay_s * 1000.0, MAX_DELAY_S * 1000.0)
     }
+}
+
+/// The settings every model's run shares, checked alike: `--seconds` above 0 and at most a day, latency and
+/// jitter at most 10 s, loss and duplicates percentages.
+pub(crate) fn validate_run(seconds: f64, latency_ms: f64, jitter_ms: f64, loss_pct: f64, dup_pct: f64) -> Result<()> {
+    if !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_SECONDS) {
+        bail!("--seconds must be above 0 and at most {MAX_SECONDS} (got {seconds})");
+    }
+    check_flag("--latency-ms", latency_ms, MAX_LINK_MS)?;
+    check_flag("--jitter-ms", jitter_ms, MAX_LINK_MS)?;
+    check_flag("--loss-pct", loss_pct, 100.0)?;
+    check_flag("--dup-pct", dup_pct, 100.0)
+}
+
+/// `flag`'s value `v` is a finite number in 0..=`hi`.
+pub(crate) fn check_flag(flag: &str, v: f64, hi: f64) -> Result<()> {
+    if !(v.is_finite() && (0.0..=hi).contains(&v)) {
+        bail!("{flag} must be in 0..={hi} (got {v})");
+    }
+    Ok(())
 }
 
 /// What a lockstep run measured (see the module doc for each figure).
@@ -556,15 +565,6 @@ fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
             adaptive: !args.fixed_playout,
         },
     };
-    LockstepConfig {
-        seconds: args.seconds,
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        dup_pct: args.dup_pct,
-        ..LockstepConfig::default()
-    }
-    .validate()?;
     config.validate()?;
     let scene = load_scene(&args.scene)?;
     let world = scene

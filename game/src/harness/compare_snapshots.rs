@@ -32,8 +32,10 @@ use tumble_engine::physics::World;
 use tumble_net::packet::MAX_PAYLOAD_BYTES;
 use tumble_net::{EndpointEvent, PeerId};
 
+use super::compare::{check_flag, validate_run};
 use super::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use crate::cube_game::CubeBot;
+use crate::lockstep::playout::MAX_DELAY_S;
 use crate::snapshots::server::{MAX_SNAPSHOT_HZ, MIN_SNAPSHOT_HZ, PLAYERS};
 use crate::snapshots::{PlayoutDelay, SnapshotClient, SnapshotServer};
 use crate::sync::codec::predict::STEP_HZ;
@@ -73,17 +75,20 @@ impl Default for SnapshotConfig {
 
 impl SnapshotConfig {
     pub fn validate(&self) -> Result<()> {
+        validate_run(
+            self.seconds,
+            self.latency_ms,
+            self.jitter_ms,
+            self.loss_pct,
+            self.dup_pct,
+        )?;
         if !(MIN_SNAPSHOT_HZ..=MAX_SNAPSHOT_HZ).contains(&self.snapshot_hz) {
             bail!(
                 "--snapshot-hz must be in {MIN_SNAPSHOT_HZ}..={MAX_SNAPSHOT_HZ} (got {})",
                 self.snapshot_hz
             );
         }
-        let d = self.delay.floor_s;
-        if !(d.is_finite() && (0.0..=2.0).contains(&d)) {
-            bail!("--playout-ms must be in 0..=2000 for snapshots (got {})", d * 1000.0);
-        }
-        Ok(())
+        check_flag("--playout-ms", self.delay.floor_s * 1000.0, MAX_DELAY_S * 1000.0)
     }
 }
 
@@ -415,6 +420,15 @@ mod tests {
                     floor_s: f64::NAN,
                     adaptive: true,
                 },
+                ..SnapshotConfig::default()
+            },
+            // The link settings every model checks alike.
+            SnapshotConfig {
+                loss_pct: 101.0,
+                ..SnapshotConfig::default()
+            },
+            SnapshotConfig {
+                seconds: 0.0,
                 ..SnapshotConfig::default()
             },
         ] {

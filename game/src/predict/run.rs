@@ -37,7 +37,7 @@ use super::client::{ClientStats, PredictClient};
 use super::packet::MAX_STATE_PACKET_BYTES;
 use super::server::{PredictServer, ServerConfig, ServerStats};
 use crate::cube_game::CubeBot;
-use crate::harness::compare::CompareArgs;
+use crate::harness::compare::{check_flag, validate_run, CompareArgs};
 use crate::harness::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
 use crate::sync::codec::predict::STEP_HZ;
@@ -54,10 +54,6 @@ pub fn world_config(keep_early_stop: bool) -> WorldConfig {
     }
 }
 
-/// Longest run accepted (s of simulated time): a day.
-const MAX_SECONDS: f64 = 86_400.0;
-/// Largest one-way latency or jitter accepted (ms).
-const MAX_LINK_MS: f64 = 10_000.0;
 /// Largest server input buffer accepted (ms).
 const MAX_BUFFER_MS: f64 = 1_000.0;
 
@@ -90,25 +86,14 @@ impl Default for PredictConfig {
 
 impl PredictConfig {
     pub fn validate(&self) -> Result<()> {
-        let in_range = |v: f64, hi: f64| v.is_finite() && (0.0..=hi).contains(&v);
-        if !(in_range(self.seconds, MAX_SECONDS) && self.seconds > 0.0) {
-            bail!(
-                "--seconds must be above 0 and at most {MAX_SECONDS} (got {})",
-                self.seconds
-            );
-        }
-        for (flag, v, hi) in [
-            ("--latency-ms", self.latency_ms, MAX_LINK_MS),
-            ("--jitter-ms", self.jitter_ms, MAX_LINK_MS),
-            ("--loss-pct", self.loss_pct, 100.0),
-            ("--dup-pct", self.dup_pct, 100.0),
-            ("--predict-buffer-ms", self.buffer_ms, MAX_BUFFER_MS),
-        ] {
-            if !in_range(v, hi) {
-                bail!("{flag} must be in 0..={hi} (got {v})");
-            }
-        }
-        Ok(())
+        validate_run(
+            self.seconds,
+            self.latency_ms,
+            self.jitter_ms,
+            self.loss_pct,
+            self.dup_pct,
+        )?;
+        check_flag("--predict-buffer-ms", self.buffer_ms, MAX_BUFFER_MS)
     }
 
     fn buffer_steps(&self) -> u64 {
