@@ -301,15 +301,35 @@ fn screenshot_without_a_vulkan_driver_names_the_packages_and_exits_2() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// `tumble compare --model lockstep`: one JSON object with the figures issue 14 names; bad flags and models not
-/// built yet fail politely.
-#[test]
-fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
+/// The figures issue 14 names, which every model's JSON object carries.
+const COMPARE_FIGURES: [&str; 12] = [
+    "model",
+    "kbps_mean",
+    "kbps_mean_up",
+    "kbps_mean_down",
+    "input_to_screen_ms",
+    "remote_delay_ms",
+    "hitch_frames",
+    "corrections",
+    "correction_max_m",
+    "desyncs",
+    "bit_identical_at_end",
+    "cpu_ms_per_step",
+];
+
+fn assert_has_compare_figures(report: &serde_json::Value) {
+    for field in COMPARE_FIGURES {
+        assert!(report.get(field).is_some(), "{field} missing from {report}");
+    }
+}
+
+/// `tumble compare` on cubes90 for 3 s at 100 ms round trip and 5 % loss, with `more` flags: its one JSON object.
+fn compare_report(model: &str, more: &[&str]) -> serde_json::Value {
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
-    let o = tumble(&[
+    let mut args = vec![
         "compare",
         "--model",
-        "lockstep",
+        model,
         "--scene",
         scene,
         "--seconds",
@@ -318,25 +338,21 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
         "50",
         "--loss-pct",
         "5",
-    ]);
+    ];
+    args.extend(more);
+    let o = tumble(&args);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
-    for field in [
-        "model",
-        "kbps_mean",
-        "kbps_mean_up",
-        "kbps_mean_down",
-        "input_to_screen_ms",
-        "remote_delay_ms",
-        "hitch_frames",
-        "corrections",
-        "correction_max_m",
-        "desyncs",
-        "bit_identical_at_end",
-        "cpu_ms_per_step",
-    ] {
-        assert!(report.get(field).is_some(), "{field} missing from {report}");
-    }
+    let report = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
+    assert_has_compare_figures(&report);
+    report
+}
+
+/// `tumble compare --model lockstep`: one JSON object with the figures issue 14 names; bad flags and models not
+/// built yet fail politely.
+#[test]
+fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
+    let report = compare_report("lockstep", &[]);
     assert_eq!(report["model"], "lockstep");
     assert_eq!(report["bit_identical_at_end"], true);
     assert_eq!(report["desyncs"], 0);
@@ -405,8 +421,11 @@ fn compare_all_prints_one_object_per_model() {
     let models: Vec<&str> = lines.iter().map(|l| l["model"].as_str().unwrap_or("?")).collect();
     assert_eq!(models, ["lockstep", "snapshots", "predict", "authority"]);
     for line in &lines {
-        let built = line.get("built") != Some(&serde_json::Value::Bool(false));
-        assert_eq!(line.get("kbps_mean").is_some(), built, "{line}");
+        if line.get("built") == Some(&serde_json::Value::Bool(false)) {
+            assert!(line.get("kbps_mean").is_none(), "{line}");
+        } else {
+            assert_has_compare_figures(line);
+        }
     }
     assert!(lines[0].get("kbps_mean").is_some() && lines[2].get("kbps_mean").is_some());
 }
@@ -414,40 +433,8 @@ fn compare_all_prints_one_object_per_model() {
 /// `tumble compare --model snapshots` prints one JSON object with the shared figures and its own.
 #[test]
 fn compare_snapshots_prints_the_figures() {
-    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
-    let o = tumble(&[
-        "compare",
-        "--model",
-        "snapshots",
-        "--scene",
-        scene,
-        "--seconds",
-        "3",
-        "--latency-ms",
-        "50",
-        "--loss-pct",
-        "5",
-        "--snapshot-hz",
-        "60",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object on stdout");
-    for field in [
-        "kbps_mean",
-        "kbps_mean_up",
-        "kbps_mean_down",
-        "input_to_screen_ms",
-        "remote_delay_ms",
-        "hitch_frames",
-        "hitch_fraction",
-        "corrections",
-        "correction_max_m",
-        "desyncs",
-        "bit_identical_at_end",
-        "cpu_ms_per_step",
-        "snapshot_hz",
-        "compressed",
-    ] {
+    let report = compare_report("snapshots", &["--snapshot-hz", "60"]);
+    for field in ["hitch_fraction", "snapshot_hz", "compressed"] {
         assert!(report.get(field).is_some(), "{field} missing from {report}");
     }
     assert_eq!(report["model"], "snapshots");
