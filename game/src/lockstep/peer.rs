@@ -95,6 +95,9 @@ fn oldest_kept(me: usize, connections: &[Connection], p: usize, next_step: u64) 
         .fold(next_step, u64::min)
 }
 
+/// A checked packet's steps, per player: its ack unwrapped, and the step of its first input.
+type CheckedSteps = ([Option<u64>; MAX_PLAYERS], [u64; MAX_PLAYERS]);
+
 pub struct LockstepPeer {
     /// 0 for player 1 (the host), 1 for player 2, ...
     player: usize,
@@ -317,12 +320,7 @@ impl LockstepPeer {
 
     /// Reads `bytes` into the scratch packet and checks it against connection `conn`: only players whose inputs
     /// travel that way, acks unwrapped and within what this peer has, first steps unwrapped.
-    #[allow(clippy::type_complexity)]
-    fn check_packet(
-        &mut self,
-        conn: usize,
-        bytes: &[u8],
-    ) -> Result<([Option<u64>; MAX_PLAYERS], [u64; MAX_PLAYERS]), LockstepError> {
+    fn check_packet(&mut self, conn: usize, bytes: &[u8]) -> Result<CheckedSteps, LockstepError> {
         let remote = self
             .connections
             .get(conn)
