@@ -242,8 +242,7 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 eprintln!("tumble: error: {}", one_line(&e));
-                let not_built = e.downcast_ref::<tumble::harness::compare::NotBuiltYet>().is_some();
-                ExitCode::from(if not_built { EXIT_UNAVAILABLE } else { 1 })
+                ExitCode::from(1)
             }
         },
         Some(Command::Session(args)) => match tumble::harness::session_cli::run(&args) {

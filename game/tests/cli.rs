@@ -347,8 +347,7 @@ fn compare_report(model: &str, more: &[&str]) -> serde_json::Value {
     report
 }
 
-/// `tumble compare --model lockstep`: one JSON object with the figures issue 14 names; bad flags and models not
-/// built yet fail politely.
+/// `tumble compare --model lockstep`: one JSON object with the figures issue 14 names; bad flags fail politely.
 #[test]
 fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
@@ -358,7 +357,11 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
     assert_eq!(report["desyncs"], 0);
 
     for (args, code, says) in [
-        (vec!["--model", "authority"], 2, "not built yet"),
+        (
+            vec!["--model", "authority", "--kbps-budget", "8"],
+            1,
+            "--kbps-budget must be",
+        ),
         (
             vec!["--model", "snapshots", "--snapshot-hz", "5"],
             1,
@@ -367,7 +370,7 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
         (
             vec!["--model", "predict", "--players", "4"],
             1,
-            "only lockstep has more than two players",
+            "snapshots and predict have two players",
         ),
         (
             vec!["--model", "lockstep", "--loss-pct", "150"],
@@ -397,8 +400,7 @@ fn compare_lockstep_prints_the_figures_and_refuses_bad_flags() {
     }
 }
 
-/// `tumble compare --model all`: one JSON object per model, a line each, in a fixed order; a model not built yet
-/// says so in its line.
+/// `tumble compare --model all`: one JSON object per model, a line each, in a fixed order, each with every figure.
 #[test]
 fn compare_all_prints_one_object_per_model() {
     let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
@@ -421,13 +423,22 @@ fn compare_all_prints_one_object_per_model() {
     let models: Vec<&str> = lines.iter().map(|l| l["model"].as_str().unwrap_or("?")).collect();
     assert_eq!(models, ["lockstep", "snapshots", "predict", "authority"]);
     for line in &lines {
-        if line.get("built") == Some(&serde_json::Value::Bool(false)) {
-            assert!(line.get("kbps_mean").is_none(), "{line}");
-        } else {
-            assert_has_compare_figures(line);
-        }
+        assert_has_compare_figures(line);
     }
-    assert!(lines[0].get("kbps_mean").is_some() && lines[2].get("kbps_mean").is_some());
+}
+
+/// `tumble compare --model authority` with three players: the shared figures and its own; every machine ends
+/// with the same bits, and the other players' cubes were seen moving.
+#[test]
+fn compare_authority_prints_the_figures() {
+    let report = compare_report("authority", &["--players", "3"]);
+    assert_eq!(report["model"], "authority");
+    assert_eq!(report["players"], 3);
+    assert_eq!(report["bit_identical_at_end"], true, "{report}");
+    assert_eq!(report["desyncs"], 0);
+    assert!(report["player_travel_max_m"].as_f64().unwrap() > 1.0, "{report}");
+    // 50 ms one way: a state is four or five 11 ms steps old when it is applied.
+    assert!(report["remote_delay_ms"].as_f64().unwrap() >= 40.0, "{report}");
 }
 
 /// `tumble compare --model snapshots` prints one JSON object with the shared figures and its own.

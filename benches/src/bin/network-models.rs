@@ -3,8 +3,7 @@
 //! (100 ms round trip ±10 ms by default) at several loss rates. Writes `network-models.md` (a row per model and
 //! loss: kbps, input to screen, remote delay, hitches, corrections, desyncs, identity, CPU) and
 //! `network-models.png` (kbps, input to screen and remote delay against loss, a line per model) into the output
-//! folder, and prints one JSON object on stdout. A model `tumble compare` has not built yet is listed as such, not
-//! drawn.
+//! folder, and prints one JSON object on stdout.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -13,7 +12,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::{json, Value};
-use tumble::harness::compare::{run_cli, CompareArgs, NotBuiltYet};
+use tumble::harness::compare::{run_cli, CompareArgs};
 use tumble_benches::line_chart::{self, Panel, Series};
 
 const MODELS: [&str; 4] = ["lockstep", "snapshots", "predict", "authority"];
@@ -58,8 +57,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// One model at one loss rate: its JSON object, or `None` when the model is not built yet.
-fn run_one(args: &Args, model: &str, loss: f64) -> Result<Option<Value>> {
+/// One model at one loss rate: its JSON object.
+fn run_one(args: &Args, model: &str, loss: f64) -> Result<Value> {
     let line = [
         "compare".to_string(),
         format!("--model={model}"),
@@ -71,11 +70,7 @@ fn run_one(args: &Args, model: &str, loss: f64) -> Result<Option<Value>> {
         format!("--seed={}", args.seed),
     ];
     let compare = CompareLine::try_parse_from(&line).with_context(|| format!("flags {line:?}"))?;
-    match run_cli(&compare.args) {
-        Ok(v) => Ok(Some(v)),
-        Err(e) if e.downcast_ref::<NotBuiltYet>().is_some() => Ok(None),
-        Err(e) => Err(e.context(format!("{model} at {loss} % loss"))),
-    }
+    run_cli(&compare.args).with_context(|| format!("{model} at {loss} % loss"))
 }
 
 fn num(v: &Value, key: &str) -> f64 {
@@ -85,17 +80,10 @@ fn num(v: &Value, key: &str) -> f64 {
 fn run(args: &Args) -> Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut runs = Vec::new();
-    let mut not_built = Vec::new();
     for model in MODELS {
         for &loss in &args.loss_pct {
             progress(model, loss);
-            match run_one(args, model, loss)? {
-                Some(v) => runs.push(v),
-                None => {
-                    not_built.push(model);
-                    break;
-                }
-            }
+            runs.push(run_one(args, model, loss)?);
         }
     }
     let mut md = format!(
@@ -127,19 +115,11 @@ fn run(args: &Args) -> Result<()> {
             num(r, "cpu_ms_per_step"),
         );
     }
-    if !not_built.is_empty() {
-        let _ = writeln!(
-            md,
-            "\nNot built yet (`tumble compare` says so): {}.",
-            not_built.join(", ")
-        );
-    }
     let panel = |title: &str, y_desc: &str, key: &str| Panel {
         title: title.into(),
         y_desc: y_desc.into(),
         series: MODELS
             .iter()
-            .filter(|m| !not_built.contains(m))
             .map(|&m| Series {
                 name: m.into(),
                 points: runs
@@ -170,7 +150,6 @@ fn run(args: &Args) -> Result<()> {
             "jitter_ms": args.jitter_ms,
             "seed": args.seed,
             "runs": runs,
-            "not_built": not_built,
         })
     );
     eprintln!("network-models: wrote {} and {}", md_path.display(), png.display());

@@ -39,6 +39,14 @@
 //! 9. **Leaving** ([`AuthorityTable::release_player`], host): a player who leaves or times out has every cube it had
 //!    authority over or held returned to default (authority sequence + 1) and woken, and its slot freed.
 //!
+//! 10. **Pinned cubes** ([`AuthorityTable::pin`]): a body that is a player's own (the cube game's player cube) is
+//!     pinned to that player on every peer from the start: its authority never changes by touch, push, return to
+//!     default or grab, and the host refuses any other player's claim on it as it refuses a claim on a held cube.
+//!     Unlike a held cube it travels as cube state. It is unpinned (and returned to default) when its player leaves.
+//! 11. **Push** ([`AuthorityTable::claim_by_push`]): a cube the local player's forces push (the cube game's blow
+//!     and pull, which reach cubes without touching them) is taken as by touch: a default cube, or another
+//!     player's cube that was at rest, with authority sequence + 1.
+//!
 //! A change of authority never moves a cube by itself: the stamp changes, the state does not.
 
 pub mod rules;
@@ -62,6 +70,8 @@ pub struct AuthorityTable {
     holders: Vec<u8>,
     /// Consecutive steps at rest while under a player's authority (host: for rule 8).
     rest_steps: Vec<u32>,
+    /// The player each cube is pinned to (rule 10), or [`NOBODY`].
+    pinned: Vec<u8>,
 }
 
 impl AuthorityTable {
@@ -72,6 +82,7 @@ impl AuthorityTable {
             stamps: vec![AuthorityStamp::DEFAULT; cube_count],
             holders: vec![NOBODY; cube_count],
             rest_steps: vec![0; cube_count],
+            pinned: vec![NOBODY; cube_count],
         }
     }
 
@@ -103,6 +114,34 @@ impl AuthorityTable {
         self.holders[cube as usize]
     }
 
+    /// The player `cube` is pinned to (rule 10), or [`NOBODY`].
+    pub fn pinned_to(&self, cube: u32) -> u8 {
+        self.pinned[cube as usize]
+    }
+
+    /// The player whose claim alone the host may take on `cube`, whatever the sequences say: its holder, else
+    /// the player it is pinned to; [`NOBODY`] when anyone's may be taken.
+    pub fn reserved_for(&self, cube: u32) -> u8 {
+        match self.holders[cube as usize] {
+            NOBODY => self.pinned[cube as usize],
+            holder => holder,
+        }
+    }
+
+    /// Rule 10: pins `cube` to `player` (1–4) with authority sequence 1. Every peer pins the same cubes before
+    /// anything is sent, so their stamps agree from the start.
+    pub fn pin(&mut self, cube: u32, player: u8) {
+        let i = cube as usize;
+        self.stamps[i] = AuthorityStamp {
+            authority: player,
+            authority_seq: 1,
+            ownership_seq: 0,
+        };
+        self.holders[i] = NOBODY;
+        self.rest_steps[i] = 0;
+        self.pinned[i] = player;
+    }
+
     /// True when this peer simulates the cube for everyone: it is under the local player's authority, or it is a
     /// default cube and this peer is the host.
     pub fn is_local_authority(&self, cube: u32) -> bool {
@@ -113,7 +152,7 @@ impl AuthorityTable {
     /// Rule 1, as the grabbing peer applies it. Returns false (and changes nothing) when another player holds it.
     pub fn grab(&mut self, cube: u32) -> bool {
         let i = cube as usize;
-        if self.holders[i] != NOBODY && self.holders[i] != self.me {
+        if ![NOBODY, self.me].contains(&self.reserved_for(cube)) {
             return false;
         }
         let s = &mut self.stamps[i];
@@ -195,18 +234,45 @@ impl AuthorityTable {
         if f >= self.stamps.len() || t >= self.stamps.len() {
             return Ok(None);
         }
-        let (mover, moved) = (self.stamps[f].authority, self.stamps[t].authority);
+        let mover = self.stamps[f].authority;
         let takes = self.is_local_authority(f as u32)
-            && moved != mover
-            && self.holders[t] == NOBODY
-            && if moved == DEFAULT_AUTHORITY {
-                mover != DEFAULT_AUTHORITY
-            } else {
-                !self.is_local_authority(t as u32) && rested_before.get(t).copied().unwrap_or(false)
-            }
+            && self.may_take(t, mover, rested_before.get(t).copied().unwrap_or(false))
             && !world.state(from)?.at_rest
             && world.kind(to)? == BodyKind::Dynamic;
         Ok(takes.then_some(mover))
+    }
+
+    /// Whether authority `mover` may take cube `t` by touch or push (rules 3 and 11): nobody holds it, it is
+    /// pinned to nobody, it is under another authority, and it is default (taken by a player) or another
+    /// player's that was at rest (`was_at_rest`) and not simulated here.
+    fn may_take(&self, t: usize, mover: u8, was_at_rest: bool) -> bool {
+        let moved = self.stamps[t].authority;
+        moved != mover
+            && self.holders[t] == NOBODY
+            && self.pinned[t] == NOBODY
+            && if moved == DEFAULT_AUTHORITY {
+                mover != DEFAULT_AUTHORITY
+            } else {
+                !self.is_local_authority(t as u32) && was_at_rest
+            }
+    }
+
+    /// Rule 11: the local player's forces push `cube` (which was at rest before the push: `was_at_rest`). Takes it
+    /// when rule 3 would have taken it by touch; true when it was taken.
+    pub fn claim_by_push(&mut self, world: &World, cube: u32, was_at_rest: bool) -> Result<bool, PhysicsError> {
+        let t = cube as usize;
+        if t >= self.stamps.len()
+            || self.me == DEFAULT_AUTHORITY
+            || !self.may_take(t, self.me, was_at_rest)
+            || world.kind(BodyId(cube))? != BodyKind::Dynamic
+        {
+            return Ok(false);
+        }
+        let s = &mut self.stamps[t];
+        s.authority = self.me;
+        s.authority_seq = s.authority_seq.wrapping_add(1);
+        self.rest_steps[t] = 0;
+        Ok(true)
     }
 
     /// Rule 8 (host only), after a step: counts rest under a player's authority and returns to default the cubes
@@ -218,7 +284,8 @@ impl AuthorityTable {
         for i in 0..self.stamps.len() {
             let id = BodyId(i as u32);
             let resting = !world.is_removed(id)? && world.state(id)?.at_rest;
-            let player_owned = self.stamps[i].authority != DEFAULT_AUTHORITY && self.holders[i] == NOBODY;
+            let player_owned =
+                self.stamps[i].authority != DEFAULT_AUTHORITY && self.holders[i] == NOBODY && self.pinned[i] == NOBODY;
             self.rest_steps[i] = if resting && player_owned {
                 self.rest_steps[i] + 1
             } else {
@@ -241,6 +308,9 @@ impl AuthorityTable {
     pub fn release_player(&mut self, player: u8, mut returned: impl FnMut(u32)) {
         for i in 0..self.stamps.len() {
             let held = self.holders[i] == player;
+            if self.pinned[i] == player {
+                self.pinned[i] = NOBODY;
+            }
             if self.stamps[i].authority == player || held {
                 if held {
                     self.holders[i] = NOBODY;
@@ -433,6 +503,72 @@ mod tests {
         let s2 = world.state(BodyId(2)).unwrap();
         world.set_state(BodyId(2), &BodyState { at_rest: true, ..s2 }).unwrap();
         assert_eq!(t.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
+    }
+
+    #[test]
+    fn rule_10_a_pinned_cube_stays_its_players_whatever_touches_pushes_or_rests() {
+        let mut world = row();
+        let contacts = [ContactReport {
+            a: BodyId(0),
+            b: Some(BodyId(1)),
+            normal: Vec3::X,
+            max_normal_impulse: 1.0,
+            approach_speed: 1.0,
+        }];
+        let s0 = world.state(BodyId(0)).unwrap();
+        world.set_state(BodyId(0), &BodyState { at_rest: false, ..s0 }).unwrap();
+        // Player 2's peer: cube 0 is its own, awake; cube 1 is pinned to player 3 and was at rest.
+        let mut t = AuthorityTable::new(3, 2, false);
+        t.pin(0, 2);
+        t.pin(1, 3);
+        let pinned3 = t.stamp(1);
+        assert_eq!(
+            t.spread_by_contact(&world, &contacts, &[false, true, false]).unwrap(),
+            0
+        );
+        assert!(!t.claim_by_push(&world, 1, true).unwrap());
+        assert!(!t.grab(1));
+        assert_eq!(t.stamp(1), pinned3);
+        assert_eq!(t.reserved_for(1), 3);
+        // The host never returns a pinned cube to default, however long it rests.
+        let mut host = AuthorityTable::new(3, 1, true);
+        host.pin(2, 2);
+        for _ in 0..RETURN_TO_DEFAULT_STEPS * 2 {
+            host.return_rested(&world, |c, _| panic!("cube {c} returned")).unwrap();
+        }
+        assert_eq!(host.stamp(2).authority, 2);
+        // Its player leaving unpins it and returns it to default.
+        let mut released = Vec::new();
+        host.release_player(2, |c| released.push(c));
+        assert_eq!(
+            (released, host.pinned_to(2), host.stamp(2).authority),
+            (vec![2], NOBODY, DEFAULT_AUTHORITY)
+        );
+    }
+
+    #[test]
+    fn rule_11_a_push_takes_default_cubes_and_other_players_resting_ones_only() {
+        let world = row();
+        let mut t = AuthorityTable::new(3, 2, false);
+        assert!(t.claim_by_push(&world, 0, false).unwrap());
+        assert_eq!(t.stamp(0).authority, 2);
+        assert_eq!(t.stamp(0).authority_seq, 1);
+        // Already mine: nothing to take.
+        assert!(!t.claim_by_push(&world, 0, false).unwrap());
+        let theirs = AuthorityStamp {
+            authority: 3,
+            authority_seq: 4,
+            ownership_seq: 0,
+        };
+        t.set(1, theirs, NOBODY);
+        assert!(!t.claim_by_push(&world, 1, false).unwrap(), "moving: its authority's");
+        assert!(t.claim_by_push(&world, 1, true).unwrap(), "resting: anyone's");
+        assert_eq!(t.stamp(1).authority_seq, 5);
+        t.set(2, theirs, 3);
+        assert!(!t.claim_by_push(&world, 2, true).unwrap(), "held");
+        // A headless host (no player) takes nothing.
+        let mut host = AuthorityTable::new(3, DEFAULT_AUTHORITY, true);
+        assert!(!host.claim_by_push(&world, 0, true).unwrap());
     }
 
     #[test]

@@ -32,12 +32,15 @@ pub const PULL_RADIUS_M: f32 = 4.5;
 pub const PULL_ACCEL_M_S2: f32 = 14.0;
 
 /// One player's pushes for one step. `forward` is the player's view direction on the ground (unit, y = 0).
+/// `may_push(id)` says whether another cube may be pushed (the authority model pushes only the cubes its peer
+/// simulates for everyone; every other model pushes all).
 pub fn apply_input(
     world: &mut World,
     player: BodyId,
     forward: Vec3,
     input: CubeInput,
     players: &[BodyId],
+    mut may_push: impl FnMut(BodyId) -> bool,
 ) -> Result<(), PhysicsError> {
     if world.is_removed(player)? {
         return Ok(());
@@ -45,10 +48,40 @@ pub fn apply_input(
     let dt = world.config().dt;
     roll(world, player, forward, input, dt)?;
     if input.has(CubeInput::HOVER) {
-        hover(world, player, dt, players)?;
+        hover(world, player, dt, players, &mut may_push)?;
     }
     if input.has(CubeInput::PULL) {
-        pull(world, player, dt, players)?;
+        pull(world, player, dt, players, &mut may_push)?;
+    }
+    Ok(())
+}
+
+/// The cubes `apply_input` would push for this input, in id order, appended to `out` (the player cube rolling
+/// pushes only itself): what a peer claims before it pushes.
+pub fn pushed_cubes(
+    world: &World,
+    player: BodyId,
+    input: CubeInput,
+    players: &[BodyId],
+    out: &mut Vec<BodyId>,
+) -> Result<(), PhysicsError> {
+    if world.is_removed(player)? {
+        return Ok(());
+    }
+    let position = world.state(player)?.position;
+    if input.has(CubeInput::HOVER) {
+        if let Some(ground) = world.config().ground_height {
+            let centre = Vec3::new(position.x, ground, position.z);
+            cubes_near(world, centre, BLOW_RADIUS_M, players, |id, _, _| out.push(id))?;
+        }
+    }
+    if input.has(CubeInput::PULL) {
+        cubes_near(world, position, PULL_RADIUS_M, players, |id, _, _| {
+            // Blown and pulled at once: listed once.
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        })?;
     }
     Ok(())
 }
@@ -79,7 +112,13 @@ fn roll(world: &mut World, player: BodyId, forward: Vec3, input: CubeInput, dt: 
 
 /// Holds the player on a spring above the ground straight below it (the ground plane: cubes under it do not
 /// count), and blows away the cubes near that point, pushing each along the line from the point to it.
-fn hover(world: &mut World, player: BodyId, dt: f32, players: &[BodyId]) -> Result<(), PhysicsError> {
+fn hover(
+    world: &mut World,
+    player: BodyId,
+    dt: f32,
+    players: &[BodyId],
+    may_push: &mut impl FnMut(BodyId) -> bool,
+) -> Result<(), PhysicsError> {
     let Some(ground) = world.config().ground_height else {
         return Ok(());
     };
@@ -91,40 +130,91 @@ fn hover(world: &mut World, player: BodyId, dt: f32, players: &[BodyId]) -> Resu
     let mass = world.mass(player)?;
     world.apply_impulse(player, Vec3::Y * (lift * mass * dt), Vec3::ZERO)?;
     let centre = Vec3::new(s.position.x, ground, s.position.z);
-    for_cubes_near(world, centre, BLOW_RADIUS_M, players, |world, id, offset, d| {
-        let push = BLOW_ACCEL_M_S2 * (1.0 - d / BLOW_RADIUS_M) * world.mass(id)? * dt;
-        world.apply_impulse(id, offset / d * push, Vec3::ZERO)
-    })
+    for_cubes_near(
+        world,
+        centre,
+        BLOW_RADIUS_M,
+        players,
+        may_push,
+        |world, id, offset, d| {
+            let push = BLOW_ACCEL_M_S2 * (1.0 - d / BLOW_RADIUS_M) * world.mass(id)? * dt;
+            world.apply_impulse(id, offset / d * push, Vec3::ZERO)
+        },
+    )
 }
 
 /// Pulls every cube near the player towards its centre.
-fn pull(world: &mut World, player: BodyId, dt: f32, players: &[BodyId]) -> Result<(), PhysicsError> {
+fn pull(
+    world: &mut World,
+    player: BodyId,
+    dt: f32,
+    players: &[BodyId],
+    may_push: &mut impl FnMut(BodyId) -> bool,
+) -> Result<(), PhysicsError> {
     let centre = world.state(player)?.position;
-    for_cubes_near(world, centre, PULL_RADIUS_M, players, |world, id, offset, d| {
-        let pull = PULL_ACCEL_M_S2 * world.mass(id)? * dt;
-        world.apply_impulse(id, -offset / d * pull, Vec3::ZERO)
-    })
+    for_cubes_near(
+        world,
+        centre,
+        PULL_RADIUS_M,
+        players,
+        may_push,
+        |world, id, offset, d| {
+            let pull = PULL_ACCEL_M_S2 * world.mass(id)? * dt;
+            world.apply_impulse(id, -offset / d * pull, Vec3::ZERO)
+        },
+    )
 }
 
-/// Calls `f(world, id, offset from centre, distance)` for every dynamic non-player cube whose centre lies within
-/// `radius` of `centre` (and not on it), in id order.
+/// Calls `f(world, id, offset from centre, distance)` for every non-player cube whose centre lies within `radius`
+/// of `centre` (and not on it) and that `may_push` allows, in id order.
 fn for_cubes_near(
     world: &mut World,
     centre: Vec3,
     radius: f32,
     players: &[BodyId],
+    may_push: &mut impl FnMut(BodyId) -> bool,
     mut f: impl FnMut(&mut World, BodyId, Vec3, f32) -> Result<(), PhysicsError>,
 ) -> Result<(), PhysicsError> {
     for i in 0..world.body_count() as u32 {
         let id = BodyId(i);
-        if players.contains(&id) || world.is_removed(id)? {
-            continue;
-        }
-        let offset = world.state(id)?.position - centre;
-        let d = offset.length();
-        if d < radius && d > 1e-3 {
-            f(world, id, offset, d)?;
+        if let Some((offset, d)) = near(world, id, centre, radius, players)? {
+            if may_push(id) {
+                f(world, id, offset, d)?;
+            }
         }
     }
     Ok(())
+}
+
+/// Calls `f(id, offset from centre, distance)` for every non-player cube within `radius` of `centre`, in id order.
+fn cubes_near(
+    world: &World,
+    centre: Vec3,
+    radius: f32,
+    players: &[BodyId],
+    mut f: impl FnMut(BodyId, Vec3, f32),
+) -> Result<(), PhysicsError> {
+    for i in 0..world.body_count() as u32 {
+        if let Some((offset, d)) = near(world, BodyId(i), centre, radius, players)? {
+            f(BodyId(i), offset, d);
+        }
+    }
+    Ok(())
+}
+
+/// Cube `id`'s offset from `centre` and distance, when it is a cube the blow or pull reaches: not a player, not
+/// removed, its centre within `radius` (and not on `centre`, where the push has no direction).
+fn near(
+    world: &World,
+    id: BodyId,
+    centre: Vec3,
+    radius: f32,
+    players: &[BodyId],
+) -> Result<Option<(Vec3, f32)>, PhysicsError> {
+    if players.contains(&id) || world.is_removed(id)? {
+        return Ok(None);
+    }
+    let offset = world.state(id)?.position - centre;
+    let d = offset.length();
+    Ok((d < radius && d > 1e-3).then_some((offset, d)))
 }

@@ -99,9 +99,44 @@ impl CubeGame {
     pub fn step(&mut self, world: &mut World, inputs: &[CubeInput]) -> Result<(), PhysicsError> {
         for (p, &id) in self.players.iter().enumerate() {
             let input = inputs.get(p).copied().unwrap_or_default();
-            forces::apply_input(world, id, self.forward[p], input, &self.players)?;
+            forces::apply_input(world, id, self.forward[p], input, &self.players, |_| true)?;
         }
         world.step();
+        self.colours.update(world, &self.players)
+    }
+
+    /// The cubes other than the players' that player `p`'s (0-based) input would push this step, in id order,
+    /// appended to `out`: what the authority model's peer claims before it pushes.
+    pub fn pushed_by(
+        &self,
+        world: &World,
+        p: usize,
+        input: CubeInput,
+        out: &mut Vec<BodyId>,
+    ) -> Result<(), PhysicsError> {
+        match self.players.get(p) {
+            Some(&id) => forces::pushed_cubes(world, id, input, &self.players, out),
+            None => Ok(()),
+        }
+    }
+
+    /// Player `p`'s (0-based) forces alone, on its own cube and the other cubes `may_push` allows: the authority
+    /// model, where each peer pushes with its own player's input only, and only what it simulates for everyone.
+    pub fn push_one(
+        &self,
+        world: &mut World,
+        p: usize,
+        input: CubeInput,
+        may_push: impl FnMut(BodyId) -> bool,
+    ) -> Result<(), PhysicsError> {
+        match self.players.get(p) {
+            Some(&id) => forces::apply_input(world, id, self.forward[p], input, &self.players, may_push),
+            None => Ok(()),
+        }
+    }
+
+    /// The colours after a step someone else ran (the authority model's peers step their worlds themselves).
+    pub fn update_colours(&mut self, world: &World) -> Result<(), PhysicsError> {
         self.colours.update(world, &self.players)
     }
 

@@ -3,8 +3,8 @@
 //! loopback harness's link, [`super::loopback`]; with more than two players a host and its guests,
 //! [`super::star_link`]), one 90 Hz frame at a time; one JSON object out. Models: `lockstep`
 //! ([`crate::lockstep`], 2 to 4 players: `--players`), `snapshots` ([`super::compare_snapshots`]) and `predict`
-//! ([`crate::predict::run`]), two players each, their figures defined there; `authority` answers "not built yet".
-//! `--model all` runs each in turn.
+//! ([`crate::predict::run`]), two players each, and `authority` ([`super::compare_authority`], the session's state
+//! sync, 2 to 4 players), their figures defined there. `--model all` runs each in turn.
 //!
 //! A frame on each machine: sample the bot's input, run the steps that are due ([`LockstepPeer::advance`]), send
 //! one packet on each connection; then the link runs until the next frame, delivering. Every machine starts frame
@@ -65,14 +65,9 @@ pub enum Model {
     All,
 }
 
-/// A model `tumble compare` does not have yet (the binary exits 2, as for any mode unavailable here).
-#[derive(Debug, thiserror::Error)]
-#[error("--model {0}: not built yet (lockstep, snapshots and predict are, so far)")]
-pub struct NotBuiltYet(pub &'static str);
-
 #[derive(Args, Debug, Clone)]
 pub struct CompareArgs {
-    /// The network model to measure (lockstep and predict are built so far)
+    /// The network model to measure, or all of them in turn
     #[arg(long, value_enum)]
     pub model: Model,
     /// Scene file: the field of cubes (TOML; e.g. assets/scenes/cubes900.toml); the player cubes are added
@@ -96,7 +91,7 @@ pub struct CompareArgs {
     /// Seeds the link simulator and the bots
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
-    /// Lockstep: players, 2 to 4 (player 1 hosts; with more than two it relays the guests' inputs)
+    /// Lockstep and authority: players, 2 to 4 (player 1 hosts; with more than two it relays to the guests)
     #[arg(long, value_name = "N", default_value_t = 2)]
     pub players: usize,
     /// Lockstep: the playout delay past the first input's arrival, and the least it adapts to (ms); snapshots: the
@@ -119,6 +114,9 @@ pub struct CompareArgs {
     /// Snapshots: send every body's raw floats (no quantizing, no delta), for comparison
     #[arg(long)]
     pub no_compression: bool,
+    /// Authority: the state sync's budget per connection and direction, IP/UDP headers included (kbps)
+    #[arg(long, value_name = "KBPS", default_value_t = super::session::DEFAULT_SESSION_KBPS_BUDGET)]
+    pub kbps_budget: u32,
 }
 
 /// One lockstep run's settings.
@@ -476,25 +474,22 @@ pub fn run_lockstep(config: &LockstepConfig, worlds: Vec<World>) -> Result<Locks
 /// Every model `--model all` runs, in the order it prints them.
 pub const ALL_MODELS: [Model; 4] = [Model::Lockstep, Model::Snapshots, Model::Predict, Model::Authority];
 
-/// `tumble compare`: the JSON object of the model asked for. A model not built yet is a [`NotBuiltYet`] error.
-/// `--model all`: an array of every model's object, run one after another on the same scene, link and seed; a
-/// model not built yet is `{"model": name, "built": false}` there.
+/// `tumble compare`: the JSON object of the model asked for. `--model all`: an array of every model's object,
+/// run one after another on the same scene, link and seed (with `--players` above 2, the two-player models run
+/// with two).
 pub fn run_cli(args: &CompareArgs) -> Result<Value> {
-    if args.players != 2 && args.model != Model::Lockstep {
+    if args.players != 2 && matches!(args.model, Model::Snapshots | Model::Predict) {
         bail!(
-            "--players {}: only lockstep has more than two players so far",
+            "--players {}: snapshots and predict have two players (a server and a client)",
             args.players
         );
     }
-    let name = match args.model {
-        Model::Lockstep => None,
+    match args.model {
+        Model::Lockstep => {}
         Model::Snapshots => return run_snapshots_cli(args),
         Model::Predict => return crate::predict::run::run_cli(args),
-        Model::Authority => Some("authority"),
+        Model::Authority => return super::compare_authority::run_cli(args),
         Model::All => return run_all(args),
-    };
-    if let Some(name) = name {
-        return Err(NotBuiltYet(name).into());
     }
     let config = LockstepConfig {
         players: args.players,
@@ -535,14 +530,15 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
 fn run_all(args: &CompareArgs) -> Result<Value> {
     let mut all = Vec::new();
     for model in ALL_MODELS {
-        let one = CompareArgs { model, ..args.clone() };
-        match run_cli(&one) {
-            Ok(v) => all.push(v),
-            Err(e) => match e.downcast_ref::<NotBuiltYet>() {
-                Some(NotBuiltYet(name)) => all.push(json!({ "model": name, "built": false })),
-                None => return Err(e),
-            },
-        }
+        let players = match model {
+            Model::Snapshots | Model::Predict => 2,
+            _ => args.players,
+        };
+        all.push(run_cli(&CompareArgs {
+            model,
+            players,
+            ..args.clone()
+        })?);
     }
     Ok(Value::Array(all))
 }
@@ -721,7 +717,7 @@ mod tests {
     }
 
     #[test]
-    fn bad_settings_are_errors_and_unbuilt_models_say_so() {
+    fn bad_settings_are_errors() {
         for bad in [
             LockstepConfig {
                 seconds: -1.0,
@@ -754,10 +750,15 @@ mod tests {
             predict_early_stop: false,
             snapshot_hz: 30,
             no_compression: false,
+            kbps_budget: 128,
         };
-        let e = run_cli(&args).unwrap_err();
-        assert!(e.downcast_ref::<NotBuiltYet>().is_some());
-        assert!(e.to_string().contains("not built yet"));
+        let e = run_cli(&CompareArgs {
+            players: 3,
+            model: Model::Predict,
+            ..args.clone()
+        })
+        .unwrap_err();
+        assert!(e.to_string().contains("two players"), "{e}");
         let missing = run_cli(&CompareArgs {
             model: Model::Lockstep,
             ..args

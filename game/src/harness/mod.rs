@@ -22,6 +22,7 @@
 
 pub mod bandwidth;
 pub mod compare;
+pub mod compare_authority;
 pub mod compare_snapshots;
 pub mod conflict;
 pub mod cube_history;

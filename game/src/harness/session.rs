@@ -39,6 +39,17 @@ const STEP_S: f64 = 1.0 / PACKETS_PER_S as f64;
 pub trait Driver {
     /// This step's input for the player on `peer` (`active`: false once the run is settling).
     fn input(&mut self, step: u64, peer: &Peer, active: bool) -> AvatarInput;
+
+    /// Called after the step's deliveries, just before the physics step: game code that drives bodies with
+    /// forces (the cube game) pushes them here. Does nothing unless a driver needs it.
+    fn before_physics(&mut self, _step: u64, _peer: &mut Peer, _active: bool) -> Result<()> {
+        Ok(())
+    }
+
+    /// Wall time this driver spent driving its player (s), for the harness's CPU figures.
+    fn cpu_s(&self) -> f64 {
+        0.0
+    }
 }
 
 /// What a run does.
@@ -60,6 +71,8 @@ pub struct SessionConfig {
     pub headless_host: bool,
     /// Players (2..=4) whose guests send forged claims instead of their state.
     pub hostile_players: Vec<u8>,
+    /// Bodies pinned to a player on every peer (authority rule 10: the cube game's player cubes).
+    pub pinned: Vec<(BodyId, u8)>,
 }
 
 impl Default for SessionConfig {
@@ -77,6 +90,7 @@ impl Default for SessionConfig {
             join_at_s: None,
             headless_host: false,
             hostile_players: Vec::new(),
+            pinned: Vec::new(),
         }
     }
 }
@@ -267,6 +281,9 @@ impl SessionRun {
         // The guests get the host's secret as players get it from the join code.
         let join_secret = host_endpoint.join_secret();
         let mut host = Peer::host(make_world()?, host_endpoint, peer_config, !config.headless_host)?;
+        for &(cube, player) in &config.pinned {
+            host.pin(cube, player)?;
+        }
         host.measure_demand();
         let mut peers = vec![Some(host)];
         for p in 2..=config.players {
@@ -332,6 +349,9 @@ impl SessionRun {
         if config.hostile_players.contains(&(player as u8)) {
             guest.make_hostile();
         }
+        for &(cube, player) in &config.pinned {
+            guest.pin(cube, player)?;
+        }
         guest.measure_demand();
         Ok(guest)
     }
@@ -379,6 +399,11 @@ impl SessionRun {
             self.pump(t);
             for peer in self.peers.iter_mut().flatten() {
                 peer.receive(t)?;
+            }
+        }
+        for (i, slot) in self.peers.iter_mut().enumerate() {
+            if let (Some(peer), Some(driver)) = (slot.as_mut(), drivers.get_mut(i)) {
+                driver.before_physics(step, peer, active)?;
             }
         }
         for peer in self.peers.iter_mut().flatten() {

@@ -118,6 +118,7 @@ impl SessionArgs {
                 .filter(|(i, name)| *i > 0 && name.as_str() == "hostile")
                 .map(|(i, _)| i as u8 + 1)
                 .collect(),
+            pinned: Vec::new(),
         })
     }
 

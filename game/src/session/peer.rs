@@ -93,6 +93,13 @@ pub struct PeerStats {
     pub reclaims: u64,
     /// Host: claims (cube states and holds) taken, by the player who sent them (index = player).
     pub accepted_claims: [u64; 5],
+    /// State messages that were the newest yet from their sender, and the sum of their ages on arrival: this
+    /// peer's step less the sender's step (steps; a measure of how old the remote states applied here are, read
+    /// where every peer's steps start together, as in the harnesses).
+    pub newest_states: u64,
+    pub newest_state_age_steps: u64,
+    /// Wall time spent in [`Peer::simulate`] (s): the physics step and the authority bookkeeping.
+    pub simulate_s: f64,
 }
 
 /// What one connection's sender put on the wire, by part (bytes).
@@ -474,6 +481,29 @@ impl Peer {
         Ok(())
     }
 
+    /// Rule 10: pins body `cube` to `player` (the cube game's player cubes). Call it on every peer alike, before
+    /// anything is sent.
+    pub fn pin(&mut self, cube: BodyId, player: u8) -> Result<(), PeerError> {
+        self.world.state(cube)?;
+        self.table.pin(cube.0, player);
+        self.last_authority[cube.index()] = player;
+        Ok(())
+    }
+
+    /// Rule 11: this player's forces are about to push `cube` (at rest until now: `was_at_rest`). Takes it where
+    /// touch would, and raises its priority; true when this peer now simulates it for everyone (taken, or already
+    /// its own), and so may push it.
+    pub fn claim_pushed(&mut self, cube: BodyId, was_at_rest: bool) -> Result<bool, PeerError> {
+        if !self.welcomed {
+            return Ok(false);
+        }
+        self.world.state(cube)?;
+        if self.table.claim_by_push(&self.world, cube.0, was_at_rest)? {
+            self.record_interaction(cube);
+        }
+        Ok(self.table.is_local_authority(cube.0) && self.table.me() != DEFAULT_AUTHORITY)
+    }
+
     fn record_interaction(&mut self, body: BodyId) {
         for link in self.links.iter_mut().flatten() {
             if let Some(a) = link.sender.activity.get_mut(body.index()) {
@@ -803,6 +833,11 @@ impl Peer {
                     link.newest_header_step = Some(header.sender_step);
                 }
                 let player = link.player;
+                if newer {
+                    let age = (self.step as u32).wrapping_sub(header.sender_step) as i32;
+                    self.stats.newest_states += 1;
+                    self.stats.newest_state_age_steps += age.max(0) as u64;
+                }
                 self.take_avatars(player, &header, newer, now_s)?;
                 self.take_updates(peer, player)?;
             }
@@ -831,7 +866,15 @@ impl Peer {
                 our_checksum: self.scene_checksum,
             });
         }
-        self.table = AuthorityTable::new(self.cube_count as usize, w.player, false);
+        // A fresh table for the player index the host gave, keeping the cubes pinned from the start (rule 10).
+        let mut table = AuthorityTable::new(self.cube_count as usize, w.player, false);
+        for cube in 0..self.cube_count {
+            match self.table.pinned_to(cube) {
+                NOBODY => {}
+                player => table.pin(cube, player),
+            }
+        }
+        self.table = table;
         self.welcomed = true;
         self.welcomed_at_step = self.step;
         Ok(())
@@ -911,7 +954,7 @@ impl Peer {
             };
             let local = self.table.stamp(cube);
             let taken = if self.is_host {
-                match judge_claim(player, &stamp, &local, self.table.holder(cube)) {
+                match judge_claim(player, &stamp, &local, self.table.reserved_for(cube)) {
                     Ok(()) => {
                         self.stats.accepted_claims[usize::from(player.min(4))] += 1;
                         true
@@ -1024,7 +1067,7 @@ impl Peer {
             let cube = id.0;
             let local = self.table.stamp(cube);
             let taken = if self.is_host {
-                match judge_claim(from_player, &state.stamp, &local, self.table.holder(cube)) {
+                match judge_claim(from_player, &state.stamp, &local, self.table.reserved_for(cube)) {
                     Ok(()) => {
                         self.stats.accepted_claims[usize::from(from_player.min(4))] += 1;
                         true
@@ -1119,6 +1162,13 @@ impl Peer {
     /// (rule 3), the host returns rested cubes to default (rule 8), and rest detection is on exactly for the cubes
     /// this peer simulates for everyone.
     pub fn simulate(&mut self) -> Result<(), PeerError> {
+        let started = std::time::Instant::now();
+        let result = self.simulate_step();
+        self.stats.simulate_s += started.elapsed().as_secs_f64();
+        result
+    }
+
+    fn simulate_step(&mut self) -> Result<(), PeerError> {
         self.set_body_flags()?;
         self.follow_remote_hands()?;
         for (cube, (rested, moved)) in self.rested_before.iter_mut().zip(&mut self.physics_step).enumerate() {
@@ -1160,6 +1210,11 @@ impl Peer {
                 // Another player's claim won — a later one, or one of the same sequence the host saw first (a tie:
                 // its return to default carries the same stamp ours would). Ours is superseded, not awaiting commit.
                 self.rest_claims[cube] = None;
+            }
+            if self.welcomed && self.table.pinned_to(cube as u32) == self.table.me() && !self.world.state(id)?.at_rest {
+                // This player's own cube (rule 10), moving: what the others most need to see, so it goes in every
+                // packet, as an avatar does.
+                self.record_interaction(id);
             }
             if self.table.is_local_authority(cube as u32) {
                 // Its resting state is this peer's own to say now: a resting pose applied while another authority
