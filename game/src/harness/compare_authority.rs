@@ -367,10 +367,6 @@ impl AuthorityRun {
                 .filter(|peer| peer.player() != player && peer.player() != 0)
             {
                 let e = f64::from(peer.drawn_pose(cube)?.position.distance(truth));
-                if e > 1.0 {
-                    tracing::debug!(frame = self.frames, viewer = peer.player(), player, e, truth = ?truth,
-                        simulated = ?peer.world.state(cube)?.position, stamp = ?peer.table.stamp(cube.0), "remote player cube far off");
-                }
                 self.remote_error_sum_m += e;
                 self.remote_error_count += 1;
                 self.remote_error_max_m = self.remote_error_max_m.max(e);
@@ -577,6 +573,9 @@ mod tests {
         assert_eq!(r.rejected_updates.0[RejectReason::HeldByAnother as usize], 0);
         assert!(r.bit_identical_at_end, "{r:?}");
         assert_eq!(r.desyncs, 0);
+        // The others' cubes are drawn where their states put them, eased, not carried off on a stale velocity
+        // (which drew a hovering cube metres away): within what the roll covers in a round trip and a loss or two.
+        assert!(r.remote_error_m_max < 1.5, "{r:?}");
         assert!(
             r.kbps_mean_up > 0.0 && r.kbps_mean_up <= f64::from(config.kbps_budget) * 1.05,
             "{r:?}"

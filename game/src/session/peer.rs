@@ -353,6 +353,13 @@ impl Peer {
         if self.remote.hand_drawn(cube).is_some() {
             return;
         }
+        if self.table.pinned_to(cube as u32) != NOBODY {
+            // Another player's own cube, which its player's forces drive: this peer's simulation of it between
+            // states lacks those forces, so the velocity it had here is no better a guess than the new one, and
+            // carrying it on would draw the cube drifting off (metres, when a hover's lift is missing here).
+            self.smoothing.on_snap(cube, &pose(old), &pose(new));
+            return;
+        }
         let jump = Motion {
             velocity: old.linear_velocity - new.linear_velocity,
             spin: old.angular_velocity - new.angular_velocity,
@@ -491,17 +498,20 @@ impl Peer {
     }
 
     /// Rule 11: this player's forces are about to push `cube` (at rest until now: `was_at_rest`). Takes it where
-    /// touch would, and raises its priority; true when this peer now simulates it for everyone (taken, or already
+    /// touch would; one this peer then simulates has its priority raised; true when this peer now simulates it for everyone (taken, or already
     /// its own), and so may push it.
     pub fn claim_pushed(&mut self, cube: BodyId, was_at_rest: bool) -> Result<bool, PeerError> {
         if !self.welcomed {
             return Ok(false);
         }
         self.world.state(cube)?;
-        if self.table.claim_by_push(&self.world, cube.0, was_at_rest)? {
+        self.table.claim_by_push(&self.world, cube.0, was_at_rest)?;
+        let mine = self.table.is_local_authority(cube.0) && self.table.me() != DEFAULT_AUTHORITY;
+        if mine {
+            // Pushed by this player's forces (a katamari ball rolls on with it): sent as often as its player cube.
             self.record_interaction(cube);
         }
-        Ok(self.table.is_local_authority(cube.0) && self.table.me() != DEFAULT_AUTHORITY)
+        Ok(mine)
     }
 
     fn record_interaction(&mut self, body: BodyId) {
@@ -1211,9 +1221,11 @@ impl Peer {
                 // its return to default carries the same stamp ours would). Ours is superseded, not awaiting commit.
                 self.rest_claims[cube] = None;
             }
-            if self.welcomed && self.table.pinned_to(cube as u32) == self.table.me() && !self.world.state(id)?.at_rest {
-                // This player's own cube (rule 10), moving: what the others most need to see, so it goes in every
-                // packet, as an avatar does.
+            let pinned = self.table.pinned_to(cube as u32);
+            let relays = self.is_host && pinned != NOBODY;
+            if self.welcomed && (pinned == self.table.me() || relays) && !self.world.state(id)?.at_rest {
+                // A player's own cube (rule 10), moving: what the others most need to see, so its player sends it
+                // in every packet, as an avatar, and the host relays it as often to the other guests.
                 self.record_interaction(id);
             }
             if self.table.is_local_authority(cube as u32) {
