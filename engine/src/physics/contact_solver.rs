@@ -84,23 +84,22 @@ impl Row {
     }
 }
 
+/// A point as the velocity and shock passes see it; its anchors are in [`ContactAnchors`].
 #[derive(Clone, Copy, Debug, Default)]
 struct ConstraintPoint {
-    ra: Vec3A,
-    rb: Vec3A,
     normal: Row,
     separation: f32,
-    /// Normal velocity before the solve (negative = approaching), for restitution and the report.
-    relative_velocity: f32,
     normal_impulse: f32,
     max_normal_impulse: f32,
 }
 
+/// What the velocity and shock passes read and write, pass after pass: what only set-up, seeding, restitution,
+/// storing and the position passes need is in [`ContactAnchors`], at the same index, so the passes stream 608
+/// bytes a constraint instead of 736.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ContactConstraint {
     a: u32,
     b: u32,
-    contact: u32,
     normal: Vec3A,
     tangents: [Vec3A; 2],
     friction: f32,
@@ -120,8 +119,20 @@ pub struct ContactConstraint {
     points: [ConstraintPoint; MAX_MANIFOLD_POINTS],
 }
 
-// The passes stream every constraint several times a step: keep it at the size the rows' packing gives (see `Row`).
-const _: () = assert!(std::mem::size_of::<ContactConstraint>() == 736);
+/// The rest of a constraint (see [`ContactConstraint`]): the contact it came from, each point's lever arms (for
+/// the position passes) and its normal velocity before the solve (negative = approaching; for seeding, restitution
+/// and the report).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ContactAnchors {
+    contact: u32,
+    ra: [Vec3A; MAX_MANIFOLD_POINTS],
+    rb: [Vec3A; MAX_MANIFOLD_POINTS],
+    relative_velocity: [f32; MAX_MANIFOLD_POINTS],
+}
+
+// The passes stream every constraint several times a step: keep it at the size the split and the rows' packing
+// give (see `Row`).
+const _: () = assert!(std::mem::size_of::<ContactConstraint>() == 608);
 
 impl ContactConstraint {
     /// The two solver slots it joins.
@@ -216,7 +227,7 @@ fn make_row(
 /// 736 bytes, and one built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
 #[allow(clippy::too_many_arguments)]
 pub fn prepare(
-    out: &mut ContactConstraint,
+    (out, anchors): (&mut ContactConstraint, &mut ContactAnchors),
     contact_index: u32,
     c: &Contact,
     a: u32,
@@ -235,6 +246,9 @@ pub fn prepare(
     for (k, cp) in out.points.iter_mut().enumerate() {
         let Some(mp) = m.points().get(k) else {
             *cp = ConstraintPoint::default();
+            anchors.ra[k] = Vec3A::ZERO;
+            anchors.rb[k] = Vec3A::ZERO;
+            anchors.relative_velocity[k] = 0.0;
             continue;
         };
         let (ra, rb) = (Vec3A::from(mp.anchor_a), Vec3A::from(mp.anchor_b));
@@ -242,14 +256,14 @@ pub fn prepare(
         centre_b += rb;
         let dv = bodies.v[ib] + bodies.w[ib].cross(rb) - bodies.v[ia] - bodies.w[ia].cross(ra);
         *cp = ConstraintPoint {
-            ra,
-            rb,
             normal: make_row(bodies, (ia, ib), n, Vec3A::ZERO, (ra, rb), lower),
             separation: mp.separation,
-            relative_velocity: n.dot(dv).min(-mp.bounce_speed),
             normal_impulse: mp.normal_impulse,
             max_normal_impulse: 0.0,
         };
+        anchors.ra[k] = ra;
+        anchors.rb[k] = rb;
+        anchors.relative_velocity[k] = n.dot(dv).min(-mp.bounce_speed);
     }
     let scale = 1.0 / count.max(1) as f32;
     let (centre_a, centre_b) = (centre_a * scale, centre_b * scale);
@@ -264,7 +278,7 @@ pub fn prepare(
     let tangent_impulse = Vec3A::from(m.tangent_impulse);
     out.a = a;
     out.b = b;
-    out.contact = contact_index;
+    anchors.contact = contact_index;
     out.normal = n;
     out.tangents = tangents;
     out.friction = friction;
@@ -357,7 +371,7 @@ pub struct SeedScratch<'a> {
 /// to the velocity passes, the few passes a step makes hand the new weight to one corner after another, and a
 /// tall awake stack under a placed cube leans a little more every step (tower30 leaned 10 cm in 600 steps).
 pub fn seed_fresh_contacts(
-    constraints: &mut [ContactConstraint],
+    (constraints, anchors): (&mut [ContactConstraint], &[ContactAnchors]),
     gravity_dir: Vec3A,
     weight: &[f32],
     scratch: SeedScratch<'_>,
@@ -381,7 +395,7 @@ pub fn seed_fresh_contacts(
     }
     // Constraints are ordered from the ground up, so walking them backwards sees each body's full load before
     // it is passed down.
-    for c in constraints.iter_mut().rev() {
+    for (c, anchors) in constraints.iter_mut().zip(anchors).rev() {
         let Some((upper, lower)) = upper_lower(c) else { continue };
         let count = supports[upper].max(1) as f32;
         let share = load[upper] / count;
@@ -398,7 +412,8 @@ pub fn seed_fresh_contacts(
             let per_point = share * along / points.len() as f32;
             let set_down = points
                 .iter()
-                .all(|p| p.separation <= TOUCHING_SEPARATION_M && p.relative_velocity >= -SET_DOWN_SPEED_M_S);
+                .zip(&anchors.relative_velocity)
+                .all(|(p, &v)| p.separation <= TOUCHING_SEPARATION_M && v >= -SET_DOWN_SPEED_M_S);
             points.iter_mut().for_each(|p| p.normal_impulse = per_point);
             // A body set down here (touching, hardly approaching) brings its load to everything under it; an impact
             // is the velocity passes' to share out.
@@ -626,18 +641,18 @@ fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverB
 /// maximum depenetration velocity × dt per step. The current separation of each point is its separation at the
 /// start of the step plus the relative motion of its anchors. With `shock`, the lower body stays put.
 pub fn solve_positions(
-    constraints: &[ContactConstraint],
+    (constraints, anchors): (&[ContactConstraint], &[ContactAnchors]),
     bodies: &mut SolverBodies,
     params: &SolverParams,
     shock: bool,
 ) {
     let max_correction = params.max_depenetration_velocity * params.dt / params.position_iterations.max(1) as f32;
-    for c in constraints {
+    for (c, anchors) in constraints.iter().zip(anchors) {
         let (a, b) = (c.a as usize, c.b as usize);
         let (sa, sb) = c.response(shock);
-        for p in &c.points[..c.count as usize] {
-            let da = bodies.dp[a] + bodies.dtheta[a].cross(p.ra);
-            let db = bodies.dp[b] + bodies.dtheta[b].cross(p.rb);
+        for (k, p) in c.points[..c.count as usize].iter().enumerate() {
+            let da = bodies.dp[a] + bodies.dtheta[a].cross(anchors.ra[k]);
+            let db = bodies.dp[b] + bodies.dtheta[b].cross(anchors.rb[k]);
             let s = p.separation + c.normal.dot(db - da);
             let correction = (PUSH_OUT_FACTOR * (s + LINEAR_SLOP_M)).clamp(-max_correction, 0.0);
             if correction == 0.0 {
@@ -655,18 +670,23 @@ pub fn solve_positions(
 }
 
 /// Bounces: for points that approached faster than the threshold and pushed, aim for −e × the approach speed.
-pub fn apply_restitution(constraints: &mut [ContactConstraint], bodies: &mut SolverBodies, threshold: f32) {
-    for c in constraints.iter_mut().filter(|c| c.restitution > 0.0) {
+pub fn apply_restitution(
+    (constraints, anchors): (&mut [ContactConstraint], &[ContactAnchors]),
+    bodies: &mut SolverBodies,
+    threshold: f32,
+) {
+    for (c, anchors) in constraints.iter_mut().zip(anchors).filter(|(c, _)| c.restitution > 0.0) {
         let mut pair = Pair::load(bodies, c, BOTH);
-        for p in &mut c.points[..c.count as usize] {
+        let count = c.count as usize;
+        for (p, &relative_velocity) in c.points[..count].iter_mut().zip(&anchors.relative_velocity) {
             // Only touching points bounce: a speculative point is stopped at the surface and bounces next step
             // (with the speed it came in at, kept as `bounce_speed`), not in mid-air.
             let touching = p.separation <= TOUCHING_SEPARATION_M;
-            if !touching || p.relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
+            if !touching || relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
                 continue;
             }
             let vn = pair.speed(c.normal, &p.normal);
-            let new = (p.normal_impulse - p.normal.mass() * (vn + c.restitution * p.relative_velocity)).max(0.0);
+            let new = (p.normal_impulse - p.normal.mass() * (vn + c.restitution * relative_velocity)).max(0.0);
             pair.push(c.normal, &p.normal, new - p.normal_impulse);
             p.normal_impulse = new;
             p.max_normal_impulse = p.max_normal_impulse.max(new);
@@ -676,16 +696,16 @@ pub fn apply_restitution(constraints: &mut [ContactConstraint], bodies: &mut Sol
 }
 
 /// Writes accumulated impulses back to the contacts for next step's warm start and the contact report.
-pub fn store_impulses(constraints: &[ContactConstraint], contacts: &mut [Contact]) {
-    for c in constraints {
-        let m = &mut contacts[c.contact as usize].manifold;
+pub fn store_impulses((constraints, anchors): (&[ContactConstraint], &[ContactAnchors]), contacts: &mut [Contact]) {
+    for (c, anchors) in constraints.iter().zip(anchors) {
+        let m = &mut contacts[anchors.contact as usize].manifold;
         m.tangent_impulse = Vec3::from(c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1]);
         m.twist_impulse = c.twist_impulse;
         let bouncy = c.restitution > 0.0;
-        for (mp, p) in m.points_mut().iter_mut().zip(&c.points) {
+        for ((mp, p), &relative_velocity) in m.points_mut().iter_mut().zip(&c.points).zip(&anchors.relative_velocity) {
             mp.normal_impulse = p.normal_impulse;
             mp.max_normal_impulse = p.max_normal_impulse;
-            mp.approach_speed = (-p.relative_velocity).max(0.0);
+            mp.approach_speed = (-relative_velocity).max(0.0);
             let stopped_short = bouncy && p.separation > TOUCHING_SEPARATION_M && p.max_normal_impulse > 0.0;
             mp.bounce_speed = if stopped_short { mp.approach_speed } else { 0.0 };
         }
@@ -786,8 +806,6 @@ mod tests {
             for p in &mut c.points[..c.count as usize] {
                 let (ra, rb) = (r.vec() * 0.5, r.vec() * 0.5);
                 *p = ConstraintPoint {
-                    ra,
-                    rb,
                     normal: row(normal, Vec3A::ZERO, ra, rb),
                     separation: r.next() * 0.01,
                     normal_impulse: (r.next() + 1.0) * 0.2,
