@@ -190,41 +190,52 @@ fn inverse(k: f32) -> f32 {
     }
 }
 
+/// The masses of a constraint's two bodies, loaded once for all its rows (seven of them for four points).
+struct RowBodies {
+    inv_mass: [f32; 2],
+    inv_inertia: [Mat3A; 2],
+}
+
+impl RowBodies {
+    #[inline(always)]
+    fn load(bodies: &SolverBodies, (a, b): (usize, usize)) -> RowBodies {
+        RowBodies {
+            inv_mass: [bodies.inv_mass[a], bodies.inv_mass[b]],
+            inv_inertia: [bodies.inv_inertia[a], bodies.inv_inertia[b]],
+        }
+    }
+}
+
 /// A row along `linear` acting at lever arms `ra`, `rb` (a zero `linear` with `angular` set makes a pure twist
-/// row) between solver slots `a` and `b`.
-#[inline]
-fn make_row(
-    bodies: &SolverBodies,
-    (a, b): (usize, usize),
-    linear: Vec3A,
-    angular: Vec3A,
-    (ra, rb): (Vec3A, Vec3A),
-    lower: u8,
-) -> Row {
+/// row) between the two bodies of `bodies`.
+#[inline(always)]
+fn make_row(bodies: &RowBodies, linear: Vec3A, angular: Vec3A, (ra, rb): (Vec3A, Vec3A), lower: u8) -> Row {
     let (ra_x, rb_x) = if linear == Vec3A::ZERO {
         (angular, angular)
     } else {
         (ra.cross(linear), rb.cross(linear))
     };
-    let (ia, ib) = (bodies.inv_inertia[a] * ra_x, bodies.inv_inertia[b] * rb_x);
+    let (ia, ib) = (bodies.inv_inertia[0] * ra_x, bodies.inv_inertia[1] * rb_x);
     let lin = linear.length_squared();
-    let ka = bodies.inv_mass[a] * lin + ra_x.dot(ia);
-    let kb = bodies.inv_mass[b] * lin + rb_x.dot(ib);
-    let shock_k = match lower {
-        1 => kb,
-        2 => ka,
-        _ => ka + kb,
+    let ka = bodies.inv_mass[0] * lin + ra_x.dot(ia);
+    let kb = bodies.inv_mass[1] * lin + rb_x.dot(ib);
+    let mass = inverse(ka + kb);
+    // With neither body held, the shock pass's mass is the plain one: no second division.
+    let shock_mass = match lower {
+        1 => inverse(kb),
+        2 => inverse(ka),
+        _ => mass,
     };
     Row {
-        ra_x_mass: ra_x.extend(inverse(ka + kb)),
-        rb_x_shock_mass: rb_x.extend(inverse(shock_k)),
+        ra_x_mass: ra_x.extend(mass),
+        rb_x_shock_mass: rb_x.extend(shock_mass),
         ia,
         ib,
     }
 }
 
-/// Builds the constraint for contact `c` between solver slots `a` and `b` in `out`, in place: a constraint is
-/// 736 bytes, and one built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
+/// Builds the constraint for contact `c` between solver slots `a` and `b` in `out`, in place: a constraint and its anchors
+/// are 768 bytes, and one built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
 #[allow(clippy::too_many_arguments)]
 pub fn prepare(
     (out, anchors): (&mut ContactConstraint, &mut ContactAnchors),
@@ -241,6 +252,7 @@ pub fn prepare(
     let (ia, ib) = (a as usize, b as usize);
     let n = Vec3A::from(m.normal);
     let tangents = tangent_basis(n);
+    let row_bodies = RowBodies::load(bodies, (ia, ib));
     let count = m.count as usize;
     let (mut centre_a, mut centre_b) = (Vec3A::ZERO, Vec3A::ZERO);
     for (k, cp) in out.points.iter_mut().enumerate() {
@@ -256,7 +268,7 @@ pub fn prepare(
         centre_b += rb;
         let dv = bodies.v[ib] + bodies.w[ib].cross(rb) - bodies.v[ia] - bodies.w[ia].cross(ra);
         *cp = ConstraintPoint {
-            normal: make_row(bodies, (ia, ib), n, Vec3A::ZERO, (ra, rb), lower),
+            normal: make_row(&row_bodies, n, Vec3A::ZERO, (ra, rb), lower),
             separation: mp.separation,
             normal_impulse: mp.normal_impulse,
             max_normal_impulse: 0.0,
@@ -273,8 +285,8 @@ pub fn prepare(
         .map(|p| (Vec3A::from(p.anchor_a) - centre_a).length())
         .sum::<f32>()
         * scale;
-    let t0 = make_row(bodies, (ia, ib), tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
-    let t1 = make_row(bodies, (ia, ib), tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let t0 = make_row(&row_bodies, tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let t1 = make_row(&row_bodies, tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
     let tangent_impulse = Vec3A::from(m.tangent_impulse);
     out.a = a;
     out.b = b;
@@ -287,7 +299,7 @@ pub fn prepare(
     out.lower = lower;
     out.fresh = c.fresh;
     out.tangent_rows = [t0, t1];
-    out.twist = make_row(bodies, (ia, ib), Vec3A::ZERO, n, (centre_a, centre_b), lower);
+    out.twist = make_row(&row_bodies, Vec3A::ZERO, n, (centre_a, centre_b), lower);
     out.twist_radius = twist_radius;
     out.tangent_impulse = [tangent_impulse.dot(tangents[0]), tangent_impulse.dot(tangents[1])];
     out.twist_impulse = m.twist_impulse;
@@ -783,7 +795,7 @@ mod tests {
             let (ia, ib) = (a as usize, b as usize);
             let (ca, cb) = (r.vec() * 0.5, r.vec() * 0.5);
             let row = |linear: Vec3A, angular: Vec3A, ra: Vec3A, rb: Vec3A| {
-                make_row(&bodies, (ia, ib), linear, angular, (ra, rb), lower)
+                make_row(&RowBodies::load(&bodies, (ia, ib)), linear, angular, (ra, rb), lower)
             };
             let mut c = ContactConstraint {
                 a,
