@@ -14,7 +14,7 @@
 //! 30-cube column by 24 cm. Rigid contacts carry the column's weight exactly once their impulses are right, and
 //! the seeding, the ground-up order and the shock pass get them right in the first step and keep them right.
 
-use glam::{Mat3A, Vec3, Vec3A};
+use glam::{Mat3A, Vec3, Vec3A, Vec4};
 
 use super::contact::{Contact, TOUCHING_SEPARATION_M};
 use super::manifold::MAX_MANIFOLD_POINTS;
@@ -46,33 +46,60 @@ pub struct SolverBodies {
 
 /// One direction of a constraint between two bodies: lever arms crossed with the direction, the same weighted by
 /// each body's inverse inertia, and the effective mass (plain, and with the lower body held fixed).
+///
+/// The two masses ride in the unused fourth lanes of the crossed lever arms (`Vec3A` is a 16-byte SSE register
+/// whose fourth lane nothing reads: `element_sum`, `dot` and `cross` take x, y and z only), so a row is 64 bytes
+/// instead of 80 and a constraint 736 instead of 848. The passes stream every constraint several times a step,
+/// and large_pyramid's constraints are far beyond the caches; the values and the order of operations are
+/// unchanged, so the bits are too.
 #[derive(Clone, Copy, Debug, Default)]
 struct Row {
-    ra_x: Vec3A,
-    rb_x: Vec3A,
+    /// `ra × direction` in x, y, z; the effective mass in w.
+    ra_x_mass: Vec4,
+    /// `rb × direction` in x, y, z; the effective mass with the lower body fixed in w.
+    rb_x_shock_mass: Vec4,
     ia: Vec3A,
     ib: Vec3A,
-    mass: f32,
-    shock_mass: f32,
 }
 
+impl Row {
+    #[inline(always)]
+    fn ra_x(&self) -> Vec3A {
+        Vec3A::from_vec4(self.ra_x_mass)
+    }
+
+    #[inline(always)]
+    fn rb_x(&self) -> Vec3A {
+        Vec3A::from_vec4(self.rb_x_shock_mass)
+    }
+
+    #[inline(always)]
+    fn mass(&self) -> f32 {
+        self.ra_x_mass.w
+    }
+
+    #[inline(always)]
+    fn shock_mass(&self) -> f32 {
+        self.rb_x_shock_mass.w
+    }
+}
+
+/// A point as the velocity and shock passes see it; its anchors are in [`ContactAnchors`].
 #[derive(Clone, Copy, Debug, Default)]
 struct ConstraintPoint {
-    ra: Vec3A,
-    rb: Vec3A,
     normal: Row,
     separation: f32,
-    /// Normal velocity before the solve (negative = approaching), for restitution and the report.
-    relative_velocity: f32,
     normal_impulse: f32,
     max_normal_impulse: f32,
 }
 
+/// What the velocity and shock passes read and write, pass after pass: what only set-up, seeding, restitution,
+/// storing and the position passes need is in [`ContactAnchors`], at the same index, so the passes stream 608
+/// bytes a constraint instead of 736.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ContactConstraint {
     a: u32,
     b: u32,
-    contact: u32,
     normal: Vec3A,
     tangents: [Vec3A; 2],
     friction: f32,
@@ -91,6 +118,21 @@ pub struct ContactConstraint {
     twist_impulse: f32,
     points: [ConstraintPoint; MAX_MANIFOLD_POINTS],
 }
+
+/// The rest of a constraint (see [`ContactConstraint`]): the contact it came from, each point's lever arms (for
+/// the position passes) and its normal velocity before the solve (negative = approaching; for seeding, restitution
+/// and the report).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ContactAnchors {
+    contact: u32,
+    ra: [Vec3A; MAX_MANIFOLD_POINTS],
+    rb: [Vec3A; MAX_MANIFOLD_POINTS],
+    relative_velocity: [f32; MAX_MANIFOLD_POINTS],
+}
+
+// The passes stream every constraint several times a step: keep it at the size the split and the rows' packing
+// give (see `Row`).
+const _: () = assert!(std::mem::size_of::<ContactConstraint>() == 608);
 
 impl ContactConstraint {
     /// The two solver slots it joins.
@@ -148,46 +190,55 @@ fn inverse(k: f32) -> f32 {
     }
 }
 
+/// The masses of a constraint's two bodies, loaded once for all its rows (seven of them for four points).
+struct RowBodies {
+    inv_mass: [f32; 2],
+    inv_inertia: [Mat3A; 2],
+}
+
+impl RowBodies {
+    #[inline(always)]
+    fn load(bodies: &SolverBodies, (a, b): (usize, usize)) -> RowBodies {
+        RowBodies {
+            inv_mass: [bodies.inv_mass[a], bodies.inv_mass[b]],
+            inv_inertia: [bodies.inv_inertia[a], bodies.inv_inertia[b]],
+        }
+    }
+}
+
 /// A row along `linear` acting at lever arms `ra`, `rb` (a zero `linear` with `angular` set makes a pure twist
-/// row) between solver slots `a` and `b`.
-#[inline]
-fn make_row(
-    bodies: &SolverBodies,
-    (a, b): (usize, usize),
-    linear: Vec3A,
-    angular: Vec3A,
-    (ra, rb): (Vec3A, Vec3A),
-    lower: u8,
-) -> Row {
+/// row) between the two bodies of `bodies`.
+#[inline(always)]
+fn make_row(bodies: &RowBodies, linear: Vec3A, angular: Vec3A, (ra, rb): (Vec3A, Vec3A), lower: u8) -> Row {
     let (ra_x, rb_x) = if linear == Vec3A::ZERO {
         (angular, angular)
     } else {
         (ra.cross(linear), rb.cross(linear))
     };
-    let (ia, ib) = (bodies.inv_inertia[a] * ra_x, bodies.inv_inertia[b] * rb_x);
+    let (ia, ib) = (bodies.inv_inertia[0] * ra_x, bodies.inv_inertia[1] * rb_x);
     let lin = linear.length_squared();
-    let ka = bodies.inv_mass[a] * lin + ra_x.dot(ia);
-    let kb = bodies.inv_mass[b] * lin + rb_x.dot(ib);
-    let shock_k = match lower {
-        1 => kb,
-        2 => ka,
-        _ => ka + kb,
+    let ka = bodies.inv_mass[0] * lin + ra_x.dot(ia);
+    let kb = bodies.inv_mass[1] * lin + rb_x.dot(ib);
+    let mass = inverse(ka + kb);
+    // With neither body held, the shock pass's mass is the plain one: no second division.
+    let shock_mass = match lower {
+        1 => inverse(kb),
+        2 => inverse(ka),
+        _ => mass,
     };
     Row {
-        ra_x,
-        rb_x,
+        ra_x_mass: ra_x.extend(mass),
+        rb_x_shock_mass: rb_x.extend(shock_mass),
         ia,
         ib,
-        mass: inverse(ka + kb),
-        shock_mass: inverse(shock_k),
     }
 }
 
-/// Builds the constraint for contact `c` between solver slots `a` and `b` in `out`, in place: a constraint is
-/// 848 bytes, and one built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
+/// Builds the constraint for contact `c` between solver slots `a` and `b` in `out`, in place: a constraint and its anchors
+/// are 768 bytes, and one built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
 #[allow(clippy::too_many_arguments)]
 pub fn prepare(
-    out: &mut ContactConstraint,
+    (out, anchors): (&mut ContactConstraint, &mut ContactAnchors),
     contact_index: u32,
     c: &Contact,
     a: u32,
@@ -201,11 +252,15 @@ pub fn prepare(
     let (ia, ib) = (a as usize, b as usize);
     let n = Vec3A::from(m.normal);
     let tangents = tangent_basis(n);
+    let row_bodies = RowBodies::load(bodies, (ia, ib));
     let count = m.count as usize;
     let (mut centre_a, mut centre_b) = (Vec3A::ZERO, Vec3A::ZERO);
     for (k, cp) in out.points.iter_mut().enumerate() {
         let Some(mp) = m.points().get(k) else {
             *cp = ConstraintPoint::default();
+            anchors.ra[k] = Vec3A::ZERO;
+            anchors.rb[k] = Vec3A::ZERO;
+            anchors.relative_velocity[k] = 0.0;
             continue;
         };
         let (ra, rb) = (Vec3A::from(mp.anchor_a), Vec3A::from(mp.anchor_b));
@@ -213,14 +268,14 @@ pub fn prepare(
         centre_b += rb;
         let dv = bodies.v[ib] + bodies.w[ib].cross(rb) - bodies.v[ia] - bodies.w[ia].cross(ra);
         *cp = ConstraintPoint {
-            ra,
-            rb,
-            normal: make_row(bodies, (ia, ib), n, Vec3A::ZERO, (ra, rb), lower),
+            normal: make_row(&row_bodies, n, Vec3A::ZERO, (ra, rb), lower),
             separation: mp.separation,
-            relative_velocity: n.dot(dv).min(-mp.bounce_speed),
             normal_impulse: mp.normal_impulse,
             max_normal_impulse: 0.0,
         };
+        anchors.ra[k] = ra;
+        anchors.rb[k] = rb;
+        anchors.relative_velocity[k] = n.dot(dv).min(-mp.bounce_speed);
     }
     let scale = 1.0 / count.max(1) as f32;
     let (centre_a, centre_b) = (centre_a * scale, centre_b * scale);
@@ -230,12 +285,12 @@ pub fn prepare(
         .map(|p| (Vec3A::from(p.anchor_a) - centre_a).length())
         .sum::<f32>()
         * scale;
-    let t0 = make_row(bodies, (ia, ib), tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
-    let t1 = make_row(bodies, (ia, ib), tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let t0 = make_row(&row_bodies, tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let t1 = make_row(&row_bodies, tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
     let tangent_impulse = Vec3A::from(m.tangent_impulse);
     out.a = a;
     out.b = b;
-    out.contact = contact_index;
+    anchors.contact = contact_index;
     out.normal = n;
     out.tangents = tangents;
     out.friction = friction;
@@ -244,7 +299,7 @@ pub fn prepare(
     out.lower = lower;
     out.fresh = c.fresh;
     out.tangent_rows = [t0, t1];
-    out.twist = make_row(bodies, (ia, ib), Vec3A::ZERO, n, (centre_a, centre_b), lower);
+    out.twist = make_row(&row_bodies, Vec3A::ZERO, n, (centre_a, centre_b), lower);
     out.twist_radius = twist_radius;
     out.tangent_impulse = [tangent_impulse.dot(tangents[0]), tangent_impulse.dot(tangents[1])];
     out.twist_impulse = m.twist_impulse;
@@ -301,7 +356,7 @@ impl Pair {
     /// latency-bound (each row waits for the previous row's update), and horizontal adds are the slow part.
     #[inline(always)]
     fn speed(&self, linear: Vec3A, row: &Row) -> f32 {
-        (linear * (self.vb - self.va) + self.wb * row.rb_x - self.wa * row.ra_x).element_sum()
+        (linear * (self.vb - self.va) + self.wb * row.rb_x() - self.wa * row.ra_x()).element_sum()
     }
 }
 
@@ -328,7 +383,7 @@ pub struct SeedScratch<'a> {
 /// to the velocity passes, the few passes a step makes hand the new weight to one corner after another, and a
 /// tall awake stack under a placed cube leans a little more every step (tower30 leaned 10 cm in 600 steps).
 pub fn seed_fresh_contacts(
-    constraints: &mut [ContactConstraint],
+    (constraints, anchors): (&mut [ContactConstraint], &[ContactAnchors]),
     gravity_dir: Vec3A,
     weight: &[f32],
     scratch: SeedScratch<'_>,
@@ -352,7 +407,7 @@ pub fn seed_fresh_contacts(
     }
     // Constraints are ordered from the ground up, so walking them backwards sees each body's full load before
     // it is passed down.
-    for c in constraints.iter_mut().rev() {
+    for (c, anchors) in constraints.iter_mut().zip(anchors).rev() {
         let Some((upper, lower)) = upper_lower(c) else { continue };
         let count = supports[upper].max(1) as f32;
         let share = load[upper] / count;
@@ -369,7 +424,8 @@ pub fn seed_fresh_contacts(
             let per_point = share * along / points.len() as f32;
             let set_down = points
                 .iter()
-                .all(|p| p.separation <= TOUCHING_SEPARATION_M && p.relative_velocity >= -SET_DOWN_SPEED_M_S);
+                .zip(&anchors.relative_velocity)
+                .all(|(p, &v)| p.separation <= TOUCHING_SEPARATION_M && v >= -SET_DOWN_SPEED_M_S);
             points.iter_mut().for_each(|p| p.normal_impulse = per_point);
             // A body set down here (touching, hardly approaching) brings its load to everything under it; an impact
             // is the velocity passes' to share out.
@@ -410,7 +466,7 @@ fn solve_friction<const N: usize>(
     shock: bool,
     extra: &mut [[f32; 3]; N],
 ) {
-    let mass = |row: &Row| if shock { row.shock_mass } else { row.mass };
+    let mass = |row: &Row| if shock { row.shock_mass() } else { row.mass() };
     let mut old = [[0.0f32; 2]; N];
     let mut new = [[0.0f32; 2]; N];
     for l in 0..N {
@@ -523,7 +579,7 @@ fn solve_lanes<const N: usize>(
             // Speculative: a gap may close this step, no more. Overlap is the position pass's job.
             let min_speed = -p.separation.max(0.0) * inv_dt;
             let vn = pairs[l].speed(c.normal, &p.normal);
-            let new = (p.normal_impulse - p.normal.mass * (vn - min_speed)).max(0.0);
+            let new = (p.normal_impulse - p.normal.mass() * (vn - min_speed)).max(0.0);
             pairs[l].push(c.normal, &p.normal, new - p.normal_impulse);
             largest = largest.max((new - p.normal_impulse).abs());
             p.normal_impulse = new;
@@ -582,7 +638,7 @@ fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverB
                 let p = &c.points[k];
                 let min_speed = -p.separation.max(0.0) * inv_dt;
                 let vn = pairs[l].speed(c.normal, &p.normal);
-                let new = (pushed[l][k] - p.normal.shock_mass * (vn - min_speed)).max(-p.normal_impulse);
+                let new = (pushed[l][k] - p.normal.shock_mass() * (vn - min_speed)).max(-p.normal_impulse);
                 pairs[l].push(c.normal, &p.normal, new - pushed[l][k]);
                 pushed[l][k] = new;
             }
@@ -597,24 +653,24 @@ fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverB
 /// maximum depenetration velocity × dt per step. The current separation of each point is its separation at the
 /// start of the step plus the relative motion of its anchors. With `shock`, the lower body stays put.
 pub fn solve_positions(
-    constraints: &[ContactConstraint],
+    (constraints, anchors): (&[ContactConstraint], &[ContactAnchors]),
     bodies: &mut SolverBodies,
     params: &SolverParams,
     shock: bool,
 ) {
     let max_correction = params.max_depenetration_velocity * params.dt / params.position_iterations.max(1) as f32;
-    for c in constraints {
+    for (c, anchors) in constraints.iter().zip(anchors) {
         let (a, b) = (c.a as usize, c.b as usize);
         let (sa, sb) = c.response(shock);
-        for p in &c.points[..c.count as usize] {
-            let da = bodies.dp[a] + bodies.dtheta[a].cross(p.ra);
-            let db = bodies.dp[b] + bodies.dtheta[b].cross(p.rb);
+        for (k, p) in c.points[..c.count as usize].iter().enumerate() {
+            let da = bodies.dp[a] + bodies.dtheta[a].cross(anchors.ra[k]);
+            let db = bodies.dp[b] + bodies.dtheta[b].cross(anchors.rb[k]);
             let s = p.separation + c.normal.dot(db - da);
             let correction = (PUSH_OUT_FACTOR * (s + LINEAR_SLOP_M)).clamp(-max_correction, 0.0);
             if correction == 0.0 {
                 continue;
             }
-            let mass = if shock { p.normal.shock_mass } else { p.normal.mass };
+            let mass = if shock { p.normal.shock_mass() } else { p.normal.mass() };
             let impulse = -correction * mass;
             let (ja, jb) = (sa * impulse, sb * impulse);
             bodies.dp[a] -= c.normal * (bodies.inv_mass[a] * ja);
@@ -626,18 +682,23 @@ pub fn solve_positions(
 }
 
 /// Bounces: for points that approached faster than the threshold and pushed, aim for −e × the approach speed.
-pub fn apply_restitution(constraints: &mut [ContactConstraint], bodies: &mut SolverBodies, threshold: f32) {
-    for c in constraints.iter_mut().filter(|c| c.restitution > 0.0) {
+pub fn apply_restitution(
+    (constraints, anchors): (&mut [ContactConstraint], &[ContactAnchors]),
+    bodies: &mut SolverBodies,
+    threshold: f32,
+) {
+    for (c, anchors) in constraints.iter_mut().zip(anchors).filter(|(c, _)| c.restitution > 0.0) {
         let mut pair = Pair::load(bodies, c, BOTH);
-        for p in &mut c.points[..c.count as usize] {
+        let count = c.count as usize;
+        for (p, &relative_velocity) in c.points[..count].iter_mut().zip(&anchors.relative_velocity) {
             // Only touching points bounce: a speculative point is stopped at the surface and bounces next step
             // (with the speed it came in at, kept as `bounce_speed`), not in mid-air.
             let touching = p.separation <= TOUCHING_SEPARATION_M;
-            if !touching || p.relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
+            if !touching || relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
                 continue;
             }
             let vn = pair.speed(c.normal, &p.normal);
-            let new = (p.normal_impulse - p.normal.mass * (vn + c.restitution * p.relative_velocity)).max(0.0);
+            let new = (p.normal_impulse - p.normal.mass() * (vn + c.restitution * relative_velocity)).max(0.0);
             pair.push(c.normal, &p.normal, new - p.normal_impulse);
             p.normal_impulse = new;
             p.max_normal_impulse = p.max_normal_impulse.max(new);
@@ -647,16 +708,16 @@ pub fn apply_restitution(constraints: &mut [ContactConstraint], bodies: &mut Sol
 }
 
 /// Writes accumulated impulses back to the contacts for next step's warm start and the contact report.
-pub fn store_impulses(constraints: &[ContactConstraint], contacts: &mut [Contact]) {
-    for c in constraints {
-        let m = &mut contacts[c.contact as usize].manifold;
+pub fn store_impulses((constraints, anchors): (&[ContactConstraint], &[ContactAnchors]), contacts: &mut [Contact]) {
+    for (c, anchors) in constraints.iter().zip(anchors) {
+        let m = &mut contacts[anchors.contact as usize].manifold;
         m.tangent_impulse = Vec3::from(c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1]);
         m.twist_impulse = c.twist_impulse;
         let bouncy = c.restitution > 0.0;
-        for (mp, p) in m.points_mut().iter_mut().zip(&c.points) {
+        for ((mp, p), &relative_velocity) in m.points_mut().iter_mut().zip(&c.points).zip(&anchors.relative_velocity) {
             mp.normal_impulse = p.normal_impulse;
             mp.max_normal_impulse = p.max_normal_impulse;
-            mp.approach_speed = (-p.relative_velocity).max(0.0);
+            mp.approach_speed = (-relative_velocity).max(0.0);
             let stopped_short = bouncy && p.separation > TOUCHING_SEPARATION_M && p.max_normal_impulse > 0.0;
             mp.bounce_speed = if stopped_short { mp.approach_speed } else { 0.0 };
         }
@@ -734,7 +795,7 @@ mod tests {
             let (ia, ib) = (a as usize, b as usize);
             let (ca, cb) = (r.vec() * 0.5, r.vec() * 0.5);
             let row = |linear: Vec3A, angular: Vec3A, ra: Vec3A, rb: Vec3A| {
-                make_row(&bodies, (ia, ib), linear, angular, (ra, rb), lower)
+                make_row(&RowBodies::load(&bodies, (ia, ib)), linear, angular, (ra, rb), lower)
             };
             let mut c = ContactConstraint {
                 a,
@@ -757,8 +818,6 @@ mod tests {
             for p in &mut c.points[..c.count as usize] {
                 let (ra, rb) = (r.vec() * 0.5, r.vec() * 0.5);
                 *p = ConstraintPoint {
-                    ra,
-                    rb,
                     normal: row(normal, Vec3A::ZERO, ra, rb),
                     separation: r.next() * 0.01,
                     normal_impulse: (r.next() + 1.0) * 0.2,

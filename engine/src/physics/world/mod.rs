@@ -15,7 +15,7 @@ use super::body::{
 };
 use super::broadphase::{Aabb, Broadphase, GROUND};
 use super::contact::{ContactSet, NO_CONTACT};
-use super::contact_solver::{ContactConstraint, SolverBodies};
+use super::contact_solver::{ContactAnchors, ContactConstraint, SolverBodies};
 use super::island::Islands;
 use super::rest::MotionHistory;
 use super::solver_lanes::Schedule;
@@ -334,6 +334,8 @@ pub struct World {
     slot_body: Vec<u32>,
     solver_bodies: SolverBodies,
     constraints: Vec<ContactConstraint>,
+    /// What the velocity and shock passes never read of each constraint, at the same index (`ContactAnchors`).
+    anchors: Vec<ContactAnchors>,
     /// The constraints in groups solved side by side (`solver_lanes`): all of them, and those of the shock pass.
     schedule: Schedule,
     shock_schedule: Schedule,
@@ -403,6 +405,7 @@ impl World {
             slot_body: Vec::new(),
             solver_bodies: SolverBodies::default(),
             constraints: Vec::new(),
+            anchors: Vec::new(),
             schedule: Schedule::default(),
             shock_schedule: Schedule::default(),
             order: Vec::new(),
@@ -484,6 +487,7 @@ impl World {
         self.sort_keys.reserve(contacts.saturating_sub(self.sort_keys.len()));
         self.constraints
             .reserve(contacts.saturating_sub(self.constraints.len()));
+        self.anchors.reserve(contacts.saturating_sub(self.anchors.len()));
         self.order.reserve(contacts.saturating_sub(self.order.len()));
         self.schedule.reserve(n + 1, contacts);
         self.shock_schedule.reserve(n + 1, contacts);

@@ -55,6 +55,7 @@ impl World {
         // the next, so this usually writes nothing.
         self.constraints
             .resize(self.order.len(), solver::ContactConstraint::default());
+        self.anchors.resize(self.order.len(), solver::ContactAnchors::default());
         for o in 0..self.order.len() {
             let k = self.updated_ids[self.order[o].1 as usize];
             let (a, b) = (
@@ -76,7 +77,7 @@ impl World {
             let restitution = self.restitution[a].max(restitution_b);
             let lower = lower_body(c, &self.stack.level, &self.simulated, up);
             solver::prepare(
-                &mut self.constraints[o],
+                (&mut self.constraints[o], &mut self.anchors[o]),
                 k,
                 c,
                 slot_a,
@@ -118,7 +119,7 @@ impl World {
         }
         self.supports.resize(slots, 0);
         solver::seed_fresh_contacts(
-            &mut self.constraints,
+            (&mut self.constraints, &self.anchors),
             self.config.gravity.normalize_or_zero().into(),
             &self.weight,
             solver::SeedScratch {
@@ -143,15 +144,20 @@ impl World {
             }
         }
         solver::shock_pass(&self.constraints, &self.shock_schedule, sb, &params);
-        solver::apply_restitution(&mut self.constraints, sb, params.restitution_threshold);
-        solver::store_impulses(&self.constraints, &mut self.contacts.contacts);
+        solver::apply_restitution((&mut self.constraints, &self.anchors), sb, params.restitution_threshold);
+        solver::store_impulses((&self.constraints, &self.anchors), &mut self.contacts.contacts);
         for k in 0..slots {
             sb.dp[k] = sb.v[k] * params.dt;
             sb.dtheta[k] = sb.w[k] * params.dt;
         }
         let position_iterations = self.config.position_iterations;
         for k in 0..position_iterations {
-            solver::solve_positions(&self.constraints, sb, &params, k + 1 == position_iterations);
+            solver::solve_positions(
+                (&self.constraints, &self.anchors),
+                sb,
+                &params,
+                k + 1 == position_iterations,
+            );
         }
         for &i in &self.simulated_ids {
             let (i, k) = (i as usize, self.slot[i as usize] as usize);
