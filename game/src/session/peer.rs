@@ -1221,9 +1221,8 @@ impl Peer {
                 // its return to default carries the same stamp ours would). Ours is superseded, not awaiting commit.
                 self.rest_claims[cube] = None;
             }
-            let pinned = self.table.pinned_to(cube as u32);
-            let relays = self.is_host && pinned != NOBODY;
-            if self.welcomed && (pinned == self.table.me() || relays) && !self.world.state(id)?.at_rest {
+            let sends = sent_every_packet(self.table.pinned_to(cube as u32), self.table.me(), self.is_host);
+            if self.welcomed && sends && !self.world.state(id)?.at_rest {
                 // A player's own cube (rule 10), moving: what the others most need to see, so its player sends it
                 // in every packet, as an avatar, and the host relays it as often to the other guests.
                 self.record_interaction(id);
@@ -1294,6 +1293,13 @@ impl Peer {
     pub fn returned_this_step(&self) -> &[(u32, u8)] {
         &self.returned
     }
+}
+
+/// Whether a moving cube pinned to `pinned` goes in every packet of a peer whose player is `me`: its own player's
+/// cube always, and on the host every player's (relayed to the other guests). A headless host's `me` is 0, which
+/// is also "pinned to nobody": only pinned cubes count.
+fn sent_every_packet(pinned: u8, me: u8, is_host: bool) -> bool {
+    pinned != NOBODY && (pinned == me || is_host)
 }
 
 /// Smallest state body worth sending: one absolute update of an awake cube with its stamp, and the packet header.
@@ -1371,6 +1377,17 @@ mod tests {
             fastest = fastest.max(world.state(struck).unwrap().linear_velocity.length());
         }
         fastest
+    }
+
+    #[test]
+    fn only_pinned_cubes_go_in_every_packet_and_on_a_guest_only_its_own() {
+        // A headless host (player 0) and an unpinned cube: ordinary priority, not every packet.
+        assert!(!sent_every_packet(NOBODY, DEFAULT_AUTHORITY, true));
+        assert!(!sent_every_packet(NOBODY, 2, false));
+        assert!(sent_every_packet(2, 2, false));
+        assert!(!sent_every_packet(3, 2, false));
+        assert!(sent_every_packet(3, DEFAULT_AUTHORITY, true));
+        assert!(sent_every_packet(3, 1, true));
     }
 
     #[test]
