@@ -36,12 +36,12 @@ use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
 
 use super::compare::{validate_run, CompareArgs};
+use super::loopback::body_differs;
 use super::session::{Driver, SessionConfig, SessionRun, DEFAULT_SESSION_KBPS_BUDGET, SETTLE_S};
 use crate::authority::rules::{RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
 use crate::cube_game::{CubeBot, CubeGame, CubeInput};
 use crate::session::peer::{Peer, MAX_PLAYERS, PACKETS_PER_S};
-use crate::sync::codec::quantize::quantize_state;
 
 /// Least per-connection budget accepted (kbps): below it a packet holds no cube update.
 const MIN_KBPS_BUDGET: u32 = 32;
@@ -354,25 +354,21 @@ impl AuthorityRun {
 
     /// Where each machine draws the other players' cubes against where their own machines have them.
     fn measure_remote(&mut self) -> Result<()> {
-        let peers: Vec<&Peer> = self.run.peers().collect();
         for (p, &cube) in self.player_cubes.iter().enumerate() {
             let player = p as u8 + 1;
-            let Some(owner) = peers.iter().find(|peer| peer.player() == player) else {
+            let Some(owner) = self.run.peers().find(|peer| peer.player() == player) else {
                 continue;
             };
             let truth = owner.world.state(cube)?.position;
             self.player_travel_max_m = self.player_travel_max_m.max(f64::from(truth.distance(self.starts[p])));
-            for peer in peers
-                .iter()
-                .filter(|peer| peer.player() != player && peer.player() != 0)
-            {
+            for peer in self.run.peers().filter(|peer| ![0, player].contains(&peer.player())) {
                 let e = f64::from(peer.drawn_pose(cube)?.position.distance(truth));
                 self.remote_error_sum_m += e;
                 self.remote_error_count += 1;
                 self.remote_error_max_m = self.remote_error_max_m.max(e);
             }
         }
-        if let Some(host) = peers.first() {
+        if let Some(host) = self.run.peers().next() {
             let counts = host.table.counts();
             let claimed = counts[1..].iter().sum::<u32>() - self.player_cubes.len() as u32;
             self.cubes_claimed_max = self.cubes_claimed_max.max(claimed);
@@ -430,21 +426,16 @@ impl AuthorityRun {
     }
 }
 
-/// Cubes whose quantized state differs between a guest and the host (each cube counted once).
+/// Cubes that differ between a guest and the host ([`body_differs`]; each cube counted once).
 fn differing_cubes(peers: &[&Peer]) -> Result<u64> {
     let Some((host, guests)) = peers.split_first() else {
         return Ok(0);
     };
     let mut n = 0;
     for c in 0..host.world.body_count() as u32 {
-        let id = BodyId(c);
-        if host.world.is_removed(id)? {
-            continue;
-        }
-        let want = quantize_state(&host.world.state(id)?);
         let mut differs = false;
-        for g in guests {
-            differs |= g.world.is_removed(id)? || quantize_state(&g.world.state(id)?) != want;
+        for guest in guests {
+            differs |= body_differs(&host.world, &guest.world, BodyId(c))?;
         }
         n += u64::from(differs);
     }

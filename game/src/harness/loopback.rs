@@ -807,16 +807,21 @@ pub(crate) fn link_time(handshake_ticks: u64, step: u64, k: u64, dt: f64) -> f64
 /// True when every cube has the same quantized state (and the same removed flag) on both sides.
 pub(crate) fn bit_identical(a: &World, b: &World) -> Result<bool> {
     for i in 0..a.body_count() as u32 {
-        let id = BodyId(i);
-        let removed = a.is_removed(id)?;
-        if removed != b.is_removed(id)? {
-            return Ok(false);
-        }
-        if !removed && quantize_state(&a.state(id)?) != quantize_state(&b.state(id)?) {
+        if body_differs(a, b, BodyId(i))? {
             return Ok(false);
         }
     }
     Ok(true)
+}
+
+/// Whether body `id` differs between the two worlds as the wire would carry it: removed in one only, or a
+/// different quantized state.
+pub(crate) fn body_differs(a: &World, b: &World, id: BodyId) -> Result<bool> {
+    let removed = a.is_removed(id)?;
+    if removed != b.is_removed(id)? {
+        return Ok(true);
+    }
+    Ok(!removed && quantize_state(&a.state(id)?) != quantize_state(&b.state(id)?))
 }
 
 /// The `q` quantile (nearest rank) of `values`; 0 when empty.
