@@ -71,12 +71,13 @@ pub fn pushed_cubes(
     let position = world.state(player)?.position;
     if input.has(CubeInput::HOVER) {
         if let Some(ground) = world.config().ground_height {
-            let centre = Vec3::new(position.x, ground, position.z);
-            cubes_near(world, centre, BLOW_RADIUS_M, players, |id, _, _| out.push(id))?;
+            cubes_near(world, blow_centre(position, ground), BLOW_RADIUS_M, players, |id| {
+                out.push(id)
+            })?;
         }
     }
     if input.has(CubeInput::PULL) {
-        cubes_near(world, position, PULL_RADIUS_M, players, |id, _, _| {
+        cubes_near(world, position, PULL_RADIUS_M, players, |id| {
             // Blown and pulled at once: listed once.
             if !out.contains(&id) {
                 out.push(id);
@@ -129,10 +130,9 @@ fn hover(
         .clamp(0.0, MAX_HOVER_ACCEL_M_S2);
     let mass = world.mass(player)?;
     world.apply_impulse(player, Vec3::Y * (lift * mass * dt), Vec3::ZERO)?;
-    let centre = Vec3::new(s.position.x, ground, s.position.z);
     for_cubes_near(
         world,
-        centre,
+        blow_centre(s.position, ground),
         BLOW_RADIUS_M,
         players,
         may_push,
@@ -186,20 +186,25 @@ fn for_cubes_near(
     Ok(())
 }
 
-/// Calls `f(id, offset from centre, distance)` for every non-player cube within `radius` of `centre`, in id order.
+/// Calls `f(id)` for every non-player cube within `radius` of `centre`, in id order.
 fn cubes_near(
     world: &World,
     centre: Vec3,
     radius: f32,
     players: &[BodyId],
-    mut f: impl FnMut(BodyId, Vec3, f32),
+    mut f: impl FnMut(BodyId),
 ) -> Result<(), PhysicsError> {
     for i in 0..world.body_count() as u32 {
-        if let Some((offset, d)) = near(world, BodyId(i), centre, radius, players)? {
-            f(BodyId(i), offset, d);
+        if near(world, BodyId(i), centre, radius, players)?.is_some() {
+            f(BodyId(i));
         }
     }
     Ok(())
+}
+
+/// The point the blow pushes away from: on the ground straight below the player at `position`.
+fn blow_centre(position: Vec3, ground: f32) -> Vec3 {
+    Vec3::new(position.x, ground, position.z)
 }
 
 /// Cube `id`'s offset from `centre` and distance, when it is a cube the blow or pull reaches: not a player, not

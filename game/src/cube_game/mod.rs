@@ -260,6 +260,38 @@ mod tests {
         }
     }
 
+    /// What `pushed_by` lists is exactly what `push_one` then pushes, blow and pull together; and what `may_push`
+    /// refuses is not pushed.
+    #[test]
+    fn the_cubes_listed_as_pushed_are_the_cubes_the_input_pushes() {
+        let mut world = small_field();
+        let game = CubeGame::new(&mut world, 1).unwrap();
+        let forward = CubeInput::from_bits(CubeInput::FORWARD);
+        let mut g = game.clone();
+        for _ in 0..150 {
+            g.step(&mut world, &[forward]).unwrap();
+        }
+        let input = CubeInput::from_bits(CubeInput::HOVER | CubeInput::PULL);
+        let mut listed = Vec::new();
+        game.pushed_by(&world, 0, input, &mut listed).unwrap();
+        assert!(listed.len() >= 2, "{listed:?}");
+        let moved = |refused: Option<BodyId>| {
+            let mut w = world.clone();
+            let before: Vec<_> = (0..w.body_count() as u32)
+                .map(|i| w.state(BodyId(i)).unwrap())
+                .collect();
+            game.push_one(&mut w, 0, input, |id| Some(id) != refused).unwrap();
+            (0..w.body_count() as u32)
+                .map(BodyId)
+                .filter(|&id| id != game.players()[0])
+                .filter(|&id| w.state(id).unwrap().linear_velocity != before[id.index()].linear_velocity)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(moved(None), listed);
+        let without_first = moved(Some(listed[0]));
+        assert_eq!(without_first, listed[1..]);
+    }
+
     #[test]
     fn the_same_inputs_give_the_same_bits() {
         let (wa, ga, _) = play(900, 9);
