@@ -30,7 +30,7 @@
 //!   the colours).
 //! - `cpu_ms_per_step`: wall time of one game step (forces, physics, colours), mean over all machines.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -507,15 +507,10 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         ..LockstepConfig::default()
     };
     config.validate()?;
-    let scene = load_scene(&args.scene)?;
-    let build = || {
-        scene
-            .build_world(WorldConfig::default())
-            .context("building the scene's world")
-    };
-    tracing::info!(scene = %scene.name, seconds = config.seconds, latency_ms = config.latency_ms,
+    let (scene, world) = load_field(&args.scene, WorldConfig::default())?;
+    tracing::info!(%scene, seconds = config.seconds, latency_ms = config.latency_ms,
         loss_pct = config.loss_pct, players = config.players, "lockstep: bots playing the cube game");
-    let worlds = (0..config.players).map(|_| build()).collect::<Result<Vec<_>>>()?;
+    let worlds = vec![world; config.players];
     let report = run_lockstep(&config, worlds)?;
     tracing::info!(
         hitch_frames = report.hitch_frames.iter().sum::<u64>(),
@@ -523,7 +518,23 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         bit_identical = report.bit_identical_at_end,
         "lockstep run done"
     );
-    Ok(report.to_json(&config, &scene.name))
+    Ok(report.to_json(&config, &scene))
+}
+
+/// The scene file's name and its world built with `config`: the field every model's run copies.
+pub(crate) fn load_field(path: &Path, config: WorldConfig) -> Result<(String, World)> {
+    let scene = load_scene(path)?;
+    let world = scene.build_world(config).context("building the scene's world")?;
+    Ok((scene.name, world))
+}
+
+/// A scene of `assets/scenes/` and its world, for tests.
+#[cfg(test)]
+pub(crate) fn asset_field(file: &str, config: WorldConfig) -> World {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/scenes")
+        .join(file);
+    load_field(&path, config).unwrap().1
 }
 
 /// `--model all`: every model of [`ALL_MODELS`] in turn.
@@ -562,27 +573,20 @@ fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
         },
     };
     config.validate()?;
-    let scene = load_scene(&args.scene)?;
-    let world = scene
-        .build_world(WorldConfig::default())
-        .context("building the scene's world")?;
-    tracing::info!(scene = %scene.name, seconds = config.seconds, snapshot_hz = config.snapshot_hz,
+    let (scene, world) = load_field(&args.scene, WorldConfig::default())?;
+    tracing::info!(%scene, seconds = config.seconds, snapshot_hz = config.snapshot_hz,
         compressed = config.compressed, "snapshots: two bots playing the cube game");
     let report = run_snapshots(&config, world)?;
-    Ok(report.to_json(&config, &scene.name))
+    Ok(report.to_json(&config, &scene))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
     use tumble_engine::physics::BodyId;
 
     fn scene_world(file: &str) -> World {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../assets/scenes")
-            .join(file);
-        load_scene(&path).unwrap().build_world(WorldConfig::default()).unwrap()
+        asset_field(file, WorldConfig::default())
     }
 
     fn run(file: &str, config: &LockstepConfig) -> LockstepReport {

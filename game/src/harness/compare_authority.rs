@@ -30,12 +30,11 @@
 
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use tumble_engine::physics::{BodyId, World, WorldConfig};
-use tumble_engine::scene::load_scene;
 
-use super::compare::{validate_run, CompareArgs};
+use super::compare::{load_field, validate_run, CompareArgs};
 use super::loopback::body_differs;
 use super::session::{Driver, SessionConfig, SessionRun, DEFAULT_SESSION_KBPS_BUDGET, SETTLE_S};
 use crate::authority::rules::{RejectCounts, RejectReason};
@@ -460,11 +459,8 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         kbps_budget: args.kbps_budget,
     };
     config.validate()?;
-    let scene = load_scene(&args.scene)?;
-    let field = scene
-        .build_world(WorldConfig::default())
-        .context("building the scene's world")?;
-    tracing::info!(scene = %scene.name, seconds = config.seconds, players = config.players,
+    let (scene, field) = load_field(&args.scene, WorldConfig::default())?;
+    tracing::info!(%scene, seconds = config.seconds, players = config.players,
         kbps_budget = config.kbps_budget, "authority: bots playing the cube game over state sync");
     let report = run_authority(&config, field)?;
     tracing::info!(
@@ -473,18 +469,16 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         bit_identical = report.bit_identical_at_end,
         "authority run done"
     );
-    Ok(report.to_json(&config, &scene.name))
+    Ok(report.to_json(&config, &scene))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
     use tumble_engine::physics::BodyId;
 
     fn cubes90() -> World {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/cubes90.toml");
-        load_scene(&path).unwrap().build_world(WorldConfig::default()).unwrap()
+        crate::harness::compare::asset_field("cubes90.toml", WorldConfig::default())
     }
 
     /// Both players roll forward from the start, 50 ms each way: on the guest's own machine its cube moves in the

@@ -355,15 +355,10 @@ pub fn run_snapshots(config: &SnapshotConfig, world: World) -> Result<SnapshotRe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
     use tumble_engine::physics::WorldConfig;
-    use tumble_engine::scene::load_scene;
 
     fn world(file: &str) -> World {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../assets/scenes")
-            .join(file);
-        load_scene(&path).unwrap().build_world(WorldConfig::default()).unwrap()
+        crate::harness::compare::asset_field(file, WorldConfig::default())
     }
 
     fn config(compressed: bool) -> SnapshotConfig {

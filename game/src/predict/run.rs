@@ -27,17 +27,16 @@
 //! - `cpu_ms_per_step`: wall time simulating, replays included, per step run, mean over both machines
 //!   (`cpu_ms_per_step_client` / `_server` apart).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use tumble_engine::physics::{World, WorldConfig};
-use tumble_engine::scene::load_scene;
 use tumble_net::PeerId;
 
 use super::client::{ClientStats, PredictClient};
 use super::packet::MAX_STATE_PACKET_BYTES;
 use super::server::{PredictServer, ServerConfig, ServerStats};
 use crate::cube_game::CubeBot;
-use crate::harness::compare::{check_flag, validate_run, CompareArgs};
+use crate::harness::compare::{check_flag, load_field, validate_run, CompareArgs};
 use crate::harness::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
 use crate::sync::codec::predict::STEP_HZ;
@@ -316,33 +315,24 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         buffer_ms: args.predict_buffer_ms,
     };
     config.validate()?;
-    let scene = load_scene(&args.scene)?;
-    let build = || {
-        scene
-            .build_world(world_config(args.predict_early_stop))
-            .context("building the scene's world")
-    };
-    tracing::info!(scene = %scene.name, seconds = config.seconds, latency_ms = config.latency_ms,
+    let (scene, world) = load_field(&args.scene, world_config(args.predict_early_stop))?;
+    tracing::info!(%scene, seconds = config.seconds, latency_ms = config.latency_ms,
         loss_pct = config.loss_pct, "predict: a server and a predicting client playing the cube game");
-    let report = run_predict(&config, build()?, build()?)?;
+    let report = run_predict(&config, world.clone(), world)?;
     tracing::info!(
         corrections = report.client.corrections,
         rewinds = report.client.rewinds,
         "predict run done"
     );
-    Ok(report.to_json(&config, &scene.name))
+    Ok(report.to_json(&config, &scene))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     fn scene_world(file: &str) -> World {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../assets/scenes")
-            .join(file);
-        load_scene(&path).unwrap().build_world(world_config(false)).unwrap()
+        crate::harness::compare::asset_field(file, world_config(false))
     }
 
     fn link(latency_ms: f64, loss_pct: f64, seconds: f64) -> PredictConfig {
