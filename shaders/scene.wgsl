@@ -10,7 +10,9 @@ struct Frame {
     light_view_proj: mat4x4<f32>,
     // xyz: unit vector from the scene towards the light.
     light_towards: vec4<f32>,
-    // x: debug bits (1 = tint resting cubes), y: shadow map size in texels.
+    // x: debug bits (1 = tint resting cubes), y: shadow map size in texels, z: 1 when each view shows its own
+    // world (some boxes are flagged for one view) and the shadow map is split into a half per view, w: the boxes
+    // drawn (the shadow pass of a split frame draws each twice, once per half).
     params: vec4<u32>,
 }
 
@@ -32,7 +34,19 @@ const FLAG_SELECTED: u32 = 1u;
 const FLAG_HELD: u32 = 2u;
 const FLAG_RESTING: u32 = 4u;
 const FLAG_UNLIT: u32 = 8u;
+const FLAG_FIRST_VIEW_ONLY: u32 = 16u;
+const FLAG_SECOND_VIEW_ONLY: u32 = 32u;
 const DEBUG_RESTING: u32 = 1u;
+// A clip position outside the view volume: a box's 36 corners all placed here make no triangle that covers a pixel.
+const NOWHERE: vec4<f32> = vec4<f32>(2.0, 2.0, 2.0, 1.0);
+
+// Whether a box with these flags is drawn in view (or shadow-map half) `view`.
+fn shown_in(flags: u32, view: u32) -> bool {
+    if (view == 0u) {
+        return (flags & FLAG_SECOND_VIEW_ONLY) == 0u;
+    }
+    return (flags & FLAG_FIRST_VIEW_ONLY) == 0u;
+}
 
 fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
     let t = 2.0 * cross(q.xyz, v);
@@ -76,6 +90,9 @@ fn vs_box(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance:
     let world = box.position + rotate(box.rotation, corner[0] * box.half_extents);
     var out: BoxOut;
     out.clip = frame.view_proj[view] * vec4<f32>(world, 1.0);
+    if (!shown_in(box.flags, view)) {
+        out.clip = NOWHERE;
+    }
     out.world = world;
     out.normal = rotate(box.rotation, corner[1]);
     out.local = corner[0];
@@ -83,16 +100,20 @@ fn vs_box(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance:
     return out;
 }
 
-// Fraction of the light that reaches a point, from the shadow map with a 3x3 percentage-closer filter.
-fn sunlight(world: vec3<f32>, normal: vec3<f32>) -> f32 {
+// Fraction of the light that reaches a point seen in `view`, from the shadow map with a 3x3 percentage-closer
+// filter. A split frame keeps each view's shadows in its own half of the map (left half: first view).
+fn sunlight(world: vec3<f32>, normal: vec3<f32>, view: u32) -> f32 {
     let texel = 1.0 / f32(frame.params.y);
     // Push the sample point off the surface along its normal: no acne on faces that grazes the light.
     let offset_world = world + normal * 0.02;
     let clip = frame.light_view_proj * vec4<f32>(offset_world, 1.0);
     let ndc = clip.xyz / clip.w;
-    let uv = ndc.xy * 0.5 + vec2<f32>(0.5, 0.5);
+    var uv = ndc.xy * 0.5 + vec2<f32>(0.5, 0.5);
     if (uv.x <= 0.0 || uv.x >= 1.0 || uv.y <= 0.0 || uv.y >= 1.0 || ndc.z >= 1.0) {
         return 1.0;
+    }
+    if (frame.params.z != 0u) {
+        uv.x = (uv.x + f32(view)) * 0.5;
     }
     var lit = 0.0;
     for (var dy = -1; dy <= 1; dy = dy + 1) {
@@ -104,16 +125,16 @@ fn sunlight(world: vec3<f32>, normal: vec3<f32>) -> f32 {
     return lit / 9.0;
 }
 
-fn shade(albedo: vec3<f32>, world: vec3<f32>, normal: vec3<f32>) -> vec3<f32> {
+fn shade(albedo: vec3<f32>, world: vec3<f32>, normal: vec3<f32>, view: u32) -> vec3<f32> {
     let l = frame.light_towards.xyz;
-    let direct = max(dot(normal, l), 0.0) * sunlight(world, normal);
+    let direct = max(dot(normal, l), 0.0) * sunlight(world, normal, view);
     // Hemisphere ambient: brighter from above, so faces turned away from the sun still read as solid.
     let sky = 0.30 + 0.15 * normal.y;
     return albedo * (sky + 0.85 * direct);
 }
 
 @fragment
-fn fs_box(in: BoxOut) -> @location(0) vec4<f32> {
+fn fs_box(in: BoxOut, @builtin(view_index) view: u32) -> @location(0) vec4<f32> {
     let box = instances[in.instance];
     if ((box.flags & FLAG_UNLIT) != 0u) {
         return vec4<f32>(box.colour.rgb, 1.0);
@@ -123,7 +144,7 @@ fn fs_box(in: BoxOut) -> @location(0) vec4<f32> {
     if ((frame.params.x & DEBUG_RESTING) != 0u && (box.flags & FLAG_RESTING) != 0u) {
         albedo = albedo * vec3<f32>(0.45, 0.55, 1.0);
     }
-    var colour = shade(albedo, in.world, n);
+    var colour = shade(albedo, in.world, n, view);
     // Darken the box's edges so cubes in a stack stay apart: the second largest local coordinate nears 1 there.
     let a = abs(in.local);
     let edge = max(min(a.x, a.y), max(min(a.y, a.z), min(a.x, a.z)));
@@ -191,14 +212,31 @@ fn fs_ground(in: GroundOut, @builtin(view_index) view: u32) -> GroundFragment {
     let albedo = mix(base, vec3<f32>(0.20, 0.21, 0.19), max(line1 * 0.6, line5) * fade);
     var out: GroundFragment;
     out.depth = clip.z / clip.w;
-    out.colour = vec4<f32>(shade(albedo, world, vec3<f32>(0.0, 1.0, 0.0)), 1.0);
+    out.colour = vec4<f32>(shade(albedo, world, vec3<f32>(0.0, 1.0, 0.0), view), 1.0);
     return out;
 }
 
 @vertex
 fn vs_shadow(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance: u32) -> @builtin(position) vec4<f32> {
-    let box = instances[instance];
+    // A split frame draws the boxes twice: instances 0..n into the left half (first view), n..2n the right.
+    let split = frame.params.z != 0u;
+    let count = max(frame.params.w, 1u);
+    var half = 0u;
+    var index = instance;
+    if (split) {
+        half = instance / count;
+        index = instance % count;
+    }
+    let box = instances[index];
+    if (split && !shown_in(box.flags, half)) {
+        return NOWHERE;
+    }
     let corner = box_corner(vertex);
     let world = box.position + rotate(box.rotation, corner[0] * box.half_extents);
-    return frame.light_view_proj * vec4<f32>(world, 1.0);
+    var clip = frame.light_view_proj * vec4<f32>(world, 1.0);
+    if (split) {
+        // The light's box (x in -w..w) squeezed into its half: -w..0 for the first view, 0..w for the second.
+        clip.x = clip.x * 0.5 + (f32(half) - 0.5) * clip.w;
+    }
+    return clip;
 }

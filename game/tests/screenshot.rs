@@ -262,3 +262,75 @@ fn stereo_frame_has_both_eyes_side_by_side() {
         .count();
     assert!(differing > 0, "left and right eyes are identical");
 }
+
+/// The desktop's network-model comparison draws two worlds in one stereo frame: each cube flagged for one view is
+/// drawn there only, and its shadow falls there only; an unflagged cube shows in both.
+#[test]
+fn cubes_flagged_for_one_view_show_and_cast_shadows_in_that_view_only() {
+    use tumble_engine::render::{authority_rgb, CubeInstance, CUBE_FIRST_VIEW_ONLY, CUBE_SECOND_VIEW_ONLY};
+    let cube = |position: Vec3, authority: u8, flags: u32| CubeInstance {
+        position,
+        rotation: glam::Quat::IDENTITY,
+        half_extents: Vec3::splat(0.5),
+        colour: authority_rgb(authority),
+        flags,
+    };
+    let (red, blue, shared) = (
+        Vec3::new(-2.0, 0.5, 0.0),
+        Vec3::new(2.0, 0.5, 0.0),
+        Vec3::new(0.0, 0.5, -3.0),
+    );
+    // A cube floating 2 m up, second view only: its shadow on the ground lies along the light from its centre.
+    let floating = Vec3::new(1.0, 2.0, 3.0);
+    let light = tumble_engine::render::DEFAULT_LIGHT_DIRECTION;
+    let shadow = floating + light * (floating.y / -light.y);
+    let cubes = [
+        cube(red, 2, CUBE_FIRST_VIEW_ONLY),
+        cube(blue, 1, CUBE_SECOND_VIEW_ONLY),
+        cube(shared, 4, 0),
+        cube(floating, 3, CUBE_SECOND_VIEW_ONLY),
+    ];
+    let shot = render_cubes(
+        &cubes,
+        &ShotOptions {
+            width: 2 * WIDTH,
+            height: HEIGHT,
+            stereo: true,
+        },
+    )
+    .unwrap_or_else(|e| panic!("rendering failed: {e}"));
+    assert_eq!(
+        tumble_engine::render::validation_messages(),
+        0,
+        "the validation layers reported problems"
+    );
+    let at = |v: usize, point: Vec3| {
+        let (x, y) = project(&shot.views[v], point, v as u32 * WIDTH, WIDTH, HEIGHT).expect("in front");
+        pixel(&shot, x as u32, y as u32)
+    };
+    assert_eq!(hue(at(0, red)), Hue::Red, "the first view's own cube");
+    assert_eq!(
+        hue(at(1, red)),
+        Hue::Neutral,
+        "not in the second view: the ground behind it"
+    );
+    assert_eq!(hue(at(1, blue)), Hue::Blue, "the second view's own cube");
+    assert_eq!(hue(at(0, blue)), Hue::Neutral, "not in the first view");
+    assert_eq!(
+        (hue(at(0, shared)), hue(at(1, shared))),
+        (Hue::Yellow, Hue::Yellow),
+        "in both"
+    );
+    assert_eq!(hue(at(1, floating)), Hue::Green);
+    let (lit, shaded) = (at(0, shadow), at(1, shadow));
+    assert_eq!(
+        (hue(lit), hue(shaded)),
+        (Hue::Neutral, Hue::Neutral),
+        "ground at the shadow's centre"
+    );
+    let brightness = |p: [u8; 3]| p.iter().map(|&c| u32::from(c)).sum::<u32>();
+    assert!(
+        brightness(shaded) * 10 < brightness(lit) * 8,
+        "the floating cube shadows the second view's ground ({shaded:?}) and not the first's ({lit:?})"
+    );
+}

@@ -4,7 +4,10 @@
 use glam::{Mat4, Quat, Vec3};
 
 use super::error::RenderError;
-use super::scene_data::{FrameInput, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES, MAX_VIEWS};
+use super::scene_data::{
+    FrameInput, CUBE_FIRST_VIEW_ONLY, CUBE_FLAGS, CUBE_SECOND_VIEW_ONLY, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES,
+    MAX_VIEWS,
+};
 
 /// Shader flag: draw the box in its flat colour (contact markers).
 const FLAG_UNLIT: u32 = 8;
@@ -98,7 +101,13 @@ pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox) -> u32 {
         }
     };
     for c in input.cubes {
-        push(gpu_box(c.position, c.rotation, c.half_extents, c.colour, c.flags & 7));
+        push(gpu_box(
+            c.position,
+            c.rotation,
+            c.half_extents,
+            c.colour,
+            c.flags & CUBE_FLAGS,
+        ));
     }
     for a in input.avatars {
         push(gpu_box(
@@ -126,8 +135,19 @@ pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox) -> u32 {
     n as u32
 }
 
-/// The frame's uniform block.
-pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_px: u32) -> GpuFrame {
+/// True when the frame shows a different world in each of its two views: some cube is flagged for one view only.
+/// The shadow map is then split in two halves, one per view, so a world casts shadows in its own view only.
+pub(crate) fn split_views(input: &FrameInput) -> bool {
+    input.views.len() == 2
+        && input
+            .cubes
+            .iter()
+            .any(|c| c.flags & (CUBE_FIRST_VIEW_ONLY | CUBE_SECOND_VIEW_ONLY) != 0)
+}
+
+/// The frame's uniform block. `box_count`: the boxes written (the shadow pass of a split frame draws them twice,
+/// once per half, and finds a box's index from the instance's).
+pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_px: u32, box_count: u32) -> GpuFrame {
     let mut frame = GpuFrame {
         view_proj: [[0.0; 16]; MAX_VIEWS],
         inv_view_proj: [[0.0; 16]; MAX_VIEWS],
@@ -139,8 +159,8 @@ pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_p
         params: [
             if input.debug.resting { DEBUG_RESTING } else { 0 },
             shadow_size_px,
-            0,
-            0,
+            u32::from(split_views(input)),
+            box_count,
         ],
     };
     for (i, v) in input.views.iter().take(MAX_VIEWS).enumerate() {
@@ -177,7 +197,7 @@ mod tests {
     #[test]
     fn cubes_avatars_and_contact_markers_become_boxes_in_order() {
         let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5)];
-        let cubes = [cube(CUBE_HELD | CUBE_RESTING | 0xF0), cube(0)];
+        let cubes = [cube(CUBE_HELD | CUBE_RESTING | CUBE_SECOND_VIEW_ONLY | 0xC8), cube(0)];
         let pose = Pose {
             position: Vec3::Y,
             rotation: Quat::IDENTITY,
@@ -196,7 +216,7 @@ mod tests {
         let (boxes, n) = pack(&input);
         assert_eq!(n, 2 + 3, "contacts are drawn only in the contacts debug mode");
         // Flags the caller may set pass through; anything else (the shader's own bits) is masked off.
-        assert_eq!(boxes[0].flags, CUBE_HELD | CUBE_RESTING);
+        assert_eq!(boxes[0].flags, CUBE_HELD | CUBE_RESTING | CUBE_SECOND_VIEW_ONLY);
         assert_eq!(boxes[0].colour, [0.1, 0.2, 0.3, 1.0]);
         assert_eq!(boxes[2].half_extents, HEAD_HALF_EXTENTS_M.to_array());
         assert_eq!(boxes[3].half_extents, HAND_HALF_EXTENTS_M.to_array());
@@ -220,7 +240,7 @@ mod tests {
     #[test]
     fn the_uniform_block_carries_both_eyes_and_the_light() {
         let views = View::stereo_pair(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5, 0.064);
-        let frame = gpu_frame(&FrameInput::new(&views, &[]), Mat4::IDENTITY, 2048);
+        let frame = gpu_frame(&FrameInput::new(&views, &[]), Mat4::IDENTITY, 2048, 0);
         let left = Vec3::from_slice(&frame.eye_position[0][..3]);
         let right = Vec3::from_slice(&frame.eye_position[1][..3]);
         assert!(((right - left).length() - 0.064).abs() < 1e-4, "eyes {left} {right}");
@@ -231,5 +251,31 @@ mod tests {
             "unit vector up towards the light"
         );
         assert_eq!(frame.params[1], 2048);
+    }
+
+    #[test]
+    fn a_frame_splits_its_shadow_only_with_two_views_and_cubes_for_one_of_them() {
+        let pair = View::stereo_pair(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5, 0.0);
+        let shared = [cube(0), cube(CUBE_RESTING)];
+        let split = [cube(CUBE_FIRST_VIEW_ONLY), cube(CUBE_SECOND_VIEW_ONLY)];
+        assert!(
+            !split_views(&FrameInput::new(&pair, &shared)),
+            "one world in both views"
+        );
+        assert!(split_views(&FrameInput::new(&pair, &split)));
+        assert!(
+            !split_views(&FrameInput::new(&pair[..1], &split)),
+            "one view has nothing to split"
+        );
+        let frame = gpu_frame(&FrameInput::new(&pair, &split), Mat4::IDENTITY, 2048, 7);
+        assert_eq!(
+            frame.params[2..],
+            [1, 7],
+            "split, and the box count the shadow pass divides by"
+        );
+        assert_eq!(
+            gpu_frame(&FrameInput::new(&pair, &shared), Mat4::IDENTITY, 2048, 2).params[2],
+            0
+        );
     }
 }

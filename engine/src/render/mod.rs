@@ -54,8 +54,8 @@ pub use overlay::OverlayFrame;
 pub use raw_window_handle;
 pub use renderer::{Renderer, ResultImage, FRAMES_IN_FLIGHT, MAX_EXTENT_PX, RESULT_FORMAT};
 pub use scene_data::{
-    authority_rgb, Avatar, CubeInstance, DebugModes, FrameInput, Pose, View, AUTHORITY_NONE_RGB, CUBE_HELD,
-    CUBE_RESTING, CUBE_SELECTED, DEFAULT_LIGHT_DIRECTION, FAR_M, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES,
-    MAX_VIEWS, NEAR_M, PLAYER_RGB,
+    authority_rgb, Avatar, CubeInstance, DebugModes, FrameInput, Pose, View, AUTHORITY_NONE_RGB, CUBE_FIRST_VIEW_ONLY,
+    CUBE_FLAGS, CUBE_HELD, CUBE_RESTING, CUBE_SECOND_VIEW_ONLY, CUBE_SELECTED, DEFAULT_LIGHT_DIRECTION, FAR_M,
+    MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES, MAX_VIEWS, NEAR_M, PLAYER_RGB,
 };
 pub use swapchain::{FrameStatus, Presenter};

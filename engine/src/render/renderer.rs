@@ -8,7 +8,9 @@ use ash::vk;
 
 use super::device::Gpu;
 use super::error::{RenderError, VkContext};
-use super::instances::{gpu_frame, validate, write_boxes, GpuBox, GpuFrame, GPU_BOX_BYTES, GPU_FRAME_BYTES, MAX_BOXES};
+use super::instances::{
+    gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, GPU_BOX_BYTES, GPU_FRAME_BYTES, MAX_BOXES,
+};
 use super::memory::{create_buffer, destroy_buffer, Buffer};
 use super::pipeline::{descriptor_layout, graphics_pipeline, MainFormats, MainPass, PipelineDesc, Shaders};
 use super::scene_data::{FrameInput, MAX_VIEWS};
@@ -301,11 +303,15 @@ impl Renderer {
         // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; they are mapped, coherent
         // and sized for one GpuFrame and MAX_BOXES GpuBoxes.
         let box_count = unsafe {
-            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX));
-            write_boxes(input, slot.boxes.mapped as *mut GpuBox)
+            let n = write_boxes(input, slot.boxes.mapped as *mut GpuBox);
+            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX, n));
+            n
         };
+        // A split frame draws every box into both halves of the shadow map (the shader drops a box from the
+        // half of the view it is not shown in).
+        let shadow_boxes = if split_views(input) { 2 * box_count } else { box_count };
         // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
-        unsafe { self.record(slot_index, box_count) }?;
+        unsafe { self.record(slot_index, box_count, shadow_boxes) }?;
         self.recording = Some(slot_index);
         Ok(self.frames[slot_index].cmd)
     }
@@ -333,7 +339,7 @@ impl Renderer {
 
     /// # Safety
     /// The slot's command buffer is not in use by the GPU.
-    unsafe fn record(&self, index: usize, box_count: u32) -> Result<(), RenderError> {
+    unsafe fn record(&self, index: usize, box_count: u32, shadow_boxes: u32) -> Result<(), RenderError> {
         let d = &self.device;
         let slot = &self.frames[index];
         let cmd = slot.cmd;
@@ -364,7 +370,7 @@ impl Renderer {
             if box_count > 0 {
                 d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.shadow_pipeline);
                 self.bind_set(cmd, slot.set);
-                d.cmd_draw(cmd, 36, box_count, 0, 0);
+                d.cmd_draw(cmd, 36, shadow_boxes, 0, 0);
             }
             d.cmd_end_render_pass(cmd);
 

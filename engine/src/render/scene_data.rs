@@ -18,6 +18,14 @@ pub const CUBE_SELECTED: u32 = 1;
 pub const CUBE_HELD: u32 = 2;
 /// [`CubeInstance::flags`]: the cube is at rest (drawn tinted only in the resting debug mode).
 pub const CUBE_RESTING: u32 = 4;
+/// [`CubeInstance::flags`]: draw the cube in the first view only (the left of two), and give it a shadow there
+/// only. With two views, cubes flagged for one view each show two worlds side by side in one frame (the desktop's
+/// network-model comparison: the player's world left, the other side's right); unflagged cubes show in both.
+pub const CUBE_FIRST_VIEW_ONLY: u32 = 16;
+/// [`CubeInstance::flags`]: draw the cube in the second view only (the right of two); see [`CUBE_FIRST_VIEW_ONLY`].
+pub const CUBE_SECOND_VIEW_ONLY: u32 = 32;
+/// Every flag a [`CubeInstance`] may carry.
+pub const CUBE_FLAGS: u32 = CUBE_SELECTED | CUBE_HELD | CUBE_RESTING | CUBE_FIRST_VIEW_ONLY | CUBE_SECOND_VIEW_ONLY;
 
 /// Linear RGB of a cube with no authority.
 pub const AUTHORITY_NONE_RGB: [f32; 3] = [0.85, 0.85, 0.85];
@@ -112,7 +120,7 @@ pub struct CubeInstance {
     pub half_extents: Vec3,
     /// Linear RGB, usually [`authority_rgb`].
     pub colour: [f32; 3],
-    /// [`CUBE_SELECTED`] | [`CUBE_HELD`] | [`CUBE_RESTING`].
+    /// [`CUBE_SELECTED`] | [`CUBE_HELD`] | [`CUBE_RESTING`] | [`CUBE_FIRST_VIEW_ONLY`] | [`CUBE_SECOND_VIEW_ONLY`].
     pub flags: u32,
 }
 
