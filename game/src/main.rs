@@ -228,6 +228,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Compare(args)) if args.view => view_exit(tumble::desktop::compare_view::run(&args)),
         Some(Command::Compare(args)) => match tumble::harness::compare::run_cli(&args) {
             Ok(serde_json::Value::Array(reports)) => {
                 // `--model all`: one JSON object per model, a line each.

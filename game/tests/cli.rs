@@ -453,3 +453,26 @@ fn compare_snapshots_prints_the_figures() {
     assert_eq!(report["compressed"], true);
     assert_eq!(report["desyncs"], 0);
 }
+
+/// `tumble compare --view` opens the desktop view: with no display it says so (exit 2), like the view itself,
+/// and prints no JSON; `--frames` is only for the view.
+#[test]
+fn compare_view_without_a_display_says_so() {
+    let o = tumble(&[
+        "compare",
+        "--model",
+        "predict",
+        "--scene",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml"),
+        "--view",
+        "--frames",
+        "5",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no display"), "{err}");
+    assert!(o.stdout.is_empty() && !err.contains("panicked"));
+    let o = tumble(&["compare", "--model", "predict", "--scene", "x.toml", "--frames", "5"]);
+    assert_eq!(o.status.code(), Some(2), "clap refuses --frames without --view");
+    assert!(stderr(&o).contains("--view"), "{}", stderr(&o));
+}

@@ -85,6 +85,11 @@ impl CubeGame {
         &self.players
     }
 
+    /// Player `p` + 1's facing on the ground (unit): the way its forward key rolls it.
+    pub fn forward(&self, p: usize) -> Option<Vec3> {
+        self.forward.get(p).copied()
+    }
+
     /// Colour per body (0 grey, else the player number).
     pub fn colours(&self) -> &[u8] {
         self.colours.as_slice()

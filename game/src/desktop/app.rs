@@ -17,13 +17,17 @@ use tumble_engine::input::{Action, FlyCamera, Gamepads, InputState};
 use tumble_engine::render::{DebugModes, FrameInput, OverlayFrame as RenderOverlay, Presenter, RenderError};
 use tumble_engine::render::{DEFAULT_LIGHT_DIRECTION, MAX_CONTACT_MARKERS};
 
+use super::compare_panel;
+use super::compare_view::CompareView;
+use super::cube_keys::CubeKeys;
 use super::hands::DesktopHands;
 use super::mode::Mode;
-use super::net_play::NetPlayError;
 use super::network_panel::NetworkInfo;
 use super::overlay::{self, FrameTimes, OverlayData, OverlayToggles};
 use super::scenes::{list_scenes, step_scene};
 use super::view::FrameView;
+use super::DesktopError;
+use crate::harness::compare::CompareArgs;
 use tumble_engine::input::winit::keyboard::{KeyCode, PhysicalKey};
 
 /// Shortest time between frames (s): at most 240 frames per second.
@@ -69,8 +73,30 @@ pub struct DesktopApp {
     contacts: Vec<Vec3>,
     /// A digit key pressed this frame (`tumble local`: take over that player's hands).
     take_over: Option<u8>,
-    /// Set when the networked game failed; the caller reports it.
-    pub net_error: Option<NetPlayError>,
+    /// Set when the networked game or the cube game's run failed; the caller reports it.
+    pub game_error: Option<DesktopError>,
+    /// The cube game's keys held (`tumble compare --view`).
+    cube_keys: CubeKeys,
+    /// The cube game's settings as the overlay edits them (applied on restart).
+    compare_edit: Option<CompareArgs>,
+}
+
+/// Restarts the cube game with the overlay's settings (`edit`; none: the game's own); refused settings are logged
+/// and shown, and the game goes on.
+fn restart_compare(game: &mut CompareView, edit: &mut Option<CompareArgs>) {
+    let settings = edit.clone().unwrap_or_else(|| game.settings.clone());
+    match game.restart(&settings) {
+        Ok(()) => {
+            game.error = None;
+            *edit = Some(game.settings.clone());
+            tracing::info!(model = ?game.settings.model, latency_ms = game.settings.latency_ms,
+                loss_pct = game.settings.loss_pct, "the cube game restarted");
+        }
+        Err(e) => {
+            tracing::warn!("the cube game's settings were refused: {e:#}");
+            game.error = Some(format!("{e:#}"));
+        }
+    }
 }
 
 /// The player a number key takes over (1–4), as the reference's loopback scene did.
@@ -88,9 +114,13 @@ impl DesktopApp {
     pub fn new(mode: Mode, frames: Option<u64>) -> DesktopApp {
         let scenes = match &mode {
             Mode::Single(sim) => list_scenes(&sim.scene_path.parent().map(PathBuf::from).unwrap_or_default()),
-            Mode::Net(_) => Vec::new(),
+            Mode::Net(_) | Mode::Compare(_) => Vec::new(),
         };
         let (center, radius) = mode.bounds();
+        let compare_edit = match &mode {
+            Mode::Compare(game) => Some(game.settings.clone()),
+            _ => None,
+        };
         DesktopApp {
             scenes,
             mode,
@@ -100,7 +130,11 @@ impl DesktopApp {
             gamepads: Gamepads::new(),
             gamepad_connected: false,
             gpu_ms: None,
-            toggles: OverlayToggles::default(),
+            // The cube game's own window says what matters there; F1 shows the frame times.
+            toggles: OverlayToggles {
+                stats: compare_edit.is_none(),
+                ..OverlayToggles::default()
+            },
             frames: FrameTimes::default(),
             view: FrameView::default(),
             overlay: OverlayFrame::default(),
@@ -115,7 +149,9 @@ impl DesktopApp {
             render_error: None,
             contacts: Vec::with_capacity(MAX_CONTACT_MARKERS),
             take_over: None,
-            net_error: None,
+            game_error: None,
+            cube_keys: CubeKeys::default(),
+            compare_edit,
         }
     }
 
@@ -127,6 +163,11 @@ impl DesktopApp {
                 if net.take_over(seat) {
                     tracing::info!(player, "the hands drive another player");
                 }
+            }
+        }
+        if let Mode::Compare(game) = &mut self.mode {
+            if input.was_pressed(Action::Reset) || pad_reset {
+                restart_compare(game, &mut self.compare_edit);
             }
         }
         if let Mode::Single(sim) = &mut self.mode {
@@ -179,6 +220,10 @@ impl DesktopApp {
             return;
         }
         self.apply_commands(pad.pause_pressed, pad.reset_pressed);
+        if matches!(self.mode, Mode::Compare(_)) {
+            self.compare_frame(event_loop, &window, frame_s, &pad);
+            return;
+        }
         self.camera.update(&self.input, frame_s as f32);
         let size = window.inner_size();
         let size = Vec2::new(size.width as f32, size.height as f32);
@@ -193,8 +238,8 @@ impl DesktopApp {
             frame_s as f32,
             pointer_free,
         );
-        if let Err(e) = self.mode.advance(frame_s, &hands) {
-            self.net_error = Some(e);
+        if let Err(e) = self.mode.advance(frame_s, &hands, Default::default()) {
+            self.game_error = Some(e);
             event_loop.exit();
             return;
         }
@@ -223,8 +268,11 @@ impl DesktopApp {
         self.view.set_camera(&self.camera, aspect, self.toggles.stereo);
         self.run_overlay(&window);
         self.present(event_loop);
-        self.input.end_frame();
+        self.end_frame(event_loop);
+    }
 
+    fn end_frame(&mut self, event_loop: &ActiveEventLoop) {
+        self.input.end_frame();
         self.frames_shown += 1;
         if let Some(left) = self.frames_left.as_mut() {
             *left = left.saturating_sub(1);
@@ -232,6 +280,46 @@ impl DesktopApp {
                 event_loop.exit();
             }
         }
+    }
+
+    /// A frame of the cube game over a network model: the keys (or the gamepad) play the person's seat, the run
+    /// takes the steps due, and the two machines are drawn side by side (the renderer's two views, one camera).
+    fn compare_frame(
+        &mut self,
+        event_loop: &ActiveEventLoop,
+        window: &Window,
+        frame_s: f64,
+        pad: &tumble_engine::input::GamepadState,
+    ) {
+        let Mode::Compare(game) = &mut self.mode else {
+            return;
+        };
+        let keys = if self.egui.egui_wants_keyboard_input() {
+            Default::default()
+        } else {
+            self.cube_keys.input(pad)
+        };
+        if let Err(e) = game.advance(frame_s, keys) {
+            self.game_error = Some(DesktopError::Compare(e));
+            event_loop.exit();
+            return;
+        }
+        game.fill(&mut self.view.cubes);
+        let aspect = match self.presenter.as_mut() {
+            Some(p) => {
+                p.set_stereo_preview(true);
+                let (w, h) = p.view_extent();
+                w as f32 / h as f32
+            }
+            None => {
+                let size = window.inner_size();
+                size.width as f32 * 0.5 / size.height.max(1) as f32
+            }
+        };
+        self.view.set_side_by_side(game.camera(), aspect);
+        self.run_overlay(window);
+        self.present(event_loop);
+        self.end_frame(event_loop);
     }
 
     /// Builds the overlay for this frame. Its shapes go to the renderer's egui pass.
@@ -242,7 +330,7 @@ impl DesktopApp {
         let raw = state.take_egui_input(window);
         let stats = self.mode.stats();
         let network = match &self.mode {
-            Mode::Single(_) => None,
+            Mode::Single(_) | Mode::Compare(_) => None,
             Mode::Net(n) => Some(NetworkInfo {
                 role: &n.role,
                 peer: n.shown(),
@@ -263,7 +351,21 @@ impl DesktopApp {
             network,
         };
         let toggles = self.toggles;
-        let output = self.egui.run_ui(raw, |ui| overlay::draw(ui.ctx(), &data, &toggles));
+        let compare = match &self.mode {
+            Mode::Compare(c) => Some(&**c),
+            _ => None,
+        };
+        let edit = &mut self.compare_edit;
+        let mut restart = false;
+        let output = self.egui.run_ui(raw, |ui| {
+            overlay::draw(ui.ctx(), &data, &toggles);
+            if let (Some(game), Some(edit)) = (compare, edit.as_mut()) {
+                restart = compare_panel::draw(ui.ctx(), game, edit);
+            }
+        });
+        if let (true, Mode::Compare(game)) = (restart, &mut self.mode) {
+            restart_compare(game, &mut self.compare_edit);
+        }
         state.handle_platform_output(window, output.platform_output);
         self.overlay.textures.append(output.textures_delta);
         self.overlay.pixels_per_point = output.pixels_per_point;
@@ -368,7 +470,13 @@ impl ApplicationHandler for DesktopApp {
                 if let (PhysicalKey::Code(code), true, false) = (key.physical_key, key.state.is_pressed(), key.repeat) {
                     self.take_over = player_for_key(code).or(self.take_over);
                 }
+                if let PhysicalKey::Code(code) = key.physical_key {
+                    self.cube_keys.key(code, key.state.is_pressed());
+                }
             }
+        }
+        if matches!(event, WindowEvent::Focused(false)) {
+            self.cube_keys.release_all();
         }
         match event {
             WindowEvent::CloseRequested => event_loop.exit(),

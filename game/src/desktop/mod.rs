@@ -12,6 +12,9 @@
 //! - [`scenes`]: cycling through scene files; [`app`]: the winit event loop.
 
 pub mod app;
+pub mod compare_panel;
+pub mod compare_view;
+pub mod cube_keys;
 pub mod fixed_step;
 pub mod hands;
 pub mod interpolate;
@@ -53,6 +56,9 @@ pub enum DesktopError {
     /// A networked game could not start (bad address, full host, socket) or failed while running.
     #[error(transparent)]
     Net(#[from] net_play::NetPlayError),
+    /// The cube game's network-model run could not start (bad settings, scene) or failed while running.
+    #[error(transparent)]
+    Compare(anyhow::Error),
 }
 
 /// True when a display server is named in the environment.
@@ -93,8 +99,8 @@ pub fn run_with(
     if let Some(e) = app.render_error.take() {
         return Err(DesktopError::Render(e));
     }
-    if let Some(e) = app.net_error.take() {
-        return Err(DesktopError::Net(e));
+    if let Some(e) = app.game_error.take() {
+        return Err(e);
     }
     let stats = app.mode.stats();
     tracing::info!(

@@ -5,10 +5,13 @@
 use glam::Vec3;
 use tumble_engine::physics::World;
 
+use super::compare_view::CompareView;
 use super::interpolate::PoseBuffer;
-use super::net_play::{NetPlay, NetPlayError};
+use super::net_play::NetPlay;
 use super::sim::{DesktopSim, SimStats};
+use super::DesktopError;
 use crate::avatar::{Avatar, AvatarInput};
+use crate::cube_game::CubeInput;
 use crate::draw::SessionDraw;
 use crate::interaction::Interaction;
 
@@ -16,7 +19,14 @@ pub enum Mode {
     /// Both boxed: the single world keeps kilobytes of fixed-size buffers inline, and the two differ in size.
     Single(Box<DesktopSim>),
     Net(Box<NetPlay>),
+    /// `tumble compare --view`: the cube game over one network model, the two machines side by side. It has no
+    /// hands: [`Mode::interaction`] and [`Mode::avatar`] are idle ones.
+    Compare(Box<CompareView>),
 }
+
+/// The hands of a mode that has none (the cube game is played with keys).
+static IDLE_INTERACTION: std::sync::LazyLock<Interaction> = std::sync::LazyLock::new(Interaction::default);
+static IDLE_AVATAR: std::sync::LazyLock<Avatar> = std::sync::LazyLock::new(Avatar::default);
 
 impl Mode {
     /// The world on screen (a networked game: the shown peer's).
@@ -24,6 +34,7 @@ impl Mode {
         match self {
             Mode::Single(s) => &s.world,
             Mode::Net(n) => &n.shown().world,
+            Mode::Compare(c) => c.field(),
         }
     }
 
@@ -31,6 +42,7 @@ impl Mode {
         match self {
             Mode::Single(s) => &s.interaction,
             Mode::Net(n) => &n.shown().interaction,
+            Mode::Compare(_) => &IDLE_INTERACTION,
         }
     }
 
@@ -38,6 +50,7 @@ impl Mode {
         match self {
             Mode::Single(s) => &s.avatar,
             Mode::Net(n) => &n.shown().avatar,
+            Mode::Compare(_) => &IDLE_AVATAR,
         }
     }
 
@@ -45,6 +58,7 @@ impl Mode {
         match self {
             Mode::Single(s) => &s.poses,
             Mode::Net(n) => &n.poses,
+            Mode::Compare(c) => &c.left.poses,
         }
     }
 
@@ -52,6 +66,7 @@ impl Mode {
         match self {
             Mode::Single(s) => s.alpha(),
             Mode::Net(n) => n.alpha(),
+            Mode::Compare(c) => c.alpha(),
         }
     }
 
@@ -59,6 +74,12 @@ impl Mode {
         match self {
             Mode::Single(s) => s.stats,
             Mode::Net(n) => n.stats(),
+            Mode::Compare(c) => SimStats {
+                steps: c.steps,
+                step_ms: c.step_ms,
+                cubes: c.field().body_count(),
+                ..SimStats::default()
+            },
         }
     }
 
@@ -66,6 +87,7 @@ impl Mode {
         match self {
             Mode::Single(s) => &s.scene_name,
             Mode::Net(n) => &n.scene_name,
+            Mode::Compare(c) => &c.scene_name,
         }
     }
 
@@ -76,7 +98,7 @@ impl Mode {
     /// The shown peer's authority table, player and remote avatars, for tints and the other players; `None` alone.
     pub fn session(&self) -> Option<SessionDraw<'_>> {
         match self {
-            Mode::Single(_) => None,
+            Mode::Single(_) | Mode::Compare(_) => None,
             Mode::Net(n) => {
                 let peer = n.shown();
                 Some(SessionDraw {
@@ -88,11 +110,13 @@ impl Mode {
         }
     }
 
-    /// One frame's steps. A networked game that fails (the host's scene differs, a socket error) returns the error.
-    pub fn advance(&mut self, frame_s: f64, input: &AvatarInput) -> Result<u32, NetPlayError> {
+    /// One frame's steps: the hands' `input`, or in the cube game the `keys` held. A networked game that fails
+    /// (the host's scene differs, a socket error) returns the error.
+    pub fn advance(&mut self, frame_s: f64, input: &AvatarInput, keys: CubeInput) -> Result<u32, DesktopError> {
         match self {
             Mode::Single(s) => Ok(s.advance(frame_s, input)),
-            Mode::Net(n) => n.advance(frame_s, input),
+            Mode::Net(n) => Ok(n.advance(frame_s, input)?),
+            Mode::Compare(c) => c.advance(frame_s, keys).map_err(DesktopError::Compare),
         }
     }
 
@@ -101,6 +125,7 @@ impl Mode {
         match self {
             Mode::Single(s) => s.bounds(),
             Mode::Net(n) => bounds_of(&n.shown().world),
+            Mode::Compare(c) => bounds_of(c.field()),
         }
     }
 }

@@ -60,6 +60,14 @@ impl FrameView {
         }
     }
 
+    /// Two views from one camera at `(eye, target)`, side by side (the cube game's two machines); `aspect` is one
+    /// view's width / height.
+    pub fn set_side_by_side(&mut self, (eye, target): (Vec3, Vec3), aspect: f32) {
+        self.views.clear();
+        let view = View::look_at(eye, target, tumble_engine::input::camera::FOV_Y_RAD, aspect);
+        self.views.extend([view, view]);
+    }
+
     /// The camera's view, or two eyes side by side; `aspect` is one view's width / height.
     pub fn set_camera(&mut self, camera: &FlyCamera, aspect: f32, stereo: bool) {
         self.views.clear();

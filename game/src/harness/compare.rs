@@ -41,7 +41,7 @@ use tumble_net::{EndpointEvent, LinkConfig};
 
 use super::loopback::{link_time, SUBTICKS_PER_STEP, TICK_S};
 use super::star_link::StarLink;
-use crate::cube_game::CubeBot;
+use crate::cube_game::{CubeBot, CubeInput};
 use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
 use crate::lockstep::peer::MAX_PLAYERS;
 use crate::lockstep::playout::{PlayoutConfig, MAX_DELAY_S};
@@ -117,6 +117,14 @@ pub struct CompareArgs {
     /// Authority: the state sync's budget per connection and direction, IP/UDP headers included (kbps)
     #[arg(long, value_name = "KBPS", default_value_t = super::session::DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
+    /// Play it in the desktop view instead of measuring: your machine left, the other side's right; the keys play
+    /// player 1 (predict: the client), bots the others; the overlay switches the model and the link (`--model
+    /// all` starts with lockstep; `--seconds` is ignored)
+    #[arg(long)]
+    pub view: bool,
+    /// With --view: close after this many frames (smoke tests under a virtual display)
+    #[arg(long, value_name = "N", requires = "view")]
+    pub frames: Option<u64>,
 }
 
 /// One lockstep run's settings.
@@ -154,7 +162,26 @@ impl Default for LockstepConfig {
 }
 
 impl LockstepConfig {
-    fn validate(&self) -> Result<()> {
+    /// The settings `tumble compare` was given.
+    pub fn from_args(args: &CompareArgs) -> Self {
+        LockstepConfig {
+            players: args.players,
+            seconds: args.seconds,
+            latency_ms: args.latency_ms,
+            jitter_ms: args.jitter_ms,
+            loss_pct: args.loss_pct,
+            dup_pct: args.dup_pct,
+            seed: args.seed,
+            playout: PlayoutConfig {
+                delay_s: args.playout_ms / 1000.0,
+                adaptive: !args.fixed_playout,
+                ..PlayoutConfig::default()
+            },
+            ..LockstepConfig::default()
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
         if !(2..=MAX_PLAYERS).contains(&self.players) {
             bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
         }
@@ -274,6 +301,8 @@ pub struct LockstepRun {
     frames: u64,
     buf: Vec<u8>,
     packets_sent_p1: u64,
+    /// Player 1's input from a person (the desktop view) instead of its bot.
+    human: Option<CubeInput>,
 }
 
 impl LockstepRun {
@@ -317,7 +346,18 @@ impl LockstepRun {
             frames: (config.seconds * STEP_HZ as f64).round() as u64,
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES],
             packets_sent_p1: 0,
+            human: None,
         })
+    }
+
+    /// Player 1 plays `input` from the next frame on (`None`: its bot again).
+    pub fn set_human(&mut self, input: Option<CubeInput>) {
+        self.human = input;
+    }
+
+    /// Bytes sent so far, IP/UDP headers included: (player 1 on its first connection, player 2).
+    pub fn wire_bytes(&self) -> (u64, u64) {
+        (self.link.wire_bytes(0, 0), self.link.wire_bytes(1, 0))
     }
 
     pub fn peers(&self) -> &[LockstepPeer] {
@@ -335,7 +375,10 @@ impl LockstepRun {
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
         for p in 0..self.peers.len() {
             if sample {
-                let input = self.bots[p].next_input();
+                let input = match self.human {
+                    Some(input) if p == 0 => input,
+                    _ => self.bots[p].next_input(),
+                };
                 self.peers[p].sample(t, input)?;
             }
             self.peers[p].advance(t)?;
@@ -491,21 +534,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         Model::Authority => return super::compare_authority::run_cli(args),
         Model::All => return run_all(args),
     }
-    let config = LockstepConfig {
-        players: args.players,
-        seconds: args.seconds,
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        dup_pct: args.dup_pct,
-        seed: args.seed,
-        playout: PlayoutConfig {
-            delay_s: args.playout_ms / 1000.0,
-            adaptive: !args.fixed_playout,
-            ..PlayoutConfig::default()
-        },
-        ..LockstepConfig::default()
-    };
+    let config = LockstepConfig::from_args(args);
     config.validate()?;
     let (scene, world) = load_field(&args.scene, WorldConfig::default())?;
     tracing::info!(%scene, seconds = config.seconds, latency_ms = config.latency_ms,
@@ -558,20 +587,7 @@ fn run_all(args: &CompareArgs) -> Result<Value> {
 /// the client's playout delay).
 fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
     use super::compare_snapshots::{run_snapshots, SnapshotConfig};
-    let config = SnapshotConfig {
-        seconds: args.seconds,
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        dup_pct: args.dup_pct,
-        seed: args.seed,
-        snapshot_hz: args.snapshot_hz,
-        compressed: !args.no_compression,
-        delay: crate::snapshots::PlayoutDelay {
-            floor_s: args.playout_ms / 1000.0,
-            adaptive: !args.fixed_playout,
-        },
-    };
+    let config = SnapshotConfig::from_args(args);
     config.validate()?;
     let (scene, world) = load_field(&args.scene, WorldConfig::default())?;
     tracing::info!(%scene, seconds = config.seconds, snapshot_hz = config.snapshot_hz,
@@ -755,6 +771,8 @@ mod tests {
             snapshot_hz: 30,
             no_compression: false,
             kbps_budget: 128,
+            view: false,
+            frames: None,
         };
         let e = run_cli(&CompareArgs {
             players: 3,

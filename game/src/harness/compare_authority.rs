@@ -28,6 +28,8 @@
 //! - `cpu_ms_per_step`: wall time per step of one machine's physics step with its authority bookkeeping and its
 //!   player's forces, mean over the machines.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
@@ -79,6 +81,20 @@ impl Default for AuthorityConfig {
 }
 
 impl AuthorityConfig {
+    /// The settings `tumble compare` was given.
+    pub fn from_args(args: &CompareArgs) -> Self {
+        AuthorityConfig {
+            players: args.players,
+            seconds: args.seconds,
+            latency_ms: args.latency_ms,
+            jitter_ms: args.jitter_ms,
+            loss_pct: args.loss_pct,
+            dup_pct: args.dup_pct,
+            seed: args.seed,
+            kbps_budget: args.kbps_budget,
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         if !(2..=MAX_PLAYERS).contains(&self.players) {
             bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
@@ -190,6 +206,8 @@ struct CubeDriver {
     bot: CubeBot,
     /// Tests: this input every step instead of the bot's.
     fixed: Option<CubeInput>,
+    /// Player 1's seat: a person's input when one is set ([`AuthorityRun::set_human`]), else the bot's.
+    human: Option<HumanInput>,
     /// The player cubes and their facings (built on a copy of the world: every copy adds them alike).
     game: CubeGame,
     /// Scratch: the cubes this step's input would push, and whether each may be pushed here.
@@ -209,9 +227,10 @@ impl Driver for CubeDriver {
 
     fn before_physics(&mut self, _step: u64, peer: &mut Peer, active: bool) -> Result<()> {
         // The bot runs every step, so its inputs depend on the seed and the step alone.
-        let input = match (active, self.fixed) {
+        let human = self.human.as_ref().and_then(HumanInput::get);
+        let input = match (active, self.fixed.or(human)) {
             (false, _) => CubeInput::default(),
-            (true, Some(fixed)) => fixed,
+            (true, Some(given)) => given,
             (true, None) => self.bot.next_input(),
         };
         // A guest the host has not welcomed yet has no player (and no cube) to play.
@@ -238,9 +257,34 @@ impl Driver for CubeDriver {
     }
 }
 
+/// A person's input for player 1's seat, shared between the run and the seat's driver (the drivers are the
+/// session harness's boxed players): the six key bits, or [`HumanInput::NONE`] while the bot plays.
+#[derive(Clone)]
+struct HumanInput(Arc<AtomicU8>);
+
+impl HumanInput {
+    /// No person: a bit above the six keys.
+    const NONE: u8 = 0x80;
+
+    fn new() -> Self {
+        HumanInput(Arc::new(AtomicU8::new(Self::NONE)))
+    }
+
+    fn get(&self) -> Option<CubeInput> {
+        let bits = self.0.load(Ordering::Relaxed);
+        (bits != Self::NONE).then(|| CubeInput::from_bits(bits))
+    }
+
+    fn set(&self, input: Option<CubeInput>) {
+        self.0
+            .store(input.map_or(Self::NONE, CubeInput::bits), Ordering::Relaxed);
+    }
+}
+
 /// The run: the session harness's machines, the bots, and the measures taken between frames.
 pub struct AuthorityRun {
     config: AuthorityConfig,
+    human: HumanInput,
     run: SessionRun,
     drivers: Vec<Box<dyn Driver>>,
     /// The player cubes (index = player − 1) and where each started.
@@ -292,11 +336,13 @@ impl AuthorityRun {
             ..SessionConfig::default()
         };
         let run = SessionRun::new(session, Box::new(move || Ok(world.clone())))?;
+        let human = HumanInput::new();
         let drivers: Vec<Box<dyn Driver>> = (0..players)
             .map(|seat| {
                 Box::new(CubeDriver {
                     bot: CubeBot::new(config.seed.wrapping_add(seat as u64)),
                     fixed,
+                    human: (seat == 0).then(|| human.clone()),
                     game: game.clone(),
                     pushed: Vec::new(),
                     may_push: Vec::new(),
@@ -306,6 +352,7 @@ impl AuthorityRun {
             .collect();
         Ok(Self {
             config: config.clone(),
+            human,
             run,
             drivers,
             player_cubes,
@@ -323,6 +370,16 @@ impl AuthorityRun {
 
     pub fn session(&self) -> &SessionRun {
         &self.run
+    }
+
+    /// Player 1 (the host's seat) plays `input` from the next frame on (`None`: its bot again).
+    pub fn set_human(&mut self, input: Option<CubeInput>) {
+        self.human.set(input);
+    }
+
+    /// Bytes the host has sent and received so far on its busiest connection, IP/UDP headers included.
+    pub fn wire_bytes(&self) -> (u64, u64) {
+        self.host_connection_bytes()
     }
 
     /// True once the play (not the settle) has run.
@@ -448,16 +505,7 @@ pub fn run_authority(config: &AuthorityConfig, field: World) -> Result<Authority
 
 /// `tumble compare --model authority`.
 pub fn run_cli(args: &CompareArgs) -> Result<Value> {
-    let config = AuthorityConfig {
-        players: args.players,
-        seconds: args.seconds,
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        dup_pct: args.dup_pct,
-        seed: args.seed,
-        kbps_budget: args.kbps_budget,
-    };
+    let config = AuthorityConfig::from_args(args);
     config.validate()?;
     let (scene, field) = load_field(&args.scene, WorldConfig::default())?;
     tracing::info!(%scene, seconds = config.seconds, players = config.players,

@@ -34,7 +34,7 @@ use tumble_net::{EndpointEvent, PeerId};
 
 use super::compare::{check_flag, validate_run};
 use super::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
-use crate::cube_game::CubeBot;
+use crate::cube_game::{CubeBot, CubeInput};
 use crate::lockstep::playout::MAX_DELAY_S;
 use crate::snapshots::server::{MAX_SNAPSHOT_HZ, MIN_SNAPSHOT_HZ, PLAYERS};
 use crate::snapshots::{PlayoutDelay, SnapshotClient, SnapshotServer};
@@ -74,6 +74,24 @@ impl Default for SnapshotConfig {
 }
 
 impl SnapshotConfig {
+    /// The settings `tumble compare` was given (`--playout-ms` and `--fixed-playout` set the client's delay).
+    pub fn from_args(args: &super::compare::CompareArgs) -> Self {
+        SnapshotConfig {
+            seconds: args.seconds,
+            latency_ms: args.latency_ms,
+            jitter_ms: args.jitter_ms,
+            loss_pct: args.loss_pct,
+            dup_pct: args.dup_pct,
+            seed: args.seed,
+            snapshot_hz: args.snapshot_hz,
+            compressed: !args.no_compression,
+            delay: crate::snapshots::PlayoutDelay {
+                floor_s: args.playout_ms / 1000.0,
+                adaptive: !args.fixed_playout,
+            },
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         validate_run(
             self.seconds,
@@ -183,6 +201,8 @@ pub struct SnapshotRun {
     drawn_frames: u64,
     desyncs: u64,
     coloured_max: usize,
+    /// The server's player's input from a person (the desktop view) instead of its bot.
+    human: Option<CubeInput>,
 }
 
 impl SnapshotRun {
@@ -214,7 +234,23 @@ impl SnapshotRun {
             drawn_frames: 0,
             desyncs: 0,
             coloured_max: 0,
+            human: None,
         })
+    }
+
+    /// The server's player plays `input` from the next frame on (`None`: its bot again).
+    pub fn set_human(&mut self, input: Option<CubeInput>) {
+        self.human = input;
+    }
+
+    /// True once the client has drawn a frame from snapshots (before that it has no picture of the world).
+    pub fn client_has_drawn(&self) -> bool {
+        self.drawn_frames > 0
+    }
+
+    /// Bytes sent so far, IP/UDP headers included: (server, client).
+    pub fn wire_bytes(&self) -> (u64, u64) {
+        self.link.wire_bytes()
     }
 
     fn time(&self, frame: f64) -> f64 {
@@ -227,7 +263,7 @@ impl SnapshotRun {
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
         let now = self.link.now(t);
         // Server.
-        let input = self.bots[0].next_input();
+        let input = self.human.unwrap_or_else(|| self.bots[0].next_input());
         let due = self.server.step(input)?;
         self.coloured_max = self.coloured_max.max(self.server.game().coloured_count());
         if due {

@@ -190,6 +190,11 @@ pub(crate) struct Link {
 }
 
 impl Link {
+    /// Bytes each side has sent so far, IP/UDP headers included: (host, guest).
+    pub(crate) fn wire_bytes(&self) -> (u64, u64) {
+        (wire_bytes(&self.host), wire_bytes(&self.guest))
+    }
+
     /// Deliveries first, then timers, then the new datagrams onto the links, all at the same `now_s` (as
     /// `net-soak` does: a zero-latency link then delivers within the tick).
     /// Over UDP, first waits for the real clock to reach `now_s`, and works at the real time then; returns the
@@ -273,7 +278,7 @@ pub(crate) fn read_packets<E: std::fmt::Display>(
 }
 
 /// An endpoint's bytes sent to its first peer, datagrams plus IP/UDP headers.
-fn wire_bytes(endpoint: &Endpoint) -> u64 {
+pub(crate) fn wire_bytes(endpoint: &Endpoint) -> u64 {
     endpoint
         .stats(PeerId(0))
         .map_or(0, |s| s.bytes_sent + s.packets_sent * IP_UDP_HEADER_BYTES as u64)

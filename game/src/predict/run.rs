@@ -35,7 +35,7 @@ use tumble_net::PeerId;
 use super::client::{ClientStats, PredictClient};
 use super::packet::MAX_STATE_PACKET_BYTES;
 use super::server::{PredictServer, ServerConfig, ServerStats};
-use crate::cube_game::CubeBot;
+use crate::cube_game::{CubeBot, CubeInput};
 use crate::harness::compare::{check_flag, load_field, validate_run, CompareArgs};
 use crate::harness::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use crate::lockstep::packet::MAX_INPUT_PACKET_BYTES;
@@ -84,6 +84,19 @@ impl Default for PredictConfig {
 }
 
 impl PredictConfig {
+    /// The settings `tumble compare` was given.
+    pub fn from_args(args: &CompareArgs) -> Self {
+        PredictConfig {
+            seconds: args.seconds,
+            latency_ms: args.latency_ms,
+            jitter_ms: args.jitter_ms,
+            loss_pct: args.loss_pct,
+            dup_pct: args.dup_pct,
+            seed: args.seed,
+            buffer_ms: args.predict_buffer_ms,
+        }
+    }
+
     pub fn validate(&self) -> Result<()> {
         validate_run(
             self.seconds,
@@ -194,6 +207,8 @@ pub struct PredictRun {
     frame: u64,
     frames: u64,
     buf: Vec<u8>,
+    /// The client's input from a person (the desktop view) instead of its bot.
+    human: Option<CubeInput>,
 }
 
 impl PredictRun {
@@ -224,7 +239,18 @@ impl PredictRun {
             frame: 0,
             frames: (config.seconds * STEP_HZ as f64).round() as u64,
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES.max(MAX_STATE_PACKET_BYTES)],
+            human: None,
         })
+    }
+
+    /// The client's player plays `input` from the next frame on (`None`: its bot again).
+    pub fn set_human(&mut self, input: Option<CubeInput>) {
+        self.human = input;
+    }
+
+    /// Bytes sent so far, IP/UDP headers included: (server, client).
+    pub fn wire_bytes(&self) -> (u64, u64) {
+        self.link.wire_bytes()
     }
 
     pub fn client(&self) -> &PredictClient {
@@ -250,7 +276,8 @@ impl PredictRun {
         if let Err(e) = self.link.host.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
             tracing::warn!("prediction state packet not sent: {e}");
         }
-        self.client.sample(t, self.bots[1].next_input())?;
+        let input = self.human.unwrap_or_else(|| self.bots[1].next_input());
+        self.client.sample(t, input)?;
         self.client.advance(t)?;
         let n = self.client.write_packet(&mut self.buf)?;
         if let Err(e) = self.link.guest.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
@@ -305,15 +332,7 @@ pub fn run_predict(config: &PredictConfig, world_server: World, world_client: Wo
 
 /// `tumble compare --model predict`: the JSON object.
 pub fn run_cli(args: &CompareArgs) -> Result<Value> {
-    let config = PredictConfig {
-        seconds: args.seconds,
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        dup_pct: args.dup_pct,
-        seed: args.seed,
-        buffer_ms: args.predict_buffer_ms,
-    };
+    let config = PredictConfig::from_args(args);
     config.validate()?;
     let (scene, world) = load_field(&args.scene, world_config(args.predict_early_stop))?;
     tracing::info!(%scene, seconds = config.seconds, latency_ms = config.latency_ms,
