@@ -40,7 +40,9 @@ const EXIT_UNAVAILABLE: u8 = 2;
         Headless: `tumble simulate --scene FILE` runs a scene and reports how it ended;\n\
         `tumble compare --model lockstep --scene assets/scenes/cubes900.toml` measures a network model;\n\
         `tumble screenshot --scene FILE --out PATH.png` renders it offscreen to a PNG.\n\
-        Play: `tumble host [--bots N]`, `tumble join ADDR:PORT`, `tumble local --players 4`, `tumble vr --host`.\n\
+        Play: `tumble host [--bots N]`, `tumble join ADDR:PORT`, `tumble local --players 4`, `tumble vr --host`;\n\
+        the 2015 cube game over a network model, both machines side by side: `tumble compare --model predict\n\
+        --scene assets/scenes/cubes900.toml --view`.\n\
         Logs go to stderr; set RUST_LOG (e.g. RUST_LOG=debug) to see more."
 )]
 struct Cli {
