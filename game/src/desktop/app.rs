@@ -158,11 +158,17 @@ impl DesktopApp {
     /// The keys that act once per press. Reset, pause and scenes act on a world of our own only.
     fn apply_commands(&mut self, pad_pause: bool, pad_reset: bool) {
         let input = &self.input;
-        if let (Mode::Net(net), Some(player)) = (&mut self.mode, self.take_over.take()) {
+        let take_over = self.take_over.take();
+        if let (Mode::Net(net), Some(player)) = (&mut self.mode, take_over) {
             if let Some(seat) = net.seat_of_player(player) {
                 if net.take_over(seat) {
                     tracing::info!(player, "the hands drive another player");
                 }
+            }
+        }
+        if let (Mode::Compare(game), Some(player)) = (&mut self.mode, take_over) {
+            if game.show_on_right(usize::from(player)) {
+                tracing::info!(player, "the right side shows another player's machine");
             }
         }
         if let Mode::Compare(game) = &mut self.mode {

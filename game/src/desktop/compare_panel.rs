@@ -41,7 +41,7 @@ fn model_name(model: Model) -> &'static str {
 /// Builds the window on the running `game`, the settings being edited in `edit`, and marks the two halves;
 /// returns true when the game should restart with `edit`.
 pub fn draw(ctx: &Context, game: &CompareView, edit: &mut CompareArgs) -> bool {
-    mark_halves(ctx, game.settings.model);
+    mark_halves(ctx, game.settings.model, game.right_player);
     let mut restart = false;
     egui::Window::new("Network model")
         .anchor(Align2::LEFT_BOTTOM, [8.0, -8.0])
@@ -52,7 +52,7 @@ pub fn draw(ctx: &Context, game: &CompareView, edit: &mut CompareArgs) -> bool {
 }
 
 /// A line between the two machines' pictures and each one's name at the top of its half.
-fn mark_halves(ctx: &Context, model: Model) {
+fn mark_halves(ctx: &Context, model: Model, right_player: usize) {
     let rect = ctx.content_rect();
     let painter = ctx.layer_painter(egui::LayerId::background());
     let middle = rect.center().x;
@@ -61,6 +61,12 @@ fn mark_halves(ctx: &Context, model: Model) {
         egui::Stroke::new(2.0, Color32::from_gray(30)),
     );
     let (left, right) = short_sides(model);
+    const OTHERS: [&str; 3] = ["Player 2", "Player 3", "Player 4"];
+    let right = if right_player > 2 {
+        OTHERS[(right_player - 2).min(2)]
+    } else {
+        right
+    };
     for (x, name) in [
         (rect.left() + rect.width() * 0.25, left),
         (rect.left() + rect.width() * 0.75, right),
@@ -88,7 +94,14 @@ fn contents(ui: &mut Ui, game: &CompareView, edit: &mut CompareArgs) -> bool {
     let mut restart = false;
     let (left, right) = sides(game.settings.model);
     ui.label(format!("Left: {left}"));
-    ui.label(format!("Right: {right}"));
+    if game.right_player == 2 {
+        ui.label(format!("Right: {right}"));
+    } else {
+        ui.label(format!("Right: player {}'s machine", game.right_player));
+    }
+    if game.settings.players > 2 {
+        ui.label("Keys 2–4: show that player's machine on the right");
+    }
     ui.separator();
     ui.horizontal(|ui| {
         for model in ALL_MODELS {
@@ -150,7 +163,8 @@ fn figures(ui: &mut Ui, game: &CompareView) {
     let f = game.figures();
     let (host, guest) = match game.settings.model {
         Model::Snapshots | Model::Predict => ("server", "client"),
-        _ => ("player 1", "player 2"),
+        Model::Authority => ("the host (busiest connection)", "its guest"),
+        Model::Lockstep | Model::All => ("player 1 (first connection)", "player 2"),
     };
     ui.label(format!("{:.0} s played", f.seconds));
     ui.label(format!(

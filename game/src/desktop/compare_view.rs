@@ -78,6 +78,9 @@ pub struct CompareView {
     clock: FixedStep,
     pub left: Side,
     pub right: Side,
+    /// The player (1-based) whose machine the right side shows: 2 unless another is chosen (keys 2–4, with more
+    /// than two players).
+    pub right_player: usize,
     pub steps: u64,
     /// Wall time of one frame of the run (every machine and the link), mean over the last window frame (ms).
     pub step_ms: f32,
@@ -137,6 +140,7 @@ impl CompareView {
             clock: FixedStep::default(),
             left: Side::default(),
             right: Side::default(),
+            right_player: 2,
             steps: 0,
             step_ms: 0.0,
             error: None,
@@ -158,8 +162,21 @@ impl CompareView {
         self.settings = settings;
         self.clock.clear();
         self.steps = 0;
+        self.right_player = self.right_player.min(self.settings.players);
         self.record()?;
         self.record()
+    }
+
+    /// Shows player `player`'s machine on the right (not the person's own; only players the game has). Returns
+    /// whether it changed.
+    pub fn show_on_right(&mut self, player: usize) -> bool {
+        let valid = (1..=self.settings.players).contains(&player) && player != human_player(self.settings.model);
+        if !valid || player == self.right_player {
+            return false;
+        }
+        self.right_player = player;
+        // Both ends of the new side's blend at its present poses: no sweep from the old machine's picture.
+        self.record().is_ok() && self.record().is_ok()
     }
 
     /// The field as every machine starts it (player cubes included).
@@ -217,9 +234,9 @@ impl CompareView {
         let (left, right) = (&mut self.left, &mut self.right);
         match &self.run {
             ModelRun::Lockstep(r) => {
-                let peers = r.peers();
+                let (peers, shown) = (r.peers(), self.right_player - 1);
                 record_world(left, peers[0].world(), peers[0].game().colours());
-                record_world(right, peers[1].world(), peers[1].game().colours());
+                record_world(right, peers[shown].world(), peers[shown].game().colours());
             }
             ModelRun::Snapshots(r) => {
                 record_world(left, r.server.world(), r.server.game().colours());
@@ -249,8 +266,17 @@ impl CompareView {
                 record_world(right, r.server().world(), r.server().game().colours());
             }
             ModelRun::Authority(r) => {
+                let shown = self.right_player as u8;
                 let mut peers = r.session().peers();
-                let (Some(host), Some(guest)) = (peers.next(), peers.next()) else {
+                let host = peers.next();
+                // A guest has its player once the host welcomed it; until then the first guest stands in.
+                let guest = r
+                    .session()
+                    .peers()
+                    .skip(1)
+                    .find(|p| p.player() == shown)
+                    .or(peers.next());
+                let (Some(host), Some(guest)) = (host, guest) else {
                     anyhow::bail!("the authority run has fewer than two machines");
                 };
                 record_peer(left, host, n);
@@ -457,6 +483,31 @@ mod tests {
                 "{model}: {figures:?}"
             );
             assert!((figures.seconds - 3.0).abs() < 1e-9);
+        }
+    }
+
+    #[test]
+    fn with_more_players_the_right_side_shows_the_one_chosen() {
+        for model in ["lockstep", "authority"] {
+            let mut view = CompareView::new(&settings(model, &["--players", "3"])).unwrap();
+            for _ in 0..180 {
+                view.step_once(CubeInput::NONE).unwrap();
+            }
+            assert!(
+                !view.show_on_right(1),
+                "{model}: the person's own machine is on the left"
+            );
+            assert!(!view.show_on_right(4), "{model}: no player 4");
+            assert!(view.show_on_right(3));
+            assert_eq!(view.right_player, 3);
+            // Player 3's bot moved its cube; its machine shows it where it is, as the left side does within lag.
+            let cube = view.game.players()[2];
+            let (left, right) = (player_position(&view.left, cube), player_position(&view.right, cube));
+            assert!(left.distance(right) < 2.0, "{model}: {left} vs {right}");
+            let mut fewer = view.settings.clone();
+            fewer.players = 2;
+            view.restart(&fewer).unwrap();
+            assert_eq!(view.right_player, 2, "{model}: back to a player the game has");
         }
     }
 
