@@ -3,6 +3,10 @@
 //! priority until its bit budget is spent, and sent cubes start again from zero. A cube that is never urgent still
 //! climbs, so everything is resent eventually; a boosted cube (just thrown, or in a hard collision) jumps the queue.
 //!
+//! The touched factor is a million times the base (the reference's numbers), so while more cubes are touched than a
+//! packet holds, a cube below that class would wait until every player let go: an awake cube that has waited half a
+//! second ([`starving`]) climbs as a touched cube does from then on and takes its turn among them.
+//!
 //! Resting cubes keep the base factor: the reference found that sending them less made the two simulations drift
 //! apart where other cubes hit them. Held cubes get -1 and are never sent as state (they travel with the avatar).
 //!
@@ -29,6 +33,11 @@ pub const HIGH_ENERGY_COLLISION_SPEED_M_S: f32 = 5.0;
 pub const COLLISION_BOOST_STEPS: u32 = STEP_HZ.div_ceil(4);
 /// One second at 90 Hz.
 pub const INTERACTION_BOOST_STEPS: u32 = STEP_HZ;
+/// An awake cube left unsent this long (steps; half a second at 90 Hz) is starving: more cubes are being touched
+/// than the budget carries (a katamari ball per player, relayed by the host), and every packet goes to them. It
+/// then climbs as fast as a touched cube, so it takes its turn among them instead of waiting until every player
+/// lets go while the other side's copy drifts metres away.
+pub const STARVED_AWAKE_STEPS: i64 = STEP_HZ as i64 / 2;
 
 /// What the authority side knows about one cube's recent history, kept per cube (shared by all connections).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,11 +100,21 @@ pub fn priority_factor(a: &CubeActivity) -> i64 {
     }
 }
 
+/// Whether a cube with accumulator `acc` is starving: awake and unsent for [`STARVED_AWAKE_STEPS`] at the awake
+/// factor or more.
+pub fn starving(acc: i64, a: &CubeActivity) -> bool {
+    a.awake && acc >= STARVED_AWAKE_STEPS * AWAKE_PRIORITY
+}
+
 /// One step of accumulation for one connection: positive factors add up (from 0 if the cube was held), negative
-/// ones pin the accumulator to -1. Cubes beyond the shorter slice are left alone.
+/// ones pin the accumulator to -1; a [`starving`] cube climbs at [`INTERACTION_PRIORITY`] from then on, so it
+/// takes its turn among the touched cubes. Cubes beyond the shorter slice are left alone.
 pub fn accumulate(accumulators: &mut [i64], activity: &[CubeActivity]) {
     for (acc, a) in accumulators.iter_mut().zip(activity) {
-        let factor = priority_factor(a);
+        let mut factor = priority_factor(a);
+        if factor > 0 && starving(*acc, a) {
+            factor = factor.max(INTERACTION_PRIORITY);
+        }
         *acc = if factor < 0 {
             HELD_PRIORITY
         } else {
@@ -171,6 +190,39 @@ mod tests {
         assert!(used <= budget_bits);
         mark_sent(acc, &sent);
         sent
+    }
+
+    /// More touched cubes than a packet holds (three katamari balls relayed by a host) must not starve a cube that
+    /// nobody touches but that moves: it takes its turn among them once it has waited half a second.
+    #[test]
+    fn an_awake_cube_is_sent_while_more_touched_cubes_than_fit_keep_coming() {
+        let touched = 20;
+        let mut activity = vec![CubeActivity::default(); touched + 2];
+        let mut acc = vec![0i64; touched + 2];
+        let (awake, resting) = (touched as u32, touched as u32 + 1);
+        activity[touched].awake = true;
+        let bits_of = |_| 100;
+        let mut sent_at = Vec::new();
+        for step in 0..STEP_HZ as usize * 3 {
+            for a in &mut activity[..touched] {
+                a.awake = true;
+                a.record_interaction();
+            }
+            let sent = send_step(&mut acc, &activity, 5 * 100, &bits_of);
+            assert!(!sent.contains(&resting), "a resting cube waits for the touched ones");
+            if sent.contains(&awake) {
+                sent_at.push(step);
+            }
+            tick_activity(&mut activity);
+        }
+        let first = STARVED_AWAKE_STEPS as usize;
+        assert!(
+            !sent_at.is_empty() && sent_at[0] <= first + touched / 5 + 1,
+            "first sent at {sent_at:?}"
+        );
+        for gap in sent_at.windows(2).map(|w| w[1] - w[0]) {
+            assert!(gap <= first + touched / 5 + 1, "then every {gap} steps: {sent_at:?}");
+        }
     }
 
     #[test]
