@@ -151,6 +151,8 @@ pub struct ContactSet {
     free: Vec<u32>,
     /// Per body: the first contact of its list.
     first: Vec<u32>,
+    /// Contacts inserted or removed so far: while it stands still, every slot holds the pair it held.
+    pub changes: u64,
 }
 
 /// A copy of `v` with the same room reserved: a cloned world (a snapshot, a benchmark's copy) must not allocate
@@ -167,6 +169,7 @@ impl Clone for ContactSet {
             contacts: clone_with_capacity(&self.contacts),
             free: clone_with_capacity(&self.free),
             first: self.first.clone(),
+            changes: self.changes,
         }
     }
 }
@@ -209,6 +212,7 @@ impl ContactSet {
 
     /// Adds a contact between a and b (a < b, b may be the ground) at the front of both lists; returns its slot.
     pub fn insert(&mut self, a: u32, b: u32) -> u32 {
+        self.changes += 1;
         let mut c = Contact::new(a, b);
         let k = match self.free.pop() {
             Some(k) => k,
@@ -234,6 +238,7 @@ impl ContactSet {
 
     /// Removes contact `k` from both lists and frees its slot.
     pub fn remove(&mut self, k: u32) {
+        self.changes += 1;
         let c = &self.contacts[k as usize];
         let (a, b, prev, next) = (c.a, c.b, c.prev, c.next);
         let ends: &[u32] = if b == GROUND { &[a] } else { &[a, b] };

@@ -7,7 +7,7 @@ use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 use super::super::body::{MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::super::broadphase::GROUND;
 use super::super::contact_solver::{self as solver, SolverParams};
-use super::super::stack_order::lower_body;
+use super::super::stack_order::{lower_body, UNSUPPORTED};
 use super::{World, CONVERGED_IMPULSE_PER_KG, NO_SLOT};
 
 impl World {
@@ -40,17 +40,17 @@ impl World {
         // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
         // supports always come before the contacts that rest on it. Small keys are sorted, not constraints.
         let level = &self.stack.level;
-        self.order.clear();
+        self.order_unsorted.clear();
         for (rank, &k) in self.updated_ids.iter().enumerate() {
             let c = &self.contacts.contacts[k as usize];
             let (a, b) = (c.a as usize, c.b);
             let b_simulated = b != GROUND && self.simulated[b as usize];
             if c.manifold.count > 0 && (self.simulated[a] || b_simulated) {
                 let level_b = if b == GROUND { 0 } else { level[b as usize] };
-                self.order.push((level[a].max(level_b), rank as u32));
+                self.order_unsorted.push((level[a].max(level_b), rank as u32));
             }
         }
-        self.order.sort_unstable();
+        sort_by_level(&self.order_unsorted, &mut self.level_counts, &mut self.order);
         // Sized first and then filled in place (see `solver::prepare`); the length rarely changes from a step to
         // the next, so this usually writes nothing.
         self.constraints
@@ -229,5 +229,35 @@ impl World {
             let spin = Quat::from_xyzw(dtheta.x, dtheta.y, dtheta.z, 0.0) * q;
             self.rotation[i] = (q + spin * 0.5).normalize();
         }
+    }
+}
+
+/// `entries` (level, rank), pushed in rank order, into `out` ordered by (level, rank) — what sorting the pairs gives,
+/// since ranks are distinct and already ascending — by a stable counting sort over the levels: linear where a
+/// comparison sort is not, and levels are few (below the number of bodies, or [`UNSUPPORTED`], counted last).
+fn sort_by_level(entries: &[(u32, u32)], counts: &mut Vec<u32>, out: &mut Vec<(u32, u32)>) {
+    let bucket = |level: u32, top: usize| if level == UNSUPPORTED { top } else { level as usize };
+    let highest = entries
+        .iter()
+        .map(|&(level, _)| level)
+        .filter(|&level| level != UNSUPPORTED)
+        .max()
+        .unwrap_or(0) as usize;
+    // Buckets 0..=highest for the levels, highest + 1 for the unsupported; one more so the prefix sum fits.
+    let top = highest + 1;
+    counts.clear();
+    counts.resize(top + 2, 0);
+    for &(level, _) in entries {
+        counts[bucket(level, top) + 1] += 1;
+    }
+    for b in 0..=top {
+        counts[b + 1] += counts[b];
+    }
+    out.clear();
+    out.resize(entries.len(), (0, 0));
+    for &entry in entries {
+        let b = bucket(entry.0, top);
+        out[counts[b] as usize] = entry;
+        counts[b] += 1;
     }
 }
