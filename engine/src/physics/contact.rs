@@ -47,6 +47,10 @@ pub struct Contact {
     pub fresh: bool,
     /// The manifold has been computed at least once.
     pub built: bool,
+    /// The executed step (`looks`) in which the manifold was last computed: until the next, its normal, points
+    /// and anchors stand, and so does every constraint row built from them on bodies whose inertia does not turn
+    /// with them (`contact_solver::prepare`).
+    pub built_in_look: u64,
     /// Where the two bodies were when the manifold was computed, and its points' separations then: a kept
     /// manifold's separations follow the bodies' relative motion since, so slow sinking is seen, not ratcheted.
     pub built_at: [Vec3; 2],
@@ -68,6 +72,7 @@ impl Contact {
             updated: false,
             fresh: true,
             built: false,
+            built_in_look: 0,
             built_at: [Vec3::ZERO; 2],
             built_separation: [0.0; MAX_MANIFOLD_POINTS],
             next: [NO_CONTACT; 2],
@@ -290,6 +295,7 @@ impl ContactSet {
                 continue;
             }
             c.built = true;
+            c.built_in_look = now;
             c.built_at = [poses.position[a], position_b];
             let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
             let box_a = poses.oriented_box(a);

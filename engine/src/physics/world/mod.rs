@@ -344,6 +344,8 @@ pub struct World {
     /// The constraints in groups solved side by side (`solver_lanes`): all of them, and those of the shock pass.
     schedule: Schedule,
     shock_schedule: Schedule,
+    /// How many constraints the schedules were built for (`usize::MAX`: none yet); see `World::solve`.
+    scheduled_constraints: usize,
     /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted; `order_unsorted` the same
     /// in `updated_ids` order, and `level_counts` the counting sort's buckets (see `sort_by_level`).
     order: Vec<(u32, u32)>,
@@ -419,6 +421,7 @@ impl World {
             anchors: Vec::new(),
             schedule: Schedule::default(),
             shock_schedule: Schedule::default(),
+            scheduled_constraints: usize::MAX,
             order: Vec::new(),
             order_unsorted: Vec::new(),
             level_counts: Vec::new(),
@@ -528,6 +531,8 @@ impl World {
         }
         sb.inv_mass.reserve((n + 1).saturating_sub(sb.inv_mass.len()));
         sb.inv_inertia.reserve((n + 1).saturating_sub(sb.inv_inertia.len()));
+        sb.inv_inertia_scalar
+            .reserve((n + 1).saturating_sub(sb.inv_inertia_scalar.len()));
     }
 
     pub fn body_count(&self) -> usize {

@@ -93,7 +93,7 @@ impl World {
         }
         self.simulated_ids.clear();
         self.woken_ids.clear();
-        self.stack.forget();
+        // The stack levels stay: the next step keeps them when nothing they depend on changed (`StackOrder`).
         self.islands.clear();
     }
 
