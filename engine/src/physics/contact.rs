@@ -47,6 +47,10 @@ pub struct Contact {
     pub fresh: bool,
     /// The manifold has been computed at least once.
     pub built: bool,
+    /// The executed step (`looks`) in which the manifold was last computed: until the next, its normal, points
+    /// and anchors stand, and so does every constraint row built from them on bodies whose inertia does not turn
+    /// with them (`contact_solver::prepare`).
+    pub built_in_look: u64,
     /// Where the two bodies were when the manifold was computed, and its points' separations then: a kept
     /// manifold's separations follow the bodies' relative motion since, so slow sinking is seen, not ratcheted.
     pub built_at: [Vec3; 2],
@@ -68,6 +72,7 @@ impl Contact {
             updated: false,
             fresh: true,
             built: false,
+            built_in_look: 0,
             built_at: [Vec3::ZERO; 2],
             built_separation: [0.0; MAX_MANIFOLD_POINTS],
             next: [NO_CONTACT; 2],
@@ -151,6 +156,8 @@ pub struct ContactSet {
     free: Vec<u32>,
     /// Per body: the first contact of its list.
     first: Vec<u32>,
+    /// Contacts inserted or removed so far: while it stands still, every slot holds the pair it held.
+    pub changes: u64,
 }
 
 /// A copy of `v` with the same room reserved: a cloned world (a snapshot, a benchmark's copy) must not allocate
@@ -167,6 +174,7 @@ impl Clone for ContactSet {
             contacts: clone_with_capacity(&self.contacts),
             free: clone_with_capacity(&self.free),
             first: self.first.clone(),
+            changes: self.changes,
         }
     }
 }
@@ -209,6 +217,7 @@ impl ContactSet {
 
     /// Adds a contact between a and b (a < b, b may be the ground) at the front of both lists; returns its slot.
     pub fn insert(&mut self, a: u32, b: u32) -> u32 {
+        self.changes += 1;
         let mut c = Contact::new(a, b);
         let k = match self.free.pop() {
             Some(k) => k,
@@ -234,6 +243,7 @@ impl ContactSet {
 
     /// Removes contact `k` from both lists and frees its slot.
     pub fn remove(&mut self, k: u32) {
+        self.changes += 1;
         let c = &self.contacts[k as usize];
         let (a, b, prev, next) = (c.a, c.b, c.prev, c.next);
         let ends: &[u32] = if b == GROUND { &[a] } else { &[a, b] };
@@ -285,6 +295,7 @@ impl ContactSet {
                 continue;
             }
             c.built = true;
+            c.built_in_look = now;
             c.built_at = [poses.position[a], position_b];
             let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
             let box_a = poses.oriented_box(a);

@@ -39,6 +39,10 @@ pub struct SolverBodies {
     pub w: Vec<Vec3A>,
     pub inv_mass: Vec<f32>,
     pub inv_inertia: Vec<Mat3A>,
+    /// The inverse inertia when it is the same about every axis (a cube, or 0 for what does not move), else NaN.
+    /// Such a body's world inverse inertia is this times the identity whatever its rotation, so the rows of a
+    /// contact on it depend only on the contact's geometry, which stands between recomputations.
+    pub inv_inertia_scalar: Vec<f32>,
     /// Displacement and small-angle rotation this step (integration plus position correction).
     pub dp: Vec<Vec3A>,
     pub dtheta: Vec<Vec3A>,
@@ -125,6 +129,10 @@ pub struct ContactConstraint {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ContactAnchors {
     contact: u32,
+    /// The executed step that built this constraint's rows, and the masses they were built with (bits of the two
+    /// bodies' inverse masses and scalar inverse inertias); 0 for rows never built. See [`prepare`].
+    rows_look: u64,
+    row_masses: [u32; 4],
     ra: [Vec3A; MAX_MANIFOLD_POINTS],
     rb: [Vec3A; MAX_MANIFOLD_POINTS],
     relative_velocity: [f32; MAX_MANIFOLD_POINTS],
@@ -194,6 +202,8 @@ fn inverse(k: f32) -> f32 {
 struct RowBodies {
     inv_mass: [f32; 2],
     inv_inertia: [Mat3A; 2],
+    /// [`SolverBodies::inv_inertia_scalar`]: NaN where the matrix is needed.
+    inv_inertia_scalar: [f32; 2],
 }
 
 impl RowBodies {
@@ -202,7 +212,34 @@ impl RowBodies {
         RowBodies {
             inv_mass: [bodies.inv_mass[a], bodies.inv_mass[b]],
             inv_inertia: [bodies.inv_inertia[a], bodies.inv_inertia[b]],
+            inv_inertia_scalar: [bodies.inv_inertia_scalar[a], bodies.inv_inertia_scalar[b]],
         }
+    }
+
+    /// Body `side`'s inverse world inertia times `v`: a scale for a body alike about every axis.
+    #[inline(always)]
+    fn turn(&self, side: usize, v: Vec3A) -> Vec3A {
+        let scalar = self.inv_inertia_scalar[side];
+        if scalar.is_nan() {
+            self.inv_inertia[side] * v
+        } else {
+            v * scalar
+        }
+    }
+
+    /// Both bodies' inertia is alike about every axis: the rows do not depend on how the bodies are turned.
+    fn rows_ignore_rotation(&self) -> bool {
+        !self.inv_inertia_scalar[0].is_nan() && !self.inv_inertia_scalar[1].is_nan()
+    }
+
+    /// The bits the rows are built from besides the contact's geometry and the lower body.
+    fn bits(&self) -> [u32; 4] {
+        [
+            self.inv_mass[0].to_bits(),
+            self.inv_mass[1].to_bits(),
+            self.inv_inertia_scalar[0].to_bits(),
+            self.inv_inertia_scalar[1].to_bits(),
+        ]
     }
 }
 
@@ -215,7 +252,7 @@ fn make_row(bodies: &RowBodies, linear: Vec3A, angular: Vec3A, (ra, rb): (Vec3A,
     } else {
         (ra.cross(linear), rb.cross(linear))
     };
-    let (ia, ib) = (bodies.inv_inertia[0] * ra_x, bodies.inv_inertia[1] * rb_x);
+    let (ia, ib) = (bodies.turn(0, ra_x), bodies.turn(1, rb_x));
     let lin = linear.length_squared();
     let ka = bodies.inv_mass[0] * lin + ra_x.dot(ia);
     let kb = bodies.inv_mass[1] * lin + rb_x.dot(ib);
@@ -234,25 +271,96 @@ fn make_row(bodies: &RowBodies, linear: Vec3A, angular: Vec3A, (ra, rb): (Vec3A,
     }
 }
 
-/// Builds the constraint for contact `c` between solver slots `a` and `b` in `out`, in place: a constraint and its anchors
-/// are 768 bytes, and one built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
-#[allow(clippy::too_many_arguments)]
+/// Where a constraint comes from: contact `contact_index` (`contact`) between solver slots `a` and `b`, its mixed
+/// friction and restitution, which body is lower (see `stack_order::lower_body`), and the executed step (`look`).
+pub struct PrepareInput<'a> {
+    pub contact_index: u32,
+    pub contact: &'a Contact,
+    pub a: u32,
+    pub b: u32,
+    pub friction: f32,
+    pub restitution: f32,
+    pub lower: u8,
+    pub look: u64,
+}
+
+/// Builds the constraint for a contact in `out`, in place: a constraint and its anchors are 800 bytes, and one
+/// built on the stack and then pushed costs a copy of all of it (a few per cent of a step).
+///
+/// The slot held the same contact's constraint in the last executed step, and when its manifold was not
+/// recomputed since, neither body's inertia depends on its rotation (cubes), and the masses and the lower body
+/// are the same, the rows there are exactly what building them again would give: they are kept, and only what
+/// changes every step (slots, velocities, separations, impulses) is written. Same inputs, same bits, built or
+/// kept; a still pile with sleeping off builds almost none.
+///
+/// Returns whether the slot holds the same constraint as in the last executed step, as far as the schedules see
+/// it: the same contact between the same solver slots with the same lower body.
 pub fn prepare(
     (out, anchors): (&mut ContactConstraint, &mut ContactAnchors),
-    contact_index: u32,
-    c: &Contact,
-    a: u32,
-    b: u32,
+    input: PrepareInput<'_>,
     bodies: &SolverBodies,
-    friction: f32,
-    restitution: f32,
-    lower: u8,
-) {
+) -> bool {
+    let PrepareInput {
+        contact_index,
+        contact: c,
+        a,
+        b,
+        friction,
+        restitution,
+        lower,
+        look,
+    } = input;
     let m = &c.manifold;
     let (ia, ib) = (a as usize, b as usize);
+    let row_bodies = RowBodies::load(bodies, (ia, ib));
+    let same = anchors.rows_look != 0
+        && anchors.rows_look + 1 == look
+        && anchors.contact == contact_index
+        && out.lower == lower;
+    let same_slots = same && out.a == a && out.b == b;
+    let kept =
+        same && c.built_in_look != look && row_bodies.rows_ignore_rotation() && anchors.row_masses == row_bodies.bits();
+    if kept {
+        let n = out.normal;
+        for (k, (mp, cp)) in m.points().iter().zip(&mut out.points).enumerate() {
+            let (ra, rb) = (anchors.ra[k], anchors.rb[k]);
+            let dv = bodies.v[ib] + bodies.w[ib].cross(rb) - bodies.v[ia] - bodies.w[ia].cross(ra);
+            cp.separation = mp.separation;
+            cp.normal_impulse = mp.normal_impulse;
+            cp.max_normal_impulse = 0.0;
+            anchors.relative_velocity[k] = n.dot(dv).min(-mp.bounce_speed);
+        }
+    } else {
+        build_rows((out, anchors), m, &row_bodies, lower, bodies, (ia, ib));
+        out.lower = lower;
+        anchors.row_masses = row_bodies.bits();
+    }
+    anchors.rows_look = look;
+    anchors.contact = contact_index;
+    let tangents = out.tangents;
+    let tangent_impulse = Vec3A::from(m.tangent_impulse);
+    out.a = a;
+    out.b = b;
+    out.friction = friction;
+    out.restitution = restitution;
+    out.fresh = c.fresh;
+    out.tangent_impulse = [tangent_impulse.dot(tangents[0]), tangent_impulse.dot(tangents[1])];
+    out.twist_impulse = m.twist_impulse;
+    same_slots
+}
+
+/// Everything of a constraint that follows from the manifold and the bodies' masses: normal, tangents, rows,
+/// anchors, twist radius; and each point's separation, impulse and normal velocity.
+fn build_rows(
+    (out, anchors): (&mut ContactConstraint, &mut ContactAnchors),
+    m: &super::manifold::Manifold,
+    row_bodies: &RowBodies,
+    lower: u8,
+    bodies: &SolverBodies,
+    (ia, ib): (usize, usize),
+) {
     let n = Vec3A::from(m.normal);
     let tangents = tangent_basis(n);
-    let row_bodies = RowBodies::load(bodies, (ia, ib));
     let count = m.count as usize;
     let (mut centre_a, mut centre_b) = (Vec3A::ZERO, Vec3A::ZERO);
     for (k, cp) in out.points.iter_mut().enumerate() {
@@ -268,7 +376,7 @@ pub fn prepare(
         centre_b += rb;
         let dv = bodies.v[ib] + bodies.w[ib].cross(rb) - bodies.v[ia] - bodies.w[ia].cross(ra);
         *cp = ConstraintPoint {
-            normal: make_row(&row_bodies, n, Vec3A::ZERO, (ra, rb), lower),
+            normal: make_row(row_bodies, n, Vec3A::ZERO, (ra, rb), lower),
             separation: mp.separation,
             normal_impulse: mp.normal_impulse,
             max_normal_impulse: 0.0,
@@ -285,24 +393,14 @@ pub fn prepare(
         .map(|p| (Vec3A::from(p.anchor_a) - centre_a).length())
         .sum::<f32>()
         * scale;
-    let t0 = make_row(&row_bodies, tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
-    let t1 = make_row(&row_bodies, tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
-    let tangent_impulse = Vec3A::from(m.tangent_impulse);
-    out.a = a;
-    out.b = b;
-    anchors.contact = contact_index;
+    let t0 = make_row(row_bodies, tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
+    let t1 = make_row(row_bodies, tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
     out.normal = n;
     out.tangents = tangents;
-    out.friction = friction;
-    out.restitution = restitution;
     out.count = m.count;
-    out.lower = lower;
-    out.fresh = c.fresh;
     out.tangent_rows = [t0, t1];
-    out.twist = make_row(&row_bodies, Vec3A::ZERO, n, (centre_a, centre_b), lower);
+    out.twist = make_row(row_bodies, Vec3A::ZERO, n, (centre_a, centre_b), lower);
     out.twist_radius = twist_radius;
-    out.tangent_impulse = [tangent_impulse.dot(tangents[0]), tangent_impulse.dot(tangents[1])];
-    out.twist_impulse = m.twist_impulse;
 }
 
 /// The velocities of one contact's two bodies, loaded once per contact and written back once, so the inner loops
@@ -781,6 +879,7 @@ mod tests {
             } else {
                 Mat3A::ZERO
             });
+            bodies.inv_inertia_scalar.push(if moving { f32::NAN } else { 0.0 });
         }
         let mut constraints = Vec::new();
         for _ in 0..300 {
@@ -852,6 +951,102 @@ mod tests {
             out.extend(c.points.iter().map(|p| p.max_normal_impulse.to_bits()));
         }
         out
+    }
+
+    /// Cube-like bodies (one inverse inertia about every axis), slot 0 the ground.
+    fn cube_bodies(r: &mut Numbers) -> SolverBodies {
+        let mut bodies = SolverBodies::default();
+        for k in 0..3 {
+            let moving = k != 0;
+            bodies.v.push(if moving { r.vec() } else { Vec3A::ZERO });
+            bodies.w.push(if moving { r.vec() } else { Vec3A::ZERO });
+            bodies.inv_mass.push(if moving { 1.0 + r.next() * 0.5 } else { 0.0 });
+            let s = if moving { 6.0 + r.next() } else { 0.0 };
+            bodies.inv_inertia.push(Mat3A::from_diagonal(Vec3::splat(s)));
+            bodies.inv_inertia_scalar.push(s);
+        }
+        bodies
+    }
+
+    fn constraint_bits(c: &ContactConstraint, anchors: &ContactAnchors) -> String {
+        format!(
+            "{c:?} {:?} {:?} {:?}",
+            anchors.ra, anchors.rb, anchors.relative_velocity
+        )
+    }
+
+    /// A constraint whose rows were kept from the last step is bit for bit the one built again from scratch;
+    /// and the rows are built again when the manifold was recomputed, the lower body changed or the step is not
+    /// the next one.
+    #[test]
+    fn kept_rows_are_the_rows_built_again() {
+        let mut r = Numbers(7);
+        let mut contact = Contact::new(1, 2);
+        contact.manifold.normal = Vec3::from(r.vec().normalize());
+        contact.manifold.count = 4;
+        for p in contact.manifold.points_mut() {
+            p.anchor_a = Vec3::from(r.vec() * 0.5);
+            p.anchor_b = Vec3::from(r.vec() * 0.5);
+            p.separation = r.next() * 0.01;
+            p.normal_impulse = r.next() + 1.0;
+        }
+        contact.manifold.tangent_impulse = Vec3::from(r.vec() * 0.1);
+        contact.built_in_look = 1;
+        fn input(contact: &Contact, look: u64, lower: u8) -> PrepareInput<'_> {
+            PrepareInput {
+                contact_index: 5,
+                contact,
+                a: 1,
+                b: 2,
+                friction: 0.6,
+                restitution: 0.0,
+                lower,
+                look,
+            }
+        }
+        let mut bodies = cube_bodies(&mut r);
+        let (mut kept, mut kept_anchors) = (ContactConstraint::default(), ContactAnchors::default());
+        prepare((&mut kept, &mut kept_anchors), input(&contact, 1, 1), &bodies);
+        // A step later: new velocities, separations and impulses; the same geometry.
+        bodies.v[1] = r.vec();
+        bodies.w[2] = r.vec();
+        for p in contact.manifold.points_mut() {
+            p.separation += 0.001;
+            p.normal_impulse *= 1.5;
+        }
+        let rows_before = kept.points[2].normal.ia;
+        prepare((&mut kept, &mut kept_anchors), input(&contact, 2, 1), &bodies);
+        let (mut built, mut built_anchors) = (ContactConstraint::default(), ContactAnchors::default());
+        prepare((&mut built, &mut built_anchors), input(&contact, 2, 1), &bodies);
+        assert_eq!(
+            constraint_bits(&kept, &kept_anchors),
+            constraint_bits(&built, &built_anchors)
+        );
+        assert_eq!(kept.points[2].normal.ia, rows_before);
+
+        // Rows are built again for a recomputed manifold, a new lower body or after a skipped step (the changed
+        // anchor shows in them); only a manifold that stood since the last step keeps them (its geometry cannot
+        // have changed: here it did, behind the stamp's back, to show the rows really are kept).
+        let moved = |c: &mut Contact| c.manifold.points[2].anchor_a += Vec3::new(0.1, 0.0, 0.0);
+        for (look, lower, rebuilt, built_again) in [
+            (3, 1, true, true),
+            (3, 2, false, true),
+            (5, 1, false, true),
+            (3, 1, false, false),
+        ] {
+            let mut changed = contact;
+            moved(&mut changed);
+            changed.built_in_look = if rebuilt { look } else { 1 };
+            let (mut again, mut again_anchors) = (kept, kept_anchors);
+            prepare((&mut again, &mut again_anchors), input(&changed, look, lower), &bodies);
+            let (mut fresh, mut fresh_anchors) = (ContactConstraint::default(), ContactAnchors::default());
+            prepare((&mut fresh, &mut fresh_anchors), input(&changed, look, lower), &bodies);
+            assert_eq!(
+                constraint_bits(&again, &again_anchors) == constraint_bits(&fresh, &fresh_anchors),
+                built_again,
+                "look {look} lower {lower} rebuilt {rebuilt}"
+            );
+        }
     }
 
     /// The groups solved side by side give exactly the bits of one constraint at a time, in order.

@@ -63,6 +63,17 @@ fn reaches_ground(c: &Contact) -> bool {
     c.touching() || (c.b == GROUND && c.manifold.count > 0)
 }
 
+/// Everything the search reads of a contact besides its pair, as bits: whether it touches, has points, can
+/// support, and has its body b or a pressing from above. Two steps with the same pairs, bits and moving bodies give
+/// the same levels.
+fn stack_bits(c: &Contact, up: Vec3) -> u8 {
+    u8::from(c.touching())
+        | u8::from(c.manifold.count > 0) << 1
+        | u8::from(can_support(c, up)) << 2
+        | u8::from(presses_from_above(c, true, up)) << 3
+        | u8::from(presses_from_above(c, false, up)) << 4
+}
+
 /// Height of a body not connected to anything fixed (a cube in flight, or a pile in free fall).
 pub const UNSUPPORTED: u32 = u32::MAX;
 
@@ -102,6 +113,12 @@ pub struct StackOrder {
     cursor: Vec<u32>,
     neighbours: Vec<u32>,
     queue: Vec<u32>,
+    /// What the levels were last computed from (see [`StackOrder::compute`]): the contacts, what each one told
+    /// the search ([`stack_bits`]), the moving bodies and the executed step (0: none).
+    computed_ids: Vec<u32>,
+    computed_bits: Vec<u8>,
+    computed_bodies: Vec<u32>,
+    computed_look: u64,
 }
 
 impl StackOrder {
@@ -109,9 +126,19 @@ impl StackOrder {
     pub fn reserve(&mut self, bodies: usize, contacts: usize) {
         self.level.resize(bodies, UNSUPPORTED);
         self.row.resize(bodies, 0);
-        for v in [&mut self.levelled, &mut self.offsets, &mut self.cursor, &mut self.queue] {
+        for v in [
+            &mut self.levelled,
+            &mut self.offsets,
+            &mut self.cursor,
+            &mut self.queue,
+            &mut self.computed_bodies,
+        ] {
             v.reserve((bodies + 1).saturating_sub(v.len()));
         }
+        self.computed_ids
+            .reserve(contacts.saturating_sub(self.computed_ids.len()));
+        self.computed_bits
+            .reserve(contacts.saturating_sub(self.computed_bits.len()));
         self.neighbours
             .reserve((2 * contacts).saturating_sub(self.neighbours.len()));
     }
@@ -121,7 +148,29 @@ impl StackOrder {
     /// fixed support — unless it presses from above (`up` is against gravity): a held cube set on a stack holds
     /// nothing up, and counting it as a base would order the column from both ends at once. Levels spread through
     /// contacts that can carry weight first; only then do side contacts reach the bodies still without a level.
-    pub fn compute(&mut self, contacts: &[Contact], ids: &[u32], bodies: &[u32], simulated: &[bool], up: Vec3) {
+    ///
+    /// The levels are a function of the contacts' pairs, of what each contact tells the search ([`stack_bits`])
+    /// and of the moving bodies (`up` is the world's, fixed): when none of these changed since the last executed
+    /// step (`look` is this one), they are kept as they are (a pile that holds still, sleeping off).
+    pub fn compute(
+        &mut self,
+        contacts: &[Contact],
+        ids: &[u32],
+        bodies: &[u32],
+        simulated: &[bool],
+        (up, look): (Vec3, u64),
+    ) {
+        if self.still_holds(contacts, ids, bodies, (up, look)) {
+            self.computed_look = look;
+            return;
+        }
+        self.computed_ids.clear();
+        self.computed_ids.extend_from_slice(ids);
+        self.computed_bits.clear();
+        self.computed_bits
+            .extend(ids.iter().map(|&k| stack_bits(&contacts[k as usize], up)));
+        self.computed_bodies.clear();
+        self.computed_bodies.extend_from_slice(bodies);
         if self.level.len() < simulated.len() {
             self.level.resize(simulated.len(), UNSUPPORTED);
             self.row.resize(simulated.len(), 0);
@@ -143,6 +192,20 @@ impl StackOrder {
         if side_links || side_roots {
             self.spread(true);
         }
+        self.computed_look = look;
+    }
+
+    /// Whether the levels computed in the last executed step still hold: the same contacts in the same order,
+    /// each telling the search what it told it then, and the same moving bodies.
+    fn still_holds(&self, contacts: &[Contact], ids: &[u32], bodies: &[u32], (up, look): (Vec3, u64)) -> bool {
+        self.computed_look != 0
+            && self.computed_look + 1 == look
+            && ids == self.computed_ids.as_slice()
+            && bodies == self.computed_bodies.as_slice()
+            && ids
+                .iter()
+                .zip(&self.computed_bits)
+                .all(|(&k, &bits)| stack_bits(&contacts[k as usize], up) == bits)
     }
 
     /// Puts every level back to [`UNSUPPORTED`], touching only the bodies the last [`StackOrder::compute`] levelled.
@@ -242,7 +305,7 @@ impl StackOrder {
     fn compute_all(&mut self, contacts: &[Contact], simulated: &[bool], up: Vec3) {
         let ids: Vec<u32> = (0..contacts.len() as u32).collect();
         let bodies: Vec<u32> = (0..simulated.len() as u32).filter(|&i| simulated[i as usize]).collect();
-        self.compute(contacts, &ids, &bodies, simulated, up);
+        self.compute(contacts, &ids, &bodies, simulated, (up, 1));
     }
 }
 

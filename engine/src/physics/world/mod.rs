@@ -315,6 +315,11 @@ pub struct World {
     updated_ids: Vec<u32>,
     /// (pair key, slot) of `updated_ids`, for sorting them.
     sort_keys: Vec<(u64, u32)>,
+    /// The last sort of `updated_ids`: the list as it came and as it went, and `ContactSet::changes` then. While
+    /// no contact was inserted or removed every slot has the same key, so the same list sorts the same way.
+    sorted_from: Vec<u32>,
+    sorted_to: Vec<u32>,
+    sorted_at_changes: u64,
     /// Bodies whose enlarged box changed this step, and the bodies the broadphase found near one.
     leavers: Vec<u32>,
     candidates: Vec<u32>,
@@ -339,8 +344,13 @@ pub struct World {
     /// The constraints in groups solved side by side (`solver_lanes`): all of them, and those of the shock pass.
     schedule: Schedule,
     shock_schedule: Schedule,
-    /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted.
+    /// How many constraints the schedules were built for (`usize::MAX`: none yet); see `World::solve`.
+    scheduled_constraints: usize,
+    /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted; `order_unsorted` the same
+    /// in `updated_ids` order, and `level_counts` the counting sort's buckets (see `sort_by_level`).
     order: Vec<(u32, u32)>,
+    order_unsorted: Vec<(u32, u32)>,
+    level_counts: Vec<u32>,
     /// Seeding scratch: weight impulse, carried load, the part of it new this step (it reaches the body through a
     /// fresh contact) and support count per solver slot.
     weight: Vec<f32>,
@@ -394,6 +404,9 @@ impl World {
             woken_ids: Vec::new(),
             updated_ids: Vec::new(),
             sort_keys: Vec::new(),
+            sorted_from: Vec::new(),
+            sorted_to: Vec::new(),
+            sorted_at_changes: u64::MAX,
             leavers: Vec::new(),
             candidates: Vec::new(),
             lost: Vec::new(),
@@ -408,7 +421,10 @@ impl World {
             anchors: Vec::new(),
             schedule: Schedule::default(),
             shock_schedule: Schedule::default(),
+            scheduled_constraints: usize::MAX,
             order: Vec::new(),
+            order_unsorted: Vec::new(),
+            level_counts: Vec::new(),
             weight: Vec::new(),
             load: Vec::new(),
             new_load: Vec::new(),
@@ -484,11 +500,19 @@ impl World {
         }
         self.updated_ids
             .reserve(contacts.saturating_sub(self.updated_ids.len()));
+        for v in [&mut self.sorted_from, &mut self.sorted_to] {
+            v.reserve(contacts.saturating_sub(v.len()));
+        }
         self.sort_keys.reserve(contacts.saturating_sub(self.sort_keys.len()));
         self.constraints
             .reserve(contacts.saturating_sub(self.constraints.len()));
         self.anchors.reserve(contacts.saturating_sub(self.anchors.len()));
-        self.order.reserve(contacts.saturating_sub(self.order.len()));
+        for v in [&mut self.order, &mut self.order_unsorted] {
+            v.reserve(contacts.saturating_sub(v.len()));
+        }
+        // A level is below the number of bodies; one more bucket for the unsupported, one for the prefix sum.
+        self.level_counts
+            .reserve((n + 2).saturating_sub(self.level_counts.len()));
         self.schedule.reserve(n + 1, contacts);
         self.shock_schedule.reserve(n + 1, contacts);
         self.report
@@ -507,6 +531,8 @@ impl World {
         }
         sb.inv_mass.reserve((n + 1).saturating_sub(sb.inv_mass.len()));
         sb.inv_inertia.reserve((n + 1).saturating_sub(sb.inv_inertia.len()));
+        sb.inv_inertia_scalar
+            .reserve((n + 1).saturating_sub(sb.inv_inertia_scalar.len()));
     }
 
     pub fn body_count(&self) -> usize {

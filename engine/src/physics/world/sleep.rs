@@ -11,6 +11,10 @@ impl World {
     /// Records each simulated body's pose and velocities; islands whose bodies are all still go to rest with zero
     /// velocity (they are below the rest speed already, so nothing visible is lost).
     pub(super) fn detect_rest(&mut self) {
+        if !self.config.sleep {
+            // Nothing reads the windows without rest detection (a world's configuration never changes).
+            return;
+        }
         self.restart_windows_of_hit_bodies();
         for k in 0..self.simulated_ids.len() {
             let i = self.simulated_ids[k] as usize;
@@ -18,9 +22,6 @@ impl World {
                 let (p, q) = (self.position[i], self.rotation[i]);
                 self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
             }
-        }
-        if !self.config.sleep {
-            return;
         }
         let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
         // A body without rest detection of its own (a networked cube another peer has authority over) still

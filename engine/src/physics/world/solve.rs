@@ -7,7 +7,7 @@ use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 use super::super::body::{MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::super::broadphase::GROUND;
 use super::super::contact_solver::{self as solver, SolverParams};
-use super::super::stack_order::lower_body;
+use super::super::stack_order::{lower_body, UNSUPPORTED};
 use super::{World, CONVERGED_IMPULSE_PER_KG, NO_SLOT};
 
 impl World {
@@ -24,6 +24,8 @@ impl World {
         sb.inv_mass.push(0.0);
         sb.inv_inertia.clear();
         sb.inv_inertia.push(Mat3A::ZERO);
+        sb.inv_inertia_scalar.clear();
+        sb.inv_inertia_scalar.push(0.0);
         self.slot_body.clear();
         for k in 0..self.simulated_ids.len() {
             self.solver_slot(self.simulated_ids[k]);
@@ -35,27 +37,30 @@ impl World {
             &self.updated_ids,
             &self.simulated_ids,
             &self.simulated,
-            up,
+            (up, self.looks),
         );
         // Ground up: contacts ordered by the height of the body they hold up (ties keep pair order), so a body's
         // supports always come before the contacts that rest on it. Small keys are sorted, not constraints.
         let level = &self.stack.level;
-        self.order.clear();
+        self.order_unsorted.clear();
         for (rank, &k) in self.updated_ids.iter().enumerate() {
             let c = &self.contacts.contacts[k as usize];
             let (a, b) = (c.a as usize, c.b);
             let b_simulated = b != GROUND && self.simulated[b as usize];
             if c.manifold.count > 0 && (self.simulated[a] || b_simulated) {
                 let level_b = if b == GROUND { 0 } else { level[b as usize] };
-                self.order.push((level[a].max(level_b), rank as u32));
+                self.order_unsorted.push((level[a].max(level_b), rank as u32));
             }
         }
-        self.order.sort_unstable();
+        sort_by_level(&self.order_unsorted, &mut self.level_counts, &mut self.order);
         // Sized first and then filled in place (see `solver::prepare`); the length rarely changes from a step to
         // the next, so this usually writes nothing.
         self.constraints
             .resize(self.order.len(), solver::ContactConstraint::default());
         self.anchors.resize(self.order.len(), solver::ContactAnchors::default());
+        // Whether every constraint is where it was in the last executed step, between the same slots with the same
+        // lower body: then the schedules built then still hold (they depend on nothing else).
+        let mut schedules_hold = self.constraints.len() == self.scheduled_constraints;
         for o in 0..self.order.len() {
             let k = self.updated_ids[self.order[o].1 as usize];
             let (a, b) = (
@@ -76,16 +81,19 @@ impl World {
             let friction = (self.friction[a] * friction_b).sqrt();
             let restitution = self.restitution[a].max(restitution_b);
             let lower = lower_body(c, &self.stack.level, &self.simulated, up);
-            solver::prepare(
+            schedules_hold &= solver::prepare(
                 (&mut self.constraints[o], &mut self.anchors[o]),
-                k,
-                c,
-                slot_a,
-                slot_b,
+                solver::PrepareInput {
+                    contact_index: k,
+                    contact: c,
+                    a: slot_a,
+                    b: slot_b,
+                    friction,
+                    restitution,
+                    lower,
+                    look: self.looks,
+                },
                 &self.solver_bodies,
-                friction,
-                restitution,
-                lower,
             );
         }
         let params = SolverParams {
@@ -129,9 +137,12 @@ impl World {
             },
         );
         let sb = &mut self.solver_bodies;
-        self.schedule.build(&self.constraints, slots, |_| true);
-        self.shock_schedule
-            .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
+        if !schedules_hold {
+            self.schedule.build(&self.constraints, slots, |_| true);
+            self.shock_schedule
+                .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
+            self.scheduled_constraints = self.constraints.len();
+        }
         solver::warm_start(&self.constraints, sb);
         let iterations = self.config.velocity_iterations;
         // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
@@ -183,10 +194,19 @@ impl World {
     fn new_solver_slot(&mut self, i: usize) -> u32 {
         let k = self.solver_bodies.v.len() as u32;
         let (mut v, mut w, mut inv_mass, mut inv_inertia) = (Vec3A::ZERO, Vec3A::ZERO, 0.0, Mat3A::ZERO);
+        let mut inv_inertia_scalar = 0.0;
         if self.simulated[i] {
-            let r = Mat3::from_quat(self.rotation[i]);
-            inv_inertia = Mat3A::from(r * Mat3::from_diagonal(self.inv_inertia_local[i]) * r.transpose());
+            let local = self.inv_inertia_local[i];
             inv_mass = self.inv_mass[i];
+            if local.x == local.y && local.y == local.z {
+                // Alike about every axis (a cube): R·(s·I)·Rᵀ is s·I whatever the rotation.
+                inv_inertia = Mat3A::from_diagonal(local);
+                inv_inertia_scalar = local.x;
+            } else {
+                let r = Mat3::from_quat(self.rotation[i]);
+                inv_inertia = Mat3A::from(r * Mat3::from_diagonal(local) * r.transpose());
+                inv_inertia_scalar = f32::NAN;
+            }
         }
         if self.simulated[i] || self.is_moving_kinematic(i) {
             v = self.linear_velocity[i].into();
@@ -199,6 +219,7 @@ impl World {
         sb.dtheta.push(Vec3A::ZERO);
         sb.inv_mass.push(inv_mass);
         sb.inv_inertia.push(inv_inertia);
+        sb.inv_inertia_scalar.push(inv_inertia_scalar);
         self.slot[i] = k;
         self.slot_body.push(i as u32);
         k
@@ -229,5 +250,35 @@ impl World {
             let spin = Quat::from_xyzw(dtheta.x, dtheta.y, dtheta.z, 0.0) * q;
             self.rotation[i] = (q + spin * 0.5).normalize();
         }
+    }
+}
+
+/// `entries` (level, rank), pushed in rank order, into `out` ordered by (level, rank) — what sorting the pairs gives,
+/// since ranks are distinct and already ascending — by a stable counting sort over the levels: linear where a
+/// comparison sort is not, and levels are few (below the number of bodies, or [`UNSUPPORTED`], counted last).
+fn sort_by_level(entries: &[(u32, u32)], counts: &mut Vec<u32>, out: &mut Vec<(u32, u32)>) {
+    let bucket = |level: u32, top: usize| if level == UNSUPPORTED { top } else { level as usize };
+    let highest = entries
+        .iter()
+        .map(|&(level, _)| level)
+        .filter(|&level| level != UNSUPPORTED)
+        .max()
+        .unwrap_or(0) as usize;
+    // Buckets 0..=highest for the levels, highest + 1 for the unsupported; one more so the prefix sum fits.
+    let top = highest + 1;
+    counts.clear();
+    counts.resize(top + 2, 0);
+    for &(level, _) in entries {
+        counts[bucket(level, top) + 1] += 1;
+    }
+    for b in 0..=top {
+        counts[b + 1] += counts[b];
+    }
+    out.clear();
+    out.resize(entries.len(), (0, 0));
+    for &entry in entries {
+        let b = bucket(entry.0, top);
+        out[counts[b] as usize] = entry;
+        counts[b] += 1;
     }
 }

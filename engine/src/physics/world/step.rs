@@ -93,7 +93,7 @@ impl World {
         }
         self.simulated_ids.clear();
         self.woken_ids.clear();
-        self.stack.forget();
+        // The stack levels stay: the next step keeps them when nothing they depend on changed (`StackOrder`).
         self.islands.clear();
     }
 
@@ -189,8 +189,16 @@ impl World {
     }
 
     /// Whatever is done in order from here on is done in pair order, as if the contacts were one sorted list: the
-    /// keys are gathered once and sorted with the slots (pairs are unique, so the order is total).
+    /// keys are gathered once and sorted with the slots (pairs are unique, so the order is total). A step that
+    /// lists the same slots in the same order as the last sort, with no contact inserted or removed since, gets
+    /// that sort's result without sorting again (a pile that holds still, sleeping off).
     fn sort_updated_contacts(&mut self) {
+        if self.contacts.changes == self.sorted_at_changes && self.updated_ids == self.sorted_from {
+            self.updated_ids.copy_from_slice(&self.sorted_to);
+            return;
+        }
+        self.sorted_from.clear();
+        self.sorted_from.extend_from_slice(&self.updated_ids);
         self.sort_keys.clear();
         for &k in &self.updated_ids {
             self.sort_keys.push((self.contacts.contacts[k as usize].key(), k));
@@ -198,6 +206,9 @@ impl World {
         self.sort_keys.sort_unstable();
         self.updated_ids.clear();
         self.updated_ids.extend(self.sort_keys.iter().map(|&(_, k)| k));
+        self.sorted_to.clear();
+        self.sorted_to.extend_from_slice(&self.updated_ids);
+        self.sorted_at_changes = self.contacts.changes;
     }
 
     /// Appends body i's contacts not yet listed this step to `updated_ids`, marking them updated.
