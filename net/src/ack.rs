@@ -110,8 +110,10 @@ impl AckTracker {
             accepted: SequenceBuffer::new(RECEIVED_BUFFER_PACKETS),
             unresolved: 0,
             newest_ack: None,
-            echoes: VecDeque::new(),
-            events: VecDeque::new(),
+            // Both queues are bounded; sized to their bounds once, so a burst of acks (a late packet's ack fields
+            // resolving many sequences at once) never grows them while running.
+            echoes: VecDeque::with_capacity(MAX_PENDING_ECHOES),
+            events: VecDeque::with_capacity(MAX_PENDING_EVENTS),
             acked_total: 0,
             lost_total: 0,
         }

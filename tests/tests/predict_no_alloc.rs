@@ -21,8 +21,19 @@ const WARM_UP_FRAMES: u64 = 900;
 /// The measured frames run to 50 s: long enough for the seeds below to mispredict, rewind and replay in them.
 const MEASURED_FRAMES: u64 = 3600;
 
+/// Seeds whose measured frames rewind and replay (which seeds do depends on the engine's exact bits). Seed 2's
+/// late packets once acked a burst of sequences at once and grew the transport's ack-event queue mid-run (now sized
+/// to its bound at the start); seed 6 rewinds most.
+const SEEDS: [u64; 2] = [2, 6];
+
 #[test]
 fn a_running_prediction_game_allocates_nothing_per_frame() {
+    for seed in SEEDS {
+        one_seed_allocates_nothing(seed);
+    }
+}
+
+fn one_seed_allocates_nothing(seed: u64) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/cubes90.toml");
     let scene = load_scene(&path).unwrap();
     let build = || scene.build_world(world_config(false)).unwrap();
@@ -31,8 +42,7 @@ fn a_running_prediction_game_allocates_nothing_per_frame() {
         latency_ms: 100.0,
         jitter_ms: 20.0,
         loss_pct: 25.0,
-        // A seed whose measured frames rewind and replay (which seeds do depends on the engine's exact bits).
-        seed: 6,
+        seed,
         ..PredictConfig::default()
     };
     let mut run = PredictRun::new(&config, build(), build()).unwrap();
@@ -55,9 +65,12 @@ fn a_running_prediction_game_allocates_nothing_per_frame() {
         }
     }
     let allocations = allocations_so_far() - before;
-    assert_eq!(allocations, 0, "{allocations} allocations in {MEASURED_FRAMES} frames");
+    assert_eq!(
+        allocations, 0,
+        "seed {seed}: {allocations} allocations in {MEASURED_FRAMES} frames"
+    );
     let rewinds = run.client().stats.rewinds - rewinds_before;
-    assert!(rewinds > 0, "the measured frames rewound and replayed");
+    assert!(rewinds > 0, "seed {seed}: the measured frames rewound and replayed");
 }
 
 /// Frames each packet spends on the delay line: 100 ms.
