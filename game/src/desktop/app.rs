@@ -297,19 +297,19 @@ impl DesktopApp {
         frame_s: f64,
         pad: &tumble_engine::input::GamepadState,
     ) {
-        let Mode::Compare(game) = &mut self.mode else {
-            return;
-        };
         let keys = if self.egui.egui_wants_keyboard_input() {
             Default::default()
         } else {
             self.cube_keys.input(pad)
         };
-        if let Err(e) = game.advance(frame_s, keys) {
-            self.game_error = Some(DesktopError::Compare(e));
+        if let Err(e) = self.mode.advance(frame_s, &Default::default(), keys) {
+            self.game_error = Some(e);
             event_loop.exit();
             return;
         }
+        let Mode::Compare(game) = &self.mode else {
+            return;
+        };
         game.fill(&mut self.view.cubes);
         let aspect = match self.presenter.as_mut() {
             Some(p) => {

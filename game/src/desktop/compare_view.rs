@@ -334,8 +334,9 @@ impl CompareView {
             ModelRun::Predict(r) => r.wire_bytes(),
             ModelRun::Authority(r) => r.wire_bytes(),
         };
-        let seconds = self.steps as f64 / 90.0;
-        let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / seconds.max(1.0 / 90.0);
+        let step_s = 1.0 / crate::sync::codec::predict::STEP_HZ as f64;
+        let seconds = self.steps as f64 * step_s;
+        let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / seconds.max(step_s);
         let mut f = LiveFigures {
             seconds,
             kbps_host: kbps(host),
