@@ -32,6 +32,17 @@ PACKAGES=(
 # Monado's service and clients: the simulated headset with two "simple" controllers, the null compositor (no
 # display, no window), no interactive stdin for the service.
 MONADO_ENV=(XRT_COMPOSITOR_NULL=1 SIMULATED_ENABLE=1 SIMULATED_LEFT=simple SIMULATED_RIGHT=simple XRT_NO_STDIN=1)
+# TUMBLE_VR_COMPOSITOR=window swaps the null compositor (which paces at a fixed 20 Hz whatever it is told) for
+# Monado's main compositor drawing into an X window on $DISPLAY (an Xvfb will do), paced at TUMBLE_VR_HZ (default
+# 90): the way to run the headset's loop at 72, 120 or 144 Hz with no headset.
+if [ "${TUMBLE_VR_COMPOSITOR:-null}" = window ]; then
+    [ -n "${DISPLAY:-}" ] || { echo "vr-root: TUMBLE_VR_COMPOSITOR=window needs DISPLAY (an X server, Xvfb will do)" >&2; exit 1; }
+    MONADO_ENV=(XRT_COMPOSITOR_FORCE_XCB=1 "DISPLAY=$DISPLAY" "XRT_COMPOSITOR_DEFAULT_FRAMERATE=${TUMBLE_VR_HZ:-90}"
+        SIMULATED_ENABLE=1 SIMULATED_LEFT=simple SIMULATED_RIGHT=simple XRT_NO_STDIN=1)
+elif [ "${TUMBLE_VR_COMPOSITOR:-null}" != null ]; then
+    echo "vr-root: TUMBLE_VR_COMPOSITOR is null or window, not '$TUMBLE_VR_COMPOSITOR'" >&2
+    exit 2
+fi
 # A short private runtime directory: Unix socket paths are limited to 108 bytes.
 RUNTIME_DIR=/tmp/xr
 SERVICE_SOCKET_WAIT_S=30
@@ -175,7 +186,7 @@ root_env() {
         "XR_RUNTIME_JSON=$manifest" "${MONADO_ENV[@]}")
     local v
     for v in RUST_LOG RUST_BACKTRACE XRT_LOG OXR_DEBUG_ENTRYPOINTS OXR_DEBUG_PRINT XR_LOADER_DEBUG VK_LOADER_DEBUG \
-        U_PACING_APP_LOG XRT_COMPOSITOR_LOG IPC_EXIT_ON_DISCONNECT; do
+        U_PACING_APP_LOG XRT_COMPOSITOR_LOG IPC_EXIT_ON_DISCONNECT XRT_COMPOSITOR_SCALE_PERCENTAGE; do
         if [ -n "${!v:-}" ]; then vars+=("$v=${!v}"); fi
     done
     echo "${vars[@]}"

@@ -72,6 +72,23 @@ fn vr_with_a_bad_scene_names_the_file() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// A frame record that cannot be written is told before any runtime is looked for (exit 1, the path named), and
+/// no runtime is needed to find it out.
+#[test]
+fn vr_with_an_unwritable_record_names_the_file() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(["vr", "--record", "no/such/dir/frames.jsonl"])
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("XR_RUNTIME_JSON", "/nonexistent/openxr_runtime.json")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run tumble");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no/such/dir/frames.jsonl"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 #[test]
 fn help_lists_every_mode_and_flag() {
     let o = tumble(&["--help"]);

@@ -73,6 +73,8 @@ pub struct VrOptions {
     pub move_speed: f32,
     /// Alone, or a networked game's host or guest.
     pub net: VrNet,
+    /// Write one JSON line per drawn frame here (see [`pacing::write_frame_line`]).
+    pub record: Option<PathBuf>,
 }
 
 /// Whether `tumble vr` plays alone or in a session (`--host`, `--join ADDR:PORT`).
@@ -100,6 +102,8 @@ pub enum VrError {
     Render(#[from] tumble_engine::render::RenderError),
     #[error(transparent)]
     Net(#[from] NetPlayError),
+    #[error("the frame record {path}: {source}")]
+    Record { path: PathBuf, source: std::io::Error },
 }
 
 impl VrError {
@@ -140,6 +144,10 @@ pub struct VrArgs {
     /// Print one JSON object on stdout instead of a summary on stderr
     #[arg(long)]
     pub json: bool,
+    /// Write one JSON line per drawn frame here: the predicted display time and period, the simulation time it
+    /// was drawn after, the blend between the last two steps, and each moving cube's drawn position
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// Host a game (as `tumble host`): others join with the join code it logs and shows (`tumble join CODE` or
     /// `tumble vr --join CODE`)
     #[arg(long, conflicts_with = "join")]
@@ -206,6 +214,7 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
             0.0
         },
         net: args.net(),
+        record: args.record.clone(),
     })?;
     if args.json {
         println!("{}", report.to_json());
@@ -226,6 +235,11 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
 pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let scene = load_scene(&options.scene)?;
     let world = scene.build_world(WorldConfig::default())?;
+    // Before the runtime: a path that cannot be written is the user's mistake, told at once.
+    let record = match &options.record {
+        Some(path) => Some(FrameRecord::create(path)?),
+        None => None,
+    };
     let mut xr = new_session()?;
     // Both eyes in one multiview pass, unless a pass per eye is asked for. (No driver is known to need it: the
     // crash Mesa 25.0's lavapipe had in the two-view pass is avoided in the renderer, docs/mesa-multiview-crash.md.)
@@ -238,6 +252,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.space = start_space(scene.spawn, &game.world);
     game.move_speed = options.move_speed;
     game.net = net;
+    game.record = record;
     game.report = VrReport {
         renderer: match (options.clear_only, pass_per_eye) {
             (true, _) => "clear",
@@ -292,6 +307,11 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     }
     game.report.frames_with_moving_cubes = game.repeats.frames_with_motion;
     game.report.repeated_cube_poses = game.repeats.repeated_poses;
+    game.report.frames_in_the_same_step = game.repeats.frames_in_the_same_step;
+    if let Some(record) = game.record.as_mut() {
+        record.finish()?;
+        game.report.frames_recorded = record.frames;
+    }
     game.report.allocations_total = crate::alloc_count::allocations();
     game.report.validation_messages = tumble_engine::vk_validation::validation_messages();
     Ok(game.report)
@@ -426,6 +446,51 @@ fn spawn_origin(world: &World) -> Vec3 {
     })
 }
 
+/// `--record`: one JSON line per drawn frame, buffered (a write error is kept and told at the end, not per frame).
+struct FrameRecord {
+    path: PathBuf,
+    out: std::io::BufWriter<std::fs::File>,
+    frames: u64,
+    error: Option<std::io::Error>,
+}
+
+impl FrameRecord {
+    fn create(path: &std::path::Path) -> Result<FrameRecord, VrError> {
+        let file = std::fs::File::create(path).map_err(|source| VrError::Record {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Ok(FrameRecord {
+            path: path.to_path_buf(),
+            out: std::io::BufWriter::new(file),
+            frames: 0,
+            error: None,
+        })
+    }
+
+    fn frame(&mut self, display_ns: i64, period_ns: i64, sim_ns: Option<i64>, alpha: f32, poses: &PoseBuffer) {
+        if self.error.is_some() {
+            return;
+        }
+        match pacing::write_frame_line(&mut self.out, self.frames, display_ns, period_ns, sim_ns, alpha, poses) {
+            Ok(()) => self.frames += 1,
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), VrError> {
+        use std::io::Write;
+        let result = match self.error.take() {
+            Some(e) => Err(e),
+            None => self.out.flush(),
+        };
+        result.map_err(|source| VrError::Record {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
 /// The simulation side of a VR session: the world, the player's avatar and interaction, and the clocks.
 struct VrGame {
     world: World,
@@ -457,6 +522,8 @@ struct VrGame {
     report: VrReport,
     /// A networked game: its shown peer's world, hands and interaction replace the ones above.
     net: Option<NetPlay>,
+    /// `--record`: every drawn frame as a JSON line.
+    record: Option<FrameRecord>,
 }
 
 impl VrGame {
@@ -486,6 +553,7 @@ impl VrGame {
             script_step: None,
             report: VrReport::default(),
             net: None,
+            record: None,
         }
     }
 
@@ -533,7 +601,11 @@ impl VrGame {
                 None => (&self.poses, self.avatar),
             };
             avatar.update(&hands_now, STEP_S);
-            self.repeats.observe(poses, alpha);
+            self.repeats.observe(poses, alpha, self.clock.sim_time_ns());
+            if let Some(record) = self.record.as_mut() {
+                let sim_ns = self.clock.sim_time_ns();
+                record.frame(display_ns, timing.predicted_display_period_ns, sim_ns, alpha, poses);
+            }
             let shown = FramePoses { poses, alpha, avatar };
             depth_written = match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
                 (Some(r), Some(p)) => r.draw(&target, self.space, &p.world, &p.interaction, Some(p), &shown)?,

@@ -20,6 +20,12 @@ pub const DEFAULT_SCENE: &str = "assets/scenes/smash.toml";
 pub struct RepeatCheck {
     /// Where the last frame drew each cube; empty before the first frame.
     last_drawn: Vec<Vec3>,
+    /// The simulation time the last frame was drawn after (ns).
+    last_sim_ns: Option<i64>,
+    /// Frames whose display time fell in the same step interval as the frame before's: no step between them, so
+    /// a renderer drawing the last step's poses would have drawn both alike. At 120 Hz against 90 Hz physics,
+    /// about one frame in four.
+    pub frames_in_the_same_step: u64,
     /// Frames in which at least one cube moved visibly between the last two steps ([`MOVING_M_PER_STEP`]).
     pub frames_with_motion: u64,
     /// (frame, cube) pairs where the cube moved between the last two steps and was drawn where the frame before
@@ -36,8 +42,11 @@ impl RepeatCheck {
     }
 
     /// One frame drawing `poses` blended by `alpha` (as `vr::draw::fill_cube_instances` draws every cube not in
-    /// the player's hand).
-    pub fn observe(&mut self, poses: &PoseBuffer, alpha: f32) {
+    /// the player's hand), after the simulation reached `sim_ns` (`None`: not started).
+    pub fn observe(&mut self, poses: &PoseBuffer, alpha: f32, sim_ns: Option<i64>) {
+        let same_step = sim_ns.is_some() && self.last_sim_ns == sim_ns;
+        self.frames_in_the_same_step += u64::from(same_step);
+        self.last_sim_ns = sim_ns;
         let fresh = self.last_drawn.len() != poses.len();
         if fresh {
             self.last_drawn.clear();
@@ -64,6 +73,36 @@ impl RepeatCheck {
 /// sees. (A held or settling cube may wander by a float's last bits from step to step; that is not motion, and
 /// a blend of two poses a bit apart rounds to one of them.)
 pub const MOVING_M_PER_STEP: f32 = 1e-4;
+
+/// Writes one frame as a JSON line: its number, display time, the simulation time it was drawn after, the blend,
+/// the display period (0 where the frames are not paced by a runtime), and each moving cube's id and drawn
+/// position. Formats straight into `out`: nothing allocated.
+pub fn write_frame_line(
+    out: &mut dyn Write,
+    frame: u64,
+    display_ns: i64,
+    period_ns: i64,
+    sim_ns: Option<i64>,
+    alpha: f32,
+    poses: &PoseBuffer,
+) -> std::io::Result<()> {
+    write!(
+        out,
+        "{{\"frame\":{frame},\"display_ns\":{display_ns},\"period_ns\":{period_ns},\"sim_ns\":{},\"alpha\":{alpha}",
+        sim_ns.unwrap_or(0)
+    )?;
+    write!(out, ",\"moving\":[")?;
+    let mut first = true;
+    for i in 0..poses.len() {
+        if is_moving(poses, i) {
+            let p = poses.interpolated(i, alpha).0;
+            let sep = if first { "" } else { "," };
+            write!(out, "{sep}[{i},{},{},{}]", p.x, p.y, p.z)?;
+            first = false;
+        }
+    }
+    writeln!(out, "]}}")
+}
 
 /// Whether body `i` moved visibly between the last two steps.
 fn is_moving(poses: &PoseBuffer, i: usize) -> bool {
@@ -107,7 +146,6 @@ pub fn record_run(
         ..PacingReport::default()
     };
     let mut rng = seed.max(1);
-    let mut last_sim = None;
     for f in 0..frames {
         // xorshift: a display clock that wobbles as a real compositor's predictions do.
         rng ^= rng << 13;
@@ -125,30 +163,14 @@ pub fn record_run(
             report.physics_steps += 1;
         }
         let alpha = frame_alpha(clock.sim_time_ns(), display_ns);
-        report.frames_in_the_same_step += u64::from(last_sim.is_some() && last_sim == clock.sim_time_ns());
-        last_sim = clock.sim_time_ns();
-        check.observe(&poses, alpha);
+        check.observe(&poses, alpha, clock.sim_time_ns());
         if let Some(out) = record.as_mut() {
-            write!(
-                out,
-                "{{\"frame\":{f},\"display_ns\":{display_ns},\"sim_ns\":{},\"alpha\":{alpha}",
-                clock.sim_time_ns().unwrap_or(0)
-            )?;
-            write!(out, ",\"moving\":[")?;
-            let mut first = true;
-            for i in 0..poses.len() {
-                if is_moving(&poses, i) {
-                    let p = poses.interpolated(i, alpha).0;
-                    let sep = if first { "" } else { "," };
-                    write!(out, "{sep}[{i},{},{},{}]", p.x, p.y, p.z)?;
-                    first = false;
-                }
-            }
-            writeln!(out, "]}}")?;
+            write_frame_line(*out, f, display_ns, period_ns, clock.sim_time_ns(), alpha, &poses)?;
         }
     }
     report.frames_with_motion = check.frames_with_motion;
     report.repeated_poses = check.repeated_poses;
+    report.frames_in_the_same_step = check.frames_in_the_same_step;
     Ok(report)
 }
 
@@ -253,7 +275,7 @@ mod tests {
                 world.step();
                 poses.record(&world);
             }
-            check.observe(&poses, 1.0);
+            check.observe(&poses, 1.0, clock.sim_time_ns());
         }
         assert!(check.repeated_poses > 0, "{check:?}");
     }
@@ -268,6 +290,7 @@ mod tests {
         for line in text.lines() {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             assert!(v["alpha"].as_f64().unwrap() >= 0.0);
+            assert_eq!(v["period_ns"].as_i64(), Some(8_333_333), "{line}");
         }
     }
 }

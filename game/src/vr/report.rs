@@ -120,6 +120,11 @@ pub struct VrReport {
     /// exactly where the frame before drew it (`vr::pacing::RepeatCheck`): 0 when frames draw between steps.
     pub frames_with_moving_cubes: u64,
     pub repeated_cube_poses: u64,
+    /// Frames whose display time fell in the same physics step interval as the frame before's (where drawing the
+    /// last step's poses would repeat them; about one in four at 120 Hz).
+    pub frames_in_the_same_step: u64,
+    /// Frames written to `--record`'s file (0 without it).
+    pub frames_recorded: u64,
     /// Sessions the runtime lost (LOSS_PENDING, a lost instance) and new ones made after them.
     pub sessions_lost: u64,
     pub sessions_recreated: u64,
@@ -151,6 +156,8 @@ impl VrReport {
             "snap_turns": self.snap_turns,
             "frames_with_moving_cubes": self.frames_with_moving_cubes,
             "repeated_cube_poses": self.repeated_cube_poses,
+            "frames_in_the_same_step": self.frames_in_the_same_step,
+            "frames_recorded": self.frames_recorded,
             "sessions_lost": self.sessions_lost,
             "sessions_recreated": self.sessions_recreated,
         });
