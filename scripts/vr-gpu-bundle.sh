@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `tumble vr` against Monado on a machine with a GPU but no display and no package registry (a rented GPU server):
 # a bundle holding just what that needs, taken from the VR test bed's Debian trixie root (scripts/vr-root.sh), and
-# the run there. Monado's main compositor (paced at the rate asked) draws into an Xvfb window; the session's Vulkan
-# device is the machine's own driver (NVIDIA's, found at run time), so frames are timed on real hardware.
+# the run there. Monado's main compositor (paced at the rate asked) draws into an Xvfb window, or its null compositor
+# runs with no window at all (TUMBLE_VR_COMPOSITOR=null); the session's Vulkan device is the machine's own driver
+# (NVIDIA's, found at run time), so frames are drawn and timed on real hardware. Needs gcc and xz here.
 #
 # Usage:
 #   scripts/vr-gpu-bundle.sh pack OUT.tar.xz [--with-lavapipe]
@@ -13,7 +14,8 @@
 #   scripts/vr-gpu-bundle.sh run BUNDLE.tar.xz OUTDIR [HZ ...]
 #         there (root, in this repository): one `tumble vr` run of the smash scene at each rate (default 120 90 144)
 #         with the release build and a recorded frame stream, then one at the first rate with the debug build
-#         (validation layers on); reports, records and logs go to OUTDIR.
+#         (validation layers on); reports, records and logs go to OUTDIR. TUMBLE_VR_FRAMES sets the frames (1200),
+#         TUMBLE_VR_LIB_FIRST directories searched before the bundle's libraries.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,7 +44,8 @@ copy_in() {
     asked=$(chroot "$root" readlink -f "$(dirname "$path")")/$(basename "$path")
     if [ "$asked" != "$real" ]; then
         mkdir -p "$stage$(dirname "$asked")"
-        ln -sfn "$real" "$stage$asked"
+        # Relative: the bundle's programs also run outside it (see `run`).
+        ln -sfnr "$stage$real" "$stage$asked"
     fi
 }
 
@@ -59,15 +62,18 @@ pack() {
     local out=$1 lavapipe=${2:-}
     [ "$(id -u)" -eq 0 ] || die "pack needs root (chroot)"
     [ -d "$ROOT" ] || die "no VR root at $ROOT: run scripts/vr-root.sh build first"
-    # Xvfb is not in the test bed; a copy of the root gets it (the test bed itself stays as vr-root.sh made it).
+    # Xvfb is not in the test bed, nor glvnd (libGLdispatch, libGLX, libEGL: NVIDIA's Vulkan driver is its GLX
+    # library and will not start without them: "Could not get 'vkCreateInstance'"); a copy of the root gets them
+    # (the test bed itself stays as vr-root.sh made it).
     WORK=$(mktemp -d /tmp/vr-gpu-bundle.XXXXXX)
     trap 'rm -rf --one-file-system "$WORK"' EXIT
     cp -a "$ROOT" "$WORK/root"
     local root=$WORK/root stage=$WORK/stage
     unshare -m sh -c "mount -t proc proc '$root/proc' && mount --rbind /dev '$root/dev' &&
         chroot '$root' env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-        sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb' >'$WORK/apt.log' 2>&1" ||
-        { tail -20 "$WORK/apt.log" >&2; die "installing xvfb in the copy of the root failed"; }
+        sh -c 'apt-get update -qq && apt-get install -y -qq --no-install-recommends xvfb libglvnd0 libglx0 libegl1' \
+        >'$WORK/apt.log' 2>&1" ||
+        { tail -20 "$WORK/apt.log" >&2; die "installing xvfb and glvnd in the copy of the root failed"; }
     # monado-service links OpenCV's image codecs for two functions a simulated headset never calls; the real
     # library brings GDAL and every image format (170 libraries, 400 MB) with it. A stub that aborts if called
     # stands in (scripts/vr-gpu-bundle/stub-imgcodecs.c); Monado itself is unchanged.
@@ -104,6 +110,13 @@ pack() {
         *) elves+=("/$MULTIARCH/$runtime") ;;
     esac
     [ -n "$lavapipe" ] && elves+=("/$MULTIARCH/libvulkan_lvp.so")
+    # What a GPU vendor's driver libraries load beside libc (they come from the machine, these do not).
+    local l
+    for l in libGLdispatch.so.0 libGLX.so.0 libEGL.so.1 libdl.so.2 libpthread.so.0 librt.so.1 libutil.so.1 libresolv.so.2 libXext.so.6 libXrandr.so.2 \
+        libX11-xcb.so.1 libxcb-dri3.so.0 libxcb-present.so.0 libxcb-sync.so.1 libxshmfence.so.1 \
+        libwayland-client.so.0; do
+        [ -e "$root/$MULTIARCH/$l" ] && elves+=("/$MULTIARCH/$l")
+    done
     local e
     for e in "${elves[@]}"; do copy_with_libraries "$root" "$stage" "$e"; done
     ln -sfn dash "$stage/usr/bin/sh"
@@ -119,25 +132,24 @@ pack() {
         cp -a "$root"/usr/share/vulkan/icd.d/lvp_icd.* "$stage/usr/share/vulkan/icd.d/"
     fi
     # Xvfb writes its keymap here; the run's mounts go here.
-    mkdir -p "$stage/var/lib/xkb" "$stage/tmp" "$stage/proc" "$stage/dev" "$stage/sys" "$stage/tumble" "$stage/nv"
+    mkdir -p "$stage/var/lib/xkb" "$stage/tmp" "$stage/proc" "$stage/dev" "$stage/sys"
     ldconfig -r "$stage" 2>/dev/null || true
     tar -C "$stage" -cf - . | xz -T0 -9e >"$out"
     echo "vr-gpu-bundle: $out ($(du -h "$out" | cut -f1); $(du -sh "$stage" | cut -f1) unpacked)" >&2
 }
 
-# The machine's Vulkan driver, copied into the bundle's /nv with a manifest naming it there: NVIDIA's, from its
-# manifest wherever the machine keeps it.
-bring_driver() {
-    local b=$1 manifest="" m
+# The machine's Vulkan driver: NVIDIA's manifest wherever the machine keeps it, and the directory of the library it
+# names (printed as "MANIFEST DIR"). The driver stays where it is: the bundle's programs run beside it.
+find_driver() {
+    local manifest="" m
     for m in /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json \
         /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/local/share/vulkan/icd.d/nvidia_icd.json; do
         [ -f "$m" ] && { manifest=$m; break; }
     done
     [ -n "$manifest" ] || manifest=$(find / -xdev -name 'nvidia_icd*.json' 2>/dev/null | head -1)
     [ -n "$manifest" ] || return 1
-    local lib
+    local lib path=""
     lib=$(sed -n 's/.*"library_path": *"\([^"]*\)".*/\1/p' "$manifest")
-    local path=""
     case "$lib" in
         /*) path=$lib ;;
         *)
@@ -146,15 +158,7 @@ bring_driver() {
             ;;
     esac
     [ -n "$path" ] && [ -e "$path" ] || return 1
-    local dir
-    dir=$(dirname "$(readlink -f "$path")")
-    echo "vr-gpu-bundle: Vulkan driver $path (manifest $manifest)" >&2
-    cp -aL "$dir"/libGLX_nvidia.so* "$dir"/libnvidia-*.so* "$b/nv/" 2>/dev/null || true
-    cp -aL "$path" "$b/nv/$(basename "$path")"
-    sed "s#\"library_path\": *\"[^\"]*\"#\"library_path\": \"/nv/$(basename "$path")\"#" "$manifest" >"$b/nv/icd.json"
-    [ -f /usr/share/nvidia/nvidia-application-profiles-rc ] && mkdir -p "$b/usr/share/nvidia" &&
-        cp /usr/share/nvidia/nvidia-application-profiles-rc "$b/usr/share/nvidia/"
-    return 0
+    echo "$manifest $(dirname "$(readlink -f "$path")")"
 }
 
 run() {
@@ -175,37 +179,62 @@ run() {
         python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$bundle" |
             tar -C "$b" -xf -
     fi
-    local icd
-    if bring_driver "$b"; then
-        icd=/nv/icd.json
-    elif icd=$(cd "$b" && ls usr/share/vulkan/icd.d/lvp_icd*.json 2>/dev/null | head -1) && [ -n "$icd" ]; then
-        echo "vr-gpu-bundle: no NVIDIA Vulkan driver here; lavapipe (software)" >&2
-        icd=/$icd
+    local driver icd driver_dir=""
+    if driver=$(find_driver); then
+        icd=${driver%% *}
+        driver_dir=${driver#* }
+        echo "vr-gpu-bundle: Vulkan driver from $icd (libraries in $driver_dir)" >&2
+    elif [ -f "$b/usr/share/vulkan/icd.d/lvp_icd.json" ]; then
+        echo "vr-gpu-bundle: no NVIDIA Vulkan driver here; lavapipe (software), from the bundle" >&2
+        icd=$b/lvp_icd.json
+        sed "s#\"library_path\": *\"[^\"]*\"#\"library_path\": \"$b/$MULTIARCH/libvulkan_lvp.so\"#" \
+            "$b/usr/share/vulkan/icd.d/lvp_icd.json" >"$icd"
     else
         die "no Vulkan driver found (no nvidia_icd.json) and the bundle has no lavapipe"
     fi
-    exec unshare --mount --propagation private -- "$0" __inside "$b" "$out" "$icd" "${rates[@]}"
+    exec unshare --mount --propagation private -- "$0" __inside "$b" "$out" "$icd" "$driver_dir" "${rates[@]}"
 }
 
+# Xvfb runs inside the bundle (chroot: it runs xkbcomp and reads keymaps at fixed paths); Monado, vulkaninfo and
+# tumble run beside the machine's own files, each through the bundle's dynamic loader and libraries plus the
+# directory of the machine's GPU driver, so the driver loads from where the machine installed it. Clients reach the
+# X server by its abstract socket, which a chroot does not hide.
+#
+# Seen on an H100 server (driver 580.159.04, no display): the null compositor runs (TUMBLE_VR_COMPOSITOR=null); the
+# window compositor does not, as NVIDIA's Vulkan driver presents only to an X server with its own GLX, which Xvfb
+# is not ("extension GLX missing", then monado-service crashes).
 inside() {
-    local b=$1 out=$2 icd=$3
-    shift 3
+    local b=$1 out=$2 icd=$3 driver_dir=$4
+    shift 4
     mount -t proc proc "$b/proc"
     mount --rbind /dev "$b/dev"
     mount --rbind /sys "$b/sys"
-    mount -t tmpfs -o mode=1777 tmpfs "$b/tmp"
-    mount --bind "$REPO" "$b/tumble"
-    mkdir -p "$b/out"
-    mount --bind "$out" "$b/out"
-    local base=(PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 XDG_RUNTIME_DIR=/tmp/xr LD_LIBRARY_PATH=/nv
-        "VK_DRIVER_FILES=$icd" "VK_ICD_FILENAMES=$icd" XR_RUNTIME_JSON=/usr/share/openxr/1/openxr_monado.json
-        DISPLAY=:1)
+    # Every directory of the bundle that holds libraries (some are found through an absolute RUNPATH, such as
+    # PulseAudio's), then the driver's.
+    local libs
+    libs=$(find "$b/usr/lib" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
+    [ -z "$driver_dir" ] || libs=$libs:$driver_dir
+    # TUMBLE_VR_LIB_FIRST: directories searched before the bundle's (another Vulkan loader, say).
+    [ -z "${TUMBLE_VR_LIB_FIRST:-}" ] || libs=$TUMBLE_VR_LIB_FIRST:$libs
+    local base=(PATH=/usr/bin:/bin HOME=/root LANG=C.UTF-8 "XDG_RUNTIME_DIR=$b/tmp/xr" "VK_DRIVER_FILES=$icd"
+        "VK_ICD_FILENAMES=$icd" "VK_LAYER_PATH=$b/usr/share/vulkan/explicit_layer.d" "VK_LOADER_LAYERS_DISABLE=~implicit~"
+        "XR_RUNTIME_JSON=$b/usr/share/openxr/1/openxr_monado.json")
+    local loader=("$b/usr/lib64/ld-linux-x86-64.so.2" --library-path "$libs")
     mkdir -p -m 700 "$b/tmp/xr"
-    chroot "$b" env -i "${base[@]}" vulkaninfo --summary >"$out/vulkaninfo.txt" 2>&1 || true
-    chroot "$b" env -i "${base[@]}" Xvfb :1 -screen 0 1920x1080x24 -nolisten tcp >"$out/xvfb.log" 2>&1 &
-    local xvfb=$! i
-    for ((i = 0; i < 100; i++)); do [ -e "$b/tmp/.X11-unix/X1" ] && break; sleep 0.1; done
-    [ -e "$b/tmp/.X11-unix/X1" ] || { tail "$out/xvfb.log" >&2; die "Xvfb did not start"; }
+    chmod 1777 "$b/tmp"
+    # TUMBLE_VR_COMPOSITOR=null: Monado's null compositor instead (no window, no X server; paced at 20 Hz).
+    local compositor=(XRT_COMPOSITOR_FORCE_XCB=1) xvfb="" i
+    if [ "${TUMBLE_VR_COMPOSITOR:-window}" = null ]; then
+        compositor=(XRT_COMPOSITOR_NULL=1)
+    else
+        base+=(DISPLAY=:1)
+        chroot "$b" /usr/bin/env -i PATH=/usr/bin:/bin HOME=/root Xvfb :1 -screen 0 1920x1080x24 -nolisten tcp \
+            >"$out/xvfb.log" 2>&1 &
+        xvfb=$!
+        for ((i = 0; i < 100; i++)); do [ -e "$b/tmp/.X11-unix/X1" ] && break; sleep 0.1; done
+        [ -e "$b/tmp/.X11-unix/X1" ] || { tail "$out/xvfb.log" >&2; die "Xvfb did not start"; }
+    fi
+    env -i "${base[@]}" "${loader[@]}" "$b/usr/bin/vulkaninfo" --summary >"$out/vulkaninfo.txt" 2>&1 || true
     local hz build
     local runs=()
     for hz in "$@"; do runs+=("$hz:tumble"); done
@@ -215,9 +244,9 @@ inside() {
         build=${run#*:}
         local tag=$hz-$build
         rm -f "$b/tmp/xr/monado_comp_ipc"
-        chroot "$b" env -i "${base[@]}" XRT_COMPOSITOR_FORCE_XCB=1 "XRT_COMPOSITOR_DEFAULT_FRAMERATE=$hz" \
+        env -i "${base[@]}" "${compositor[@]}" "XRT_COMPOSITOR_DEFAULT_FRAMERATE=$hz" \
             SIMULATED_ENABLE=1 SIMULATED_LEFT=simple SIMULATED_RIGHT=simple XRT_NO_STDIN=1 \
-            monado-service >"$out/monado-$tag.log" 2>&1 &
+            "${loader[@]}" "$b/usr/bin/monado-service" >"$out/monado-$tag.log" 2>&1 &
         local monado=$!
         for ((i = 0; i < 200; i++)); do
             [ -S "$b/tmp/xr/monado_comp_ipc" ] && break
@@ -225,9 +254,9 @@ inside() {
             sleep 0.1
         done
         if [ -S "$b/tmp/xr/monado_comp_ipc" ]; then
-            chroot "$b" env -i "${base[@]}" sh -c 'cd /tumble && exec "$@"' sh "/opt/tumble/$build" vr \
+            (cd "$REPO" && env -i "${base[@]}" "${loader[@]}" "$b/opt/tumble/$build" vr \
                 --scene assets/scenes/smash.toml --frames "$FRAMES" --max-seconds "$MAX_SECONDS" \
-                --record "/out/record-$tag.jsonl" --json >"$out/report-$tag.json" 2>"$out/tumble-$tag.log" ||
+                --record "$out/record-$tag.jsonl" --json >"$out/report-$tag.json" 2>"$out/tumble-$tag.log") ||
                 echo "vr-gpu-bundle: tumble ($tag) exited with $?" >&2
             echo "vr-gpu-bundle: $tag: $(head -c 2000 "$out/report-$tag.json")" >&2
         else
@@ -237,8 +266,10 @@ inside() {
         kill "$monado" 2>/dev/null || true
         wait "$monado" 2>/dev/null || true
     done
-    kill "$xvfb" 2>/dev/null || true
-    wait "$xvfb" 2>/dev/null || true
+    if [ -n "$xvfb" ]; then
+        kill "$xvfb" 2>/dev/null || true
+        wait "$xvfb" 2>/dev/null || true
+    fi
 }
 
 case "${1:-}" in
