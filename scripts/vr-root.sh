@@ -27,6 +27,8 @@ PACKAGES=(
     vulkan-validationlayers
     # hello_xr (the OpenXR SDK's sample, in libopenxr-utils) and vulkaninfo, for comparing against a stock client.
     libopenxr-utils vulkan-tools
+    # The mirror window's X11 keyboard library (winit needs it to open a window).
+    libxkbcommon-x11-0
     ca-certificates
 )
 # Monado's service and clients: the simulated headset with two "simple" controllers, the null compositor (no

@@ -449,6 +449,11 @@ impl Renderer {
         Ok(())
     }
 
+    /// The frame slot being recorded (between `begin_frame` and `submit`), else the next one.
+    pub fn recording_slot(&self) -> usize {
+        self.recording.unwrap_or(self.current)
+    }
+
     /// The frame slot (0..FRAMES_IN_FLIGHT) the next `begin_frame` records into, for per-slot resources of an output
     /// (semaphores, deferred frees).
     pub fn next_slot(&self) -> usize {

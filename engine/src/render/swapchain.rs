@@ -394,20 +394,7 @@ impl Presenter {
                 .get_physical_device_surface_capabilities(self.gpu.physical_device, self.surface)
         }
         .ctx("vkGetPhysicalDeviceSurfaceCapabilitiesKHR")?;
-        let extent = if caps.current_extent.width != u32::MAX {
-            caps.current_extent
-        } else {
-            vk::Extent2D {
-                width: self
-                    .window_extent
-                    .width
-                    .clamp(caps.min_image_extent.width, caps.max_image_extent.width),
-                height: self
-                    .window_extent
-                    .height
-                    .clamp(caps.min_image_extent.height, caps.max_image_extent.height),
-            }
-        };
+        let extent = swapchain_extent(&caps, self.window_extent);
         let old = self.swapchain.take();
         if extent.width == 0 || extent.height == 0 {
             if let Some(old) = old {
@@ -578,5 +565,21 @@ impl Drop for Presenter {
             }
             self.surface_fn.destroy_surface(self.surface, None);
         }
+    }
+}
+
+/// The size of a window's swapchain: the surface's own when it has one, else the window's, within the surface's
+/// limits (shared with the VR mirror).
+pub(super) fn swapchain_extent(caps: &vk::SurfaceCapabilitiesKHR, window: vk::Extent2D) -> vk::Extent2D {
+    if caps.current_extent.width != u32::MAX {
+        return caps.current_extent;
+    }
+    vk::Extent2D {
+        width: window
+            .width
+            .clamp(caps.min_image_extent.width, caps.max_image_extent.width),
+        height: window
+            .height
+            .clamp(caps.min_image_extent.height, caps.max_image_extent.height),
     }
 }

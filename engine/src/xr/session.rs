@@ -36,6 +36,10 @@ const IMAGE_WAITS: u32 = 3;
 #[derive(Clone, Debug)]
 pub struct XrSessionConfig {
     pub app_name: String,
+    /// Instance extensions for a desktop window (a mirror): the window system's surface extensions, as
+    /// `ash_window::enumerate_required_extensions` names them. With any, the device also gets `VK_KHR_swapchain`
+    /// where it has it ([`XrVulkan::can_present`]).
+    pub window_extensions: Vec<&'static std::ffi::CStr>,
 }
 
 /// One frame's timing, from `xrWaitFrame`.
@@ -129,7 +133,7 @@ impl XrSession {
     pub fn new(config: &XrSessionConfig) -> Result<XrSession, XrError> {
         let runtime = runtime::connect(&config.app_name)?;
         let instance = runtime.instance.clone();
-        let vulkan = XrVulkan::new(&runtime)?;
+        let vulkan = XrVulkan::new(&runtime, &config.window_extensions)?;
         // Actions and their bindings must exist before the session's action sets are attached.
         let actions = Actions::new(&instance)?;
         // SAFETY: the handles are the live instance, physical device and device made through this runtime for

@@ -23,6 +23,9 @@ pub struct XrVulkan {
     pub queue_family_index: u32,
     pub queue: vk::Queue,
     pub device_name: String,
+    /// Whether the instance has a window system's surface extensions and the device `VK_KHR_swapchain`: a
+    /// desktop window (a mirror) can show what this device draws.
+    pub can_present: bool,
     /// The validation layers' messenger, in debug builds where they are installed.
     debug: Option<crate::vk_validation::Messenger>,
 }
@@ -33,8 +36,9 @@ impl XrVulkan {
         self.debug.is_some()
     }
 
-    /// Creates the instance and device through the runtime for `runtime.system`.
-    pub fn new(runtime: &Runtime) -> Result<XrVulkan, XrError> {
+    /// Creates the instance and device through the runtime for `runtime.system`, the instance with
+    /// `window_extensions` too where the loader has them all (for a desktop window; see [`XrVulkan::can_present`]).
+    pub fn new(runtime: &Runtime, window_extensions: &[&'static std::ffi::CStr]) -> Result<XrVulkan, XrError> {
         // SAFETY: loads the system's Vulkan loader, which implements the core entry points by definition.
         let entry = unsafe { ash::Entry::load() }.map_err(|e| XrError::VulkanMissing(e.to_string()))?;
         let reqs = runtime
@@ -52,7 +56,13 @@ impl XrVulkan {
         }
 
         let validate = crate::vk_validation::wanted(&entry);
-        let instance = create_instance(&entry, runtime, validate)?;
+        let window_extensions = if window_extensions.is_empty() || has_instance_extensions(&entry, window_extensions) {
+            window_extensions
+        } else {
+            tracing::warn!("the Vulkan loader lacks the window system's surface extensions: no mirror window");
+            &[]
+        };
+        let instance = create_instance(&entry, runtime, validate, window_extensions)?;
         let debug = if validate {
             match crate::vk_validation::create_messenger(&entry, &instance) {
                 Ok(m) => Some(m),
@@ -67,7 +77,7 @@ impl XrVulkan {
         if debug.is_some() {
             tracing::info!("Vulkan validation layers on (the runtime's instance)");
         }
-        match create_device(entry.clone(), instance.clone(), runtime) {
+        match create_device(entry.clone(), instance.clone(), runtime, !window_extensions.is_empty()) {
             Ok(mut vulkan) => {
                 vulkan.debug = debug;
                 Ok(vulkan)
@@ -101,20 +111,39 @@ impl Drop for XrVulkan {
     }
 }
 
-/// The runtime's `xrCreateVulkanInstanceKHR` with our application info (and, with `validate`, the validation layer
-/// and `VK_EXT_debug_utils`); it adds its own extensions.
-fn create_instance(entry: &ash::Entry, runtime: &Runtime, validate: bool) -> Result<ash::Instance, XrError> {
+/// Whether the loader offers every one of `names` as an instance extension.
+fn has_instance_extensions(entry: &ash::Entry, names: &[&std::ffi::CStr]) -> bool {
+    // SAFETY: a plain query of the loader.
+    let Ok(available) = (unsafe { entry.enumerate_instance_extension_properties(None) }) else {
+        return false;
+    };
+    names
+        .iter()
+        .all(|n| available.iter().any(|e| e.extension_name_as_c_str() == Ok(*n)))
+}
+
+/// The runtime's `xrCreateVulkanInstanceKHR` with our application info, `window_extensions` (with `validate`, also
+/// the validation layer and `VK_EXT_debug_utils`); it adds its own extensions.
+fn create_instance(
+    entry: &ash::Entry,
+    runtime: &Runtime,
+    validate: bool,
+    window_extensions: &[&'static std::ffi::CStr],
+) -> Result<ash::Instance, XrError> {
     let app_info = vk::ApplicationInfo::default()
         .application_name(c"tumble")
         .engine_name(c"tumble")
         .api_version(VULKAN_API_VERSION);
     let layers = [crate::vk_validation::VALIDATION_LAYER.as_ptr()];
-    let extensions = [ash::ext::debug_utils::NAME.as_ptr()];
-    let mut create_info = vk::InstanceCreateInfo::default().application_info(&app_info);
+    let mut extensions: Vec<*const std::ffi::c_char> = window_extensions.iter().map(|n| n.as_ptr()).collect();
     if validate {
-        create_info = create_info
-            .enabled_layer_names(&layers)
-            .enabled_extension_names(&extensions);
+        extensions.push(ash::ext::debug_utils::NAME.as_ptr());
+    }
+    let mut create_info = vk::InstanceCreateInfo::default()
+        .application_info(&app_info)
+        .enabled_extension_names(&extensions);
+    if validate {
+        create_info = create_info.enabled_layer_names(&layers);
     }
     let gipa = get_instance_proc_addr(entry);
     // SAFETY: the create info and the function pointer are valid for the call; the runtime calls vkCreateInstance
@@ -133,8 +162,14 @@ fn create_instance(entry: &ash::Entry, runtime: &Runtime, validate: bool) -> Res
     Ok(unsafe { ash::Instance::load(entry.static_fn(), vk::Instance::from_raw(raw as u64)) })
 }
 
-/// The runtime's physical device, one graphics queue, multiview on, created by `xrCreateVulkanDeviceKHR`.
-fn create_device(entry: ash::Entry, instance: ash::Instance, runtime: &Runtime) -> Result<XrVulkan, XrError> {
+/// The runtime's physical device, one graphics queue, multiview on, created by `xrCreateVulkanDeviceKHR`; with
+/// `present` (the instance has surface extensions), `VK_KHR_swapchain` too where the device has it.
+fn create_device(
+    entry: ash::Entry,
+    instance: ash::Instance,
+    runtime: &Runtime,
+    present: bool,
+) -> Result<XrVulkan, XrError> {
     // SAFETY: the instance came from xrCreateVulkanInstanceKHR, as vkGetVulkanGraphicsDevice2KHR requires.
     let raw_physical = unsafe {
         runtime
@@ -175,10 +210,20 @@ fn create_device(entry: ash::Entry, instance: ash::Instance, runtime: &Runtime) 
     let queue_infos = [vk::DeviceQueueCreateInfo::default()
         .queue_family_index(queue_family_index)
         .queue_priorities(&priorities)];
+    // SAFETY: as above.
+    let has_swapchain = present
+        && unsafe { instance.enumerate_device_extension_properties(physical_device) }.is_ok_and(|exts| {
+            exts.iter()
+                .any(|e| e.extension_name_as_c_str() == Ok(ash::khr::swapchain::NAME))
+        });
+    let device_extensions = [ash::khr::swapchain::NAME.as_ptr()];
     let mut enable_multiview = vk::PhysicalDeviceMultiviewFeatures::default().multiview(true);
-    let create_info = vk::DeviceCreateInfo::default()
+    let mut create_info = vk::DeviceCreateInfo::default()
         .queue_create_infos(&queue_infos)
         .push_next(&mut enable_multiview);
+    if has_swapchain {
+        create_info = create_info.enabled_extension_names(&device_extensions);
+    }
     // SAFETY: the create info and its chain are valid for the call.
     let raw_device = unsafe {
         runtime.instance.create_vulkan_device(
@@ -206,6 +251,7 @@ fn create_device(entry: ash::Entry, instance: ash::Instance, runtime: &Runtime) 
         queue_family_index,
         queue,
         device_name,
+        can_present: has_swapchain,
         debug: None,
     })
 }

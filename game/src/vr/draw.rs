@@ -10,7 +10,7 @@
 
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    record_copy_into, record_depth_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu,
+    record_copy_into, record_depth_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu, Mirror,
     RenderError, Renderer, View, MAX_CUBES,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
@@ -24,7 +24,9 @@ use crate::session::peer::Peer;
 
 /// The scene renderer on the session's device, and the frame data it reuses.
 pub struct VrRenderer {
-    // Field order is drop order: the renderers before the (non-owning) Gpu whose device they use.
+    // Field order is drop order: the mirror and the renderers before the (non-owning) Gpu whose device they use.
+    /// The desktop mirror of the left eye, when a window was opened.
+    mirror: Option<Mirror>,
     /// One renderer drawing both eyes in one multiview pass; or, with `pass_per_eye`, one per eye drawing one view.
     renderers: Vec<Renderer>,
     gpu: Gpu,
@@ -34,8 +36,13 @@ pub struct VrRenderer {
 impl VrRenderer {
     /// A renderer for `xr`'s eye size and two views. The session must outlive it. `pass_per_eye` draws each eye in
     /// a pass of its own instead of one multiview pass (`--pass-per-eye`: for comparing, or a driver whose
-    /// multiview fails).
-    pub fn new(xr: &XrSession, body_count: usize, pass_per_eye: bool) -> Result<VrRenderer, RenderError> {
+    /// multiview fails). With `window`, the left eye is shown there too (where the device can present to it).
+    pub fn new(
+        xr: &XrSession,
+        body_count: usize,
+        pass_per_eye: bool,
+        window: Option<&super::mirror_window::MirrorWindow>,
+    ) -> Result<VrRenderer, RenderError> {
         if body_count + AVATAR_BOXES_MAX > MAX_CUBES {
             return Err(RenderError::Input(format!(
                 "the scene has {body_count} bodies; the renderer draws at most {MAX_CUBES}"
@@ -62,11 +69,35 @@ impl VrRenderer {
             vec![new(2)?]
         };
         tracing::info!(width, height, msaa = ?gpu.info.msaa_samples, pass_per_eye, "VR renderer on the session's device");
+        let mirror = window.and_then(|w| open_mirror(&gpu, w, xr.vulkan().can_present));
         Ok(VrRenderer {
+            mirror,
             renderers,
             gpu,
             cubes: Vec::with_capacity(body_count + AVATAR_BOXES_MAX),
         })
+    }
+
+    /// Whether the left eye goes to a desktop window too.
+    pub fn has_mirror(&self) -> bool {
+        self.mirror.is_some()
+    }
+
+    /// Frames shown in the mirror window since the last call.
+    pub fn take_mirror_frames(&mut self) -> u64 {
+        self.mirror.as_mut().map_or(0, |m| std::mem::take(&mut m.presented))
+    }
+
+    /// The mirror window changed size, or (`None`) was closed.
+    pub fn mirror_window_changed(&mut self, size: Option<(u32, u32)>) {
+        match size {
+            Some((w, h)) => {
+                if let Some(m) = self.mirror.as_mut() {
+                    m.resize(w, h);
+                }
+            }
+            None => self.mirror = None,
+        }
     }
 
     /// Draws the world into `target` (colour, and depth where the target has a depth image) and submits. `space`
@@ -107,7 +138,7 @@ impl VrRenderer {
                 record_copy_into(device, renderer, cmd, &swapchain_image(target, 2), 0);
                 depth_image(target, 2).is_some_and(|d| record_depth_copy_into(device, renderer, cmd, &d, 0))
             };
-            renderer.submit(&[], &[], &[])?;
+            submit_with_mirror(renderer, cmd, self.mirror.as_mut())?;
             return Ok(depth);
         }
         let mut depth = true;
@@ -119,7 +150,9 @@ impl VrRenderer {
                 record_copy_into(device, renderer, cmd, &swapchain_image(target, 1), layer);
                 depth_image(target, 1).is_some_and(|d| record_depth_copy_into(device, renderer, cmd, &d, layer))
             };
-            renderer.submit(&[], &[], &[])?;
+            // The left eye's pass also feeds the mirror.
+            let mirror = if eye == 0 { self.mirror.as_mut() } else { None };
+            submit_with_mirror(renderer, cmd, mirror)?;
         }
         Ok(depth)
     }
@@ -128,6 +161,46 @@ impl VrRenderer {
     pub fn gpu_time_ms(&self) -> Option<f32> {
         self.renderers.first().and_then(Renderer::gpu_time_ms)
     }
+}
+
+/// The mirror on this session's device, or `None` (logged) where it cannot be made: a device without
+/// `VK_KHR_swapchain`, a window it cannot present to. VR goes on without it.
+fn open_mirror(gpu: &Gpu, window: &super::mirror_window::MirrorWindow, can_present: bool) -> Option<Mirror> {
+    if !can_present {
+        tracing::warn!("the headset's Vulkan device cannot present to a window: no mirror");
+        return None;
+    }
+    let (display, handle, (w, h)) = window
+        .raw_handles()
+        .map_err(|e| tracing::warn!("no mirror: {e}"))
+        .ok()?;
+    // SAFETY: the window (held by the game, dropped after the renderer) outlives the mirror.
+    match unsafe { Mirror::new(gpu, display, handle, w, h) } {
+        Ok(m) => Some(m),
+        Err(e) => {
+            tracing::warn!("no mirror window: {e}");
+            None
+        }
+    }
+}
+
+/// Submits the frame `cmd` records, with the left eye blitted into a mirror window image when one is free (the
+/// frame then waits for that image, and the image is shown once the frame is done).
+fn submit_with_mirror(
+    renderer: &mut Renderer,
+    cmd: vk::CommandBuffer,
+    mirror: Option<&mut Mirror>,
+) -> Result<(), RenderError> {
+    let Some(mirror) = mirror else {
+        return renderer.submit(&[], &[], &[]);
+    };
+    let Some(image) = mirror.acquire(renderer.recording_slot())? else {
+        return renderer.submit(&[], &[], &[]);
+    };
+    // SAFETY: `cmd` records this renderer's frame, after its main pass and copies; the image was acquired for it.
+    unsafe { mirror.record_blit(renderer, cmd, &image) };
+    renderer.submit(&[image.acquired], &[vk::PipelineStageFlags::TRANSFER], &[image.blitted])?;
+    mirror.present(&image)
 }
 
 /// The frame's swapchain colour image as `engine::render` copies into it (`layers` of them per copy), in the

@@ -12,6 +12,7 @@
 pub mod clock;
 pub mod draw;
 pub mod hands;
+pub mod mirror_window;
 pub mod pacing;
 pub mod report;
 pub mod scripted;
@@ -75,6 +76,8 @@ pub struct VrOptions {
     pub net: VrNet,
     /// Write one JSON line per drawn frame here (see [`pacing::write_frame_line`]).
     pub record: Option<PathBuf>,
+    /// Show the left eye in a desktop window where there is a display.
+    pub mirror: bool,
 }
 
 /// Whether `tumble vr` plays alone or in a session (`--host`, `--join ADDR:PORT`).
@@ -148,6 +151,9 @@ pub struct VrArgs {
     /// was drawn after, the blend between the last two steps, and each moving cube's drawn position
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// No mirror window (by default the left eye is also shown in a desktop window when there is a display)
+    #[arg(long)]
+    pub no_mirror: bool,
     /// Host a game (as `tumble host`): others join with the join code it logs and shows (`tumble join CODE` or
     /// `tumble vr --join CODE`)
     #[arg(long, conflicts_with = "join")]
@@ -215,6 +221,7 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
         },
         net: args.net(),
         record: args.record.clone(),
+        mirror: !args.no_mirror,
     })?;
     if args.json {
         println!("{}", report.to_json());
@@ -240,11 +247,20 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         Some(path) => Some(FrameRecord::create(path)?),
         None => None,
     };
-    let mut xr = new_session()?;
+    let mirror_window = open_mirror_window(options.mirror);
+    let window_extensions = mirror_window
+        .as_ref()
+        .and_then(|w| {
+            w.vulkan_extensions()
+                .map_err(|e| tracing::warn!("no mirror window: {e}"))
+                .ok()
+        })
+        .unwrap_or_default();
+    let mut xr = new_session(&window_extensions)?;
     // Both eyes in one multiview pass, unless a pass per eye is asked for. (No driver is known to need it: the
     // crash Mesa 25.0's lavapipe had in the two-view pass is avoided in the renderer, docs/mesa-multiview-crash.md.)
     let pass_per_eye = options.pass_per_eye;
-    let renderer = new_renderer(&xr, options, world.body_count())?;
+    let renderer = new_renderer(&xr, options, world.body_count(), mirror_window.as_ref())?;
     // The runtime first: no headset is a quick "unavailable", before any network wait.
     let net = start_net(&options.scene, &options.net)?;
     // Declared after `xr`, so dropped before it: the renderer uses the session's device.
@@ -253,6 +269,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.move_speed = options.move_speed;
     game.net = net;
     game.record = record;
+    game.mirror_window = mirror_window;
     game.report = VrReport {
         renderer: match (options.clear_only, pass_per_eye) {
             (true, _) => "clear",
@@ -272,6 +289,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         },
         ..VrReport::default()
     };
+    game.report.mirror_window = game.renderer.as_ref().is_some_and(VrRenderer::has_mirror);
     describe_session(&mut game.report, &xr);
     tracing::info!(scene = %scene.name, bodies = game.world.body_count(), "VR session ready; waiting for the runtime");
 
@@ -294,17 +312,19 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         // the renderer first, and make it again; the world plays on where it was.
         game.report.sessions_lost += 1;
         tracing::warn!("the OpenXR session was lost; making a new one");
+        game.count_mirror_frames();
         game.renderer = None;
         drop(xr);
-        let Some(again) = recreate_session(options, started)? else {
+        let Some(again) = recreate_session(options, started, &window_extensions)? else {
             break;
         };
         xr = again;
-        game.renderer = new_renderer(&xr, options, game.world.body_count())?;
+        game.renderer = new_renderer(&xr, options, game.world.body_count(), game.mirror_window.as_ref())?;
         game.forget_hand_motion();
         describe_session(&mut game.report, &xr);
         game.report.sessions_recreated += 1;
     }
+    game.count_mirror_frames();
     game.report.frames_with_moving_cubes = game.repeats.frames_with_motion;
     game.report.repeated_cube_poses = game.repeats.repeated_poses;
     game.report.frames_in_the_same_step = game.repeats.frames_in_the_same_step;
@@ -322,26 +342,60 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
 const RECREATE_FOR_S: f64 = 60.0;
 const RECREATE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
-fn new_session() -> Result<XrSession, XrError> {
+fn new_session(window_extensions: &[&'static std::ffi::CStr]) -> Result<XrSession, XrError> {
     XrSession::new(&XrSessionConfig {
         app_name: "Tumble".into(),
+        window_extensions: window_extensions.to_vec(),
     })
 }
 
-/// The scene renderer on the session's device, unless `--clear-only`.
-fn new_renderer(xr: &XrSession, options: &VrOptions, bodies: usize) -> Result<Option<VrRenderer>, VrError> {
+/// The mirror window, where one is wanted and there is a display to put it on (none is no error: a headset
+/// needs no desktop).
+fn open_mirror_window(wanted: bool) -> Option<mirror_window::MirrorWindow> {
+    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
+    if !(wanted && display) {
+        return None;
+    }
+    // winit's X11 backend panics without libxkbcommon-x11; say so instead.
+    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty());
+    if !wayland && xkbcommon_dl::x11::xkbcommon_x11_option().is_none() {
+        tracing::warn!("no mirror window: libxkbcommon-x11 is missing (apt-get install libxkbcommon-x11-0)");
+        return None;
+    }
+    match mirror_window::MirrorWindow::open() {
+        Ok(w) => Some(w),
+        Err(e) => {
+            tracing::warn!("no mirror window: {e}");
+            None
+        }
+    }
+}
+
+/// The scene renderer on the session's device, unless `--clear-only`; with a mirror into `window` when given.
+fn new_renderer(
+    xr: &XrSession,
+    options: &VrOptions,
+    bodies: usize,
+    window: Option<&mirror_window::MirrorWindow>,
+) -> Result<Option<VrRenderer>, VrError> {
     if options.clear_only {
         return Ok(None);
     }
-    Ok(Some(VrRenderer::new(xr, bodies, options.pass_per_eye)?))
+    Ok(Some(VrRenderer::new(xr, bodies, options.pass_per_eye, window)?))
 }
 
 /// A new session after a lost one, tried every [`RECREATE_EVERY`] while the runtime or headset is not back, for
 /// [`RECREATE_FOR_S`] or until `--max-seconds`; `None` when it never came back.
-fn recreate_session(options: &VrOptions, started: Instant) -> Result<Option<XrSession>, VrError> {
+fn recreate_session(
+    options: &VrOptions,
+    started: Instant,
+    window_extensions: &[&'static std::ffi::CStr],
+) -> Result<Option<XrSession>, VrError> {
     let tried_since = Instant::now();
     loop {
-        match new_session() {
+        match new_session(window_extensions) {
             Ok(xr) => return Ok(Some(xr)),
             Err(e) if e.is_unavailable() || e.is_lost() => tracing::info!("no session yet: {e}"),
             Err(e) => return Err(e.into()),
@@ -524,6 +578,8 @@ struct VrGame {
     net: Option<NetPlay>,
     /// `--record`: every drawn frame as a JSON line.
     record: Option<FrameRecord>,
+    /// The desktop window mirroring the left eye. Last: the renderer's mirror draws into it and goes first.
+    mirror_window: Option<mirror_window::MirrorWindow>,
 }
 
 impl VrGame {
@@ -554,6 +610,7 @@ impl VrGame {
             report: VrReport::default(),
             net: None,
             record: None,
+            mirror_window: None,
         }
     }
 
@@ -561,6 +618,7 @@ impl VrGame {
     fn frame(&mut self, xr: &mut XrSession) -> Result<(), VrError> {
         let allocations_before = crate::alloc_count::allocations();
         let steady = self.report.frames_focused >= WARM_UP_FRAMES;
+        self.pump_mirror_window();
         let timing = xr.wait_frame()?;
         let work_started = Instant::now();
         self.prev_hands = Some(self.hands);
@@ -617,6 +675,33 @@ impl VrGame {
             };
         }
         Ok(xr.submit_frame(timing, depth_written)?)
+    }
+
+    /// The mirror window's events, without waiting: a resize reaches the mirror; a close drops it (the headset
+    /// plays on).
+    fn pump_mirror_window(&mut self) {
+        let Some(window) = self.mirror_window.as_mut() else {
+            return;
+        };
+        let events = window.pump();
+        if events.closed {
+            self.count_mirror_frames();
+            if let Some(r) = self.renderer.as_mut() {
+                r.mirror_window_changed(None);
+            }
+            self.mirror_window = None;
+            tracing::info!("mirror window closed");
+        } else if let (Some(size), Some(r)) = (events.resized, self.renderer.as_mut()) {
+            r.mirror_window_changed(Some(size));
+        }
+    }
+
+    /// Adds the frames the current renderer's mirror showed to the report, and starts its count again (before the
+    /// mirror or the renderer goes).
+    fn count_mirror_frames(&mut self) {
+        if let Some(r) = self.renderer.as_mut() {
+            self.report.mirror_frames_presented += r.take_mirror_frames();
+        }
     }
 
     /// Moves the play space by the left thumbstick over the time since the last frame (see `hands::stick_motion`).

@@ -125,6 +125,9 @@ pub struct VrReport {
     pub frames_in_the_same_step: u64,
     /// Frames written to `--record`'s file (0 without it).
     pub frames_recorded: u64,
+    /// Whether the left eye was shown in a desktop mirror window, and how many frames it showed.
+    pub mirror_window: bool,
+    pub mirror_frames_presented: u64,
     /// Sessions the runtime lost (LOSS_PENDING, a lost instance) and new ones made after them.
     pub sessions_lost: u64,
     pub sessions_recreated: u64,
@@ -158,6 +161,8 @@ impl VrReport {
             "repeated_cube_poses": self.repeated_cube_poses,
             "frames_in_the_same_step": self.frames_in_the_same_step,
             "frames_recorded": self.frames_recorded,
+            "mirror_window": self.mirror_window,
+            "mirror_frames_presented": self.mirror_frames_presented,
             "sessions_lost": self.sessions_lost,
             "sessions_recreated": self.sessions_recreated,
         });
