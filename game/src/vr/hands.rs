@@ -41,8 +41,11 @@ pub fn stick_motion(stick: Vec2, aim: Quat, dt: f32, speed: f32) -> Vec3 {
     (right * stick.x + forward * stick.y) * speed * dt
 }
 
-/// Snap turn on the right thumbstick: the play space turns this much (rad) per flick.
+/// Snap turn on the right thumbstick: the play space turns this much (rad) per flick unless told otherwise
+/// (`--snap-turn-deg`).
 pub const SNAP_TURN_RAD: f32 = std::f32::consts::FRAC_PI_6;
+/// The default snap turn in degrees, for the command line.
+pub const DEFAULT_SNAP_TURN_DEG: f32 = 30.0;
 /// A flick is the right stick past this tilt sideways; it must come back under [`SNAP_RELEASE`] before the next.
 const SNAP_PRESS: f32 = 0.7;
 const SNAP_RELEASE: f32 = 0.3;
@@ -83,10 +86,10 @@ impl PlaySpace {
     }
 }
 
-/// The snap turn a right-stick tilt `x` asks for, if any: ∓[`SNAP_TURN_RAD`] (right turns right) once per flick;
-/// `latched` remembers a flick until the stick comes back.
-pub fn snap_turn(x: f32, latched: &mut bool) -> Option<f32> {
-    if !x.is_finite() {
+/// The snap turn a right-stick tilt `x` asks for, if any: ∓`step_rad` (right turns right) once per flick;
+/// `latched` remembers a flick until the stick comes back. A step of 0 turns snap turning off.
+pub fn snap_turn(x: f32, latched: &mut bool, step_rad: f32) -> Option<f32> {
+    if !x.is_finite() || step_rad == 0.0 {
         return None;
     }
     if *latched {
@@ -95,7 +98,7 @@ pub fn snap_turn(x: f32, latched: &mut bool) -> Option<f32> {
     }
     if x.abs() >= SNAP_PRESS {
         *latched = true;
-        return Some(-SNAP_TURN_RAD * x.signum());
+        return Some(-step_rad * x.signum());
     }
     None
 }
@@ -159,13 +162,19 @@ mod tests {
         );
         // The stick: one turn per flick, none until it comes back; left turns left.
         let mut latched = false;
-        assert_eq!(snap_turn(0.5, &mut latched), None);
-        assert_eq!(snap_turn(0.9, &mut latched), Some(-SNAP_TURN_RAD));
-        assert_eq!(snap_turn(1.0, &mut latched), None);
-        assert_eq!(snap_turn(0.5, &mut latched), None);
-        assert_eq!(snap_turn(0.1, &mut latched), None);
-        assert_eq!(snap_turn(-0.8, &mut latched), Some(SNAP_TURN_RAD));
-        assert_eq!(snap_turn(f32::NAN, &mut latched), None);
+        assert_eq!(snap_turn(0.5, &mut latched, SNAP_TURN_RAD), None);
+        assert_eq!(snap_turn(0.9, &mut latched, SNAP_TURN_RAD), Some(-SNAP_TURN_RAD));
+        assert_eq!(snap_turn(1.0, &mut latched, SNAP_TURN_RAD), None);
+        assert_eq!(snap_turn(0.5, &mut latched, SNAP_TURN_RAD), None);
+        assert_eq!(snap_turn(0.1, &mut latched, SNAP_TURN_RAD), None);
+        assert_eq!(snap_turn(-0.8, &mut latched, SNAP_TURN_RAD), Some(SNAP_TURN_RAD));
+        assert_eq!(snap_turn(f32::NAN, &mut latched, SNAP_TURN_RAD), None);
+        assert!((DEFAULT_SNAP_TURN_DEG.to_radians() - SNAP_TURN_RAD).abs() < 1e-6);
+        // Configured: another step, or none at all.
+        let mut latched = false;
+        assert_eq!(snap_turn(0.9, &mut latched, 0.75), Some(-0.75));
+        let mut latched = false;
+        assert_eq!(snap_turn(0.9, &mut latched, 0.0), None);
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub struct VrOptions {
     pub pass_per_eye: bool,
     /// Left-thumbstick movement speed at full tilt (m/s; 0: off).
     pub move_speed: f32,
+    /// Right-thumbstick snap turn per flick (rad; 0: off).
+    pub snap_turn_rad: f32,
     /// Alone, or a networked game's host or guest.
     pub net: VrNet,
     /// Write one JSON line per drawn frame here (see [`pacing::write_frame_line`]).
@@ -144,6 +146,9 @@ pub struct VrArgs {
     /// Smooth movement on the left thumbstick, along where the left hand points (m/s at full tilt; 0: off)
     #[arg(long, value_name = "M", default_value_t = hands::DEFAULT_MOVE_SPEED_M_S)]
     pub move_speed: f32,
+    /// Snap turn on a right-stick flick sideways, about the head (degrees, 0 to 180; 0: off)
+    #[arg(long, value_name = "DEG", default_value_t = hands::DEFAULT_SNAP_TURN_DEG)]
+    pub snap_turn_deg: f32,
     /// Print one JSON object on stdout instead of a summary on stderr
     #[arg(long)]
     pub json: bool,
@@ -214,6 +219,11 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
         scripted_grab: args.scripted_grab,
         clear_only: args.clear_only,
         pass_per_eye: args.pass_per_eye,
+        snap_turn_rad: if args.snap_turn_deg.is_finite() {
+            args.snap_turn_deg.clamp(0.0, 180.0).to_radians()
+        } else {
+            0.0
+        },
         move_speed: if args.move_speed.is_finite() {
             args.move_speed.max(0.0)
         } else {
@@ -267,6 +277,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let mut game = VrGame::new(world, options.scripted_grab, renderer);
     game.space = start_space(scene.spawn, &game.world);
     game.move_speed = options.move_speed;
+    game.snap_turn_rad = options.snap_turn_rad;
     game.net = net;
     game.record = record;
     game.mirror_window = mirror_window;
@@ -561,6 +572,8 @@ struct VrGame {
     previous_display_ns: Option<i64>,
     /// Left-thumbstick movement at full tilt (m/s; 0: off).
     move_speed: f32,
+    /// Right-stick snap turn per flick (rad; 0: off).
+    snap_turn_rad: f32,
     hands: HandsAt,
     /// Where the runtime's play space sits in the world (where the player stands, which way the room faces).
     space: PlaySpace,
@@ -597,6 +610,7 @@ impl VrGame {
             prev_hands: None,
             previous_display_ns: None,
             move_speed: hands::DEFAULT_MOVE_SPEED_M_S,
+            snap_turn_rad: hands::SNAP_TURN_RAD,
             hands: HandsAt {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
@@ -720,7 +734,7 @@ impl VrGame {
             self.report.metres_walked += f64::from(step.length());
         }
         let right_x = self.hands.hands[1].thumbstick.x;
-        if let Some(angle) = hands::snap_turn(right_x, &mut self.snap_latched) {
+        if let Some(angle) = hands::snap_turn(right_x, &mut self.snap_latched, self.snap_turn_rad) {
             self.space = self.space.turned(angle, self.head_local);
             self.report.snap_turns += 1;
             // The hands jump in the world with the room: no interpolation or velocity across the turn.
