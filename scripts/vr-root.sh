@@ -13,7 +13,9 @@
 #
 # Environment: TUMBLE_VR_ROOT (where the root lives; default /var/cache/tumble/vr-root-trixie),
 # TUMBLE_DEBIAN_MIRROR (a Debian mirror, when the machine's apt sources name none), TUMBLE_VR_LOG_DIR (where the
-# service log goes; default target/vr in this repository). Needs root (debootstrap, chroot, mounts).
+# service log goes; default target/vr in this repository), TUMBLE_VR_COMPOSITOR=window with DISPLAY and TUMBLE_VR_HZ
+# (Monado's main compositor in an X window, paced at that rate, instead of the null one; see below). Needs root
+# (debootstrap, chroot, mounts).
 #
 # Every run happens in a private mount namespace (unshare), so the mounts it makes (/proc, /dev, /sys, a tmpfs
 # /tmp, the repository) vanish with it whatever happens; a trap stops the service and unmounts them first anyway.
