@@ -69,31 +69,37 @@ pub struct MirrorEvents {
 }
 
 impl MirrorWindow {
-    /// Opens the window, or says why not (no display, a window system winit cannot reach).
-    pub fn open() -> Result<MirrorWindow, String> {
+    /// Connects to the display, or says why not (no display, a window system winit cannot reach). The window
+    /// itself appears with [`MirrorWindow::show`], once there is a headset session to mirror.
+    pub fn connect() -> Result<MirrorWindow, String> {
         let event_loop = EventLoop::new().map_err(|e| e.to_string())?;
-        let mut window = MirrorWindow {
+        Ok(MirrorWindow {
             events: Events::default(),
             event_loop,
-        };
+        })
+    }
+
+    /// The instance extensions Vulkan needs to draw in a window of this display.
+    pub fn vulkan_extensions(&self) -> Result<Vec<&'static std::ffi::CStr>, String> {
+        let display = self.event_loop.display_handle().map_err(|e| e.to_string())?.as_raw();
+        tumble_engine::render::window_extensions(display).map_err(|e| e.to_string())
+    }
+
+    /// Opens the window (the first event pumps create it), or says why not.
+    pub fn show(&mut self) -> Result<(), String> {
         for _ in 0..FIRST_PUMPS {
-            window
-                .event_loop
-                .pump_app_events(Some(FIRST_PUMP_WAIT), &mut window.events);
-            if window.events.window.is_some() {
-                return Ok(window);
+            if self.events.window.is_some() {
+                return Ok(());
             }
-            if let Some(e) = window.events.failed.take() {
+            self.event_loop.pump_app_events(Some(FIRST_PUMP_WAIT), &mut self.events);
+            if let Some(e) = self.events.failed.take() {
                 return Err(e);
             }
         }
-        Err("the window did not appear".into())
-    }
-
-    /// The instance extensions Vulkan needs to draw in this window.
-    pub fn vulkan_extensions(&self) -> Result<Vec<&'static std::ffi::CStr>, String> {
-        let display = self.raw_handles()?.0;
-        tumble_engine::render::window_extensions(display).map_err(|e| e.to_string())
+        match self.events.window {
+            Some(_) => Ok(()),
+            None => Err("the window did not appear".into()),
+        }
     }
 
     /// The window's raw handles and size in pixels, for `Mirror::new`.

@@ -257,7 +257,7 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         Some(path) => Some(FrameRecord::create(path)?),
         None => None,
     };
-    let mirror_window = open_mirror_window(options.mirror);
+    let mut mirror_window = connect_mirror_window(options.mirror);
     let window_extensions = mirror_window
         .as_ref()
         .and_then(|w| {
@@ -267,6 +267,11 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         })
         .unwrap_or_default();
     let mut xr = new_session(&window_extensions)?;
+    // The window appears only now that there is a session to mirror.
+    if let Some(Err(e)) = mirror_window.as_mut().map(mirror_window::MirrorWindow::show) {
+        tracing::warn!("no mirror window: {e}");
+        mirror_window = None;
+    }
     // Both eyes in one multiview pass, unless a pass per eye is asked for. (No driver is known to need it: the
     // crash Mesa 25.0's lavapipe had in the two-view pass is avoided in the renderer, docs/mesa-multiview-crash.md.)
     let pass_per_eye = options.pass_per_eye;
@@ -360,9 +365,9 @@ fn new_session(window_extensions: &[&'static std::ffi::CStr]) -> Result<XrSessio
     })
 }
 
-/// The mirror window, where one is wanted and there is a display to put it on (none is no error: a headset
-/// needs no desktop).
-fn open_mirror_window(wanted: bool) -> Option<mirror_window::MirrorWindow> {
+/// The mirror window's display connection, where a mirror is wanted and there is a display to put it on (none is
+/// no error: a headset needs no desktop).
+fn connect_mirror_window(wanted: bool) -> Option<mirror_window::MirrorWindow> {
     let display = ["DISPLAY", "WAYLAND_DISPLAY"]
         .iter()
         .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
@@ -375,7 +380,7 @@ fn open_mirror_window(wanted: bool) -> Option<mirror_window::MirrorWindow> {
         tracing::warn!("no mirror window: libxkbcommon-x11 is missing (apt-get install libxkbcommon-x11-0)");
         return None;
     }
-    match mirror_window::MirrorWindow::open() {
+    match mirror_window::MirrorWindow::connect() {
         Ok(w) => Some(w),
         Err(e) => {
             tracing::warn!("no mirror window: {e}");
