@@ -46,13 +46,7 @@ fn a_display_that_cannot_be_reached_is_no_display() {
 /// tested against Monado by `make test-vr`.)
 #[test]
 fn vr_without_a_loader_or_runtime_says_what_is_missing() {
-    let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
-        .args(["vr", "--frames", "10", "--json"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .env("XR_RUNTIME_JSON", "/nonexistent/openxr_runtime.json")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run tumble");
+    let o = tumble_vr_with_no_runtime(&["--frames", "10", "--json"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
@@ -61,6 +55,18 @@ fn vr_without_a_loader_or_runtime_says_what_is_missing() {
     );
     assert!(!err.contains("panicked"), "{err}");
     assert!(o.stdout.is_empty());
+}
+
+/// `tumble vr ARGS` from the repository root with the OpenXR runtime pointed at nothing (no headset here).
+fn tumble_vr_with_no_runtime(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .arg("vr")
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .env("XR_RUNTIME_JSON", "/nonexistent/openxr_runtime.json")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("run tumble")
 }
 
 #[test]
@@ -76,13 +82,7 @@ fn vr_with_a_bad_scene_names_the_file() {
 /// no runtime is needed to find it out.
 #[test]
 fn vr_with_an_unwritable_record_names_the_file() {
-    let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
-        .args(["vr", "--record", "no/such/dir/frames.jsonl"])
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .env("XR_RUNTIME_JSON", "/nonexistent/openxr_runtime.json")
-        .env_remove("RUST_LOG")
-        .output()
-        .expect("run tumble");
+    let o = tumble_vr_with_no_runtime(&["--record", "no/such/dir/frames.jsonl"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("no/such/dir/frames.jsonl"), "{err}");

@@ -199,17 +199,7 @@ unsafe fn copy_layers(
         base_array_layer: first_layer,
         ..src_range
     };
-    let barrier = |image, range, (src, dst), (old, new)| {
-        vk::ImageMemoryBarrier::default()
-            .src_access_mask(src)
-            .dst_access_mask(dst)
-            .old_layout(old)
-            .new_layout(new)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(image)
-            .subresource_range(range)
-    };
+    let barrier = super::memory::image_barrier;
     let src_layout = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
     let dst_layout = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
     // The main pass wrote the source: colour, and a resolved depth, as colour-output writes; an unresolved depth

@@ -160,3 +160,22 @@ pub(crate) fn layers_range(aspect: vk::ImageAspectFlags, layers: u32) -> vk::Ima
         layer_count: layers,
     }
 }
+
+/// A barrier on `range` of `image` within one queue: the accesses `(before, after)` and the layout change
+/// `(old, new)`.
+pub(crate) fn image_barrier(
+    image: vk::Image,
+    range: vk::ImageSubresourceRange,
+    (src, dst): (vk::AccessFlags, vk::AccessFlags),
+    (old, new): (vk::ImageLayout, vk::ImageLayout),
+) -> vk::ImageMemoryBarrier<'static> {
+    vk::ImageMemoryBarrier::default()
+        .src_access_mask(src)
+        .dst_access_mask(dst)
+        .old_layout(old)
+        .new_layout(new)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(range)
+}

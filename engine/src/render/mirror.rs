@@ -13,6 +13,9 @@ use raw_window_handle::{RawDisplayHandle, RawWindowHandle};
 use super::device::Gpu;
 use super::error::{RenderError, VkContext};
 use super::renderer::{Renderer, FRAMES_IN_FLIGHT};
+use super::swapchain::{
+    preferred_surface_format, record_into_window_image, swapchain_extent, swapchain_image_count, WindowImageNext,
+};
 
 /// Present modes in the order a mirror wants them: none waits for the display.
 const PRESENT_MODES: [vk::PresentModeKHR; 4] = [
@@ -113,21 +116,28 @@ impl Mirror {
                 "the headset's queue cannot present to the mirror window".into(),
             ));
         }
-        let format = formats
-            .iter()
-            .find(|f| matches!(f.format, vk::Format::B8G8R8A8_SRGB | vk::Format::R8G8B8A8_SRGB))
-            .or(formats.first())
-            .copied()
+        let format = preferred_surface_format(&formats)
             .ok_or(RenderError::Window("the mirror window offers no format".into()))?;
         let present_mode = PRESENT_MODES
             .into_iter()
             .find(|m| modes.contains(m))
             .unwrap_or(vk::PresentModeKHR::FIFO);
         let mut acquired = [vk::Semaphore::null(); FRAMES_IN_FLIGHT];
-        for s in &mut acquired {
-            // SAFETY: valid device; destroyed in Drop.
-            *s = unsafe { gpu.device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }
-                .ctx("vkCreateSemaphore")?;
+        for i in 0..FRAMES_IN_FLIGHT {
+            // SAFETY: valid device; destroyed in Drop, or here when a later one fails.
+            match unsafe { gpu.device.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) } {
+                Ok(s) => acquired[i] = s,
+                Err(result) => {
+                    for &s in &acquired[..i] {
+                        // SAFETY: unused so far.
+                        unsafe { gpu.device.destroy_semaphore(s, None) };
+                    }
+                    return Err(RenderError::Vulkan {
+                        what: "vkCreateSemaphore",
+                        result,
+                    });
+                }
+            }
         }
         tracing::info!(?present_mode, format = ?format.format, "mirror window");
         Ok(Mirror {
@@ -156,7 +166,7 @@ impl Mirror {
         }
     }
 
-    /// A window image for the frame in renderer slot `slot` ([`Renderer::next_slot`] before `begin_frame`), or
+    /// A window image for the frame in renderer slot `slot` ([`Renderer::recording_slot`] while it records), or
     /// `None` when none is free right now, the window is minimised, or its swapchain was just remade.
     pub fn acquire(&mut self, slot: usize) -> Result<Option<MirrorImage>, RenderError> {
         if self.stale {
@@ -199,116 +209,39 @@ impl Mirror {
     /// into `target` on black, leaving it ready to present.
     ///
     /// # Safety
-    /// `cmd` is recording `renderer`'s frame; `target` was acquired for it.
+    /// `cmd` is recording `renderer`'s frame; `target` was acquired for it, and the frame's submission waits on
+    /// `target.acquired` at the TRANSFER stage.
     pub unsafe fn record_blit(&self, renderer: &Renderer, cmd: vk::CommandBuffer, target: &MirrorImage) {
-        let d = &self.device;
         let source = renderer.result_image();
-        let range = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        };
-        let barrier = |(src, dst), (old, new)| {
-            vk::ImageMemoryBarrier::default()
-                .src_access_mask(src)
-                .dst_access_mask(dst)
-                .old_layout(old)
-                .new_layout(new)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(target.image)
-                .subresource_range(range)
-        };
-        let dst = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
-        // The result is already TRANSFER_SRC with the main pass's writes visible to transfers (the copy into the
-        // headset's image made them so); only the window image moves.
-        let to_dst = [
-            barrier(
-                (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
-                (vk::ImageLayout::UNDEFINED, dst),
-            ),
-            vk::ImageMemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::COLOR_ATTACHMENT_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_READ)
-                .old_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                .new_layout(vk::ImageLayout::TRANSFER_SRC_OPTIMAL)
-                .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-                .image(source.image)
-                .subresource_range(range),
-        ];
-        let between = [barrier(
-            (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::TRANSFER_WRITE),
-            (dst, dst),
-        )];
-        // Presentation waits on the frame's semaphore: no access to make visible after the blit.
-        let to_present = [barrier(
-            (vk::AccessFlags::TRANSFER_WRITE, vk::AccessFlags::empty()),
-            (dst, vk::ImageLayout::PRESENT_SRC_KHR),
-        )];
         let (x0, y0, x1, y1) = fit(source.extent, target.extent);
-        let layers = vk::ImageSubresourceLayers {
+        let layer = vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,
             mip_level: 0,
             base_array_layer: 0,
             layer_count: 1,
         };
+        let corner = vk::Offset3D {
+            x: source.extent.width as i32,
+            y: source.extent.height as i32,
+            z: 1,
+        };
         let blit = vk::ImageBlit {
-            src_subresource: layers,
-            src_offsets: [
-                vk::Offset3D::default(),
-                vk::Offset3D {
-                    x: source.extent.width as i32,
-                    y: source.extent.height as i32,
-                    z: 1,
-                },
-            ],
-            dst_subresource: layers,
+            src_subresource: layer,
+            src_offsets: [vk::Offset3D::default(), corner],
+            dst_subresource: layer,
             dst_offsets: [vk::Offset3D { x: x0, y: y0, z: 0 }, vk::Offset3D { x: x1, y: y1, z: 1 }],
         };
-        let black = vk::ClearColorValue {
-            float32: [0.0, 0.0, 0.0, 1.0],
-        };
-        // SAFETY: per the function's contract.
+        // SAFETY: per the function's contract; the result is TRANSFER_SRC and readable by transfers after the main
+        // pass (its render pass's external dependency).
         unsafe {
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT | vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &to_dst,
-            );
-            d.cmd_clear_color_image(cmd, target.image, dst, &black, &[range]);
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &between,
-            );
-            d.cmd_blit_image(
+            record_into_window_image(
+                &self.device,
                 cmd,
                 source.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                 target.image,
-                dst,
                 &[blit],
                 vk::Filter::LINEAR,
-            );
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &to_present,
+                WindowImageNext::PRESENT,
             );
         }
     }
@@ -354,7 +287,7 @@ impl Mirror {
                 .get_physical_device_surface_capabilities(self.physical_device, self.surface)
         }
         .ctx("vkGetPhysicalDeviceSurfaceCapabilitiesKHR")?;
-        let extent = super::swapchain::swapchain_extent(&caps, self.window_extent);
+        let extent = swapchain_extent(&caps, self.window_extent);
         let old = self.chain.take();
         self.stale = false;
         if extent.width == 0 || extent.height == 0 {
@@ -368,10 +301,7 @@ impl Mirror {
                 "the mirror window's images cannot be blitted to".into(),
             ));
         }
-        let mut count = caps.min_image_count + 1;
-        if caps.max_image_count > 0 {
-            count = count.min(caps.max_image_count);
-        }
+        let count = swapchain_image_count(&caps);
         let info = vk::SwapchainCreateInfoKHR::default()
             .surface(self.surface)
             .min_image_count(count)

@@ -257,45 +257,16 @@ impl Presenter {
         let sc = self.swapchain.as_ref().expect("a swapchain while rendering");
         let image = sc.images[image_index as usize];
         let result = self.renderer.result_image();
-        let colour = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        };
-        let to_dst = vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::empty())
-            .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(image)
-            .subresource_range(colour);
         let with_overlay = overlay.is_some() && self.overlay.is_some() && !sc.framebuffers.is_empty();
-        let (after_layout, after_stage, after_access) = if with_overlay {
-            (
-                vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
-                vk::AccessFlags::COLOR_ATTACHMENT_READ | vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
-            )
+        let after = if with_overlay {
+            WindowImageNext {
+                layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
+                stage: vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                access: vk::AccessFlags::COLOR_ATTACHMENT_READ | vk::AccessFlags::COLOR_ATTACHMENT_WRITE,
+            }
         } else {
-            (
-                vk::ImageLayout::PRESENT_SRC_KHR,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                vk::AccessFlags::empty(),
-            )
+            WindowImageNext::PRESENT
         };
-        let after = vk::ImageMemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-            .dst_access_mask(after_access)
-            .old_layout(vk::ImageLayout::TRANSFER_DST_OPTIMAL)
-            .new_layout(after_layout)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .image(image)
-            .subresource_range(colour);
         let (w, h) = (result.extent.width as i32, result.extent.height as i32);
         let blit = |layer: u32| vk::ImageBlit {
             src_subresource: vk::ImageSubresourceLayers {
@@ -325,51 +296,17 @@ impl Presenter {
             ],
         };
         let blits = [blit(0), blit(1)];
-        // SAFETY: cmd is recording; the result image is in TRANSFER_SRC_OPTIMAL after the main pass.
+        // SAFETY: cmd is recording; the result image is in TRANSFER_SRC_OPTIMAL after the main pass, readable by
+        // transfers (the render pass's external dependency); the image was acquired for this frame.
         unsafe {
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[to_dst],
-            );
-            // Clear first: an odd width leaves a column the views do not cover.
-            let black = vk::ClearColorValue {
-                float32: [0.0, 0.0, 0.0, 1.0],
-            };
-            d.cmd_clear_color_image(cmd, image, vk::ImageLayout::TRANSFER_DST_OPTIMAL, &black, &[colour]);
-            let clear_then_blit = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
-                .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::PipelineStageFlags::TRANSFER,
-                vk::DependencyFlags::empty(),
-                &[clear_then_blit],
-                &[],
-                &[],
-            );
-            d.cmd_blit_image(
+            record_into_window_image(
+                d,
                 cmd,
                 result.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
                 image,
-                vk::ImageLayout::TRANSFER_DST_OPTIMAL,
                 &blits[..result.layers as usize],
                 vk::Filter::NEAREST,
-            );
-            d.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TRANSFER,
-                after_stage,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[after],
+                after,
             );
         }
         if let (Some(ov), Some((primitives, pixels_per_point)), true) = (self.overlay.as_mut(), overlay, with_overlay) {
@@ -421,12 +358,7 @@ impl Presenter {
                 .get_physical_device_surface_formats(self.gpu.physical_device, self.surface)
         }
         .ctx("vkGetPhysicalDeviceSurfaceFormatsKHR")?;
-        formats
-            .iter()
-            .find(|f| matches!(f.format, vk::Format::B8G8R8A8_SRGB | vk::Format::R8G8B8A8_SRGB))
-            .or(formats.first())
-            .copied()
-            .ok_or(RenderError::Window("the surface offers no format".into()))
+        preferred_surface_format(&formats).ok_or(RenderError::Window("the surface offers no format".into()))
     }
 
     fn create_swapchain(
@@ -442,10 +374,7 @@ impl Presenter {
             ));
         }
         let format = self.surface_format()?;
-        let mut count = caps.min_image_count + 1;
-        if caps.max_image_count > 0 {
-            count = count.min(caps.max_image_count);
-        }
+        let count = swapchain_image_count(caps);
         let info = vk::SwapchainCreateInfoKHR::default()
             .surface(self.surface)
             .min_image_count(count)
@@ -581,5 +510,94 @@ pub(super) fn swapchain_extent(caps: &vk::SurfaceCapabilitiesKHR, window: vk::Ex
         height: window
             .height
             .clamp(caps.min_image_extent.height, caps.max_image_extent.height),
+    }
+}
+
+/// What a window image is used for after the scene is blitted into it: its layout, and the stage and accesses that
+/// wait for the blit.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WindowImageNext {
+    pub layout: vk::ImageLayout,
+    pub stage: vk::PipelineStageFlags,
+    pub access: vk::AccessFlags,
+}
+
+impl WindowImageNext {
+    /// Straight to presentation, which waits on the frame's semaphore: no access to make visible.
+    pub const PRESENT: WindowImageNext = WindowImageNext {
+        layout: vk::ImageLayout::PRESENT_SRC_KHR,
+        stage: vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+        access: vk::AccessFlags::empty(),
+    };
+}
+
+/// Records `image` (a window's swapchain image, just acquired: its old contents are dropped) cleared to black, then
+/// `blits` from the renderer's result into it, then moved on for `next`. Shared by the desktop window
+/// ([`Presenter`]) and the VR mirror.
+///
+/// # Safety
+/// `cmd` is recording; `result` is in TRANSFER_SRC_OPTIMAL and readable by transfers; `image` is the caller's for
+/// this frame, with TRANSFER_DST usage, and the frame waits for it to be acquired at the TRANSFER stage.
+pub(super) unsafe fn record_into_window_image(
+    d: &ash::Device,
+    cmd: vk::CommandBuffer,
+    result: vk::Image,
+    image: vk::Image,
+    blits: &[vk::ImageBlit],
+    filter: vk::Filter,
+    next: WindowImageNext,
+) {
+    let colour = super::memory::layers_range(vk::ImageAspectFlags::COLOR, 1);
+    let barrier = |access, layouts| super::memory::image_barrier(image, colour, access, layouts);
+    let dst = vk::ImageLayout::TRANSFER_DST_OPTIMAL;
+    let to_dst = barrier(
+        (vk::AccessFlags::empty(), vk::AccessFlags::TRANSFER_WRITE),
+        (vk::ImageLayout::UNDEFINED, dst),
+    );
+    let after = barrier((vk::AccessFlags::TRANSFER_WRITE, next.access), (dst, next.layout));
+    // Clear first: the blits need not cover the image (an odd width, a letterboxed eye).
+    let black = vk::ClearColorValue {
+        float32: [0.0, 0.0, 0.0, 1.0],
+    };
+    let clear_then_blit = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(vk::AccessFlags::TRANSFER_WRITE);
+    let stage = vk::PipelineStageFlags::TRANSFER;
+    let none = vk::DependencyFlags::empty();
+    // SAFETY: per the function's contract.
+    unsafe {
+        d.cmd_pipeline_barrier(cmd, stage, stage, none, &[], &[], &[to_dst]);
+        d.cmd_clear_color_image(cmd, image, dst, &black, &[colour]);
+        d.cmd_pipeline_barrier(cmd, stage, stage, none, &[clear_then_blit], &[], &[]);
+        d.cmd_blit_image(
+            cmd,
+            result,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            image,
+            dst,
+            blits,
+            filter,
+        );
+        d.cmd_pipeline_barrier(cmd, stage, next.stage, none, &[], &[], &[after]);
+    }
+}
+
+/// The format a window's swapchain uses: an sRGB one when the surface has it (the scene and overlay write linear
+/// light), else its first.
+pub(super) fn preferred_surface_format(formats: &[vk::SurfaceFormatKHR]) -> Option<vk::SurfaceFormatKHR> {
+    formats
+        .iter()
+        .find(|f| matches!(f.format, vk::Format::B8G8R8A8_SRGB | vk::Format::R8G8B8A8_SRGB))
+        .or(formats.first())
+        .copied()
+}
+
+/// Images to ask of a swapchain: one more than the surface's minimum, so acquiring never waits on the display for
+/// want of one, within its maximum.
+pub(super) fn swapchain_image_count(caps: &vk::SurfaceCapabilitiesKHR) -> u32 {
+    let count = caps.min_image_count + 1;
+    match caps.max_image_count {
+        0 => count,
+        max => count.min(max),
     }
 }

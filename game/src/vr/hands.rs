@@ -41,10 +41,8 @@ pub fn stick_motion(stick: Vec2, aim: Quat, dt: f32, speed: f32) -> Vec3 {
     (right * stick.x + forward * stick.y) * speed * dt
 }
 
-/// Snap turn on the right thumbstick: the play space turns this much (rad) per flick unless told otherwise
+/// Snap turn on the right thumbstick: the play space turns this much per flick unless told otherwise
 /// (`--snap-turn-deg`).
-pub const SNAP_TURN_RAD: f32 = std::f32::consts::FRAC_PI_6;
-/// The default snap turn in degrees, for the command line.
 pub const DEFAULT_SNAP_TURN_DEG: f32 = 30.0;
 /// A flick is the right stick past this tilt sideways; it must come back under [`SNAP_RELEASE`] before the next.
 const SNAP_PRESS: f32 = 0.7;
@@ -145,7 +143,7 @@ mod tests {
     fn a_snap_turn_turns_about_the_head_and_once_per_flick() {
         let space = PlaySpace::at(Vec3::new(1.0, 0.0, 2.0));
         let head = Vec3::new(0.3, 1.7, -0.2);
-        let turned = space.turned(-SNAP_TURN_RAD, head);
+        let turned = space.turned(-DEFAULT_SNAP_TURN_DEG.to_radians(), head);
         assert!(
             turned.point(head).distance(space.point(head)) < 1e-5,
             "the head stays put"
@@ -154,7 +152,7 @@ mod tests {
         let forward = turned.yaw * Vec3::NEG_Z;
         assert!(forward.x > 0.49 && forward.z < -0.86, "{forward}");
         // Twelve flicks make a full circle.
-        let full = (0..12).fold(space, |s, _| s.turned(SNAP_TURN_RAD, head));
+        let full = (0..12).fold(space, |s, _| s.turned(DEFAULT_SNAP_TURN_DEG.to_radians(), head));
         assert!(
             full.point(Vec3::new(2.0, 0.0, 0.0))
                 .distance(space.point(Vec3::new(2.0, 0.0, 0.0)))
@@ -162,14 +160,22 @@ mod tests {
         );
         // The stick: one turn per flick, none until it comes back; left turns left.
         let mut latched = false;
-        assert_eq!(snap_turn(0.5, &mut latched, SNAP_TURN_RAD), None);
-        assert_eq!(snap_turn(0.9, &mut latched, SNAP_TURN_RAD), Some(-SNAP_TURN_RAD));
-        assert_eq!(snap_turn(1.0, &mut latched, SNAP_TURN_RAD), None);
-        assert_eq!(snap_turn(0.5, &mut latched, SNAP_TURN_RAD), None);
-        assert_eq!(snap_turn(0.1, &mut latched, SNAP_TURN_RAD), None);
-        assert_eq!(snap_turn(-0.8, &mut latched, SNAP_TURN_RAD), Some(SNAP_TURN_RAD));
-        assert_eq!(snap_turn(f32::NAN, &mut latched, SNAP_TURN_RAD), None);
-        assert!((DEFAULT_SNAP_TURN_DEG.to_radians() - SNAP_TURN_RAD).abs() < 1e-6);
+        assert_eq!(snap_turn(0.5, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()), None);
+        assert_eq!(
+            snap_turn(0.9, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()),
+            Some(-DEFAULT_SNAP_TURN_DEG.to_radians())
+        );
+        assert_eq!(snap_turn(1.0, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()), None);
+        assert_eq!(snap_turn(0.5, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()), None);
+        assert_eq!(snap_turn(0.1, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()), None);
+        assert_eq!(
+            snap_turn(-0.8, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()),
+            Some(DEFAULT_SNAP_TURN_DEG.to_radians())
+        );
+        assert_eq!(
+            snap_turn(f32::NAN, &mut latched, DEFAULT_SNAP_TURN_DEG.to_radians()),
+            None
+        );
         // Configured: another step, or none at all.
         let mut latched = false;
         assert_eq!(snap_turn(0.9, &mut latched, 0.75), Some(-0.75));

@@ -368,14 +368,12 @@ fn new_session(window_extensions: &[&'static std::ffi::CStr]) -> Result<XrSessio
 /// The mirror window's display connection, where a mirror is wanted and there is a display to put it on (none is
 /// no error: a headset needs no desktop).
 fn connect_mirror_window(wanted: bool) -> Option<mirror_window::MirrorWindow> {
-    let display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some_and(|d| !d.is_empty()));
-    if !(wanted && display) {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    let (wayland, x11) = (set("WAYLAND_DISPLAY"), set("DISPLAY"));
+    if !(wanted && (wayland || x11)) {
         return None;
     }
     // winit's X11 backend panics without libxkbcommon-x11; say so instead.
-    let wayland = std::env::var_os("WAYLAND_DISPLAY").is_some_and(|d| !d.is_empty());
     if !wayland && xkbcommon_dl::x11::xkbcommon_x11_option().is_none() {
         tracing::warn!("no mirror window: libxkbcommon-x11 is missing (apt-get install libxkbcommon-x11-0)");
         return None;
@@ -615,7 +613,7 @@ impl VrGame {
             prev_hands: None,
             previous_display_ns: None,
             move_speed: hands::DEFAULT_MOVE_SPEED_M_S,
-            snap_turn_rad: hands::SNAP_TURN_RAD,
+            snap_turn_rad: hands::DEFAULT_SNAP_TURN_DEG.to_radians(),
             hands: HandsAt {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
