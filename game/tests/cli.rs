@@ -493,3 +493,72 @@ fn compare_view_without_a_display_says_so() {
     assert_eq!(o.status.code(), Some(2), "clap refuses --frames without --view");
     assert!(stderr(&o).contains("--view"), "{}", stderr(&o));
 }
+
+/// Issue 29: the guarantee of the headset's 120 Hz run, checked with no runtime and no real clock (so on any
+/// machine, however slow): `tumble vr-pacing` drives `tumble vr`'s fixed-step clock, pose buffer and draw path
+/// (`vr::draw::fill_cube_instances`) on a scripted 120 Hz display clock while a tower falls. About one frame in four
+/// has no physics step since the one before, yet no moving cube is drawn twice in one place, and the record it
+/// writes agrees. The negative control draws every frame at the last step (`--no-blend`): the same check must
+/// then count repeats, in the report and in the record.
+#[test]
+fn vr_pacing_at_120_hz_draws_every_frame_between_steps() {
+    let dir = std::env::temp_dir().join(format!("tumble-vr-pacing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |extra: &[&str], record: &std::path::Path| {
+        let record = record.to_str().unwrap();
+        let mut args = vec!["vr-pacing", "--display-hz", "120", "--seconds", "4", "--record", record];
+        args.extend_from_slice(extra);
+        let o = Command::new(env!("CARGO_BIN_EXE_tumble"))
+            .args(&args)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .env_remove("RUST_LOG")
+            .output()
+            .expect("run tumble");
+        assert!(o.status.success(), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+        (report, repeats_in_record(std::path::Path::new(record)))
+    };
+    let (blended, record_repeats) = run(&[], &dir.join("blend.jsonl"));
+    assert_eq!(blended["frames"], 480, "{blended}");
+    assert_eq!(blended["physics_steps"], 359, "90 steps a second: {blended}");
+    let same_step = blended["frames_in_the_same_step"].as_u64().unwrap();
+    assert!(
+        (100..=140).contains(&same_step),
+        "a frame in four shares its step: {blended}"
+    );
+    assert!(
+        blended["frames_with_moving_cubes"].as_u64().unwrap() >= 120,
+        "{blended}"
+    );
+    assert_eq!(blended["repeated_cube_poses"], 0, "{blended}");
+    assert_eq!(record_repeats, (480, 0), "the record: (lines, repeats)");
+
+    let (control, record_repeats) = run(&["--no-blend"], &dir.join("no-blend.jsonl"));
+    assert_eq!(control["blend"], "last_step_only", "{control}");
+    let repeats = control["repeated_cube_poses"].as_u64().unwrap();
+    assert!(
+        repeats >= 100,
+        "drawing the last step only repeats moving cubes: {control}"
+    );
+    assert_eq!(record_repeats.1, repeats, "the record finds the same repeats");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Reads a `--record` file on its own (as `make test-vr` does with jq): its line count, and the moving cubes drawn
+/// at the same place as in the line before, where they were moving too.
+fn repeats_in_record(path: &std::path::Path) -> (u64, u64) {
+    let text = std::fs::read_to_string(path).expect("the record");
+    let mut lines = 0;
+    let mut repeats = 0;
+    let mut before: Vec<serde_json::Value> = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        let moving = v["moving"].as_array().expect("moving").clone();
+        for m in &moving {
+            repeats += u64::from(before.iter().any(|b| b == m));
+        }
+        before = moving;
+        lines += 1;
+    }
+    (lines, repeats)
+}

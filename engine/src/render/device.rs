@@ -78,6 +78,16 @@ impl Gpu {
         Gpu::finish(entry, instance, debug, &[], &|_, _| true, None)
     }
 
+    /// A device for windows whose surfaces need `instance_extensions` (see `window_extensions`), with
+    /// `VK_KHR_swapchain`: a mirror window's in tests, made without an OpenXR runtime. Whether its queue can present
+    /// to a given window is asked when the mirror is made.
+    pub fn for_window_extensions(instance_extensions: &[&CStr]) -> Result<Gpu, RenderError> {
+        let entry = load_vulkan()?;
+        let names: Vec<*const c_char> = instance_extensions.iter().map(|e| e.as_ptr()).collect();
+        let (instance, debug) = create_instance(&entry, &names)?;
+        Gpu::finish(entry, instance, debug, WINDOW_DEVICE_EXTENSIONS, &|_, _| true, None)
+    }
+
     /// A device that can present to windows on `display`, chosen among those whose graphics queue can present to
     /// `surface_for` 's surface. Returns the surface too (the caller owns it).
     pub(crate) fn for_window(

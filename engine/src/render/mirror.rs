@@ -63,6 +63,8 @@ pub struct Mirror {
     stale: bool,
     /// Frames shown in the window.
     pub presented: u64,
+    /// Swapchains made for the window (the first, then one per resize or out-of-date swapchain).
+    pub builds: u64,
 }
 
 impl Mirror {
@@ -81,6 +83,21 @@ impl Mirror {
         // SAFETY: the caller keeps the window alive; the instance has the surface extensions.
         let surface = unsafe { ash_window::create_surface(&gpu.entry, &gpu.instance, display, window, None) }
             .ctx("vkCreateSurfaceKHR")?;
+        // SAFETY: per this function's contract.
+        unsafe { Self::from_surface(gpu, surface, width, height) }
+    }
+
+    /// A mirror into `surface`, `width` × `height` pixels (a window's, or `Gpu::with_headless_surface`'s in tests),
+    /// which it takes: it is destroyed with the mirror, or here if the mirror cannot be made.
+    ///
+    /// # Safety
+    /// `surface` was made from `gpu`'s instance and nothing else destroys it; what it shows outlives the mirror.
+    pub unsafe fn from_surface(
+        gpu: &Gpu,
+        surface: vk::SurfaceKHR,
+        width: u32,
+        height: u32,
+    ) -> Result<Mirror, RenderError> {
         let surface_fn = ash::khr::surface::Instance::new(&gpu.entry, &gpu.instance);
         let made = Self::finish(gpu, surface, &surface_fn, width, height);
         if made.is_err() {
@@ -154,6 +171,7 @@ impl Mirror {
             window_extent: vk::Extent2D { width, height },
             stale: true,
             presented: 0,
+            builds: 0,
         })
     }
 
@@ -354,6 +372,7 @@ impl Mirror {
             }
         }
         self.chain = Some(chain);
+        self.builds += 1;
         Ok(())
     }
 
@@ -385,6 +404,27 @@ impl Drop for Mirror {
             self.surface_fn.destroy_surface(self.surface, None);
         }
     }
+}
+
+/// Submits the frame `cmd` records, with the result's left eye blitted into a mirror window image when one is free
+/// (the frame then waits for that image, and the image is shown once the frame is done). The one way a frame
+/// reaches the mirror: `tumble vr` and the mirror's tests both submit through it.
+pub fn submit_with_mirror(
+    renderer: &mut Renderer,
+    cmd: vk::CommandBuffer,
+    mirror: Option<&mut Mirror>,
+) -> Result<(), RenderError> {
+    let Some(mirror) = mirror else {
+        return renderer.submit(&[], &[], &[]);
+    };
+    let Some(image) = mirror.acquire(renderer.recording_slot())? else {
+        return renderer.submit(&[], &[], &[]);
+    };
+    // SAFETY: `cmd` records this renderer's frame, after its main pass (and any copies); the image was acquired for
+    // it, and the submission below waits on its `acquired` semaphore at the transfer stage.
+    unsafe { mirror.record_blit(renderer, cmd, &image) };
+    renderer.submit(&[image.acquired], &[vk::PipelineStageFlags::TRANSFER], &[image.blitted])?;
+    mirror.present(&image)
 }
 
 /// The instance extensions Vulkan needs for a surface of `display`'s window system.

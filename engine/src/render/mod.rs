@@ -50,7 +50,7 @@ pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, Gpu
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
 pub use external::{record_copy_into, record_depth_copy_into, ExternalImage, XrRenderer};
-pub use mirror::{window_extensions, Mirror, MirrorImage};
+pub use mirror::{submit_with_mirror, window_extensions, Mirror, MirrorImage};
 pub use offscreen::Offscreen;
 pub use overlay::OverlayFrame;
 pub use raw_window_handle;

@@ -10,8 +10,8 @@
 
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    record_copy_into, record_depth_copy_into, vk, CubeInstance, ExternalImage, ExternalVulkan, FrameInput, Gpu, Mirror,
-    RenderError, Renderer, View, MAX_CUBES,
+    record_copy_into, record_depth_copy_into, submit_with_mirror, vk, CubeInstance, ExternalImage, ExternalVulkan,
+    FrameInput, Gpu, Mirror, RenderError, Renderer, View, MAX_CUBES,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
@@ -81,6 +81,11 @@ impl VrRenderer {
     /// Whether the left eye goes to a desktop window too.
     pub fn has_mirror(&self) -> bool {
         self.mirror.is_some()
+    }
+
+    /// Swapchains the mirror has made for its window so far (0 without a mirror).
+    pub fn mirror_swapchain_builds(&self) -> u64 {
+        self.mirror.as_ref().map_or(0, |m| m.builds)
     }
 
     /// Frames shown in the mirror window since the last call.
@@ -184,25 +189,6 @@ fn open_mirror(gpu: &Gpu, window: &super::mirror_window::MirrorWindow, can_prese
     }
 }
 
-/// Submits the frame `cmd` records, with the left eye blitted into a mirror window image when one is free (the
-/// frame then waits for that image, and the image is shown once the frame is done).
-fn submit_with_mirror(
-    renderer: &mut Renderer,
-    cmd: vk::CommandBuffer,
-    mirror: Option<&mut Mirror>,
-) -> Result<(), RenderError> {
-    let Some(mirror) = mirror else {
-        return renderer.submit(&[], &[], &[]);
-    };
-    let Some(image) = mirror.acquire(renderer.recording_slot())? else {
-        return renderer.submit(&[], &[], &[]);
-    };
-    // SAFETY: `cmd` records this renderer's frame, after its main pass and copies; the image was acquired for it.
-    unsafe { mirror.record_blit(renderer, cmd, &image) };
-    renderer.submit(&[image.acquired], &[vk::PipelineStageFlags::TRANSFER], &[image.blitted])?;
-    mirror.present(&image)
-}
-
 /// The frame's swapchain colour image as `engine::render` copies into it (`layers` of them per copy), in the
 /// layout the compositor reads.
 fn swapchain_image(target: &FrameTarget, layers: u32) -> ExternalImage {
@@ -236,6 +222,13 @@ pub struct FramePoses<'a> {
     pub avatar: Avatar,
 }
 
+/// The bodies a frame draws, in the order [`fill_cube_instances`] writes them: every body not removed.
+pub fn drawn_bodies(world: &World) -> impl Iterator<Item = BodyId> + '_ {
+    (0..world.body_count() as u32)
+        .map(BodyId)
+        .filter(|&id| !world.is_removed(id).unwrap_or(true))
+}
+
 /// The world's bodies as boxes into `out`, highlighted where a hand hovers or holds them; in a session (`peer`),
 /// tinted by authority. Positions as [`FramePoses`] says; a body the pose buffer does not cover (a buffer not yet
 /// recorded) is drawn where the world (or the peer) has it.
@@ -248,10 +241,7 @@ pub fn fill_cube_instances(
 ) {
     out.clear();
     let buffered = shown.poses.len() == world.body_count();
-    for id in (0..world.body_count() as u32).map(BodyId) {
-        if world.is_removed(id).unwrap_or(true) {
-            continue;
-        }
+    for id in drawn_bodies(world) {
         let (Ok(state), Ok(half_extents)) = (world.state(id), world.half_extents(id)) else {
             continue;
         };

@@ -536,11 +536,11 @@ impl FrameRecord {
         })
     }
 
-    fn frame(&mut self, display_ns: i64, period_ns: i64, sim_ns: Option<i64>, alpha: f32, poses: &PoseBuffer) {
+    fn frame(&mut self, display_ns: i64, period_ns: i64, sim_ns: Option<i64>, alpha: f32, moving: &[(u32, Vec3)]) {
         if self.error.is_some() {
             return;
         }
-        match pacing::write_frame_line(&mut self.out, self.frames, display_ns, period_ns, sim_ns, alpha, poses) {
+        match pacing::write_frame_line(&mut self.out, self.frames, display_ns, period_ns, sim_ns, alpha, moving) {
             Ok(()) => self.frames += 1,
             Err(e) => self.error = Some(e),
         }
@@ -633,7 +633,10 @@ impl VrGame {
 
     /// One display frame: wait, hands at the predicted display time, the fixed steps up to it, render, submit.
     fn frame(&mut self, xr: &mut XrSession) -> Result<(), VrError> {
-        let allocations_before = crate::alloc_count::allocations();
+        // This thread's allocations: the frame loop's own (the mirror window's event thread allocates inside
+        // winit when the window system speaks; that is not a frame's work).
+        let allocations_before = crate::alloc_count::thread_allocations();
+        let builds_before = self.mirror_swapchain_builds();
         let steady = self.report.frames_focused >= WARM_UP_FRAMES;
         self.pump_mirror_window();
         let timing = xr.wait_frame()?;
@@ -653,11 +656,18 @@ impl VrGame {
         let submitted = self.render(xr, &timing)?;
         self.report.frames_with_depth += u64::from(submitted.depth);
         self.count_frame(xr, &timing, submitted.views, work_started);
-        if steady && xr.lifecycle().input_active() {
+        // A frame in which the mirror made a new swapchain (its first, or after a resize) did one-off work.
+        let mirror_settled = self.mirror_swapchain_builds() == builds_before;
+        if steady && mirror_settled && xr.lifecycle().input_active() {
             self.report.steady_frames += 1;
-            self.report.steady_frame_allocations += crate::alloc_count::allocations() - allocations_before;
+            self.report.steady_frame_allocations += crate::alloc_count::thread_allocations() - allocations_before;
         }
         Ok(())
+    }
+
+    /// Swapchains the current renderer's mirror has made (0 without one).
+    fn mirror_swapchain_builds(&self) -> u64 {
+        self.renderer.as_ref().map_or(0, VrRenderer::mirror_swapchain_builds)
     }
 
     /// Views located now (as late as possible), the scene drawn into the acquired images (or cleared), submitted.
@@ -676,12 +686,18 @@ impl VrGame {
                 None => (&self.poses, self.avatar),
             };
             avatar.update(&hands_now, STEP_S);
-            self.repeats.observe(poses, alpha, self.clock.sim_time_ns());
-            if let Some(record) = self.record.as_mut() {
-                let sim_ns = self.clock.sim_time_ns();
-                record.frame(display_ns, timing.predicted_display_period_ns, sim_ns, alpha, poses);
-            }
             let shown = FramePoses { poses, alpha, avatar };
+            let sim_ns = self.clock.sim_time_ns();
+            match self.net.as_ref().map(NetPlay::shown) {
+                Some(p) => self.repeats.observe(&p.world, &p.interaction, Some(p), &shown, sim_ns),
+                None => self
+                    .repeats
+                    .observe(&self.world, &self.interaction, None, &shown, sim_ns),
+            }
+            if let Some(record) = self.record.as_mut() {
+                let period_ns = timing.predicted_display_period_ns;
+                record.frame(display_ns, period_ns, sim_ns, alpha, self.repeats.moving());
+            }
             depth_written = match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
                 (Some(r), Some(p)) => r.draw(&target, self.space, &p.world, &p.interaction, Some(p), &shown)?,
                 (Some(r), None) => r.draw(&target, self.space, &self.world, &self.interaction, None, &shown)?,
@@ -718,6 +734,7 @@ impl VrGame {
     fn count_mirror_frames(&mut self) {
         if let Some(r) = self.renderer.as_mut() {
             self.report.mirror_frames_presented += r.take_mirror_frames();
+            self.report.mirror_swapchain_builds += r.mirror_swapchain_builds();
         }
     }
 

@@ -84,8 +84,9 @@ pub struct VrReport {
     /// The runtime's predicted display period, last seen (ms).
     pub display_period_ms: f64,
     pub timed_out: bool,
-    /// Focused frames after the warm-up, and the heap allocations our code made in them (should be 0; counted by
-    /// the binary's allocator, so 0 also when it is not installed — see `alloc_count`).
+    /// Focused frames after the warm-up (less any in which the mirror made a new swapchain: one-off work), and the
+    /// heap allocations the frame loop's thread made in them (should be 0; counted by the binary's allocator, so 0
+    /// also when it is not installed — see `alloc_count`).
     pub steady_frames: u64,
     pub steady_frame_allocations: u64,
     /// All allocations of the process's Rust code by the end (non-zero: proves the counter is live).
@@ -125,9 +126,11 @@ pub struct VrReport {
     pub frames_in_the_same_step: u64,
     /// Frames written to `--record`'s file (0 without it).
     pub frames_recorded: u64,
-    /// Whether the left eye was shown in a desktop mirror window, and how many frames it showed.
+    /// Whether the left eye was shown in a desktop mirror window, how many frames it showed, and how many
+    /// swapchains it made for the window (one, plus one per resize; `null` in the JSON without a mirror).
     pub mirror_window: bool,
     pub mirror_frames_presented: u64,
+    pub mirror_swapchain_builds: u64,
     /// Sessions the runtime lost (LOSS_PENDING, a lost instance) and new ones made after them.
     pub sessions_lost: u64,
     pub sessions_recreated: u64,
@@ -163,6 +166,7 @@ impl VrReport {
             "frames_recorded": self.frames_recorded,
             "mirror_window": self.mirror_window,
             "mirror_frames_presented": self.mirror_frames_presented,
+            "mirror_swapchain_builds": self.mirror_window.then_some(self.mirror_swapchain_builds),
             "sessions_lost": self.sessions_lost,
             "sessions_recreated": self.sessions_recreated,
         });

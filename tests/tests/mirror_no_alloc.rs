@@ -1,0 +1,131 @@
+//! Issue 29: the mirror path — the desktop window beside the headset (`tumble::vr::mirror_window`, its events on a
+//! thread of their own) and a frame's left eye blitted into its swapchain image and presented, as `tumble vr` does
+//! every frame — allocates nothing on the frame's thread once its swapchain is made, whatever the window system
+//! sends the window. In a real X window on an Xvfb of its own (installed by `make test`), with no headset;
+//! `make test-vr` checks the same beside a real runtime.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use glam::{Quat, Vec3};
+use tumble::alloc_count::{thread_allocations, Counting};
+use tumble::vr::mirror_window::MirrorWindow;
+use tumble_engine::render::{
+    authority_rgb, submit_with_mirror, CubeInstance, FrameInput, Gpu, Mirror, Renderer, View, CUBE_RESTING,
+};
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// An Xvfb on the first free display of :110..:129, stopped when dropped.
+struct Xvfb(Child);
+
+impl Xvfb {
+    fn start() -> (Xvfb, String) {
+        let n = (110..130)
+            .find(|n| !Path::new(&format!("/tmp/.X{n}-lock")).exists())
+            .expect("a free X display number in :110..:129");
+        let child = Command::new("Xvfb")
+            .args([
+                format!(":{n}").as_str(),
+                "-screen",
+                "0",
+                "800x600x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("Xvfb (package xvfb, which `make test` installs): {e}"));
+        let server = Xvfb(child);
+        let socket = format!("/tmp/.X11-unix/X{n}");
+        let since = Instant::now();
+        while !Path::new(&socket).exists() {
+            assert!(
+                since.elapsed() < Duration::from_secs(30),
+                "Xvfb :{n} never made {socket}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        (server, format!(":{n}"))
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        self.0.kill().ok();
+        self.0.wait().ok();
+    }
+}
+
+#[test]
+fn mirrored_frames_do_not_allocate_once_the_swapchain_is_made() {
+    let (_xvfb, display) = Xvfb::start();
+    // The only test in this binary: nothing else reads the environment meanwhile.
+    std::env::set_var("DISPLAY", &display);
+    std::env::remove_var("WAYLAND_DISPLAY");
+    let cubes: Vec<CubeInstance> = (0..200)
+        .map(|i| CubeInstance {
+            position: Vec3::new(
+                (i % 20) as f32 * 1.1 - 11.0,
+                0.5 + (i / 100) as f32,
+                ((i / 20) % 5) as f32 * 1.1,
+            ),
+            rotation: Quat::from_rotation_y(i as f32 * 0.1),
+            half_extents: Vec3::splat(0.5),
+            colour: authority_rgb((i % 5) as u8),
+            flags: if i % 3 == 0 { CUBE_RESTING } else { 0 },
+        })
+        .collect();
+    let views = View::stereo_pair(Vec3::new(0.0, 8.0, 20.0), Vec3::ZERO, 1.0, 4.0 / 3.0, 0.064);
+    let input = FrameInput::new(&views, &cubes);
+
+    let mut window = MirrorWindow::connect().unwrap_or_else(|e| panic!("the mirror window on {display}: {e}"));
+    let extensions = window.vulkan_extensions().expect("surface extensions");
+    let gpu = Gpu::for_window_extensions(&extensions).unwrap_or_else(|e| panic!("{e}"));
+    window.show().expect("the window appears");
+    let (raw_display, raw_window, (width, height)) = window.raw_handles().expect("handles");
+    let mut renderer = Renderer::new(&gpu, 160, 120, 2).unwrap_or_else(|e| panic!("{e}"));
+    // SAFETY: the window outlives the mirror (dropped first, below).
+    let mut mirror =
+        unsafe { Mirror::new(&gpu, raw_display, raw_window, width, height) }.unwrap_or_else(|e| panic!("{e}"));
+    let frame = |renderer: &mut Renderer, mirror: &mut Mirror, window: &mut MirrorWindow| {
+        // What `tumble vr` does each frame: read the window's news (atomics), then draw and submit.
+        let news = window.pump();
+        if let Some((w, h)) = news.resized {
+            mirror.resize(w, h);
+        }
+        assert!(!news.closed);
+        let cmd = renderer.begin_frame(&input).expect("a frame");
+        submit_with_mirror(renderer, cmd, Some(mirror)).expect("submitted and shown");
+    };
+    for _ in 0..4 {
+        frame(&mut renderer, &mut mirror, &mut window);
+    }
+    assert_eq!(mirror.builds, 1, "the swapchain was made once, on the first frame");
+    let (shown_before, before) = (mirror.presented, thread_allocations());
+    for _ in 0..60 {
+        frame(&mut renderer, &mut mirror, &mut window);
+    }
+    let allocations = thread_allocations() - before;
+    assert_eq!(allocations, 0, "{allocations} allocations in 60 mirrored frames");
+    assert!(mirror.presented > shown_before, "frames reached the window");
+    assert_eq!(mirror.builds, 1, "no swapchain made while nothing changed");
+
+    // The count is live on this thread, so the zero above is a measurement: a resize makes a new swapchain, one-off
+    // work that allocates (`tumble vr` leaves such a frame out of its steady count, and reports the builds).
+    let before = thread_allocations();
+    mirror.resize(200, 100);
+    frame(&mut renderer, &mut mirror, &mut window);
+    assert_eq!(mirror.builds, 2, "a new swapchain for the new size");
+    assert!(
+        thread_allocations() > before,
+        "the counter sees the rebuild's allocations"
+    );
+    drop(mirror);
+    drop(window);
+    let messages = tumble_engine::render::validation_messages();
+    assert_eq!(messages, 0, "the Vulkan validation layers reported {messages} messages");
+}
