@@ -424,46 +424,44 @@ impl XrSession {
         &self.vulkan
     }
 
+    /// The head at the frame's predicted display time, in the play space: the midpoint of the eyes and their
+    /// common orientation (halfway between the two eyes' own, which a canted display may turn apart). `None` while
+    /// the runtime cannot place the views; with orientation tracked only, the eyes' last tracked positions (as the
+    /// frame's views keep them). Located apart from the frame's views, which come later, as late as possible.
+    pub fn locate_head(&mut self, timing: &FrameTiming) -> Result<Option<(glam::Vec3, glam::Quat)>, XrError> {
+        let mut views = self.views;
+        let time = xr::Time::from_nanos(timing.predicted_display_time_ns);
+        let (count, flags) = self.locate_views_into(time, &mut views)?;
+        if count != VIEW_COUNT {
+            return Ok(None);
+        }
+        let positions = match view_tracking(flags) {
+            ViewTracking::Full => [views[0].pose.position, views[1].pose.position],
+            ViewTracking::OrientationOnly => match self.last_eye_positions {
+                Some(last) => last,
+                None => return Ok(None),
+            },
+            ViewTracking::None => return Ok(None),
+        };
+        let position = (actions::vec3(positions[0]) + actions::vec3(positions[1])) * 0.5;
+        let (left, right) = (
+            actions::quat(views[0].pose.orientation),
+            actions::quat(views[1].pose.orientation),
+        );
+        let orientation = left.slerp(right, 0.5).normalize();
+        let finite = position.is_finite() && orientation.is_finite();
+        Ok(finite.then_some((position, orientation)))
+    }
+
     /// Both views at `time` into the fixed array; false when the runtime cannot place them.
     fn locate_views(&mut self, time: xr::Time) -> Result<bool, XrError> {
-        let info = xr::sys::ViewLocateInfo {
-            ty: xr::sys::ViewLocateInfo::TYPE,
-            next: std::ptr::null(),
-            view_configuration_type: VIEW_CONFIGURATION,
-            display_time: time,
-            space: self.play_space.as_raw(),
-        };
-        let mut state = xr::sys::ViewState {
-            ty: xr::sys::ViewState::TYPE,
-            next: std::ptr::null_mut(),
-            view_state_flags: xr::ViewStateFlags::EMPTY,
-        };
-        let mut count = 0u32;
-        for v in &mut self.views {
-            v.ty = xr::sys::View::TYPE;
-            v.next = std::ptr::null_mut();
-        }
-        // SAFETY: the output array has room for VIEW_COUNT views, which is what we say; the info is valid.
-        let result = unsafe {
-            (self.runtime.instance.fp().locate_views)(
-                self.session.as_raw(),
-                &info,
-                &mut state,
-                VIEW_COUNT,
-                &mut count,
-                self.views.as_mut_ptr(),
-            )
-        };
-        if result.into_raw() < 0 {
-            return Err(XrError::Xr {
-                what: "xrLocateViews",
-                result,
-            });
-        }
+        let mut views = self.views;
+        let (count, flags) = self.locate_views_into(time, &mut views)?;
+        self.views = views;
         if count != VIEW_COUNT {
             return Ok(false);
         }
-        match view_tracking(state.view_state_flags) {
+        match view_tracking(flags) {
             ViewTracking::Full => {
                 self.last_eye_positions = Some([self.views[0].pose.position, self.views[1].pose.position]);
                 Ok(true)
@@ -480,6 +478,49 @@ impl XrSession {
             }
             ViewTracking::None => Ok(false),
         }
+    }
+
+    /// `xrLocateViews` at `time` in the play space into `views`: how many it located, and the view state flags.
+    fn locate_views_into(
+        &self,
+        time: xr::Time,
+        views: &mut [xr::sys::View; VIEW_COUNT as usize],
+    ) -> Result<(u32, xr::ViewStateFlags), XrError> {
+        let info = xr::sys::ViewLocateInfo {
+            ty: xr::sys::ViewLocateInfo::TYPE,
+            next: std::ptr::null(),
+            view_configuration_type: VIEW_CONFIGURATION,
+            display_time: time,
+            space: self.play_space.as_raw(),
+        };
+        let mut state = xr::sys::ViewState {
+            ty: xr::sys::ViewState::TYPE,
+            next: std::ptr::null_mut(),
+            view_state_flags: xr::ViewStateFlags::EMPTY,
+        };
+        let mut count = 0u32;
+        for v in views.iter_mut() {
+            v.ty = xr::sys::View::TYPE;
+            v.next = std::ptr::null_mut();
+        }
+        // SAFETY: the output array has room for VIEW_COUNT views, which is what we say; the info is valid.
+        let result = unsafe {
+            (self.runtime.instance.fp().locate_views)(
+                self.session.as_raw(),
+                &info,
+                &mut state,
+                VIEW_COUNT,
+                &mut count,
+                views.as_mut_ptr(),
+            )
+        };
+        if result.into_raw() < 0 {
+            return Err(XrError::Xr {
+                what: "xrLocateViews",
+                result,
+            });
+        }
+        Ok((count, state.view_state_flags))
     }
 
     /// `xrEndFrame` with one projection layer of `views` views (none when 0), each chained to its depth info.

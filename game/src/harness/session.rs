@@ -794,6 +794,7 @@ impl Driver for ScriptDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::avatar::Pose;
     use crate::interaction::script::{AvatarScript, HandScript};
     use std::path::Path;
     use tumble_engine::physics::WorldConfig;
@@ -1176,6 +1177,90 @@ mod tests {
             let (low, high) = if k == 0 { (0.05, 0.12) } else { (0.10, 0.20) };
             eprintln!("played-out delay {k}: mean {mean:.3} s");
             assert!((low..high).contains(&mean), "{k}: {mean}");
+        }
+    }
+
+    /// A headset player: each step's input made as `tumble vr` makes it (`vr::hands::avatar_input_at`), from frames
+    /// at 72 Hz of a runtime whose eyes (midpoint and orientation, in the play space) walk a circle; the play space
+    /// is placed and turned in the world. `with_head: false` is the negative control: a runtime that gives no head
+    /// (what every VR player sent before issue 30).
+    struct VrEyesDriver {
+        space: crate::vr::hands::PlaySpace,
+        with_head: bool,
+    }
+
+    const VR_FRAME_NS: i64 = 1_000_000_000 / 72;
+
+    /// The eyes at time `t_ns`, in the play space: 1.7 m up, on a 0.5 m circle at 0.8 rad/s, looking along it.
+    fn vr_eyes_at(t_ns: i64) -> Pose {
+        let a = t_ns as f32 * 1e-9 * 0.8;
+        Pose::new(
+            Vec3::new(0.5 * a.cos(), 1.7, 0.5 * a.sin()),
+            glam::Quat::from_rotation_y(-a),
+        )
+    }
+
+    impl Driver for VrEyesDriver {
+        fn input(&mut self, step: u64, _peer: &Peer, _active: bool) -> AvatarInput {
+            use crate::vr::hands::{avatar_input_at, HandsAt};
+            let step_ns = (step as f64 * STEP_S * 1e9) as i64;
+            // The frame the step runs for is shown at the next 72 Hz slot; the one before it was the last frame.
+            let cur_ns = (step_ns / VR_FRAME_NS + 1) * VR_FRAME_NS;
+            let frame = |t_ns: i64| HandsAt {
+                time_ns: t_ns,
+                hands: [tumble_engine::xr::HandInput::default(); 2],
+                head: self.with_head.then(|| vr_eyes_at(t_ns)),
+            };
+            let (prev, cur) = (frame(cur_ns - VR_FRAME_NS), frame(cur_ns));
+            avatar_input_at(Some(&prev), &cur, step_ns, [0.0; 2], self.space)
+        }
+    }
+
+    #[test]
+    fn a_vr_players_head_arrives_where_its_eyes_are() {
+        // Guest 2 wears the headset; the host and guest 3 (through the host's relay) play its head out of their
+        // jitter buffers: within 2 cm of the eyes at the played moment. With no head from the runtime (the
+        // negative control) the head another player sees is metres off.
+        let space = crate::vr::hands::PlaySpace {
+            origin: Vec3::new(-2.0, 0.0, 3.0),
+            yaw: glam::Quat::from_rotation_y(0.7),
+        };
+        for with_head in [true, false] {
+            let config = SessionConfig {
+                players: 3,
+                seconds: 6.0,
+                latency_ms: 50.0,
+                jitter_ms: 10.0,
+                loss_pct: 5.0,
+                seed: 4,
+                ..SessionConfig::default()
+            };
+            let mut run = SessionRun::new(config, table64()).unwrap();
+            let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), Box::new(VrEyesDriver { space, with_head }), idle()];
+            let sender = welcomed_players(&mut run, &mut drivers)[1];
+            let mut worst = [0.0f32; 2];
+            while !run.is_finished() {
+                run.step(&mut drivers).unwrap();
+                if run.step < 2 * 90 {
+                    continue;
+                }
+                for (k, seat) in [0, 2].into_iter().enumerate() {
+                    let peer = run.peers[seat].as_ref().unwrap();
+                    let head = peer.remote_avatar(sender).expect("the sender's avatar arrived").head;
+                    let t_s = peer.remote_avatars().playout(sender).unwrap().playout_time_s().unwrap();
+                    let eyes = space.pose(vr_eyes_at((t_s * 1e9) as i64));
+                    worst[k] = worst[k].max(head.position.distance(eyes.position));
+                }
+            }
+            eprintln!("with_head {with_head}: played-out head at most {worst:?} m from the eyes");
+            if with_head {
+                assert!(worst[0] < 0.02 && worst[1] < 0.02, "{worst:?}");
+            } else {
+                assert!(
+                    worst[0] > 1.0 && worst[1] > 1.0,
+                    "the control must fail the line: {worst:?}"
+                );
+            }
         }
     }
 

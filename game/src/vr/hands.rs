@@ -11,11 +11,13 @@ use tumble_engine::xr::HandInput as XrHand;
 
 use crate::avatar::{AvatarInput, HandInput, Pose, HAND_COUNT};
 
-/// Both hands at one display time (ns).
+/// Both hands, and the head, at one display time (ns), in the play space.
 #[derive(Clone, Copy, Debug)]
 pub struct HandsAt {
     pub time_ns: i64,
     pub hands: [XrHand; HAND_COUNT],
+    /// The eyes' midpoint and orientation (`XrSession::locate_head`); `None` while the runtime cannot place them.
+    pub head: Option<Pose>,
 }
 
 /// The avatar input for a step at `time_ns`, between frames `prev` and `cur`, with grips from `grips` and the play
@@ -132,6 +134,25 @@ pub fn avatar_input_at(
             angular_velocity: now.angular_velocity.map(|v| space.yaw * v),
         };
     }
+    // The head as the other players see it: between the last two frames at the step's time, like the hands, then
+    // through the same play space. Untracked now: none (the avatar keeps the last one it had).
+    input.head = cur.head.map(|now| {
+        let local = match prev
+            .and_then(|p| p.head)
+            .filter(|_| prev.is_some_and(|p| p.time_ns < cur.time_ns))
+        {
+            Some(before) => {
+                let p = prev.expect("filtered above");
+                let t = ((time_ns - p.time_ns) as f32 / (cur.time_ns - p.time_ns) as f32).clamp(0.0, 1.0);
+                Pose::new(
+                    before.position.lerp(now.position, t),
+                    before.rotation.slerp(now.rotation, t),
+                )
+            }
+            None => now,
+        };
+        space.pose(local)
+    });
     input
 }
 
@@ -217,6 +238,7 @@ mod tests {
         HandsAt {
             time_ns,
             hands: [hand; HAND_COUNT],
+            head: Some(Pose::new(Vec3::new(x, 1.7, 0.0), Quat::from_rotation_y(x))),
         }
     }
 
@@ -238,6 +260,35 @@ mod tests {
             end.hands[0].pose.position.x, 11.0,
             "past the frame: held at the frame, not extrapolated"
         );
+    }
+
+    /// Issue 30: the head goes into the avatar, between frames like the hands, through the same play space.
+    #[test]
+    fn the_head_goes_into_the_avatar_in_world_space() {
+        let prev = hands_at(0, 0.0, true);
+        let cur = hands_at(50_000_000, 1.0, true);
+        let space = PlaySpace {
+            origin: Vec3::new(10.0, 0.0, 0.0),
+            yaw: Quat::from_rotation_y(std::f32::consts::FRAC_PI_2),
+        };
+        let mid = avatar_input_at(Some(&prev), &cur, 25_000_000, [0.0; 2], space);
+        let head = mid.head.expect("a head");
+        // Halfway: (0.5, 1.7, 0) in the play space, turned a quarter left and moved 10 m along x.
+        assert!(
+            head.position.distance(Vec3::new(10.0, 1.7, -0.5)) < 1e-5,
+            "{}",
+            head.position
+        );
+        let expected = space.yaw * Quat::from_rotation_y(0.5);
+        assert!(head.rotation.angle_between(expected) < 1e-4);
+        // Not located this frame: no head in the input (the avatar keeps its last).
+        let lost = HandsAt { head: None, ..cur };
+        assert!(avatar_input_at(Some(&prev), &lost, 25_000_000, [0.0; 2], space)
+            .head
+            .is_none());
+        // No earlier frame: the current head.
+        let first = avatar_input_at(None, &cur, 25_000_000, [0.0; 2], space);
+        assert!(first.head.unwrap().position.distance(Vec3::new(10.0, 1.7, -1.0)) < 1e-5);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use tumble_engine::xr::{
     FrameSubmitted, FrameTiming, HandInput as XrHand, SessionState, XrError, XrSession, XrSessionConfig,
 };
 
-use crate::avatar::{Avatar, HAND_COUNT};
+use crate::avatar::{Avatar, Pose, HAND_COUNT};
 use crate::desktop::interpolate::PoseBuffer;
 use crate::desktop::net_play::{HostOptions, JoinOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
 use crate::interaction::{Interaction, InteractionEvent};
@@ -617,6 +617,7 @@ impl VrGame {
             hands: HandsAt {
                 time_ns: 0,
                 hands: [XrHand::default(); HAND_COUNT],
+                head: None,
             },
             space: PlaySpace::at(origin),
             head_local: Vec3::new(0.0, 1.7, 0.0),
@@ -647,6 +648,7 @@ impl VrGame {
         }
         self.hands.time_ns = timing.predicted_display_time_ns;
         xr.locate_hands(&timing, &mut self.hands.hands)?;
+        self.hands.head = xr.locate_head(&timing)?.map(|(p, q)| Pose::new(p, q));
         let focused = xr.lifecycle().input_active();
         self.walk();
         if self.scripted_grab && focused && self.script_step.is_none() {
