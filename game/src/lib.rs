@@ -27,6 +27,7 @@ pub mod harness;
 pub mod interaction;
 pub mod lockstep;
 pub mod predict;
+pub mod quit;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;

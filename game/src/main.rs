@@ -207,6 +207,15 @@ struct SimulateArgs {
 fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
+    // The modes that play with others: Ctrl-C quits them through their own way out, goodbye included. (The
+    // harnesses and tools keep the default: Ctrl-C stops them at once.)
+    let plays = matches!(
+        cli.command,
+        None | Some(Command::Vr(_) | Command::Host(_) | Command::Join(_) | Command::Local(_))
+    );
+    if plays {
+        tumble::quit::install();
+    }
     match cli.command {
         None => desktop_view(cli.scene, cli.frames),
         Some(Command::Vr(args)) => match tumble::vr::run_cli(&args) {
@@ -324,9 +333,18 @@ fn play(outcome: Result<Option<serde_json::Value>, tumble::desktop::DesktopError
             ExitCode::SUCCESS
         }
         Ok(None) => ExitCode::SUCCESS,
+        Err(tumble::desktop::DesktopError::HostGone(report)) => {
+            // A headless guest whose host went away: the JSON line says why.
+            println!("{report}");
+            eprintln!("tumble: {}", report["host_gone"].as_str().unwrap_or("the host is gone"));
+            ExitCode::from(EXIT_HOST_GONE)
+        }
         Err(e) => view_exit(Err(e)),
     }
 }
+
+/// Exit code of a headless guest whose host went away.
+const EXIT_HOST_GONE: u8 = 3;
 
 /// Exit code and message for the end of a window (no display: 2 with the headless modes named).
 fn view_exit(outcome: Result<(), tumble::desktop::DesktopError>) -> ExitCode {

@@ -183,6 +183,33 @@ fn a_guest_joins_a_headless_host_over_udp_and_a_fifth_player_is_refused() {
     }
 }
 
+/// Issue 30: Ctrl-C ends a dedicated host the way `--seconds` would (its summary printed, exit 0), and its goodbye
+/// reaches the guest, which says in its JSON line that the host left and exits 3 (not 0, as at its own 30 s).
+#[test]
+fn ctrl_c_on_the_host_says_goodbye_and_the_guest_exits_saying_so() {
+    let (host, _, code) = start_host("60");
+    let guest = Command::new(env!("CARGO_BIN_EXE_tumble"))
+        .args(["join", &code, "--headless", "--seconds", "30"])
+        .env_remove("DISPLAY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let interrupted = Command::new("kill")
+        .args(["-INT", &host.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let host = host.wait_with_output().unwrap();
+    assert_eq!(host.status.code(), Some(0), "{}", stderr(&host));
+    assert_eq!(json(&host)["seats"][0]["player"], 0);
+    let guest = guest.wait_with_output().unwrap();
+    assert_eq!(guest.status.code(), Some(3), "{}", stderr(&guest));
+    let g = json(&guest);
+    assert_eq!(g["host_gone"], "the host left the game", "{g}");
+}
+
 #[test]
 fn a_session_screenshot_is_written() {
     let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("session_screenshot.png");

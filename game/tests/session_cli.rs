@@ -19,7 +19,7 @@ fn json(o: &Output) -> Value {
 }
 
 /// Every field the issue names, spelled as it spells them.
-const FIELDS: [&str; 22] = [
+const FIELDS: [&str; 24] = [
     "players",
     "grabs",
     "throws",
@@ -42,6 +42,8 @@ const FIELDS: [&str; 22] = [
     "peers_at_end",
     "kbps_budget",
     "kbps_demand_mean_max",
+    "seconds_to_release_quit",
+    "seconds_to_notice_host_gone",
 ];
 
 #[test]
@@ -95,6 +97,38 @@ fn separate_processes_over_udp_join_play_and_report() {
     assert!(accepted[1].as_u64().unwrap() + accepted[2].as_u64().unwrap() > 0, "{j}");
 }
 
+/// Issue 30: the host quits mid-game, each player in its own process. Every guest learns it from the goodbye, says
+/// so in its report and exits non-zero (the parent takes that exit as expected); the report says when each knew,
+/// and leaves out what would compare a world with the host's (`null`). Real sockets and the real clock: only the
+/// plumbing is checked here (the in-process tests hold the times to their lines on a simulated clock).
+#[test]
+fn separate_processes_report_the_host_leaving() {
+    let o = tumble(&[
+        "session",
+        "--players",
+        "3",
+        "--bots",
+        "idle,idle,idle",
+        "--seconds",
+        "8",
+        "--latency-ms",
+        "20",
+        "--quit-player",
+        "1",
+        "--quit-at-s",
+        "3",
+        "--processes",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let j = json(&o);
+    let noticed = j["seconds_to_notice_host_gone"].as_array().expect("per guest");
+    assert_eq!(noticed.len(), 2, "{j}");
+    assert!(noticed.iter().all(|s| s.as_f64().is_some()), "{j}");
+    assert_eq!(j["bit_identical_at_end"], Value::Null, "{j}");
+    assert_eq!(j["seconds_to_release_quit"], Value::Null, "{j}");
+}
+
 #[test]
 fn bad_session_flags_are_refused_with_a_message() {
     for (args, says) in [
@@ -102,8 +136,12 @@ fn bad_session_flags_are_refused_with_a_message() {
         (vec!["session", "--bots", "dancer"], "unknown bot 'dancer'"),
         (vec!["session", "--players", "2", "--conflict-test"], "two guests"),
         (
-            vec!["session", "--kill-player", "1", "--kill-at-s", "2"],
-            "must name a guest",
+            vec!["session", "--players", "3", "--kill-player", "4", "--kill-at-s", "2"],
+            "--kill-player must name a player, 1 to 3",
+        ),
+        (
+            vec!["session", "--quit-player", "2", "--quit-at-s", "99"],
+            "--quit-player's time must be within",
         ),
         (vec!["session", "--kbps-budget", "10"], "--kbps-budget 10"),
         (vec!["session", "--scene", "/nonexistent.toml"], "nonexistent"),

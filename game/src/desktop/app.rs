@@ -221,7 +221,7 @@ impl DesktopApp {
 
         let pad = self.gamepads.poll();
         self.gamepad_connected = pad.connected;
-        if self.input.was_pressed(Action::Quit) {
+        if self.input.was_pressed(Action::Quit) || crate::quit::requested() {
             event_loop.exit();
             return;
         }
@@ -344,7 +344,12 @@ impl DesktopApp {
                 controlled: (n.seats.len() > 1).then(|| (n.shown().player(), n.seats.len())),
             }),
         };
+        let notice = match &self.mode {
+            Mode::Net(n) => n.notice(),
+            _ => None,
+        };
         let data = OverlayData {
+            notice: notice.as_deref(),
             scene: self.mode.scene_name(),
             paused: self.mode.paused(),
             sim: &stats,
@@ -499,6 +504,10 @@ impl ApplicationHandler for DesktopApp {
     /// Asks for the next frame, but no sooner than [`MIN_FRAME_S`] after the last (vsync usually paces frames
     /// more slowly; this keeps a window that presents nothing, or presents without vsync, from spinning a core).
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        if crate::quit::requested() {
+            event_loop.exit();
+            return;
+        }
         let Some((window, _)) = self.window.as_ref() else {
             return;
         };

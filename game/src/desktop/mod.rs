@@ -59,6 +59,9 @@ pub enum DesktopError {
     /// The cube game's network-model run could not start (bad settings, scene) or failed while running.
     #[error(transparent)]
     Compare(anyhow::Error),
+    /// A headless guest's host went away: its summary (with `host_gone`) is printed, and it exits non-zero.
+    #[error("{}", .0["host_gone"].as_str().unwrap_or("the host is gone"))]
+    HostGone(serde_json::Value),
 }
 
 /// True when a display server is named in the environment.

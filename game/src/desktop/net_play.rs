@@ -31,7 +31,7 @@ use crate::avatar::AvatarInput;
 use crate::harness::loopback::bit_identical;
 use crate::harness::session::{Driver, DEFAULT_SESSION_KBPS_BUDGET};
 use crate::harness::session_cli::{make_driver, world_maker, DRIVER_NAMES};
-use crate::session::peer::{Peer, PeerConfig, PeerError, MAX_PLAYERS};
+use crate::session::peer::{HostGone, Peer, PeerConfig, PeerError, MAX_PLAYERS};
 
 /// The port `tumble host` listens on unless told otherwise.
 pub const DEFAULT_PORT: u16 = 40_000;
@@ -59,6 +59,8 @@ pub enum NetPlayError {
     Peer(#[from] PeerError),
     #[error("{0}")]
     Bad(String),
+    #[error("{}", .0.name())]
+    HostGone(HostGone),
 }
 
 /// `tumble host`.
@@ -528,14 +530,18 @@ impl NetPlay {
         Ok(())
     }
 
-    /// A dedicated host's loop: a step every 1/90 s of the real clock, waiting on the socket in between, until
-    /// `seconds` have passed (or for ever). Logs the connections every 5 s.
+    /// A dedicated host's loop (or a headless guest's): a step every 1/90 s of the real clock, waiting on the socket
+    /// in between, until `seconds` have passed, Ctrl-C, or (a guest) the host is gone, which is the error
+    /// [`NetPlayError::HostGone`]. Logs the connections every 5 s. The goodbye goes out when the `NetPlay` is dropped.
     pub fn run_headless(&mut self, seconds: Option<f64>) -> Result<(), NetPlayError> {
         let started = Instant::now();
         loop {
             let due = self.step as f64 * STEP_S;
-            if seconds.is_some_and(|s| due >= s) {
+            if seconds.is_some_and(|s| due >= s) || crate::quit::requested() {
                 return Ok(());
+            }
+            if let Some((how, _)) = self.host_gone() {
+                return Err(NetPlayError::HostGone(how));
             }
             let now = started.elapsed().as_secs_f64();
             if now < due {
@@ -563,6 +569,47 @@ impl NetPlay {
         }
         self.bots_active = true;
         Ok(())
+    }
+
+    /// The shown seat's host is gone (a guest whose host left or vanished): how, and when it learnt it.
+    pub fn host_gone(&self) -> Option<(HostGone, f64)> {
+        self.shown().host_gone()
+    }
+
+    /// What a player is told when the game has ended under it, for the overlay (and the VR notice); `None` while
+    /// it goes on.
+    pub fn notice(&self) -> Option<String> {
+        let (how, _) = self.host_gone()?;
+        Some(format!(
+            "{}: nothing you do reaches the others now. The world stays as it was for you to look at; Esc quits.",
+            capitalised(how.name())
+        ))
+    }
+
+    /// Every seat of this process says goodbye, and the goodbyes leave now (the sockets are flushed; on the memory
+    /// transport they go onto the simulated network). Done when the `NetPlay` is dropped: a window closed, Ctrl-C,
+    /// `--seconds` reached, a VR session ending.
+    pub fn leave(&mut self) {
+        let now = self.now_s();
+        for seat in &mut self.seats {
+            seat.peer.leave(now);
+        }
+        match &mut self.transport {
+            Transport::Udp { sockets, .. } => {
+                for (seat, socket) in self.seats.iter_mut().zip(sockets.iter_mut()) {
+                    socket.flush(now, seat.peer.endpoint_mut(), None);
+                }
+            }
+            Transport::Memory { net } => {
+                let mut nodes: Vec<(SocketAddr, &mut Endpoint)> = self
+                    .seats
+                    .iter_mut()
+                    .enumerate()
+                    .map(|(i, s)| (memory_address(i), s.peer.endpoint_mut()))
+                    .collect();
+                net.pump(now, &mut nodes);
+            }
+        }
     }
 
     /// Whether every seat's world holds the same quantized states (`None` with one seat: nothing to compare).
@@ -603,6 +650,19 @@ impl NetPlay {
             throws: peer.stats.throws,
         }
     }
+}
+
+impl Drop for NetPlay {
+    fn drop(&mut self) {
+        self.leave();
+    }
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 impl Seat {

@@ -102,10 +102,21 @@ pub struct OverlayData<'a> {
     pub error: Option<&'a str>,
     /// A networked game: the Network section's data.
     pub network: Option<NetworkInfo<'a>>,
+    /// What the player must be told whatever panels are shown (the host is gone), in the middle of the window.
+    pub notice: Option<&'a str>,
 }
 
 /// Builds this frame's overlay.
 pub fn draw(ctx: &Context, data: &OverlayData, toggles: &OverlayToggles) {
+    if let Some(notice) = data.notice {
+        egui::Window::new("The game has ended")
+            .anchor(Align2::CENTER_TOP, [0.0, 48.0])
+            .resizable(false)
+            .collapsible(false)
+            .show(ctx, |ui| {
+                ui.colored_label(Color32::from_rgb(255, 200, 80), notice);
+            });
+    }
     if toggles.stats {
         egui::Window::new("Tumble")
             .anchor(Align2::LEFT_TOP, [8.0, 8.0])
@@ -257,6 +268,7 @@ mod tests {
             gpu_ms: Some(1.5),
             error: None,
             network: None,
+            notice: None,
         };
         let toggles = OverlayToggles {
             help: true,
@@ -282,6 +294,18 @@ mod tests {
         let mut out = ctx.run_ui(egui::RawInput::default(), |ui| draw(ui.ctx(), &data, &hidden));
         assert!(texts(&out).is_empty());
         out.textures_delta.clear();
+        // The host gone: told whatever panels are hidden.
+        let told = OverlayData {
+            notice: Some("The host left the game: the world stays"),
+            ..data
+        };
+        let mut text = String::new();
+        for _ in 0..3 {
+            let mut out = ctx.run_ui(egui::RawInput::default(), |ui| draw(ui.ctx(), &told, &hidden));
+            text = texts(&out);
+            out.textures_delta.clear();
+        }
+        assert!(text.contains("The host left the game"), "{text}");
     }
 
     #[test]

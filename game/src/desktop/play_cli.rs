@@ -12,7 +12,7 @@ use tumble_net::join_code::JoinTarget;
 use tumble_net::LinkConfig;
 
 use super::mode::Mode;
-use super::net_play::{HostOptions, JoinOptions, LocalOptions, NetPlay, DEFAULT_PORT, PLAY_KBPS_BUDGET};
+use super::net_play::{HostOptions, JoinOptions, LocalOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
 use super::DesktopError;
 use crate::harness::session_cli::default_scene;
 use crate::session::peer::MAX_PLAYERS;
@@ -224,8 +224,15 @@ pub fn run_join(args: &JoinArgs) -> Result<Option<Value>, DesktopError> {
     };
     if args.headless {
         let mut play = NetPlay::join(&options)?;
-        play.run_headless(seconds)?;
-        return Ok(Some(summary(&play)));
+        return match play.run_headless(seconds) {
+            Ok(()) => Ok(Some(summary(&play))),
+            Err(NetPlayError::HostGone(how)) => {
+                let mut report = summary(&play);
+                report["host_gone"] = json!(how.name());
+                Err(DesktopError::HostGone(report))
+            }
+            Err(e) => Err(e.into()),
+        };
     }
     super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::join(&options)?))))?;
     Ok(None)

@@ -23,7 +23,7 @@ use crate::harness::cube_history::{state_json, CubeHistory, CubeSample, Phase};
 use crate::harness::loopback::percentile;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
-use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, PACKETS_PER_S};
+use crate::session::peer::{HostGone, Peer, PeerConfig, JOIN_GRACE_STEPS, PACKETS_PER_S};
 use crate::smoothing::PopMeter;
 use crate::sync::codec::quantize::{quantize_state, QuantizedState};
 use crate::sync::codec::stamp::AuthorityStamp;
@@ -75,7 +75,17 @@ pub struct PeerProcessArgs {
     /// This guest forges claims instead of sending its state
     #[arg(long)]
     pub hostile: bool,
+    /// Wall-clock time (ms since the Unix epoch) at which this player quits cleanly: its goodbye sent, it prints its
+    /// report and exits
+    #[arg(long)]
+    pub quit_unix_ms: Option<f64>,
 }
+
+/// The exit code of a guest process whose host went away (it prints its report, with `host_gone`, first).
+pub const EXIT_HOST_GONE: i32 = 3;
+/// How long a process that said goodbye keeps its socket going (s): the link simulator in front of it holds
+/// datagrams for the latency and jitter, and the goodbyes must leave before the process does.
+const GOODBYE_FLUSH_S: f64 = 1.0;
 
 /// One player's process: plays until the end time and prints its final JSON line.
 pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
@@ -118,10 +128,30 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let start_ms = args.start_unix_ms.max(unix_ms());
     let step_ms = 1000.0 / PACKETS_PER_S as f64;
     let mut step = 0u64;
+    let mut quit_at_ms = None;
     loop {
         let due_ms = start_ms + step as f64 * step_ms;
         if due_ms >= args.end_unix_ms {
             break;
+        }
+        if args.quit_unix_ms.is_some_and(|t| due_ms >= t) {
+            quit_at_ms = Some(unix_ms());
+            peer.leave(clock.elapsed().as_secs_f64());
+            let flush_until = clock.elapsed().as_secs_f64() + GOODBYE_FLUSH_S;
+            while clock.elapsed().as_secs_f64() < flush_until {
+                let now_s = clock.elapsed().as_secs_f64();
+                socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim));
+                socket.wait(Duration::from_secs_f64(MAX_WAIT_S))?;
+            }
+            break;
+        }
+        if let Some((how, _)) = peer.host_gone() {
+            // A headless guest with no host: its report says why, and it exits non-zero.
+            let mut report = watch.final_json(&peer, step)?;
+            report["host_gone"] = json!({ "why": how.name(), "timed_out": how == HostGone::TimedOut });
+            report["host_gone_at_unix_ms"] = json!(watch.host_gone_ms);
+            println!("{report}");
+            std::process::exit(EXIT_HOST_GONE);
         }
         // Until the step is due, move datagrams.
         loop {
@@ -131,7 +161,10 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
             peer.endpoint_mut().update(now_s);
             socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim));
             peer.receive(now_s)?;
-            if now_ms >= due_ms {
+            if peer.host_gone().is_some() && watch.host_gone_ms.is_none() {
+                watch.host_gone_ms = Some(unix_ms());
+            }
+            if now_ms >= due_ms || peer.host_gone().is_some() {
                 break;
             }
             socket.wait(Duration::from_secs_f64(((due_ms - now_ms) / 1000.0).min(MAX_WAIT_S)))?;
@@ -154,7 +187,9 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         watch.after_step(&peer, unix_ms())?;
         step += 1;
     }
-    println!("{}", watch.final_json(&peer, step)?);
+    let mut report = watch.final_json(&peer, step)?;
+    report["quit_at_unix_ms"] = json!(quit_at_ms);
+    println!("{report}");
     Ok(())
 }
 
@@ -196,6 +231,8 @@ struct Watch {
     /// The largest pop at a change of authority over [`POP_EVIDENCE_M`], the same way (`index` unused), and what the
     /// peer knew of the cube then.
     worst_pop: Option<(WorstMove, Value)>,
+    /// Guest: the wall time it learnt its host was gone.
+    host_gone_ms: Option<f64>,
 }
 
 /// Rest moves kept with their history, per peer.
@@ -281,6 +318,7 @@ impl Watch {
             history: CubeHistory::new(cubes),
             worst_moves: Vec::new(),
             worst_pop: None,
+            host_gone_ms: None,
         }
     }
 
@@ -584,6 +622,10 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         if seat == 1 && config.headless_host {
             a.push("--headless".into());
         }
+        if let Some((quitter, t)) = config.quit_player.filter(|(q, _)| usize::from(*q) == seat) {
+            let _ = quitter;
+            a.push(format!("--quit-unix-ms={}", start_ms + t * 1000.0));
+        }
         if config.hostile_players.contains(&(seat as u8)) {
             a.push("--hostile".into());
         }
@@ -627,7 +669,10 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+    let quit = config.quit_player.map(|(p, t)| (usize::from(p), start_ms + t * 1000.0));
+    let host_left = [kill, quit].iter().flatten().any(|(seat, _)| *seat == 1);
     let mut finals = Vec::new();
+    let mut quitter = None;
     for mut c in children {
         let status = c.child.wait()?;
         // Every line the process printed: the reader thread may still be forwarding them when the process has
@@ -636,13 +681,67 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         if Some(c.seat) == kill.map(|k| k.0) {
             continue;
         }
-        if !status.success() {
+        let host_gone = host_left && status.code() == Some(EXIT_HOST_GONE);
+        if !status.success() && !host_gone {
             bail!("the process of player {} failed ({status})", c.seat);
         }
         let line = last.ok_or_else(|| anyhow!("player {} printed no report", c.seat))?;
-        finals.push(serde_json::from_str::<Value>(&line)?);
+        let report = serde_json::from_str::<Value>(&line)?;
+        if Some(c.seat) == quit.map(|q| q.0) {
+            quitter = Some(report);
+        } else {
+            finals.push(report);
+        }
     }
-    merge(config, &finals, killed_at_ms, settle_ms)
+    if host_left {
+        // When the host quit: the moment it said goodbye, by its own report.
+        let quit_ms = quitter.as_ref().and_then(|q| q["quit_at_unix_ms"].as_f64());
+        return host_gone_report(config, &finals, killed_at_ms.or(quit_ms), kill.is_some());
+    }
+    let mut r = match quitter.as_ref().and_then(|q| q["quit_at_unix_ms"].as_f64()) {
+        Some(quit_ms) => {
+            let mut r = merge(config, &finals, None, settle_ms)?;
+            let player = quitter.as_ref().and_then(|q| q["player"].as_u64()).unwrap_or(0) as usize;
+            let last = finals
+                .iter()
+                .map(|f| f["last_seen_player_ms"][player].as_f64().unwrap_or(0.0))
+                .fold(0.0, f64::max);
+            r.seconds_to_release_quit = Some(((last - quit_ms) / 1000.0).max(0.0));
+            r
+        }
+        None => merge(config, &finals, killed_at_ms, settle_ms)?,
+    };
+    r.players = config.players;
+    Ok(r)
+}
+
+/// The report of a run whose host left (`--kill-player 1` or `--quit-player 1`): every guest exited with
+/// [`EXIT_HOST_GONE`] and a report saying when it knew. What compares a world with the host's has no host to
+/// compare with and is left out (`null` in the JSON).
+fn host_gone_report(
+    config: &SessionConfig,
+    finals: &[Value],
+    left_ms: Option<f64>,
+    killed: bool,
+) -> Result<SessionReport> {
+    let left_ms = left_ms.ok_or_else(|| anyhow!("the host was to leave, and did not"))?;
+    let noticed = finals
+        .iter()
+        .map(|f| {
+            f["host_gone_at_unix_ms"]
+                .as_f64()
+                .map(|t| ((t - left_ms) / 1000.0).max(0.0))
+        })
+        .collect();
+    tracing::info!(killed, "the host left; every guest reported");
+    Ok(SessionReport {
+        players: config.players,
+        kbps_budget: config.kbps_budget,
+        peers_at_end: 0,
+        host_departed: true,
+        seconds_to_notice_host_gone: Some(noticed),
+        ..SessionReport::default()
+    })
 }
 
 fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, settle_ms: f64) -> Result<SessionReport> {

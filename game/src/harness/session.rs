@@ -63,8 +63,10 @@ pub struct SessionConfig {
     pub dup_pct: f64,
     pub seed: u64,
     pub kbps_budget: u32,
-    /// Player index (2..=4) whose guest vanishes (no goodbye) at the time given.
+    /// Seat (1 = the host, 2..=4 the guests) whose peer vanishes (no goodbye) at the time given.
     pub kill_player: Option<(u8, f64)>,
+    /// Seat whose peer quits cleanly (its goodbye sent) at the time given.
+    pub quit_player: Option<(u8, f64)>,
     /// The last guest joins at this time instead of at the start.
     pub join_at_s: Option<f64>,
     /// The host has no hands (a dedicated host); player 1's driver is then unused.
@@ -87,6 +89,7 @@ impl Default for SessionConfig {
             seed: 1,
             kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
             kill_player: None,
+            quit_player: None,
             join_at_s: None,
             headless_host: false,
             hostile_players: Vec::new(),
@@ -131,6 +134,13 @@ pub struct SessionReport {
     pub cubes_per_authority_at_end: [u32; 5],
     /// Seconds from the kill until every remaining peer had the killed player's cubes at default authority.
     pub seconds_to_release_killed: Option<f64>,
+    /// The same from a clean quit (`--quit-player`): the goodbye, not the timeout.
+    pub seconds_to_release_quit: Option<f64>,
+    /// When the host is the one that left (`--quit-player 1` or `--kill-player 1`): per remaining guest (seat order),
+    /// seconds from the host's leaving until that guest knew (`None`: it never did).
+    pub seconds_to_notice_host_gone: Option<Vec<Option<f64>>>,
+    /// The host left during the run: the figures that compare each world with the host's do not apply (`null`).
+    pub host_departed: bool,
     /// Claims the host took, by player (index = player 1..=4).
     pub accepted_claims_by_player: [u64; 5],
     /// Every connection and direction: kbps by part.
@@ -175,6 +185,11 @@ impl ConnectionKbps {
 }
 
 impl SessionReport {
+    /// `value`, or `None` (`null`) when the host left: a figure that compares with the host's world.
+    fn with_host<T>(&self, value: T) -> Option<T> {
+        (!self.host_departed).then_some(value)
+    }
+
     pub fn to_json(&self) -> Value {
         let mut rejected = serde_json::Map::new();
         for r in RejectReason::ALL {
@@ -196,11 +211,11 @@ impl SessionReport {
             "kbps_per_connection_p95_max": self.kbps_per_connection_p95_max,
             "kbps_avatars_per_connection_mean_max": self.kbps_avatars_per_connection_mean_max,
             "host_kbps_up_mean": self.host_kbps_up_mean,
-            "bit_identical_at_end": self.bit_identical_at_end,
-            "authority_identical_at_end": self.authority_identical_at_end,
-            "max_divergence_m_at_end": self.max_divergence_m_at_end,
+            "bit_identical_at_end": self.with_host(self.bit_identical_at_end),
+            "authority_identical_at_end": self.with_host(self.authority_identical_at_end),
+            "max_divergence_m_at_end": self.with_host(self.max_divergence_m_at_end),
             "remote_rest_jitter_m": self.remote_rest_jitter_m,
-            "lost_commits": self.lost_commits,
+            "lost_commits": self.with_host(self.lost_commits),
             "seconds_to_converge": self.seconds_to_converge,
             "rejected_updates": Value::Object(rejected),
             "peers_at_end": self.peers_at_end,
@@ -208,6 +223,8 @@ impl SessionReport {
             "kbps_demand_mean_max": self.kbps_demand_mean_max,
             "cubes_per_authority_at_end": self.cubes_per_authority_at_end,
             "seconds_to_release_killed": self.seconds_to_release_killed,
+            "seconds_to_release_quit": self.seconds_to_release_quit,
+            "seconds_to_notice_host_gone": self.seconds_to_notice_host_gone,
             "accepted_claims_by_player": &self.accepted_claims_by_player[1..],
             "failure_evidence": self.failure_evidence,
         })
@@ -250,10 +267,19 @@ pub struct SessionRun {
     second_bytes: Vec<Vec<(u64, u64)>>,
     second_rates: Vec<f64>,
     identical_since: Option<u64>,
-    killed_at: Option<u64>,
-    /// The authority index of the peer killed (`--kill-player` names a seat).
-    killed_player: Option<u8>,
-    released_killed_at: Option<u64>,
+    /// The peer that left (killed or quit): its player index, the step, whether it said goodbye.
+    departed: Option<Departure>,
+    released_departed_at: Option<u64>,
+}
+
+/// A peer that left the run.
+#[derive(Clone, Copy, Debug)]
+struct Departure {
+    /// Its authority index (`--kill-player` / `--quit-player` name a seat).
+    player: u8,
+    step: u64,
+    said_goodbye: bool,
+    was_host: bool,
 }
 
 impl SessionRun {
@@ -316,9 +342,8 @@ impl SessionRun {
             second_bytes: vec![Vec::new(); config.players],
             second_rates: Vec::new(),
             identical_since: None,
-            killed_at: None,
-            killed_player: None,
-            released_killed_at: None,
+            departed: None,
+            released_departed_at: None,
             config,
             join_secret,
         };
@@ -415,13 +440,34 @@ impl SessionRun {
     }
 
     fn membership(&mut self, step: u64) -> Result<()> {
-        if let Some((player, at_s)) = self.config.kill_player {
-            if step == (at_s * PACKETS_PER_S as f64).round() as u64 {
-                if let Some(slot) = self.peers.get_mut(usize::from(player) - 1) {
-                    self.killed_player = slot.take().map(|p| p.player());
-                    self.killed_at = Some(step);
-                }
+        let at = |t: f64| (t * PACKETS_PER_S as f64).round() as u64;
+        let leaving = [(self.config.kill_player, false), (self.config.quit_player, true)];
+        for (seat, goodbye) in leaving
+            .into_iter()
+            .filter_map(|(l, g)| l.map(|(seat, t)| ((seat, t), g)))
+        {
+            if step != at(seat.1) {
+                continue;
             }
+            let Some(slot) = self.peers.get_mut(usize::from(seat.0) - 1) else {
+                continue;
+            };
+            let Some(peer) = slot.as_mut() else { continue };
+            if goodbye {
+                // The goodbye goes out on the wire before the peer is gone.
+                peer.leave(step as f64 * STEP_S);
+            }
+            let departure = Departure {
+                player: peer.player(),
+                step,
+                said_goodbye: goodbye,
+                was_host: peer.is_host(),
+            };
+            if goodbye {
+                self.pump(step as f64 * STEP_S);
+            }
+            self.peers[usize::from(seat.0) - 1] = None;
+            self.departed = Some(departure);
         }
         if let Some(at_s) = self.config.join_at_s {
             let last = self.config.players - 1;
@@ -484,13 +530,15 @@ impl SessionRun {
                 self.identical_since = None;
             }
         }
-        if let (Some(_), None, Some(player)) = (self.killed_at, self.released_killed_at, self.killed_player) {
-            let all_released = self.peers().all(|p| {
-                p.table.stamps().iter().all(|s| s.authority != player)
-                    && (0..p.table.len() as u32).all(|c| p.table.holder(c) != player)
-            });
+        if let (Some(d), None) = (self.departed, self.released_departed_at) {
+            let player = d.player;
+            let all_released = !d.was_host
+                && self.peers().all(|p| {
+                    p.table.stamps().iter().all(|s| s.authority != player)
+                        && (0..p.table.len() as u32).all(|c| p.table.holder(c) != player)
+                });
             if all_released {
-                self.released_killed_at = Some(step);
+                self.released_departed_at = Some(step);
             }
         }
         Ok(())
@@ -758,10 +806,23 @@ impl SessionRun {
             .identical_since
             .filter(|_| r.bit_identical_at_end)
             .map(|s| (s + 1).saturating_sub(self.settle_step) as f64 * STEP_S);
-        r.seconds_to_release_killed = match (self.killed_at, self.released_killed_at) {
-            (Some(k), Some(rel)) => Some((rel - k) as f64 * STEP_S),
-            _ => None,
-        };
+        if let Some(d) = self.departed {
+            let released = self.released_departed_at.map(|rel| (rel - d.step) as f64 * STEP_S);
+            if d.said_goodbye {
+                r.seconds_to_release_quit = released;
+            } else {
+                r.seconds_to_release_killed = released;
+            }
+            if d.was_host {
+                r.host_departed = true;
+                let left_s = d.step as f64 * STEP_S;
+                let noticed = self
+                    .peers()
+                    .map(|p| p.host_gone().map(|(_, at_s)| (at_s - left_s).max(0.0)))
+                    .collect();
+                r.seconds_to_notice_host_gone = Some(noticed);
+            }
+        }
         Ok(r)
     }
 }
@@ -796,6 +857,7 @@ mod tests {
     use super::*;
     use crate::avatar::Pose;
     use crate::interaction::script::{AvatarScript, HandScript};
+    use crate::session::peer::HostGone;
     use std::path::Path;
     use tumble_engine::physics::WorldConfig;
     use tumble_engine::scene::load_scene;
@@ -930,6 +992,110 @@ mod tests {
         assert!(released <= 6.0, "{json}");
         assert!(report.bit_identical_at_end, "{json}");
         assert_eq!(report.cubes_per_authority_at_end[2], 0, "{json}");
+    }
+
+    /// Issue 30: a guest that quits holding a cube says goodbye; the host frees its seat and releases its cubes at
+    /// once, and every remaining peer has them back at default authority within half a second (a kill, with no
+    /// goodbye, takes the transport's 5 s timeout: the control). The other guest stops drawing the player who left,
+    /// and the two that remain end bit-identical.
+    #[test]
+    fn a_guest_that_quits_holding_a_cube_is_released_everywhere_within_half_a_second() {
+        let hold = || {
+            let hand = HandScript::starting_at(Vec3::new(-3.5, 4.55, -3.5))
+                .move_to(15, Vec3::new(-3.5, 4.05, -3.5))
+                .grip_to(20, 1.0)
+                .move_to(60, Vec3::new(-3.5, 5.5, -3.5))
+                .build()
+                .unwrap();
+            Box::new(ScriptDriver(Some(AvatarScript {
+                head: None,
+                hands: [None, Some(hand)],
+            }))) as Box<dyn Driver>
+        };
+        for quit in [true, false] {
+            let leave = Some((2, 2.0));
+            let config = SessionConfig {
+                players: 3,
+                seconds: 14.0,
+                latency_ms: 50.0,
+                jitter_ms: 10.0,
+                loss_pct: 25.0,
+                quit_player: leave.filter(|_| quit),
+                kill_player: leave.filter(|_| !quit),
+                seed: 9,
+                ..SessionConfig::default()
+            };
+            let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), hold(), idle()];
+            let mut run = SessionRun::new(config, table64()).unwrap();
+            let leaver = welcomed_players(&mut run, &mut drivers)[1];
+            while !run.is_finished() {
+                run.step(&mut drivers).unwrap();
+            }
+            let report = run.report().unwrap();
+            let json = report.to_json();
+            assert_eq!(report.peers_at_end, 2, "{json}");
+            assert!(report.bit_identical_at_end, "{json}");
+            assert_eq!(report.cubes_per_authority_at_end[usize::from(leaver)], 0, "{json}");
+            assert!(
+                run.peers().all(|p| p.remote_avatar(leaver).is_none()),
+                "the player who left is not drawn"
+            );
+            if quit {
+                let released = report.seconds_to_release_quit.expect("released");
+                assert!(released <= 0.5, "{json}");
+                assert_eq!(report.seconds_to_release_killed, None);
+            } else {
+                let released = report.seconds_to_release_killed.expect("released");
+                assert!(released > 0.5, "without a goodbye only the timeout tells: {json}");
+            }
+        }
+    }
+
+    /// Issue 30: every guest learns that the host is gone — within a second of its goodbye (25 % loss: one of the
+    /// redundant goodbyes gets through), within the timeout and a second of its vanishing — stops sending and keeps
+    /// its world.
+    #[test]
+    fn every_guest_learns_the_host_is_gone() {
+        for (quit, line_s) in [(true, 1.0), (false, 5.0 + 1.0)] {
+            let leave = Some((1, 3.0));
+            let config = SessionConfig {
+                players: 3,
+                seconds: 12.0,
+                latency_ms: 50.0,
+                jitter_ms: 10.0,
+                loss_pct: 25.0,
+                quit_player: leave.filter(|_| quit),
+                kill_player: leave.filter(|_| !quit),
+                seed: 5,
+                ..SessionConfig::default()
+            };
+            let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), idle(), idle()];
+            let mut run = SessionRun::new(config, table64()).unwrap();
+            while !run.is_finished() {
+                run.step(&mut drivers).unwrap();
+            }
+            let report = run.report().unwrap();
+            let json = report.to_json();
+            let noticed = report.seconds_to_notice_host_gone.clone().expect("the host left");
+            assert_eq!(noticed.len(), 2, "{json}");
+            for s in &noticed {
+                let s = s.expect("every guest noticed");
+                assert!(s <= line_s, "{json}");
+                if !quit {
+                    assert!(
+                        s >= 4.0,
+                        "a vanished host is noticed by the timeout, not before: {json}"
+                    );
+                }
+            }
+            for guest in run.peers() {
+                let (how, _) = guest.host_gone().unwrap();
+                assert_eq!(how, if quit { HostGone::Left } else { HostGone::TimedOut });
+                let sent = guest.endpoint().stats(tumble_net::PeerId(0)).map(|s| s.packets_sent);
+                assert_eq!(sent, None, "no connection left to send on");
+                assert!(guest.world.body_count() > 0, "the world stays to look at");
+            }
+        }
     }
 
     #[test]

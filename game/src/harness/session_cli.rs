@@ -51,11 +51,16 @@ pub struct SessionArgs {
     /// One OS process per player, over UDP on 127.0.0.1, each with the link simulator in front of its socket
     #[arg(long)]
     pub processes: bool,
-    /// Kill this player's guest (2 to 4) at --kill-at-s
+    /// Kill this player's process or peer at --kill-at-s, with no goodbye (1: the host, 2 to 4: a guest)
     #[arg(long, value_name = "K", requires = "kill_at_s")]
     pub kill_player: Option<u8>,
     #[arg(long, value_name = "T", requires = "kill_player")]
     pub kill_at_s: Option<f64>,
+    /// This player quits cleanly at --quit-at-s, saying goodbye (1: the host, 2 to 4: a guest)
+    #[arg(long, value_name = "K", requires = "quit_at_s", conflicts_with = "kill_player")]
+    pub quit_player: Option<u8>,
+    #[arg(long, value_name = "T", requires = "quit_player")]
+    pub quit_at_s: Option<f64>,
     /// The last guest joins at this time instead of at the start
     #[arg(long, value_name = "T")]
     pub join_at_s: Option<f64>,
@@ -94,9 +99,17 @@ impl SessionArgs {
         if !(1..=4).contains(&self.players) {
             bail!("--players must be 1 to 4 (got {})", self.players);
         }
-        if let Some(k) = self.kill_player {
-            if !(2..=self.players as u8).contains(&k) {
-                bail!("--kill-player must name a guest, 2 to {} (got {k})", self.players);
+        for (flag, seat, at) in [
+            ("--kill-player", self.kill_player, self.kill_at_s),
+            ("--quit-player", self.quit_player, self.quit_at_s),
+        ] {
+            if let Some(k) = seat {
+                if !(1..=self.players as u8).contains(&k) {
+                    bail!("{flag} must name a player, 1 to {} (got {k})", self.players);
+                }
+            }
+            if at.is_some_and(|t| !(t.is_finite() && t >= 0.0 && t < self.seconds)) {
+                bail!("{flag}'s time must be within the run's {} s", self.seconds);
             }
         }
         Ok(SessionConfig {
@@ -109,6 +122,7 @@ impl SessionArgs {
             seed: self.seed,
             kbps_budget: self.kbps_budget,
             kill_player: self.kill_player.zip(self.kill_at_s),
+            quit_player: self.quit_player.zip(self.quit_at_s),
             join_at_s: self.join_at_s,
             headless_host: self.headless,
             hostile_players: self

@@ -1,7 +1,7 @@
 //! The messages of a session, inside `tumble-net`'s connected packets. The first byte says which:
 //!
 //! - [`MESSAGE_STATE`]: a bit-packed header — the sender's step, on the host's packets a welcome until the guest has
-//!   it (its player index, the scene's cube count and checksum), the avatars of the players the sender speaks for
+//!   it (its player index, the scene's cube count and checksum) and who is in the game (four bits), the avatars of the players the sender speaks for
 //!   (each with the cubes in its hands: held cubes travel only there) — then, from the next byte, a state packet body
 //!   (`sync::codec::state_packet`) of cube updates.
 //! - the reject notice (`sync::codec::reject_notice`), whose own first byte is its tag.
@@ -78,6 +78,10 @@ pub struct StateHeader {
     pub avatar_baseline_age: Option<u32>,
     /// The avatars carried, by player (index = player − 1).
     pub avatars: AvatarSet,
+    /// The host's word on who is in the game: bit `p − 1` for each player `p` connected (the host's own player
+    /// included when it plays). A guest forgets the avatar of a player who is not (a goodbye, a timeout); guests
+    /// send `None`.
+    pub present: Option<u8>,
 }
 
 impl StateHeader {
@@ -204,6 +208,15 @@ fn serialize_header_fields<S: Stream>(
         h.welcome = Some(w);
     } else {
         h.welcome = None;
+    }
+    let mut has_present = h.present.is_some();
+    s.serialize_bool(&mut has_present)?;
+    if has_present {
+        let mut mask = u32::from(h.present.unwrap_or(0));
+        s.serialize_bits(&mut mask, u32::from(MAX_AUTHORITY))?;
+        h.present = Some(mask as u8);
+    } else {
+        h.present = None;
     }
     serialize_baseline_age(s, &mut h.avatar_baseline_age)?;
     let base = match h.avatar_baseline_step() {
@@ -358,6 +371,7 @@ mod tests {
             }),
             avatar_baseline_age: None,
             avatars,
+            present: Some(0b1011),
         }
     }
 

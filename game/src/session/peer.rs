@@ -11,7 +11,7 @@ use thiserror::Error;
 use tumble_engine::physics::{BodyId, BodyKind, BodyState, PhysicsError, World};
 use tumble_net::packet::CONNECTED_HEADER_BYTES;
 use tumble_net::socket::ip_udp_header_bytes;
-use tumble_net::{Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
+use tumble_net::{DisconnectReason, Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
 
 use crate::authority::rules::{guest_accepts, guest_accepts_hold, judge_claim, RejectCounts, RejectReason};
 use crate::authority::{AuthorityTable, NOBODY};
@@ -58,6 +58,24 @@ pub enum PeerError {
     },
     #[error("--kbps-budget {kbps} leaves {bytes} bytes a packet: too few for the message header and one cube update")]
     BudgetTooSmall { kbps: u32, bytes: usize },
+}
+
+/// How a guest lost its host.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostGone {
+    /// The host said goodbye (it quit, or shut down).
+    Left,
+    /// Nothing came from the host for the transport's timeout: it vanished (a crash, a lost network).
+    TimedOut,
+}
+
+impl HostGone {
+    pub fn name(self) -> &'static str {
+        match self {
+            HostGone::Left => "the host left the game",
+            HostGone::TimedOut => "the host stopped answering",
+        }
+    }
 }
 
 /// How a peer sends.
@@ -224,6 +242,13 @@ pub struct Peer {
     own_avatar: Option<AvatarSample>,
     /// The latest time `send` or `receive` was given (s): the clock remote avatars are played out on.
     clock_s: f64,
+    /// This peer said goodbye ([`Peer::leave`]): it sends nothing more.
+    left: bool,
+    /// Guest: the host is gone, how, and when this guest learnt it (its clock, s). It then sends nothing and its
+    /// hands act on nothing; its world stays to look at.
+    host_gone: Option<(HostGone, f64)>,
+    /// Guest: the players the host last said are in the game (bit `p − 1`); host: its own count.
+    present: u8,
 }
 
 impl Peer {
@@ -314,7 +339,41 @@ impl Peer {
             remote: RemoteAvatars::new(cubes),
             own_avatar: None,
             clock_s: 0.0,
+            left: false,
+            host_gone: None,
+            present: if is_host && me != DEFAULT_AUTHORITY {
+                1 << (me - 1)
+            } else {
+                0
+            },
         })
+    }
+
+    /// Says goodbye: every connection is closed with a sealed goodbye, sent several times over (the transport's
+    /// `disconnect_redundancy`) so that one arrives under heavy loss. The host then frees the player's seat and
+    /// releases its cubes at once; a host leaving tells every guest. Nothing is sent after it.
+    pub fn leave(&mut self, now_s: f64) {
+        if !self.left {
+            self.left = true;
+            self.endpoint.shutdown(now_s);
+            tracing::info!(player = self.table.me(), host = self.is_host, "said goodbye");
+        }
+    }
+
+    /// Whether this peer has said goodbye.
+    pub fn has_left(&self) -> bool {
+        self.left
+    }
+
+    /// Guest: whether its host is gone, how, and when it learnt it (s, this peer's clock).
+    pub fn host_gone(&self) -> Option<(HostGone, f64)> {
+        self.host_gone
+    }
+
+    /// The players in the game as this peer knows it (bit `p − 1` for player `p`): on the host, those connected and
+    /// itself when it plays; on a guest, what the host last said.
+    pub fn players_present(&self) -> u8 {
+        self.present
     }
 
     pub fn is_host(&self) -> bool {
@@ -465,6 +524,14 @@ impl Peer {
         if !self.welcomed || self.table.me() == DEFAULT_AUTHORITY {
             return Ok(());
         }
+        if self.left || self.host_gone.is_some() {
+            // Nobody to play with: the hands are still drawn, open, and act on nothing (what they held falls).
+            let mut open = *input;
+            open.hands.iter_mut().for_each(|h| h.grip = 0.0);
+            self.avatar.update(&open, self.world.config().dt);
+            self.interaction.update(&mut self.world, &self.avatar)?;
+            return Ok(());
+        }
         self.avatar.update(input, self.world.config().dt);
         self.interaction.update(&mut self.world, &self.avatar)?;
         for i in 0..self.interaction.events().len() {
@@ -531,6 +598,9 @@ impl Peer {
     /// Sends this step's message on every connection.
     pub fn send(&mut self, now_s: f64) -> Result<(), PeerError> {
         self.clock_s = self.clock_s.max(now_s);
+        if self.left || self.host_gone.is_some() {
+            return Ok(());
+        }
         self.capture_own_avatar();
         for slot in 0..self.links.len() {
             if self.links[slot].is_some() {
@@ -611,6 +681,7 @@ impl Peer {
             welcome: None,
             avatar_baseline_age: baseline.map(|(age, _)| age),
             avatars: self.avatars_for(player),
+            present: self.is_host.then_some(self.present),
         };
         if self.is_host && !welcome_acked {
             header.welcome = Some(Welcome {
@@ -712,10 +783,23 @@ impl Peer {
                     if let Some(slot) = self.links.get_mut(usize::from(peer.0)) {
                         let mut link = Link::new(peer, guest_player(peer), self.cube_count as usize);
                         link.sender.measure_demand = self.measure_demand;
+                        self.present |= 1 << (link.player - 1);
                         *slot = Some(link);
                     }
                 }
-                EndpointEvent::Disconnected { peer, .. } if self.is_host => self.guest_left(peer)?,
+                EndpointEvent::Disconnected { peer, reason } if self.is_host => {
+                    tracing::info!(peer = peer.0, ?reason, "a guest left");
+                    self.guest_left(peer)?;
+                }
+                EndpointEvent::Disconnected { reason, .. } if self.host_gone.is_none() && !self.left => {
+                    let how = match reason {
+                        DisconnectReason::TimedOut => HostGone::TimedOut,
+                        DisconnectReason::Closed | DisconnectReason::HostShutdown => HostGone::Left,
+                    };
+                    tracing::warn!(?reason, "{}", how.name());
+                    self.host_gone = Some((how, now_s));
+                    self.forget_everyone()?;
+                }
                 EndpointEvent::Received { peer, sequence } => {
                     // Copied out of the endpoint (which `on_message` may send on) into a buffer kept for reuse.
                     let mut data = std::mem::take(&mut self.receive_buf);
@@ -767,11 +851,39 @@ impl Peer {
         let Some(link) = self.links.get_mut(usize::from(peer.0)).and_then(|l| l.take()) else {
             return Ok(());
         };
+        self.present &= !(1u8 << (link.player - 1));
         self.remote.forget(link.player);
         let mut returned = Vec::new();
         self.table.release_player(link.player, |c| returned.push(c));
         for c in returned {
             wake_dynamic(&mut self.world, BodyId(c))?;
+        }
+        Ok(())
+    }
+
+    /// The host is gone: the other players' avatars go (nobody plays them now), and the cubes in their hands fall
+    /// where they are.
+    fn forget_everyone(&mut self) -> Result<(), PeerError> {
+        let me = self.table.me();
+        for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
+            self.forget_player(player)?;
+        }
+        self.present = if me == DEFAULT_AUTHORITY { 0 } else { 1 << (me - 1) };
+        Ok(())
+    }
+
+    /// Player `player` is no longer in the game (as the host says): its avatar is no longer played out and the
+    /// cubes its hands held here are let go.
+    fn forget_player(&mut self, player: u8) -> Result<(), PeerError> {
+        self.remote.forget(player);
+        for cube in 0..self.cube_count {
+            if self.table.holder(cube) == player {
+                self.table.set_holder(cube, NOBODY);
+                let id = BodyId(cube);
+                if self.world.kind(id)? == BodyKind::Kinematic {
+                    self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
+                }
+            }
         }
         Ok(())
     }
@@ -848,11 +960,27 @@ impl Peer {
                     self.stats.newest_states += 1;
                     self.stats.newest_state_age_steps += age.max(0) as u64;
                 }
+                if newer && !self.is_host {
+                    self.take_presence(header.present)?;
+                }
                 self.take_avatars(player, &header, newer, now_s)?;
                 self.take_updates(peer, player)?;
             }
         }
         Ok(true)
+    }
+
+    /// Guest: who the host says is in the game; a player who left is forgotten here.
+    fn take_presence(&mut self, present: Option<u8>) -> Result<(), PeerError> {
+        let Some(now) = present else { return Ok(()) };
+        let gone = self.present & !now;
+        self.present = now;
+        let me = self.table.me();
+        for player in (1..=MAX_AUTHORITY).filter(|&p| gone & (1 << (p - 1)) != 0 && p != me) {
+            tracing::info!(player, "a player left the game");
+            self.forget_player(player)?;
+        }
+        Ok(())
     }
 
     fn refuse(&mut self, reason: RejectReason) {

@@ -449,7 +449,8 @@ fn play(xr: &mut XrSession, game: &mut VrGame, options: &VrOptions, started: Ins
         let enough = options
             .frames
             .is_some_and(|n| game.report.frames_focused_hands_tracked >= n);
-        if out_of_time || enough {
+        // Ctrl-C in the terminal ends the session the way the runtime would: the game (and its goodbye) after it.
+        if out_of_time || enough || crate::quit::requested() {
             game.report.timed_out |= out_of_time && !enough;
             xr.request_exit()?;
             if !xr.is_running() {
