@@ -98,6 +98,12 @@ fn a_headless_local_game_ends_with_both_worlds_the_same() {
 
 /// Starts a dedicated host with two bots on a free port; returns it, the port and the join code from its log line.
 fn start_host(seconds: &str) -> (Child, u16, String) {
+    let (child, port, code, _) = start_host_logging(seconds);
+    (child, port, code)
+}
+
+/// [`start_host`], and every line the host logs from then on.
+fn start_host_logging(seconds: &str) -> (Child, u16, String, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tumble"))
         .args(["host", "--headless", "--port", "0", "--bots", "2", "--seconds", seconds])
         .env("RUST_LOG", "info")
@@ -115,8 +121,58 @@ fn start_host(seconds: &str) -> (Child, u16, String) {
         }
     };
     // Keep draining the log so the host never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, port, code)
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    (child, port, code, rx)
+}
+
+/// Issue 30: a guest with another scene, or of another build, is refused in the join — before any window would
+/// open — with a message naming both scenes or both versions; the host logs a line saying so and plays on.
+#[test]
+fn a_guest_with_another_scene_or_version_is_refused_naming_both() {
+    let (host, _, code, log) = start_host_logging("8");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let join = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_tumble"))
+            .args(["join", &code, "--headless", "--seconds", "3"])
+            .args(extra)
+            .current_dir(root)
+            .env_remove("DISPLAY")
+            .output()
+            .unwrap()
+    };
+    let other_scene = join(&["--scene", "assets/scenes/pyramid20.toml"]);
+    assert_eq!(other_scene.status.code(), Some(1), "{}", stderr(&other_scene));
+    let said = stderr(&other_scene);
+    assert!(said.contains("'table64'") && said.contains("'pyramid20'"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+    let other_build = join(&["--pretend-protocol-version", "9"]);
+    assert_eq!(other_build.status.code(), Some(1), "{}", stderr(&other_build));
+    let said = stderr(&other_build);
+    assert!(said.contains("protocol 2") && said.contains("this build 9"), "{said}");
+    // The same build and scene is welcomed.
+    let welcome = join(&[]);
+    assert_eq!(welcome.status.code(), Some(0), "{}", stderr(&welcome));
+    let host = host.wait_with_output().unwrap();
+    assert!(host.status.success(), "{}", stderr(&host));
+    let logged: Vec<String> = log.try_iter().collect();
+    let refusals: Vec<&String> = logged.iter().filter(|l| l.contains("refused a guest")).collect();
+    assert!(
+        refusals
+            .iter()
+            .any(|l| l.contains("another scene") && l.contains("pyramid20")),
+        "{logged:?}"
+    );
+    assert!(
+        refusals
+            .iter()
+            .any(|l| l.contains("another version") && l.contains("guest_version=9")),
+        "{logged:?}"
+    );
 }
 
 #[test]

@@ -39,6 +39,8 @@ pub const DEFAULT_PORT: u16 = 40_000;
 const SUBTICKS_PER_STEP: u64 = 12;
 /// What `--bots N` puts in the guest seats, in order.
 pub const HOST_BOTS: [&str; 3] = ["builder", "thrower", "catcher"];
+/// How long `join` waits for the host's welcome once connected (s): a round trip or two, and the host's step.
+const WELCOME_WAIT_S: f64 = 5.0;
 /// How long `join` polls its socket between looks while the handshake runs.
 const HANDSHAKE_POLL: Duration = Duration::from_millis(5);
 
@@ -89,6 +91,9 @@ pub struct JoinOptions {
     /// The host's address and join secret (from a join code; `JoinSecret::OPEN` for `ADDR:PORT`).
     pub host: JoinTarget,
     pub kbps_budget: u32,
+    /// A test hook (`tumble join --pretend-protocol-version`): say this game protocol version in the hello, as a
+    /// guest of another build would. `None`: this build's.
+    pub pretend_version: Option<u16>,
 }
 
 /// `tumble local`.
@@ -224,7 +229,8 @@ impl NetPlay {
             None => SocketAddr::new(lan_address(), port),
         };
         let join_code = join_code::encode(advertised, &secret);
-        let host = Peer::host(world, endpoint, config, options.playing)?;
+        let mut host = Peer::host(world, endpoint, config, options.playing)?;
+        host.set_scene_name(&name);
         // Player 1 is the desktop's hands (or nobody, dedicated); bots take the guest players in order.
         let bots: Vec<String> = std::iter::once("idle")
             .chain(HOST_BOTS.iter().copied().take(options.bots))
@@ -242,7 +248,8 @@ impl NetPlay {
             })?;
             let endpoint = Endpoint::join(endpoint_config(Some(secret)), to_host, now)
                 .map_err(|e| NetPlayError::Bad(e.to_string()))?;
-            let guest = Peer::guest(world, endpoint, config)?;
+            let mut guest = Peer::guest(world, endpoint, config)?;
+            guest.set_scene_name(&name);
             seats.push(Seat::new(guest, &bots, bot_seed));
             sockets.push(bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?);
         }
@@ -290,8 +297,12 @@ impl NetPlay {
         let config = PeerConfig {
             kbps_budget: options.kbps_budget,
         };
-        let guest = Peer::guest(world, endpoint, config)?;
-        Ok(NetPlay::new(
+        let mut guest = Peer::guest(world, endpoint, config)?;
+        guest.set_scene_name(&name);
+        if let Some(v) = options.pretend_version {
+            guest.speak_protocol_version(v);
+        }
+        let mut play = NetPlay::new(
             vec![Seat::new(guest, &[], 0)],
             Transport::Udp {
                 sockets: vec![socket],
@@ -299,7 +310,33 @@ impl NetPlay {
             },
             name,
             format!("guest of {host}"),
-        ))
+        );
+        play.await_welcome(host)?;
+        Ok(play)
+    }
+
+    /// A guest's hello until the host welcomes it — or refuses it, naming its own version or scene, which is an
+    /// error here, before any window or headset session opens. At most [`WELCOME_WAIT_S`].
+    fn await_welcome(&mut self, host: SocketAddr) -> Result<(), NetPlayError> {
+        let since = self.now_s();
+        while !self.seats[0].peer.is_welcomed() {
+            if self.now_s() - since > WELCOME_WAIT_S {
+                if let Some(e) = self.seats[0].peer.scene_mismatch_error() {
+                    return Err(e.into());
+                }
+                return Err(NetPlayError::Bad(format!(
+                    "could not join {host}: connected, but no welcome came within {WELCOME_WAIT_S} s"
+                )));
+            }
+            let now = self.now_s();
+            self.seats[0].peer.send(now)?;
+            self.poll()?;
+            if let Transport::Udp { sockets, .. } = &mut self.transport {
+                sockets[0].wait(HANDSHAKE_POLL)?;
+            }
+        }
+        tracing::info!(%host, player = self.seats[0].peer.player(), "welcomed");
+        Ok(())
     }
 
     /// `players` peers on one simulated network: the host (seat 0) and guests joining at once.
@@ -340,10 +377,14 @@ impl NetPlay {
             let peer = if i == 0 {
                 let endpoint = Endpoint::host(endpoint_config(None), 0.0).map_err(bad)?;
                 secret = endpoint.join_secret();
-                Peer::host(world(i)?, endpoint, config, true)?
+                let mut host = Peer::host(world(i)?, endpoint, config, true)?;
+                host.set_scene_name(&name);
+                host
             } else {
                 let endpoint = Endpoint::join(endpoint_config(Some(secret)), memory_address(0), 0.0).map_err(bad)?;
-                Peer::guest(world(i)?, endpoint, config)?
+                let mut guest = Peer::guest(world(i)?, endpoint, config)?;
+                guest.set_scene_name(&name);
+                guest
             };
             seats.push(Seat::new(peer, &options.bots, options.seed.wrapping_add(i as u64)));
         }
@@ -891,6 +932,7 @@ mod tests {
             scene: table64(),
             host: join_code::parse_target(&format!("127.0.0.1:{port}")).unwrap(),
             kbps_budget: PLAY_KBPS_BUDGET,
+            pretend_version: None,
         };
         let refused = NetPlay::join(&by_address).err().expect("no code, no entry");
         assert!(matches!(refused, NetPlayError::NeedsCode { .. }), "{refused}");

@@ -71,6 +71,9 @@ pub struct JoinArgs {
     pub kbps_budget: u32,
     #[arg(long, value_name = "N", hide = true)]
     pub frames: Option<u64>,
+    /// A test hook: say this game protocol version in the hello, as a guest of another build would
+    #[arg(long, value_name = "V", hide = true)]
+    pub pretend_protocol_version: Option<u16>,
 }
 
 /// `tumble local` (link flags mean what they mean for `tumble loopback`: one way, each direction).
@@ -221,6 +224,7 @@ pub fn run_join(args: &JoinArgs) -> Result<Option<Value>, DesktopError> {
         scene: args.scene.clone().unwrap_or_else(default_scene),
         host: args.host,
         kbps_budget: args.kbps_budget,
+        pretend_version: args.pretend_protocol_version,
     };
     if args.headless {
         let mut play = NetPlay::join(&options)?;

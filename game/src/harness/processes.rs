@@ -90,6 +90,7 @@ const GOODBYE_FLUSH_S: f64 = 1.0;
 /// One player's process: plays until the end time and prints its final JSON line.
 pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let world = world_maker(&args.scene)?()?;
+    let scene_name = tumble_engine::scene::load_scene(&args.scene)?.name;
     let link = LinkConfig {
         latency_ms: args.latency_ms,
         jitter_ms: args.jitter_ms,
@@ -109,14 +110,18 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
             let endpoint = Endpoint::host(EndpointConfig::default(), 0.0)?;
             let code = join_code::encode(socket.local_addr(), &endpoint.join_secret());
             println!("{}", json!({ "port": socket.local_addr().port(), "join_code": code }));
-            Peer::host(world, endpoint, config, !args.headless)?
+            let mut host = Peer::host(world, endpoint, config, !args.headless)?;
+            host.set_scene_name(&scene_name);
+            host
         }
         Some(host) => {
             let endpoint_config = EndpointConfig {
                 join_secret: Some(host.secret),
                 ..EndpointConfig::default()
             };
-            Peer::guest(world, Endpoint::join(endpoint_config, host.addr, 0.0)?, config)?
+            let mut guest = Peer::guest(world, Endpoint::join(endpoint_config, host.addr, 0.0)?, config)?;
+            guest.set_scene_name(&scene_name);
+            guest
         }
     };
     if args.hostile {

@@ -21,14 +21,17 @@
 use thiserror::Error;
 use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 
+use crate::session::hello::{
+    read_hello, read_refusal, Hello, HelloError, Refusal, LEGACY_MESSAGE_STATE, MESSAGE_HELLO, MESSAGE_REFUSED,
+};
 use crate::sync::codec::avatar_state::{serialize_avatar, AvatarStateError};
 use crate::sync::codec::cube_state::{CubeStateError, MAX_CUBES};
 use crate::sync::codec::reject_notice::REJECT_NOTICE_TAG;
 use crate::sync::codec::stamp::MAX_AUTHORITY;
 use crate::sync::link::avatar_baseline::{AvatarSample, AvatarSet, MAX_AVATAR_BASELINE_AGE_STEPS, NO_AVATARS};
 
-/// First byte of a state message.
-pub const MESSAGE_STATE: u8 = 1;
+/// First byte of a state message (protocol 2: 1 was the first generation's, with no hello; see `session::hello`).
+pub const MESSAGE_STATE: u8 = 2;
 /// Baseline ages up to this are written in [`SHORT_AGE_BITS`] bits (a round trip of up to 180 ms), longer ones in 8.
 const SHORT_AGE_STEPS: u32 = 16;
 const SHORT_AGE_BITS: u32 = 4;
@@ -51,6 +54,8 @@ pub enum MessageError {
     Avatar(#[from] AvatarStateError),
     #[error("player index {0} outside 1..={MAX_AUTHORITY}")]
     BadPlayer(u32),
+    #[error(transparent)]
+    Hello(#[from] HelloError),
     /// The avatars are coded against a message this receiver does not hold (never between honest peers: the
     /// sender names only acked ones). The receiver tells the sender, which then codes absolute.
     #[error("avatar baseline of sender step {0} not held")]
@@ -299,8 +304,15 @@ pub fn header_bytes(header: &StateHeader, cube_count: u32) -> Result<usize, Mess
 #[derive(Debug, PartialEq, Eq)]
 #[allow(clippy::large_enum_variant)]
 pub enum Message<'a> {
-    State { header: StateHeader, body: &'a [u8] },
+    State {
+        header: StateHeader,
+        body: &'a [u8],
+    },
     RejectNotice(&'a [u8]),
+    Hello(Hello),
+    Refused(Refusal),
+    /// A state message of protocol 1 (no version, no hello): the sender runs an older build.
+    Legacy,
 }
 
 /// Reads a message's type and, for a state message, its header (avatars against `baseline(step)`, the receiver's
@@ -323,6 +335,9 @@ pub fn read_message(
             })
         }
         k if u32::from(k) == REJECT_NOTICE_TAG => Ok(Message::RejectNotice(bytes)),
+        MESSAGE_HELLO => Ok(Message::Hello(read_hello(bytes)?)),
+        MESSAGE_REFUSED => Ok(Message::Refused(read_refusal(bytes)?)),
+        LEGACY_MESSAGE_STATE => Ok(Message::Legacy),
         k => Err(MessageError::UnknownType(k)),
     }
 }
@@ -392,6 +407,25 @@ mod tests {
 
     fn no_baseline(_: u32) -> Option<AvatarSet> {
         None
+    }
+
+    /// Issue 30: the first generation's state messages (tag 1, no version) read as an older build's, hellos and
+    /// refusals as theirs, and anything else as an unknown type.
+    #[test]
+    fn messages_of_another_generation_are_told_apart() {
+        assert_eq!(read_message(&[1, 0, 0, 0], 64, no_baseline), Ok(Message::Legacy));
+        let hello = crate::session::hello::Hello {
+            version: crate::session::hello::PROTOCOL_VERSION,
+            scene: crate::session::hello::SceneId::new("table64", 3),
+        };
+        let mut buf = [0u8; 128];
+        let n = crate::session::hello::write_hello(&mut buf, &hello).unwrap();
+        assert_eq!(read_message(&buf[..n], 64, no_baseline), Ok(Message::Hello(hello)));
+        assert_eq!(
+            read_message(&[0x77], 64, no_baseline),
+            Err(MessageError::UnknownType(0x77))
+        );
+        assert!(read_message(&buf[..3], 64, no_baseline).is_err(), "a cut hello");
     }
 
     #[test]
@@ -498,7 +532,7 @@ mod tests {
                         Ok(Message::State { header, body })
                     );
                 }
-                Ok(Message::RejectNotice(_)) => parsed += 1,
+                Ok(Message::RejectNotice(_) | Message::Hello(_) | Message::Refused(_) | Message::Legacy) => parsed += 1,
                 Err(_) => refused += 1,
             }
         }

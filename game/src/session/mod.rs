@@ -2,6 +2,8 @@
 //! (handshake with a challenge, timeouts); the host judges every claim (`crate::authority`) and relays every
 //! player's cubes and avatars (with the cubes in their hands) to the others, with the priority accumulator and delta baselines per connection.
 //!
+//! - [`hello`]: a guest's first words (the protocol version and its scene), and the host's refusal, in a layout
+//!   every version can read.
 //! - [`message`]: what travels inside a connected packet: the state message (header with welcome and avatars,
 //!   held cubes inside them, then a state packet body) and the reject notice.
 //! - [`remote_avatars`]: the other players' avatars played out of jitter buffers, and remote held cubes drawn in
@@ -9,6 +11,7 @@
 //! - [`hostile`]: the forgeries a hostile guest sends instead of its state (tests of the host's judgement).
 //! - [`peer`]: one player's machine: its world, authority table, hands and connections, stepped by a driver.
 
+pub mod hello;
 pub mod hostile;
 pub mod message;
 pub mod peer;

@@ -17,6 +17,9 @@ use crate::authority::rules::{guest_accepts, guest_accepts_hold, judge_claim, Re
 use crate::authority::{AuthorityTable, NOBODY};
 use crate::avatar::{Avatar, AvatarInput, HandSide, Pose};
 use crate::interaction::{Interaction, InteractionEvent};
+use crate::session::hello::{
+    judge_hello, write_hello, write_refusal, Hello, Refusal, RefusalReason, SceneId, PROTOCOL_VERSION,
+};
 use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
     header_bytes, read_message, write_header, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
@@ -58,6 +61,18 @@ pub enum PeerError {
     },
     #[error("--kbps-budget {kbps} leaves {bytes} bytes a packet: too few for the message header and one cube update")]
     BudgetTooSmall { kbps: u32, bytes: usize },
+    #[error(
+        "the host runs another version of Tumble: it speaks game protocol {host}, this build {ours}; both players \
+         need the same build"
+    )]
+    VersionRefused { ours: u16, host: u16 },
+    #[error("the host plays scene {host}, and this guest loaded {ours}: join with the host's scene (--scene FILE)")]
+    SceneRefused { ours: SceneId, host: SceneId },
+    #[error(
+        "the host runs an older build of Tumble (game protocol 1, before versions were sent); this build speaks \
+         protocol {PROTOCOL_VERSION}: both players need the same build"
+    )]
+    HostTooOld,
 }
 
 /// How a guest lost its host.
@@ -137,9 +152,19 @@ pub struct SentBytes {
     pub packets: u64,
 }
 
+/// Where a guest's connection stands with the host: its hello not heard yet, welcomed, or refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Admission {
+    Waiting,
+    Welcomed,
+    Refused(Refusal),
+}
+
 /// One connection's sync state.
 struct Link {
     peer: PeerId,
+    /// Host: whether the guest's hello was heard and welcomed (states go only to a welcomed guest).
+    admission: Admission,
     /// The remote player's index (on a guest, the host's: 1).
     player: u8,
     sender: Sender,
@@ -167,6 +192,7 @@ impl Link {
     fn new(peer: PeerId, player: u8, cubes: usize) -> Self {
         Self {
             peer,
+            admission: Admission::Waiting,
             player,
             sender: Sender::new(cubes),
             receiver: Receiver::new(cubes),
@@ -249,6 +275,13 @@ pub struct Peer {
     host_gone: Option<(HostGone, f64)>,
     /// Guest: the players the host last said are in the game (bit `p − 1`); host: its own count.
     present: u8,
+    /// The scene this peer loaded, as a hello says it (its name is set by [`Peer::set_scene_name`]).
+    scene: SceneId,
+    /// The game protocol version its hello says ([`PROTOCOL_VERSION`]; another only as a test hook).
+    protocol_version: u16,
+    /// Guest: a welcome to another scene (by its cube count and checksum), while the host's refusal, which names
+    /// it, is awaited.
+    scene_mismatch: Option<Welcome>,
 }
 
 impl Peer {
@@ -293,7 +326,8 @@ impl Peer {
                 bytes: budget,
             });
         }
-        let scene_checksum = world.checksum() as u32;
+        let scene_hash = world.checksum();
+        let scene_checksum = scene_hash as u32;
         let mut rest_detection = vec![true; cubes];
         let table = AuthorityTable::new(cubes, me, is_host);
         for (i, flag) in rest_detection.iter_mut().enumerate() {
@@ -346,7 +380,41 @@ impl Peer {
             } else {
                 0
             },
+            scene: SceneId::new("", scene_hash),
+            protocol_version: PROTOCOL_VERSION,
+            scene_mismatch: None,
         })
+    }
+
+    /// Guest: the error for a welcome to another scene when the host's refusal (which names its scene) never came:
+    /// the cube counts and checksums.
+    pub fn scene_mismatch_error(&self) -> Option<PeerError> {
+        self.scene_mismatch.map(|w| PeerError::SceneMismatch {
+            host_cubes: w.cube_count,
+            host_checksum: w.scene_checksum,
+            our_cubes: self.cube_count,
+            our_checksum: self.scene_checksum,
+        })
+    }
+
+    /// A test hook: this guest's hello says protocol `version`, as a guest of another build would.
+    pub fn speak_protocol_version(&mut self, version: u16) {
+        self.protocol_version = version;
+    }
+
+    /// The scene's name, for the hello (a guest's) or a refusal (the host's): both sides are named when they differ.
+    pub fn set_scene_name(&mut self, name: &str) {
+        self.scene = SceneId::new(name, self.scene.hash);
+    }
+
+    /// The scene this peer loaded, as its hello or refusal names it.
+    pub fn scene(&self) -> SceneId {
+        self.scene
+    }
+
+    /// Guest: whether the host has welcomed it (it plays from then on).
+    pub fn is_welcomed(&self) -> bool {
+        self.welcomed
     }
 
     /// Says goodbye: every connection is closed with a sealed goodbye, sent several times over (the transport's
@@ -601,6 +669,18 @@ impl Peer {
         if self.left || self.host_gone.is_some() {
             return Ok(());
         }
+        if !self.is_host && !self.welcomed {
+            // Until the host welcomes it, a guest says who it is: its protocol version and its scene.
+            let hello = Hello {
+                version: self.protocol_version,
+                scene: self.scene,
+            };
+            let n = write_hello(&mut self.message_buf, &hello).map_err(MessageError::from)?;
+            if let Err(e) = self.endpoint.send(now_s, PeerId(0), &self.message_buf[..n]) {
+                tracing::debug!("hello not sent: {e}");
+            }
+            return Ok(());
+        }
         self.capture_own_avatar();
         for slot in 0..self.links.len() {
             if self.links[slot].is_some() {
@@ -664,6 +744,20 @@ impl Peer {
     }
 
     fn send_on(&mut self, slot: usize, now_s: f64) -> Result<(), PeerError> {
+        if self.is_host {
+            let link = self.links[slot].as_ref().expect("checked by the caller");
+            match link.admission {
+                // Welcomed at once, the hello judged when it comes (a guest checks the welcome's scene itself, and
+                // a guest of another build cannot read it): joining costs no extra round trip.
+                Admission::Waiting | Admission::Welcomed => {}
+                Admission::Refused(refusal) => {
+                    // Said every step until the guest leaves (it does as soon as one arrives) or times out.
+                    let n = write_refusal(&mut self.message_buf, &refusal).map_err(MessageError::from)?;
+                    let _ = self.endpoint.send(now_s, link.peer, &self.message_buf[..n]);
+                    return Ok(());
+                }
+            }
+        }
         if self.hostile && self.welcomed {
             return self.send_forged(slot, now_s);
         }
@@ -918,6 +1012,31 @@ impl Peer {
             }
         };
         match message {
+            Message::Hello(hello) => return Ok(self.on_hello(peer, &hello)),
+            Message::Refused(refusal) if !self.is_host && !self.welcomed => {
+                let host = refusal.scene;
+                return Err(match refusal.reason {
+                    RefusalReason::Version => PeerError::VersionRefused {
+                        ours: self.protocol_version,
+                        host: refusal.version,
+                    },
+                    RefusalReason::Scene => PeerError::SceneRefused { ours: self.scene, host },
+                });
+            }
+            Message::Refused(_) => return Ok(false),
+            Message::Legacy if self.is_host => {
+                tracing::warn!(
+                    peer = peer.0,
+                    addr = ?self.endpoint.peer_addr(peer),
+                    "a guest of an older build (game protocol 1, no version) tried to join: disconnected; this \
+                     host speaks protocol {PROTOCOL_VERSION}"
+                );
+                self.endpoint.disconnect(now_s, peer);
+                self.guest_left(peer)?;
+                return Ok(false);
+            }
+            Message::Legacy => return Err(PeerError::HostTooOld),
+            Message::State { .. } if self.is_host && self.link_refused(peer) => return Ok(false),
             Message::RejectNotice(bytes) => {
                 if let (Ok(refused), Some(link)) = (read_reject_notice(bytes), self.link_mut(peer)) {
                     if link.reject_notices.is_new(refused) {
@@ -929,6 +1048,11 @@ impl Peer {
             Message::State { header, body } => {
                 if !self.is_host {
                     self.take_welcome(&header)?;
+                    if !self.welcomed && (self.scene_mismatch.is_some() || self.protocol_version != PROTOCOL_VERSION) {
+                        // Not this guest's game: nothing here is applied; the host's refusal, naming its scene, is
+                        // on its way (`NetPlay` waits for it).
+                        return Ok(false);
+                    }
                 }
                 let Some(link) = self.link_mut(peer) else {
                     return Ok(false);
@@ -983,6 +1107,56 @@ impl Peer {
         Ok(())
     }
 
+    /// Host: whether the guest on `peer` was refused (its hello named another version or scene).
+    fn link_refused(&self, peer: PeerId) -> bool {
+        self.links
+            .get(usize::from(peer.0))
+            .and_then(|l| l.as_ref())
+            .is_some_and(|l| matches!(l.admission, Admission::Refused(_)))
+    }
+
+    /// Host: a guest's hello. Its version and scene must be the host's; otherwise it is refused (every step, naming
+    /// the host's own), and the host says so in its log. True when read.
+    fn on_hello(&mut self, peer: PeerId, hello: &Hello) -> bool {
+        if !self.is_host {
+            return false;
+        }
+        let ours = self.scene;
+        let addr = self.endpoint.peer_addr(peer);
+        let Some(link) = self.links.get_mut(usize::from(peer.0)).and_then(|l| l.as_mut()) else {
+            return false;
+        };
+        if link.admission != Admission::Waiting {
+            return true;
+        }
+        match judge_hello(hello, &ours) {
+            None => {
+                link.admission = Admission::Welcomed;
+                tracing::info!(player = link.player, ?addr, scene = %hello.scene, "a guest joined");
+            }
+            Some(reason) => {
+                link.admission = Admission::Refused(Refusal {
+                    version: PROTOCOL_VERSION,
+                    scene: ours,
+                    reason,
+                });
+                tracing::warn!(
+                    ?addr,
+                    guest_version = hello.version,
+                    guest_scene = %hello.scene,
+                    host_version = PROTOCOL_VERSION,
+                    host_scene = %ours,
+                    "refused a guest: {}",
+                    match reason {
+                        RefusalReason::Version => "another version of Tumble",
+                        RefusalReason::Scene => "another scene",
+                    }
+                );
+            }
+        }
+        true
+    }
+
     fn refuse(&mut self, reason: RejectReason) {
         if self.is_host {
             self.stats.rejected.add(reason);
@@ -993,16 +1167,14 @@ impl Peer {
 
     fn take_welcome(&mut self, header: &StateHeader) -> Result<(), PeerError> {
         let Some(w) = header.welcome else { return Ok(()) };
-        if self.welcomed {
+        if self.welcomed || self.protocol_version != PROTOCOL_VERSION {
+            // (A guest pretending to be of another build cannot read this build's welcome, as such a guest could not.)
             return Ok(());
         }
         if w.cube_count != self.cube_count || w.scene_checksum != self.scene_checksum {
-            return Err(PeerError::SceneMismatch {
-                host_cubes: w.cube_count,
-                host_checksum: w.scene_checksum,
-                our_cubes: self.cube_count,
-                our_checksum: self.scene_checksum,
-            });
+            // Another scene: not welcomed. The host's refusal names it (see `scene_mismatch_error`).
+            self.scene_mismatch = Some(w);
+            return Ok(());
         }
         // A fresh table for the player index the host gave, keeping the cubes pinned from the start (rule 10).
         let mut table = AuthorityTable::new(self.cube_count as usize, w.player, false);

@@ -206,6 +206,7 @@ pub fn start_net(scene: &std::path::Path, net: &VrNet) -> Result<Option<NetPlay>
             scene: scene.to_path_buf(),
             host: *host,
             kbps_budget: PLAY_KBPS_BUDGET,
+            pretend_version: None,
         })?),
     })
 }
@@ -257,6 +258,12 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
         Some(path) => Some(FrameRecord::create(path)?),
         None => None,
     };
+    // A guest joins first: a wrong scene, another build or a full host is told before any headset session or
+    // window opens. (A host starts after the runtime: no headset is then a quick "unavailable", with no port bound.)
+    let mut net = match options.net {
+        VrNet::Join(_) => start_net(&options.scene, &options.net)?,
+        _ => None,
+    };
     let mut mirror_window = connect_mirror_window(options.mirror);
     let window_extensions = mirror_window
         .as_ref()
@@ -276,8 +283,9 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     // crash Mesa 25.0's lavapipe had in the two-view pass is avoided in the renderer, docs/mesa-multiview-crash.md.)
     let pass_per_eye = options.pass_per_eye;
     let renderer = new_renderer(&xr, options, world.body_count(), mirror_window.as_ref())?;
-    // The runtime first: no headset is a quick "unavailable", before any network wait.
-    let net = start_net(&options.scene, &options.net)?;
+    if net.is_none() {
+        net = start_net(&options.scene, &options.net)?;
+    }
     // Declared after `xr`, so dropped before it: the renderer uses the session's device.
     let mut game = VrGame::new(world, options.scripted_grab, renderer);
     game.space = start_space(scene.spawn, &game.world);
