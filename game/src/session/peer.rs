@@ -67,7 +67,7 @@ pub enum PeerError {
     )]
     VersionRefused { ours: u16, host: u16 },
     #[error("the host plays scene {host}, and this guest loaded {ours}: join with the host's scene (--scene FILE)")]
-    SceneRefused { ours: SceneId, host: SceneId },
+    SceneRefused { ours: Box<SceneId>, host: Box<SceneId> },
     #[error(
         "the host runs an older build of Tumble (game protocol 1, before versions were sent); this build speaks \
          protocol {PROTOCOL_VERSION}: both players need the same build"
@@ -1020,7 +1020,10 @@ impl Peer {
                         ours: self.protocol_version,
                         host: refusal.version,
                     },
-                    RefusalReason::Scene => PeerError::SceneRefused { ours: self.scene, host },
+                    RefusalReason::Scene => PeerError::SceneRefused {
+                        ours: Box::new(self.scene),
+                        host: Box::new(host),
+                    },
                 });
             }
             Message::Refused(_) => return Ok(false),
