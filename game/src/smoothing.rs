@@ -50,6 +50,8 @@ const SETTLED_M: f32 = 1e-6;
 /// Per-cube visual offsets: drawn = simulated + offset (rotation: offset ∘ simulated).
 #[derive(Clone, Debug)]
 pub struct DrawSmoothing {
+    /// Off: every snap is drawn as it is (the negative control of the drawn-jump measure).
+    enabled: bool,
     position: Vec<Vec3>,
     position_speed: Vec<Vec3>,
     /// Rotation offsets as rotation vectors (axis × angle, rad), so the same spring eases them.
@@ -92,6 +94,7 @@ fn rotation_vector(from: Quat, to: Quat) -> Vec3 {
 impl DrawSmoothing {
     pub fn new(cube_count: usize) -> Self {
         Self {
+            enabled: true,
             position: vec![Vec3::ZERO; cube_count],
             position_speed: vec![Vec3::ZERO; cube_count],
             rotation: vec![Vec3::ZERO; cube_count],
@@ -102,6 +105,17 @@ impl DrawSmoothing {
 
     pub fn cube_count(&self) -> usize {
         self.position.len()
+    }
+
+    /// Turns the easing off (every offset dropped, every later snap drawn as it is) or back on: the negative control
+    /// of the measures of what is drawn.
+    pub fn set_enabled(&mut self, enabled: bool) {
+        self.enabled = enabled;
+        if !enabled {
+            for cube in 0..self.position.len() {
+                self.clear(cube);
+            }
+        }
     }
 
     /// The simulation moved `cube` from `old` to `new` (a received state, a change of authority): the drawn pose
@@ -117,7 +131,7 @@ impl DrawSmoothing {
     /// dropped the old velocity at once.
     pub fn on_snap_moving(&mut self, cube: usize, old: &Pose, new: &Pose, jump: Motion) {
         let finite = old.position.is_finite() && new.position.is_finite() && jump.is_finite();
-        if cube >= self.position.len() || !finite {
+        if cube >= self.position.len() || !finite || !self.enabled {
             return;
         }
         let offset = self.position[cube] + old.position - new.position;
@@ -231,9 +245,10 @@ impl Motion {
 
 /// Steps after a change of authority whose pops count as the handover's: 0.5 s, longer than the easing.
 pub const HANDOVER_WINDOW_STEPS: u16 = 45;
-/// Histogram of pops: bins per decade, and the decades from 1e-6 m up (to 1 m).
+/// Histogram of pops (and of the other small distances and times the harnesses measure): bins per decade, and the
+/// decades from 1e-6 up (to 100: metres, or seconds).
 const BINS_PER_DECADE: usize = 20;
-const DECADES: usize = 6;
+const DECADES: usize = 8;
 const SMALLEST_POP_M: f32 = 1e-6;
 const BINS: usize = BINS_PER_DECADE * DECADES + 1;
 
@@ -258,7 +273,8 @@ impl Default for PopHistogram {
 }
 
 impl PopHistogram {
-    fn add(&mut self, pop_m: f32) {
+    /// Counts one value (m, or whatever unit the histogram holds; from 1e-6 to 100 in bins 12 % wide).
+    pub fn add(&mut self, pop_m: f32) {
         let bin = if pop_m < SMALLEST_POP_M {
             0
         } else {
@@ -268,6 +284,15 @@ impl PopHistogram {
         self.bins[bin] += 1;
         self.count += 1;
         self.max_m = self.max_m.max(pop_m);
+    }
+
+    /// Adds `other`'s counts to these.
+    pub fn merge(&mut self, other: &PopHistogram) {
+        for (a, b) in self.bins.iter_mut().zip(&other.bins) {
+            *a += b;
+        }
+        self.count += other.count;
+        self.max_m = self.max_m.max(other.max_m);
     }
 
     /// Pops counted.

@@ -19,7 +19,7 @@ fn json(o: &Output) -> Value {
 }
 
 /// Every field the issue names, spelled as it spells them.
-const FIELDS: [&str; 24] = [
+const FIELDS: [&str; 41] = [
     "players",
     "grabs",
     "throws",
@@ -44,6 +44,23 @@ const FIELDS: [&str; 24] = [
     "kbps_demand_mean_max",
     "seconds_to_release_quit",
     "seconds_to_notice_host_gone",
+    "drawn_error_m_p50",
+    "drawn_error_m_p99",
+    "drawn_error_m_max",
+    "drawn_error_m_p50_resting",
+    "drawn_error_m_p99_resting",
+    "drawn_error_m_max_resting",
+    "drawn_error_m_p50_moving",
+    "drawn_error_m_p99_moving",
+    "drawn_error_m_max_moving",
+    "visible_jump_m_max",
+    "visible_jump_m_p99",
+    "corrections_over_1cm",
+    "corrections_over_10cm",
+    "avatar_delay_ms_p50",
+    "avatar_delay_ms_p99",
+    "avatar_error_m_p99",
+    "avatar_error_m_max",
 ];
 
 #[test]

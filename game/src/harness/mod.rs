@@ -27,6 +27,7 @@ pub mod compare_snapshots;
 pub mod conflict;
 pub mod cube_history;
 pub mod demand;
+pub mod drawn;
 #[cfg(test)]
 mod in_process;
 pub mod loopback;

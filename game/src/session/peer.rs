@@ -133,6 +133,11 @@ pub struct PeerStats {
     pub newest_state_age_steps: u64,
     /// Wall time spent in [`Peer::simulate`] (s): the physics step and the authority bookkeeping.
     pub simulate_s: f64,
+    /// Received states that moved a cube in this peer's simulation by more than 1 cm, and by more than 10 cm: how
+    /// often what this peer simulated of another's cube was wrong by that much (the smoothing then hides the jump
+    /// from the eye; these count it). A guest's first second after its welcome (every cube arriving) is not counted.
+    pub corrections_over_1cm: u64,
+    pub corrections_over_10cm: u64,
 }
 
 /// What one connection's sender put on the wire, by part (bytes).
@@ -282,6 +287,8 @@ pub struct Peer {
     /// Guest: a welcome to another scene (by its cube count and checksum), while the host's refusal, which names
     /// it, is awaited.
     scene_mismatch: Option<Welcome>,
+    /// Whether the avatar sent carries the head as it is (off only as [`Peer::stop_sending_head`]'s control).
+    send_head: bool,
 }
 
 impl Peer {
@@ -383,6 +390,7 @@ impl Peer {
             scene: SceneId::new("", scene_hash),
             protocol_version: PROTOCOL_VERSION,
             scene_mismatch: None,
+            send_head: true,
         })
     }
 
@@ -395,6 +403,17 @@ impl Peer {
             our_cubes: self.cube_count,
             our_checksum: self.scene_checksum,
         })
+    }
+
+    /// A negative control of the avatar measures: from now on the avatar this peer sends keeps its head where it
+    /// was (what every VR player sent before its head went on the wire).
+    pub fn stop_sending_head(&mut self) {
+        self.send_head = false;
+    }
+
+    /// A negative control of the drawn measures: every snap drawn as it is, nothing eased.
+    pub fn draw_without_smoothing(&mut self) {
+        self.smoothing.set_enabled(false);
     }
 
     /// A test hook: this guest's hello says protocol `version`, as a guest of another build would.
@@ -703,7 +722,11 @@ impl Peer {
             let h = self.interaction.hand(side).held?;
             (self.table.holder(h.body.0) == me).then(|| (h.body.0, h.offset, self.table.stamp(h.body.0)))
         });
-        match WireAvatar::from_avatar(&self.avatar, held) {
+        let mut avatar = self.avatar;
+        if !self.send_head {
+            avatar.head = Pose::IDENTITY;
+        }
+        match WireAvatar::from_avatar(&avatar, held) {
             Ok(avatar) => {
                 self.own_avatar = Some(AvatarSample {
                     step: self.step as u32,
@@ -1431,6 +1454,11 @@ impl Peer {
             apply_state(&mut self.world, id, &state)?;
             self.applied_rest[cube as usize] = state.at_rest.then_some(state);
             let new = self.world.state(id)?;
+            if self.steps_since_welcome() > JOIN_GRACE_STEPS {
+                let moved = old.position.distance(new.position);
+                self.stats.corrections_over_1cm += u64::from(moved > 0.01);
+                self.stats.corrections_over_10cm += u64::from(moved > 0.1);
+            }
             self.snap_drawn(cube as usize, &old, &new);
         }
         Ok(())

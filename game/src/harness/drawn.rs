@@ -1,0 +1,361 @@
+//! What every screen draws, against the truth. Each step, for every peer and every cube that peer does not
+//! simulate for everyone, the pose the peer draws (simulated plus smoothing, or in a remote hand the played-out
+//! hand: [`Peer::drawn_pose`], what its renderer is given) against the pose the cube's authority simulates at the same
+//! step; and for every remote head and hand, how far behind its owner it is drawn and how far from where the owner
+//! had it then. The harness may read every world to measure; nothing crosses between them otherwise.
+//!
+//! - **Drawn error**: |drawn − truth|, split by whether the authority has had the cube at rest for a second (a
+//!   settled stack, which must be drawn exactly) or not.
+//! - **Visible jump**: how much a drawn trajectory breaks in one frame beyond what the truth did:
+//!   `|Δdrawn(t) − Δdrawn(t−1)| − |Δtruth(t) − Δtruth(t−1)|` (no less than 0), with Δ the step-to-step motion and
+//!   the truth the authority's own trajectory. A snap of 5 cm reads 5 cm, a glide at steady speed 0, a bounce both
+//!   sides share 0. Nothing of the smoother enters it: a smoother that glides a correction at 10 m/s² reads what
+//!   its glide bends, whatever cap it has.
+//!   A cube drawn in a remote hand follows the hand as played out, behind its holder: its bends are the truth's,
+//!   later, so it (and for half a second after it leaves the hand) is held to the largest bend of the truth over the
+//!   last half second.
+//! - **Avatar delay and error**: for each remote head and tracked hand, the time of the owner's sample it is drawn
+//!   from (behind the peer's clock), and its distance from the owner's own pose at that time.
+//!
+//! A guest is measured from [`JOIN_GRACE_STEPS`] after its welcome: before that, cubes arrive.
+//!
+//! Distributions go into fixed log-spaced histograms ([`PopHistogram`]): nothing grows with the run's length.
+
+use glam::Vec3;
+use serde_json::{json, Value};
+use tumble_engine::physics::BodyId;
+
+use crate::avatar::{Avatar, HAND_COUNT};
+use crate::session::peer::{Peer, JOIN_GRACE_STEPS};
+use crate::smoothing::PopHistogram;
+
+/// Steps the authority must have had a cube at rest for it to count as settled (1 s).
+pub const SETTLED_STEPS: u64 = 90;
+/// A cube drawn in a remote hand follows the hand as played out, some steps behind its holder: its bends are
+/// the truth's, later. For such a cube, and for this long after it leaves the hand, the truth's bend is the largest
+/// of the truth's over this many steps (0.5 s, more than a playout delay), not the same step's.
+const HAND_WINDOW_STEPS: usize = 45;
+/// Owner avatar poses kept per player (steps): longer than any playout delay measured (4 s).
+const AVATAR_HISTORY_STEPS: usize = 360;
+
+/// One peer's view of one cube over the last three steps: where it drew it, and whether those samples run on.
+#[derive(Clone, Copy, Debug, Default)]
+struct Track {
+    drawn: [Vec3; 3],
+    /// Samples in a row (0..=3); a cube this peer simulates for everyone, or a removed one, starts over.
+    len: u8,
+    /// Steps since the cube was last drawn in a remote hand (saturating; `u16::MAX`: never).
+    since_hand: u16,
+}
+
+impl Track {
+    fn new() -> Self {
+        Track {
+            since_hand: u16::MAX,
+            ..Track::default()
+        }
+    }
+
+    fn push(&mut self, p: Vec3) {
+        self.drawn = [self.drawn[1], self.drawn[2], p];
+        self.len = (self.len + 1).min(3);
+    }
+
+    /// |Δ(t) − Δ(t−1)| once three samples run on.
+    fn bend(&self) -> Option<f32> {
+        (self.len == 3).then(|| ((self.drawn[2] - self.drawn[1]) - (self.drawn[1] - self.drawn[0])).length())
+    }
+}
+
+/// One player's own avatar as it was at each step (the truth its remote copies are drawn against).
+#[derive(Clone, Debug)]
+struct AvatarHistory {
+    /// (step, head, hands with their tracked flags), by step modulo the length.
+    samples: Vec<Option<(u64, Avatar)>>,
+}
+
+impl AvatarHistory {
+    fn new() -> Self {
+        Self {
+            samples: vec![None; AVATAR_HISTORY_STEPS],
+        }
+    }
+
+    fn record(&mut self, step: u64, avatar: &Avatar) {
+        self.samples[step as usize % AVATAR_HISTORY_STEPS] = Some((step, *avatar));
+    }
+
+    fn at(&self, step: u64) -> Option<&Avatar> {
+        match &self.samples[step as usize % AVATAR_HISTORY_STEPS] {
+            Some((s, a)) if *s == step => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The owner's head and hand positions at fractional step `t` (between the two steps around it).
+    fn positions_at(&self, t: f64) -> Option<[(bool, Vec3); 1 + HAND_COUNT]> {
+        if !(t.is_finite() && t >= 0.0) {
+            return None;
+        }
+        let (k, f) = (t.floor() as u64, (t - t.floor()) as f32);
+        let a = self.at(k)?;
+        let b = self.at(k + 1).unwrap_or(a);
+        let mut out = [(true, a.head.position.lerp(b.head.position, f)); 1 + HAND_COUNT];
+        for h in 0..HAND_COUNT {
+            let tracked = a.hands[h].tracked && b.hands[h].tracked;
+            out[1 + h] = (tracked, a.hands[h].pose.position.lerp(b.hands[h].pose.position, f));
+        }
+        Some(out)
+    }
+}
+
+/// The measures of what is drawn, over a run.
+#[derive(Clone, Debug)]
+pub struct DrawnMeter {
+    /// Per seat, per cube.
+    tracks: Vec<Vec<Track>>,
+    /// Per seat, per cube: its own simulated positions over the last three steps (the truth's motion when that
+    /// seat is the authority).
+    sims: Vec<Vec<Track>>,
+    /// Per seat, per cube: the bends of its own simulated path over the last [`HAND_WINDOW_STEPS`], by step.
+    sim_bends: Vec<Vec<[f32; HAND_WINDOW_STEPS]>>,
+    /// Per player 1..=4 (index player − 1).
+    avatars: Vec<AvatarHistory>,
+    pub error_resting: PopHistogram,
+    pub error_moving: PopHistogram,
+    pub jump: PopHistogram,
+    /// Seconds.
+    pub avatar_delay: PopHistogram,
+    pub avatar_error: PopHistogram,
+    pub steps: u64,
+}
+
+/// Who simulates a cube for everyone this step, and since when it has had the cube at rest.
+#[derive(Clone, Copy, Debug)]
+pub struct Authority {
+    /// The seat whose world is the truth for the cube.
+    pub seat: usize,
+    pub settled: bool,
+}
+
+impl DrawnMeter {
+    pub fn new(seats: usize, cubes: usize) -> Self {
+        Self {
+            tracks: vec![vec![Track::new(); cubes]; seats],
+            sims: vec![vec![Track::default(); cubes]; seats],
+            sim_bends: vec![vec![[0.0; HAND_WINDOW_STEPS]; cubes]; seats],
+            avatars: (0..4).map(|_| AvatarHistory::new()).collect(),
+            error_resting: PopHistogram::default(),
+            error_moving: PopHistogram::default(),
+            jump: PopHistogram::default(),
+            avatar_delay: PopHistogram::default(),
+            avatar_error: PopHistogram::default(),
+            steps: 0,
+        }
+    }
+
+    /// One step, after every peer simulated it: `peers[seat]` (`None`: not in the game), `authority[cube]` (`None`:
+    /// no peer has the truth this step, as when its authority just left), `now_s` the time peers play remote avatars
+    /// out at.
+    pub fn observe(
+        &mut self,
+        peers: &[Option<Peer>],
+        authority: &[Option<Authority>],
+        now_s: f64,
+    ) -> Result<(), tumble_engine::physics::PhysicsError> {
+        self.steps += 1;
+        for (seat, peer) in peers.iter().enumerate() {
+            let Some(peer) = peer else {
+                self.tracks[seat].iter_mut().for_each(|t| t.len = 0);
+                self.sims[seat].iter_mut().for_each(|t| t.len = 0);
+                continue;
+            };
+            let slot = self.steps as usize % HAND_WINDOW_STEPS;
+            for (c, sim) in self.sims[seat].iter_mut().enumerate() {
+                let id = BodyId(c as u32);
+                if peer.world.is_removed(id)? {
+                    sim.len = 0;
+                } else {
+                    sim.push(peer.world.state(id)?.position);
+                }
+                self.sim_bends[seat][c][slot] = sim.bend().unwrap_or(0.0);
+            }
+            // By the peer's own step, which its avatar samples (and so their playout times) count; from the first
+            // step it played (a guest's avatar stands still, unsent, until then).
+            let playing = peer.steps_since_welcome() >= 2;
+            if let Some(player) = usize::from(peer.player()).checked_sub(1).filter(|_| playing) {
+                if let Some(h) = self.avatars.get_mut(player) {
+                    h.record(peer.step_count().saturating_sub(1), &peer.avatar);
+                }
+            }
+        }
+        for (seat, peer) in peers.iter().enumerate() {
+            // A guest's first second after its welcome is arrival: every cube comes from its first absolute state.
+            let Some(peer) = peer.as_ref().filter(|p| p.steps_since_welcome() > JOIN_GRACE_STEPS) else {
+                continue;
+            };
+            for (c, who) in authority.iter().enumerate() {
+                let track = &mut self.tracks[seat][c];
+                let id = BodyId(c as u32);
+                let Some(who) = who.filter(|w| w.seat != seat && !peer.world.is_removed(id).unwrap_or(true)) else {
+                    track.len = 0;
+                    continue;
+                };
+                let Some(truth_peer) = peers.get(who.seat).and_then(Option::as_ref) else {
+                    track.len = 0;
+                    continue;
+                };
+                let drawn = peer.drawn_pose(id)?.position;
+                let truth = truth_peer.world.state(id)?.position;
+                let error = drawn.distance(truth);
+                if who.settled {
+                    self.error_resting.add(error);
+                } else {
+                    self.error_moving.add(error);
+                }
+                track.push(drawn);
+                let in_hand = peer.remote_avatars().hand_drawn(c).is_some();
+                track.since_hand = if in_hand { 0 } else { track.since_hand.saturating_add(1) };
+                let truth_bend = if usize::from(track.since_hand) <= HAND_WINDOW_STEPS {
+                    let window = &self.sim_bends[who.seat][c];
+                    self.sims[who.seat][c]
+                        .bend()
+                        .map(|_| window.iter().copied().fold(0.0, f32::max))
+                } else {
+                    self.sims[who.seat][c].bend()
+                };
+                if let (Some(bend), Some(truth_bend)) = (track.bend(), truth_bend) {
+                    let jump = (bend - truth_bend).max(0.0);
+                    if jump > 0.01 {
+                        tracing::debug!(
+                            seat,
+                            cube = c,
+                            jump,
+                            truth_seat = who.seat,
+                            drawn = ?track.drawn,
+                            truth = ?self.sims[who.seat][c].drawn,
+                            step = peer.step_count(),
+                            "a visible jump"
+                        );
+                    }
+                    self.jump.add(jump);
+                }
+            }
+            self.observe_avatars(peer, now_s);
+        }
+        Ok(())
+    }
+
+    /// The remote heads and hands `peer` draws, against their owners' own poses at the played moment.
+    fn observe_avatars(&mut self, peer: &Peer, now_s: f64) {
+        for player in 1..=4u8 {
+            if player == peer.player() {
+                continue;
+            }
+            let (Some(played), Some(playout)) = (peer.remote_avatar(player), peer.remote_avatars().playout(player))
+            else {
+                continue;
+            };
+            let Some(t_s) = playout.playout_time_s() else { continue };
+            self.avatar_delay.add((now_s - t_s).max(0.0) as f32);
+            let Some(owner) = self.avatars[usize::from(player) - 1].positions_at(t_s * 90.0) else {
+                continue;
+            };
+            let mut drawn = [(true, played.head.position); 1 + HAND_COUNT];
+            for h in 0..HAND_COUNT {
+                drawn[1 + h] = (played.hands[h].tracked, played.hands[h].pose.position);
+            }
+            let mut worst = 0.0f32;
+            for ((tracked, d), (owner_tracked, o)) in drawn.iter().zip(owner.iter()) {
+                if *tracked && *owner_tracked {
+                    worst = worst.max(d.distance(*o));
+                }
+            }
+            if worst > 0.5 {
+                tracing::debug!(
+                    viewer = peer.player(),
+                    player,
+                    t_steps = t_s * 90.0,
+                    now_s,
+                    worst,
+                    ?drawn,
+                    ?owner,
+                    "a remote avatar drawn far from its owner"
+                );
+            }
+            self.avatar_error.add(worst);
+        }
+    }
+
+    /// The figures, as `tumble session` reports them; a figure nothing fed is `null`. Corrections are per minute
+    /// of `seconds`.
+    pub fn to_json(&self, corrections: (u64, u64), seconds: f64) -> Value {
+        let q = |h: &PopHistogram, q: f64| (h.count() > 0).then(|| f64::from(h.quantile_m(q)));
+        let max = |h: &PopHistogram| (h.count() > 0).then(|| f64::from(h.max_m()));
+        let mut all = self.error_resting.clone();
+        all.merge(&self.error_moving);
+        let per_minute = |n: u64| (seconds > 0.0).then(|| n as f64 * 60.0 / seconds);
+        let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
+        json!({
+            "drawn_error_m_p50": q(&all, 0.5),
+            "drawn_error_m_p99": q(&all, 0.99),
+            "drawn_error_m_max": max(&all),
+            "drawn_error_m_p50_resting": q(&self.error_resting, 0.5),
+            "drawn_error_m_p99_resting": q(&self.error_resting, 0.99),
+            "drawn_error_m_max_resting": max(&self.error_resting),
+            "drawn_error_m_p50_moving": q(&self.error_moving, 0.5),
+            "drawn_error_m_p99_moving": q(&self.error_moving, 0.99),
+            "drawn_error_m_max_moving": max(&self.error_moving),
+            "visible_jump_m_max": max(&self.jump),
+            "visible_jump_m_p99": q(&self.jump, 0.99),
+            "corrections_over_1cm": per_minute(corrections.0),
+            "corrections_over_10cm": per_minute(corrections.1),
+            "avatar_delay_ms_p50": ms(q(&self.avatar_delay, 0.5)),
+            "avatar_delay_ms_p99": ms(q(&self.avatar_delay, 0.99)),
+            "avatar_error_m_p99": q(&self.avatar_error, 0.99),
+            "avatar_error_m_max": max(&self.avatar_error),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snap_reads_its_size_a_steady_glide_nothing() {
+        let mut t = Track::default();
+        for x in [0.0, 0.1, 0.2] {
+            t.push(Vec3::new(x, 0.0, 0.0));
+        }
+        assert!(t.bend().unwrap() < 1e-6, "a glide at steady speed");
+        t.push(Vec3::new(0.35, 0.0, 0.0));
+        assert!(
+            (t.bend().unwrap() - 0.05).abs() < 1e-5,
+            "5 cm more than the glide's step"
+        );
+        let mut still = Track::default();
+        for x in [1.0, 1.0, 1.05] {
+            still.push(Vec3::new(x, 0.0, 0.0));
+        }
+        assert!((still.bend().unwrap() - 0.05).abs() < 1e-6, "a snap of 5 cm");
+        let mut short = Track::default();
+        short.push(Vec3::ZERO);
+        assert_eq!(short.bend(), None);
+    }
+
+    #[test]
+    fn the_owners_avatar_is_read_between_steps() {
+        let mut h = AvatarHistory::new();
+        let mut a = Avatar::default();
+        for step in 0..10u64 {
+            a.head.position = Vec3::new(step as f32, 1.7, 0.0);
+            h.record(step, &a);
+        }
+        let p = h.positions_at(3.5).unwrap();
+        assert!((p[0].1.x - 3.5).abs() < 1e-6);
+        assert!(!p[1].0, "an untracked hand");
+        assert!(h.positions_at(500.0).is_none(), "not recorded");
+        assert!(h.positions_at(f64::NAN).is_none());
+    }
+}
