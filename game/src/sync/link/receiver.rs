@@ -5,7 +5,7 @@
 use tumble_engine::physics::{BodyId, World};
 
 use crate::sync::codec::delta::Encoding;
-use crate::sync::codec::quantize::{dequantize_state, quantize_state, QuantizedState};
+use crate::sync::codec::quantize::{dequantize_state, QuantizedState};
 use crate::sync::codec::state_packet::{read_entropy_state_packet, read_state_packet, PacketCoding};
 use crate::sync::link::baseline::ReceivedStates;
 use crate::sync::link::sender::SyncError;
@@ -30,11 +30,16 @@ pub struct Receiver {
 
 impl Receiver {
     /// Makes `world` the non-authority side for every cube: its own rest detection is turned off, so a cube there
-    /// rests only when a received state says it does, at the authority's resting pose. (Left to itself the copy
-    /// would settle a little elsewhere, then be snapped to the authority's pose while at rest: visible jitter.)
+    /// rests only when a received state says it does, at the authority's resting pose (left to itself the copy
+    /// would settle a little elsewhere, then be snapped to the authority's pose while at rest: visible jitter); and
+    /// every cube is remote, so a resting one is not woken by this side's copy of a moving one (a thrown cube that
+    /// arrives here a little off its authority's path would knock a stack the authority has at rest: jitter of
+    /// centimetres, until the authority's state put it back). What moves a resting cube here is its authority's
+    /// word.
     pub fn follow_authority_rest(world: &mut World) -> Result<(), SyncError> {
         for i in 0..world.body_count() as u32 {
             world.set_rest_detection(BodyId(i), false)?;
+            world.set_remote(BodyId(i), true)?;
         }
         Ok(())
     }
@@ -112,15 +117,13 @@ impl Receiver {
     }
 }
 
-/// Snaps cube `id` of `world` to a received state. A resting cube the authority moved must have been awake there in
-/// between (perhaps for a single step no packet carried): it is applied awake until a resting state arrives for the
-/// pose it now has, so a resting cube never jumps.
+/// Snaps cube `id` of `world` to a received state, at rest when the state says so. A resting state is where its
+/// authority rests the cube, to the quantum, and the copy rests there from now on. (A resting copy moved to a new
+/// resting pose used to be applied awake until a second resting state confirmed it: with nothing of this side's own
+/// touching it, the solver turned the waiting copy by a few microradians a step, enough to cross a rotation quantum
+/// and back, a tenth of a millimetre drawn at its corners while its authority had it still.)
 pub fn apply_state(world: &mut World, id: BodyId, state: &QuantizedState) -> Result<(), SyncError> {
-    let mut body = dequantize_state(state);
-    let local = quantize_state(&world.state(id)?);
-    if state.at_rest && local.at_rest && (state.position, state.rotation) != (local.position, local.rotation) {
-        body.at_rest = false;
-    }
+    let body = dequantize_state(state);
     world.set_state(id, &body)?;
     Ok(())
 }
@@ -128,6 +131,7 @@ pub fn apply_state(world: &mut World, id: BodyId, state: &QuantizedState) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sync::codec::quantize::{quantize_state, quantize_world};
     use crate::sync::link::sender::Sender;
     use glam::Vec3;
     use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
@@ -146,7 +150,7 @@ mod tests {
     }
 
     #[test]
-    fn a_resting_cube_moved_by_its_authority_arrives_awake_then_rests_there() {
+    fn a_resting_cube_moved_by_its_authority_rests_where_its_authority_rests_it() {
         let id = BodyId(0);
         let mut authority = resting_cube_world(0.5);
         let mut remote = resting_cube_world(0.5);
@@ -159,13 +163,17 @@ mod tests {
             ..authority.state(id).unwrap()
         };
         authority.set_state(id, &moved).unwrap();
-        for (step, want_rest) in [(1u64, false), (2, true)] {
-            let n = sender.write_packet(&authority, step, step as u16, &mut buf).unwrap();
-            receiver.receive(&buf[..n], &mut remote).unwrap();
-            let got = quantize_state(&remote.state(id).unwrap());
-            assert_eq!(got.position, quantize_state(&moved).position);
-            assert_eq!(got.at_rest, want_rest, "packet {step}");
+        let n = sender.write_packet(&authority, 1, 1, &mut buf).unwrap();
+        receiver.receive(&buf[..n], &mut remote).unwrap();
+        let got = quantize_state(&remote.state(id).unwrap());
+        assert_eq!(got.position, quantize_state(&moved).position);
+        assert!(got.at_rest, "at rest where its authority rests it");
+        // And it stays there, to the quantum, whatever this side's solver would do with it.
+        for _ in 0..90 {
+            remote.step();
+            quantize_world(&mut remote).unwrap();
         }
+        assert_eq!(quantize_state(&remote.state(id).unwrap()), got);
     }
 
     #[test]
