@@ -111,12 +111,14 @@ pub fn player_for_key(key: KeyCode) -> Option<u8> {
 }
 
 impl DesktopApp {
-    pub fn new(mode: Mode, frames: Option<u64>) -> DesktopApp {
+    pub fn new(mut mode: Mode, frames: Option<u64>) -> DesktopApp {
         let scenes = match &mode {
             Mode::Single(sim) => list_scenes(&sim.scene_path.parent().map(PathBuf::from).unwrap_or_default()),
             Mode::Net(_) | Mode::Compare(_) => Vec::new(),
         };
+        mode.begin_read();
         let (center, radius) = mode.bounds();
+        mode.end_read();
         let compare_edit = match &mode {
             Mode::Compare(game) => Some(game.settings.clone()),
             _ => None,
@@ -160,6 +162,7 @@ impl DesktopApp {
         let input = &self.input;
         let take_over = self.take_over.take();
         if let (Mode::Net(net), Some(player)) = (&mut self.mode, take_over) {
+            let net = net.play_mut();
             if let Some(seat) = net.seat_of_player(player) {
                 if net.take_over(seat) {
                     tracing::info!(player, "the hands drive another player");
@@ -225,6 +228,8 @@ impl DesktopApp {
             event_loop.exit();
             return;
         }
+        // A networked game is read under its lock from here to the draw; it steps on while the frame is shown.
+        self.mode.begin_read();
         self.apply_commands(pad.pause_pressed, pad.reset_pressed);
         if matches!(self.mode, Mode::Compare(_)) {
             self.compare_frame(event_loop, &window, frame_s, &pad);
@@ -245,6 +250,7 @@ impl DesktopApp {
             pointer_free,
         );
         if let Err(e) = self.mode.advance(frame_s, &hands, Default::default()) {
+            self.mode.end_read();
             self.game_error = Some(e);
             event_loop.exit();
             return;
@@ -273,8 +279,20 @@ impl DesktopApp {
         };
         self.view.set_camera(&self.camera, aspect, self.toggles.stereo);
         self.run_overlay(&window);
+        self.gather_contacts();
+        self.mode.end_read();
         self.present(event_loop);
         self.end_frame(event_loop);
+    }
+
+    /// The contact points to mark (F5), from the world on screen.
+    fn gather_contacts(&mut self) {
+        self.contacts.clear();
+        if self.toggles.contacts {
+            self.mode
+                .world()
+                .contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
+        }
     }
 
     fn end_frame(&mut self, event_loop: &ActiveEventLoop) {
@@ -324,6 +342,7 @@ impl DesktopApp {
         };
         self.view.set_side_by_side(game.camera(), aspect);
         self.run_overlay(window);
+        self.gather_contacts();
         self.present(event_loop);
         self.end_frame(event_loop);
     }
@@ -337,15 +356,18 @@ impl DesktopApp {
         let stats = self.mode.stats();
         let network = match &self.mode {
             Mode::Single(_) | Mode::Compare(_) => None,
-            Mode::Net(n) => Some(NetworkInfo {
-                role: &n.role,
-                peer: n.shown(),
-                graphs: &n.seats[n.controlled()].graphs,
-                controlled: (n.seats.len() > 1).then(|| (n.shown().player(), n.seats.len())),
-            }),
+            Mode::Net(n) => {
+                let n = n.play();
+                Some(NetworkInfo {
+                    role: &n.role,
+                    peer: n.shown(),
+                    graphs: &n.seats[n.controlled()].graphs,
+                    controlled: (n.seats.len() > 1).then(|| (n.shown().player(), n.seats.len())),
+                })
+            }
         };
         let notice = match &self.mode {
-            Mode::Net(n) => n.notice(),
+            Mode::Net(n) => n.play().notice(),
             _ => None,
         };
         let data = OverlayData {
@@ -389,12 +411,6 @@ impl DesktopApp {
             self.overlay.textures.clear();
             return;
         };
-        self.contacts.clear();
-        if self.toggles.contacts {
-            self.mode
-                .world()
-                .contact_points(&mut self.contacts, MAX_CONTACT_MARKERS);
-        }
         let input = FrameInput {
             views: &self.view.views,
             cubes: &self.view.cubes,

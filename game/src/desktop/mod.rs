@@ -20,6 +20,7 @@ pub mod hands;
 pub mod interpolate;
 pub mod mode;
 pub mod net_play;
+pub mod net_runner;
 pub mod network_panel;
 pub mod overlay;
 pub mod play_cli;
@@ -105,7 +106,9 @@ pub fn run_with(
     if let Some(e) = app.game_error.take() {
         return Err(e);
     }
+    app.mode.begin_read();
     let stats = app.mode.stats();
+    app.mode.end_read();
     tracing::info!(
         frames = app.frames_shown,
         steps = stats.steps,

@@ -1,13 +1,18 @@
 //! What the desktop window shows: one world of its own ([`DesktopSim`]: reset, pause, scenes) or a networked game
 //! ([`NetPlay`]: host, guest or local players; nothing pauses or resets a game others are in). The window asks
 //! the same questions of both.
+//!
+//! A networked game runs on a thread of its own ([`NetRunner`]): the window reads it between
+//! [`Mode::begin_read`] and [`Mode::end_read`], which hold its lock for the frame's reading — never while the frame
+//! waits for the display — and only hands it the hands ([`Mode::advance`]).
 
 use glam::Vec3;
 use tumble_engine::physics::World;
 
 use super::compare_view::CompareView;
 use super::interpolate::PoseBuffer;
-use super::net_play::NetPlay;
+use super::net_play::{NetPlay, NetPlayError};
+use super::net_runner::NetRunner;
 use super::sim::{DesktopSim, SimStats};
 use super::DesktopError;
 use crate::avatar::{Avatar, AvatarInput};
@@ -18,10 +23,45 @@ use crate::interaction::Interaction;
 pub enum Mode {
     /// Both boxed: the single world keeps kilobytes of fixed-size buffers inline, and the two differ in size.
     Single(Box<DesktopSim>),
-    Net(Box<NetPlay>),
+    Net(Box<NetView>),
     /// `tumble compare --view`: the cube game over one network model, the two machines side by side. It has no
     /// hands: [`Mode::interaction`] and [`Mode::avatar`] are idle ones.
     Compare(Box<CompareView>),
+}
+
+/// A networked game as the window sees it: its runner, and while a frame reads it, the game's lock.
+pub struct NetView {
+    runner: NetRunner,
+    reading: Option<parking_lot::ArcMutexGuard<parking_lot::RawMutex, NetPlay>>,
+    /// Where the frame being read lies between the last two steps, by the real clock.
+    alpha: f32,
+    scene_name: String,
+}
+
+impl NetView {
+    /// Starts `play` stepping on its own thread.
+    pub fn start(play: NetPlay) -> Result<NetView, NetPlayError> {
+        let scene_name = play.scene_name.clone();
+        Ok(NetView {
+            runner: NetRunner::start(play)?,
+            reading: None,
+            alpha: 1.0,
+            scene_name,
+        })
+    }
+
+    /// The game, while a frame reads it ([`Mode::begin_read`]).
+    pub fn play(&self) -> &NetPlay {
+        self.reading
+            .as_deref()
+            .expect("the window reads the game between Mode::begin_read and Mode::end_read")
+    }
+
+    pub fn play_mut(&mut self) -> &mut NetPlay {
+        self.reading
+            .as_deref_mut()
+            .expect("the window reads the game between Mode::begin_read and Mode::end_read")
+    }
 }
 
 /// The hands of a mode that has none (the cube game is played with keys).
@@ -29,11 +69,29 @@ static IDLE_INTERACTION: std::sync::LazyLock<Interaction> = std::sync::LazyLock:
 static IDLE_AVATAR: std::sync::LazyLock<Avatar> = std::sync::LazyLock::new(Avatar::default);
 
 impl Mode {
+    /// A networked game: takes its lock for this frame's reading (and the real clock's place between its steps).
+    /// Nothing for the others.
+    pub fn begin_read(&mut self) {
+        if let Mode::Net(n) = self {
+            if n.reading.is_none() {
+                n.reading = Some(n.runner.lock_owned());
+                n.alpha = n.runner.alpha();
+            }
+        }
+    }
+
+    /// Lets the networked game step again (before the frame waits for the display).
+    pub fn end_read(&mut self) {
+        if let Mode::Net(n) = self {
+            n.reading = None;
+        }
+    }
+
     /// The world on screen (a networked game: the shown peer's).
     pub fn world(&self) -> &World {
         match self {
             Mode::Single(s) => &s.world,
-            Mode::Net(n) => &n.shown().world,
+            Mode::Net(n) => &n.play().shown().world,
             Mode::Compare(c) => c.field(),
         }
     }
@@ -41,7 +99,7 @@ impl Mode {
     pub fn interaction(&self) -> &Interaction {
         match self {
             Mode::Single(s) => &s.interaction,
-            Mode::Net(n) => &n.shown().interaction,
+            Mode::Net(n) => &n.play().shown().interaction,
             Mode::Compare(_) => &IDLE_INTERACTION,
         }
     }
@@ -49,7 +107,7 @@ impl Mode {
     pub fn avatar(&self) -> &Avatar {
         match self {
             Mode::Single(s) => &s.avatar,
-            Mode::Net(n) => &n.shown().avatar,
+            Mode::Net(n) => &n.play().shown().avatar,
             Mode::Compare(_) => &IDLE_AVATAR,
         }
     }
@@ -57,7 +115,7 @@ impl Mode {
     pub fn poses(&self) -> &PoseBuffer {
         match self {
             Mode::Single(s) => &s.poses,
-            Mode::Net(n) => &n.poses,
+            Mode::Net(n) => &n.play().poses,
             Mode::Compare(c) => &c.left.poses,
         }
     }
@@ -65,7 +123,7 @@ impl Mode {
     pub fn alpha(&self) -> f32 {
         match self {
             Mode::Single(s) => s.alpha(),
-            Mode::Net(n) => n.alpha(),
+            Mode::Net(n) => n.alpha,
             Mode::Compare(c) => c.alpha(),
         }
     }
@@ -73,7 +131,7 @@ impl Mode {
     pub fn stats(&self) -> SimStats {
         match self {
             Mode::Single(s) => s.stats,
-            Mode::Net(n) => n.stats(),
+            Mode::Net(n) => n.play().stats(),
             Mode::Compare(c) => SimStats {
                 steps: c.steps,
                 step_ms: c.step_ms,
@@ -100,7 +158,7 @@ impl Mode {
         match self {
             Mode::Single(_) | Mode::Compare(_) => None,
             Mode::Net(n) => {
-                let peer = n.shown();
+                let peer = n.play().shown();
                 Some(SessionDraw {
                     table: &peer.table,
                     player: peer.player(),
@@ -115,7 +173,17 @@ impl Mode {
     pub fn advance(&mut self, frame_s: f64, input: &AvatarInput, keys: CubeInput) -> Result<u32, DesktopError> {
         match self {
             Mode::Single(s) => Ok(s.advance(frame_s, input)),
-            Mode::Net(n) => Ok(n.advance(frame_s, input)?),
+            Mode::Net(n) => {
+                // The game steps on its own clock: the window only hands it the hands. A game that stopped on an
+                // error says so here.
+                n.runner.publish_input(input);
+                if n.runner.has_stopped() {
+                    n.runner.stop()?;
+                    return Err(DesktopError::Net(NetPlayError::Bad("the game stopped".into())));
+                }
+                let _ = frame_s;
+                Ok(0)
+            }
             Mode::Compare(c) => c.advance(frame_s, keys).map_err(DesktopError::Compare),
         }
     }
@@ -124,7 +192,7 @@ impl Mode {
     pub fn bounds(&self) -> (Vec3, f32) {
         match self {
             Mode::Single(s) => s.bounds(),
-            Mode::Net(n) => bounds_of(&n.shown().world),
+            Mode::Net(n) => bounds_of(&n.play().shown().world),
             Mode::Compare(c) => bounds_of(c.field()),
         }
     }

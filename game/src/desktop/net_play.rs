@@ -31,6 +31,7 @@ use crate::avatar::AvatarInput;
 use crate::harness::loopback::bit_identical;
 use crate::harness::session::{Driver, DEFAULT_SESSION_KBPS_BUDGET};
 use crate::harness::session_cli::{make_driver, world_maker, DRIVER_NAMES};
+use crate::interaction::InteractionEvent;
 use crate::session::peer::{HostGone, Peer, PeerConfig, PeerError, MAX_PLAYERS};
 
 /// The port `tumble host` listens on unless told otherwise.
@@ -147,7 +148,13 @@ pub struct NetPlay {
     step_ms: f32,
     /// Bots play while true; false: they put down what they hold and stand still (so a world can come to rest).
     pub bots_active: bool,
+    /// The controlled seat's grabs and releases since they were last taken ([`NetPlay::take_events`]), oldest
+    /// first; at most [`MAX_KEPT_EVENTS`] (a headset's haptics read them once a frame).
+    events: Vec<InteractionEvent>,
 }
+
+/// Interaction events kept for a frame loop that has not taken them (the oldest go first).
+const MAX_KEPT_EVENTS: usize = 64;
 
 fn memory_address(seat: usize) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, seat as u8 + 1], 1000))
@@ -411,6 +418,7 @@ impl NetPlay {
             join_code: None,
             step_ms: 0.0,
             bots_active: true,
+            events: Vec::with_capacity(MAX_KEPT_EVENTS),
         };
         play.reset_poses();
         play
@@ -508,6 +516,14 @@ impl NetPlay {
                 _ => seat.bot_input(step, active)?,
             };
             seat.peer.play(&hands)?;
+            if i == self.controlled {
+                for &event in seat.peer.interaction.events() {
+                    if self.events.len() == MAX_KEPT_EVENTS {
+                        self.events.remove(0);
+                    }
+                    self.events.push(event);
+                }
+            }
         }
         for seat in &mut self.seats {
             seat.peer.quantize()?;
@@ -555,7 +571,7 @@ impl NetPlay {
     }
 
     /// UDP: sends what is queued and reads what has arrived, on every socket.
-    fn poll(&mut self) -> Result<(), NetPlayError> {
+    pub(crate) fn poll(&mut self) -> Result<(), NetPlayError> {
         let Transport::Udp { sockets, clock } = &mut self.transport else {
             return Ok(());
         };
@@ -610,6 +626,13 @@ impl NetPlay {
         }
         self.bots_active = true;
         Ok(())
+    }
+
+    /// Moves the controlled seat's grabs and releases since the last call into `out` (cleared first), oldest first.
+    pub fn take_events(&mut self, out: &mut Vec<InteractionEvent>) {
+        out.clear();
+        out.extend_from_slice(&self.events);
+        self.events.clear();
     }
 
     /// The shown seat's host is gone (a guest whose host left or vanished): how, and when it learnt it.

@@ -11,7 +11,7 @@ use tumble_net::crypto::JoinSecret;
 use tumble_net::join_code::JoinTarget;
 use tumble_net::LinkConfig;
 
-use super::mode::Mode;
+use super::mode::{Mode, NetView};
 use super::net_play::{HostOptions, JoinOptions, LocalOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
 use super::DesktopError;
 use crate::harness::session_cli::default_scene;
@@ -213,7 +213,9 @@ pub fn run_host(args: &HostArgs) -> Result<Option<Value>, DesktopError> {
         play.run_headless(seconds)?;
         return Ok(Some(summary(&play)));
     }
-    super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::host(&args.options())?))))?;
+    super::run_with(args.frames, || {
+        Ok(Mode::Net(Box::new(NetView::start(NetPlay::host(&args.options())?)?)))
+    })?;
     Ok(None)
 }
 
@@ -238,7 +240,9 @@ pub fn run_join(args: &JoinArgs) -> Result<Option<Value>, DesktopError> {
             Err(e) => Err(e.into()),
         };
     }
-    super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::join(&options)?))))?;
+    super::run_with(args.frames, || {
+        Ok(Mode::Net(Box::new(NetView::start(NetPlay::join(&options)?)?)))
+    })?;
     Ok(None)
 }
 
@@ -254,7 +258,9 @@ pub fn run_local(args: &LocalArgs) -> Result<Option<Value>, DesktopError> {
         play.run_simulated(seconds, args.settle_s)?;
         return Ok(Some(summary(&play)));
     }
-    super::run_with(args.frames, || Ok(Mode::Net(Box::new(NetPlay::local(&options)?))))?;
+    super::run_with(args.frames, || {
+        Ok(Mode::Net(Box::new(NetView::start(NetPlay::local(&options)?)?)))
+    })?;
     Ok(None)
 }
 

@@ -37,7 +37,7 @@ const TICK_S: f64 = 1.0 / (PACKETS_PER_S as f64 * SUBTICKS_PER_STEP as f64);
 const STEP_S: f64 = 1.0 / PACKETS_PER_S as f64;
 
 /// Makes one player's hands move: called once per step for each player.
-pub trait Driver {
+pub trait Driver: Send {
     /// This step's input for the player on `peer` (`active`: false once the run is settling).
     fn input(&mut self, step: u64, peer: &Peer, active: bool) -> AvatarInput;
 

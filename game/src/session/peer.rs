@@ -138,7 +138,15 @@ pub struct PeerStats {
     /// from the eye; these count it). A guest's first second after its welcome (every cube arriving) is not counted.
     pub corrections_over_1cm: u64,
     pub corrections_over_10cm: u64,
+    /// Guest: seconds the host's game stood still as seen from here — every gap of more than [`STALL_GAP_S`]
+    /// between two messages from the host with a newer step (a host whose game stopped stepping, or whose packets
+    /// stopped coming), summed.
+    pub seconds_stalled: f64,
 }
+
+/// A gap between the host's messages longer than this (s) is a stall: at 90 messages a second, many lost in a
+/// row, or the host's game not stepping.
+pub const STALL_GAP_S: f64 = 1.0;
 
 /// What one connection's sender put on the wire, by part (bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -183,6 +191,8 @@ struct Link {
     welcome_acked: bool,
     /// Newest header step processed from this link (holds are taken from newer headers only).
     newest_header_step: Option<u32>,
+    /// When it arrived (this peer's clock, s).
+    newest_header_at_s: Option<f64>,
     /// Message bytes sent before the state bodies (type byte, header: welcome, avatars).
     header_bytes_sent: u64,
     /// Of those, the avatars' share (bits).
@@ -207,6 +217,7 @@ impl Link {
             welcome_sequences: vec![false; usize::from(u16::MAX) + 1],
             welcome_acked: false,
             newest_header_step: None,
+            newest_header_at_s: None,
             header_bytes_sent: 0,
             avatar_bits_sent: 0,
             avatars_sent: SentAvatars::new(),
@@ -1101,10 +1112,16 @@ impl Peer {
                 let newer = link
                     .newest_header_step
                     .is_none_or(|s| (header.sender_step.wrapping_sub(s) as i32) > 0);
+                let mut gap = 0.0;
                 if newer {
                     link.newest_header_step = Some(header.sender_step);
+                    gap = link.newest_header_at_s.replace(now_s).map_or(0.0, |last| now_s - last);
                 }
                 let player = link.player;
+                if gap > STALL_GAP_S && !self.is_host {
+                    tracing::warn!(gap_s = gap, "the host's game stood still");
+                    self.stats.seconds_stalled += gap;
+                }
                 if newer {
                     let age = (self.step as u32).wrapping_sub(header.sender_step) as i32;
                     self.stats.newest_states += 1;

@@ -118,6 +118,23 @@ impl VrRenderer {
         peer: Option<&Peer>,
         shown: &FramePoses<'_>,
     ) -> Result<bool, RenderError> {
+        self.prepare(world, interaction, peer, shown);
+        self.draw_prepared(target, space)
+    }
+
+    /// The boxes of a frame, from the world and hands as `shown` says: what [`VrRenderer::draw_prepared`] then
+    /// draws. Apart so that a networked game's lock is held only while it is read, not while the frame is recorded.
+    pub fn prepare(&mut self, world: &World, interaction: &Interaction, peer: Option<&Peer>, shown: &FramePoses<'_>) {
+        fill_cube_instances(&mut self.cubes, world, interaction, peer, shown);
+        push_hand_boxes(&shown.avatar, peer.map_or(1, Peer::player), &mut self.cubes);
+        if let Some(p) = peer {
+            push_remote_avatar_boxes(p.remote_avatars(), p.player(), &mut self.cubes);
+        }
+    }
+
+    /// Draws the boxes [`VrRenderer::prepare`] made into `target` (colour, and depth where the target has a depth
+    /// image) and submits; whether the depth image was written.
+    pub fn draw_prepared(&mut self, target: &FrameTarget, space: PlaySpace) -> Result<bool, RenderError> {
         let eye = |i: usize| {
             let e = &target.eyes[i];
             View::from_pose_fov(
@@ -130,11 +147,6 @@ impl VrRenderer {
             )
         };
         let views = [eye(0), eye(1)];
-        fill_cube_instances(&mut self.cubes, world, interaction, peer, shown);
-        push_hand_boxes(&shown.avatar, peer.map_or(1, Peer::player), &mut self.cubes);
-        if let Some(p) = peer {
-            push_remote_avatar_boxes(p.remote_avatars(), p.player(), &mut self.cubes);
-        }
         let device = &self.gpu.device;
         if let [renderer] = self.renderers.as_mut_slice() {
             let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;

@@ -30,6 +30,7 @@ use tumble_engine::xr::{
 use crate::avatar::{Avatar, Pose, HAND_COUNT};
 use crate::desktop::interpolate::PoseBuffer;
 use crate::desktop::net_play::{HostOptions, JoinOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
+use crate::desktop::net_runner::NetRunner;
 use crate::interaction::{Interaction, InteractionEvent};
 use clock::{frame_alpha, StepClock};
 use draw::{FramePoses, VrRenderer};
@@ -291,7 +292,9 @@ pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     game.space = start_space(scene.spawn, &game.world);
     game.move_speed = options.move_speed;
     game.snap_turn_rad = options.snap_turn_rad;
-    game.net = net;
+    // A networked game steps on its own clock, on a thread: the headset's frames (or their absence, while the
+    // headset is off) change nothing for the other players.
+    game.net = net.map(NetRunner::start).transpose()?;
     game.record = record;
     game.mirror_window = mirror_window;
     game.report = VrReport {
@@ -473,6 +476,13 @@ fn play(xr: &mut XrSession, game: &mut VrGame, options: &VrOptions, started: Ins
     }
 }
 
+/// How long after now a frame waited for with `timing` is shown: one display period (the runtime predicts the
+/// display of the frame it just let begin about a period ahead). A networked game's poses are interpolated by the
+/// real clock at that moment.
+fn display_lead(timing: &FrameTiming) -> Duration {
+    Duration::from_nanos(timing.predicted_display_period_ns.clamp(0, 100_000_000) as u64)
+}
+
 /// What a session adds to the report at its end (summed over sessions where the runtime counts).
 fn finish_report(report: &mut VrReport, xr: &XrSession) {
     let life = xr.lifecycle();
@@ -599,8 +609,13 @@ struct VrGame {
     /// Steps since the scripted grip started (once both hands were first tracked while focused).
     script_step: Option<u32>,
     report: VrReport,
-    /// A networked game: its shown peer's world, hands and interaction replace the ones above.
-    net: Option<NetPlay>,
+    /// A networked game, stepping on its own thread: its shown peer's world, hands and interaction replace the ones
+    /// above.
+    net: Option<NetRunner>,
+    /// Its grabs and releases taken each frame (for the haptic pulses and the report), sized once.
+    net_events: Vec<InteractionEvent>,
+    /// Its step count at the last frame (its steps this frame are the report's physics steps).
+    net_steps_seen: u64,
     /// `--record`: every drawn frame as a JSON line.
     record: Option<FrameRecord>,
     /// The desktop window mirroring the left eye. Last: the renderer's mirror draws into it and goes first.
@@ -638,6 +653,8 @@ impl VrGame {
             net: None,
             record: None,
             mirror_window: None,
+            net_events: Vec::with_capacity(64),
+            net_steps_seen: 0,
         }
     }
 
@@ -690,34 +707,77 @@ impl VrGame {
         let alpha = frame_alpha(self.clock.sim_time_ns(), display_ns);
         let grips = self.grips(xr.lifecycle().input_active());
         let hands_now = avatar_input_at(self.prev_hands.as_ref(), &self.hands, display_ns, grips, self.space);
+        if let Some(runner) = self.net.as_ref() {
+            return self.render_net(xr, timing, &hands_now, runner.alpha_ahead(display_lead(timing)));
+        }
         if let Some(target) = xr.acquire_frame(timing)? {
             self.head_local = (target.eyes[0].position + target.eyes[1].position) * 0.5;
-            let (poses, mut avatar) = match self.net.as_ref() {
-                Some(n) => (&n.poses, n.shown().avatar),
-                None => (&self.poses, self.avatar),
-            };
+            let (poses, mut avatar) = (&self.poses, self.avatar);
             avatar.update(&hands_now, STEP_S);
             let shown = FramePoses { poses, alpha, avatar };
             let sim_ns = self.clock.sim_time_ns();
-            match self.net.as_ref().map(NetPlay::shown) {
-                Some(p) => self.repeats.observe(&p.world, &p.interaction, Some(p), &shown, sim_ns),
-                None => self
-                    .repeats
-                    .observe(&self.world, &self.interaction, None, &shown, sim_ns),
-            }
+            self.repeats
+                .observe(&self.world, &self.interaction, None, &shown, sim_ns);
             if let Some(record) = self.record.as_mut() {
                 let period_ns = timing.predicted_display_period_ns;
                 record.frame(display_ns, period_ns, sim_ns, alpha, self.repeats.moving());
             }
-            depth_written = match (self.renderer.as_mut(), self.net.as_ref().map(NetPlay::shown)) {
-                (Some(r), Some(p)) => r.draw(&target, self.space, &p.world, &p.interaction, Some(p), &shown)?,
-                (Some(r), None) => r.draw(&target, self.space, &self.world, &self.interaction, None, &shown)?,
-                (None, _) => {
+            depth_written = match self.renderer.as_mut() {
+                Some(r) => r.draw(&target, self.space, &self.world, &self.interaction, None, &shown)?,
+                None => {
                     xr.clear_target(&target, CLEAR_RGBA)?;
                     true
                 }
             };
         }
+        Ok(xr.submit_frame(timing, depth_written)?)
+    }
+
+    /// [`VrGame::render`] in a networked game: the game's lock is held while its world is read into the frame's
+    /// boxes, not while the frame is recorded and submitted; cubes drawn `alpha` of the way from the previous step's
+    /// poses to the last one's, by the real clock at the display time.
+    fn render_net(
+        &mut self,
+        xr: &mut XrSession,
+        timing: &FrameTiming,
+        hands_now: &crate::avatar::AvatarInput,
+        alpha: f32,
+    ) -> Result<FrameSubmitted, VrError> {
+        let display_ns = timing.predicted_display_time_ns;
+        let mut depth_written = false;
+        let Some(target) = xr.acquire_frame(timing)? else {
+            return Ok(xr.submit_frame(timing, false)?);
+        };
+        self.head_local = (target.eyes[0].position + target.eyes[1].position) * 0.5;
+        {
+            let runner = self.net.as_ref().expect("a networked game");
+            let play = runner.lock();
+            let p = play.shown();
+            let mut avatar = p.avatar;
+            avatar.update(hands_now, STEP_S);
+            let shown = FramePoses {
+                poses: &play.poses,
+                alpha,
+                avatar,
+            };
+            // The game's step count stands for the simulation time the frame was drawn after.
+            let sim = Some(play.step_count() as i64 * STEP_NS);
+            self.repeats.observe(&p.world, &p.interaction, Some(p), &shown, sim);
+            if let Some(record) = self.record.as_mut() {
+                let period_ns = timing.predicted_display_period_ns;
+                record.frame(display_ns, period_ns, sim, alpha, self.repeats.moving());
+            }
+            if let Some(r) = self.renderer.as_mut() {
+                r.prepare(&p.world, &p.interaction, Some(p), &shown);
+            }
+        }
+        depth_written |= match self.renderer.as_mut() {
+            Some(r) => r.draw_prepared(&target, self.space)?,
+            None => {
+                xr.clear_target(&target, CLEAR_RGBA)?;
+                true
+            }
+        };
         Ok(xr.submit_frame(timing, depth_written)?)
     }
 
@@ -777,11 +837,12 @@ impl VrGame {
     /// no hand speed measured over it (a held cube would be thrown).
     fn forget_hand_motion(&mut self) {
         self.prev_hands = None;
-        let avatar = match self.net.as_mut() {
-            Some(net) => &mut net.shown_mut().avatar,
-            None => &mut self.avatar,
-        };
-        for hand in &mut avatar.hands {
+        if let Some(runner) = self.net.as_ref() {
+            for hand in &mut runner.lock().shown_mut().avatar.hands {
+                hand.forget_motion();
+            }
+        }
+        for hand in &mut self.avatar.hands {
             hand.forget_motion();
         }
     }
@@ -793,9 +854,15 @@ impl VrGame {
             return;
         }
         let midpoint = (left.grip_position + right.grip_position) * 0.5;
-        let world = self.net.as_ref().map_or(&self.world, |n| &n.shown().world);
-        let placed =
-            scripted::target_cube(world).and_then(|cube| scripted::play_space_origin_for(world, cube, midpoint));
+        let placed = match self.net.as_ref() {
+            Some(runner) => {
+                let play = runner.lock();
+                let world = &play.shown().world;
+                scripted::target_cube(world).and_then(|cube| scripted::play_space_origin_for(world, cube, midpoint))
+            }
+            None => scripted::target_cube(&self.world)
+                .and_then(|cube| scripted::play_space_origin_for(&self.world, cube, midpoint)),
+        };
         if let Some(origin) = placed {
             self.space = PlaySpace::at(origin);
             // The hands jump with the play space: no velocity from the move.
@@ -808,25 +875,24 @@ impl VrGame {
 
     /// The fixed steps due by this frame's display time, each with the hands interpolated to its time.
     fn simulate(&mut self, xr: &mut XrSession, timing: &FrameTiming, focused: bool) -> Result<(), VrError> {
+        if self.net.is_some() {
+            return self.simulate_net(xr, timing, focused);
+        }
         let first_step_ns = self.clock.sim_time_ns().unwrap_or(timing.predicted_display_time_ns) + STEP_NS;
         let steps = self.clock.steps_due(timing.predicted_display_time_ns);
         for k in 0..steps {
             let step_ns = first_step_ns + i64::from(k) * STEP_NS;
             let grips = self.grips(focused);
             let input = avatar_input_at(self.prev_hands.as_ref(), &self.hands, step_ns, grips, self.space);
-            if let Some(net) = self.net.as_mut() {
-                net.step_once(Some(&input))?;
-            } else {
-                self.avatar.update(&input, STEP_S);
-                self.interaction.update(&mut self.world, &self.avatar)?;
-                self.world.step();
-                self.poses.record(&self.world);
-            }
+            self.avatar.update(&input, STEP_S);
+            self.interaction.update(&mut self.world, &self.avatar)?;
+            self.world.step();
+            self.poses.record(&self.world);
             self.report.physics_steps += 1;
             // By index: the events live in the interaction, which `on_event` does not touch.
-            let events = self.interaction_now().events().len();
+            let events = self.interaction.events().len();
             for i in 0..events {
-                let event = self.interaction_now().events()[i];
+                let event = self.interaction.events()[i];
                 self.on_event(xr, event)?;
             }
             if let Some(s) = self.script_step.as_mut() {
@@ -836,9 +902,35 @@ impl VrGame {
         Ok(())
     }
 
-    /// The interaction the hands act through: the shown peer's in a session.
-    fn interaction_now(&self) -> &Interaction {
-        self.net.as_ref().map_or(&self.interaction, |n| &n.shown().interaction)
+    /// [`VrGame::simulate`] in a networked game, which steps on its own thread: this frame's hands (at its display
+    /// time) go to it, and the grabs and releases of its steps since the last frame come back.
+    fn simulate_net(&mut self, xr: &mut XrSession, timing: &FrameTiming, focused: bool) -> Result<(), VrError> {
+        let grips = self.grips(focused);
+        let display_ns = timing.predicted_display_time_ns;
+        let input = avatar_input_at(self.prev_hands.as_ref(), &self.hands, display_ns, grips, self.space);
+        let runner = self.net.as_ref().expect("a networked game");
+        if runner.has_stopped() {
+            let mut runner = self.net.take().expect("a networked game");
+            runner.stop()?;
+            return Err(VrError::Net(NetPlayError::Bad("the game stopped".into())));
+        }
+        runner.publish_input(&input);
+        let steps = {
+            let mut play = runner.lock();
+            play.take_events(&mut self.net_events);
+            play.step_count()
+        };
+        let new_steps = steps.saturating_sub(self.net_steps_seen);
+        self.net_steps_seen = steps;
+        self.report.physics_steps += new_steps;
+        if let Some(s) = self.script_step.as_mut() {
+            *s += new_steps as u32;
+        }
+        for i in 0..self.net_events.len() {
+            let event = self.net_events[i];
+            self.on_event(xr, event)?;
+        }
+        Ok(())
     }
 
     /// The grip of each hand this step: the controllers' squeeze (zero while not focused), or the larger of it and
