@@ -71,6 +71,20 @@ check "frame times and missed frames reported" \
     '(.cpu_frame_ms_p50 | type) == "number" and .cpu_frame_ms_p99 >= .cpu_frame_ms_p50 and (.frames_missed | type) == "number"' \
     '[.cpu_frame_ms_p50, .cpu_frame_ms_p99, .gpu_frame_ms_p50, .frames_missed]'
 
+# A networked game in the headset: `tumble vr --host` with a bot guest on its own UDP socket. The game steps on its
+# own thread (issue 30): the headset's frames hand it the hands and draw what its steps left, and the scripted
+# grips still grab through it, with nothing allocated per frame on the frame loop's thread.
+report=target/vr/report-host.json
+scripts/vr-root.sh run -- target/debug/tumble vr --host --port 0 --bots 1 --frames 200 --max-seconds "$MAX_SECONDS" \
+    --scripted-grab --json >"$report" 2>target/vr/vr-host.log
+echo "test-vr: host: $(jq -c '{frames_submitted, physics_steps, grabs, steady_frames, steady_frame_allocations,
+    repeated_cube_poses, validation_messages}' "$report")" >&2
+check "a networked game in the headset: frames, its own steps, grabs through it, nothing allocated per frame" \
+    '.frames_submitted >= 200 and .physics_steps > 0 and .grabs >= 2 and .steady_frames >= 100
+    and .steady_frame_allocations == 0 and .repeated_cube_poses == 0 and .validation_messages == 0' \
+    '[.frames_submitted, .physics_steps, .grabs, .steady_frames, .steady_frame_allocations, .repeated_cube_poses,
+    .validation_messages]'
+
 # The runtime going away mid-game (monado-service killed and started again): tumble vr makes a new session and
 # plays on in the same world.
 loss=target/vr/session-loss.json

@@ -68,8 +68,9 @@ pub struct NetRunner {
 }
 
 impl NetRunner {
-    /// Starts stepping `play` now.
+    /// Starts stepping `play` now. Call it on the thread that will read the game (the frame loop's).
     pub fn start(play: NetPlay) -> Result<NetRunner, NetPlayError> {
+        park_once();
         let shared = Arc::new(Shared {
             play: Arc::new(Mutex::new(play)),
             inputs: Mutex::new(FrameInputs::default()),
@@ -143,8 +144,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock()
 }
 
+/// Parks the calling thread once, for a microsecond. The first time a thread waits on a parking_lot lock, it sets up
+/// the thread's parking data and may grow the library's table of them: allocations, which must happen here, at the
+/// start, not in the middle of a frame the first time the game's lock is contended.
+fn park_once() {
+    let lock = Mutex::new(());
+    let woken = parking_lot::Condvar::new();
+    let mut guard = lock.lock();
+    let _ = woken.wait_for(&mut guard, Duration::from_micros(1));
+}
+
 /// The thread: a step every 1/90 s of the real clock, the sockets polled in between.
 fn run(shared: &Shared) -> Result<(), NetPlayError> {
+    park_once();
     let mut start = Instant::now();
     let mut step = 0u64;
     while !shared.stop.load(Ordering::Acquire) {
