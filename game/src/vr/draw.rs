@@ -43,7 +43,7 @@ impl VrRenderer {
         pass_per_eye: bool,
         window: Option<&super::mirror_window::MirrorWindow>,
     ) -> Result<VrRenderer, RenderError> {
-        if body_count + AVATAR_BOXES_MAX > MAX_CUBES {
+        if body_count + AVATAR_BOXES_MAX + super::notice::MAX_NOTICE_BOXES > MAX_CUBES {
             return Err(RenderError::Input(format!(
                 "the scene has {body_count} bodies; the renderer draws at most {MAX_CUBES}"
             )));
@@ -74,7 +74,7 @@ impl VrRenderer {
             mirror,
             renderers,
             gpu,
-            cubes: Vec::with_capacity(body_count + AVATAR_BOXES_MAX),
+            cubes: Vec::with_capacity(body_count + AVATAR_BOXES_MAX + super::notice::MAX_NOTICE_BOXES),
         })
     }
 
@@ -130,6 +130,11 @@ impl VrRenderer {
         if let Some(p) = peer {
             push_remote_avatar_boxes(p.remote_avatars(), p.player(), &mut self.cubes);
         }
+    }
+
+    /// Adds a notice floating ahead of `head` (a world pose) to the boxes [`VrRenderer::prepare`] made.
+    pub fn push_notice(&mut self, text: &str, head: &crate::avatar::Pose) {
+        super::notice::push_notice_boxes(text, head, &mut self.cubes);
     }
 
     /// Draws the boxes [`VrRenderer::prepare`] made into `target` (colour, and depth where the target has a depth

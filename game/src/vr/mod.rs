@@ -13,6 +13,7 @@ pub mod clock;
 pub mod draw;
 pub mod hands;
 pub mod mirror_window;
+pub mod notice;
 pub mod pacing;
 pub mod report;
 pub mod scripted;
@@ -769,6 +770,10 @@ impl VrGame {
             }
             if let Some(r) = self.renderer.as_mut() {
                 r.prepare(&p.world, &p.interaction, Some(p), &shown);
+                // The host gone: told in front of the eyes, whatever the player looks at.
+                if let (Some((how, _)), Some(head)) = (play.host_gone(), self.hands.head) {
+                    r.push_notice(notice::host_gone_text(how), &self.space.pose(head));
+                }
             }
         }
         depth_written |= match self.renderer.as_mut() {
