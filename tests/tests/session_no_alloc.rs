@@ -44,7 +44,7 @@ fn pump(net: &mut MemoryNetwork, peers: &mut [Peer], t: f64) {
 #[test]
 fn a_running_session_sends_and_receives_without_allocating() {
     let make_world = world_maker(&default_scene()).unwrap();
-    let config = PeerConfig { kbps_budget: 128 };
+    let config = PeerConfig::with_budget(128);
     let host_endpoint = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
     let guest_config = EndpointConfig {
         join_secret: Some(host_endpoint.join_secret()),

@@ -216,9 +216,7 @@ impl NetPlay {
             )));
         }
         let (name, make_world) = load(&options.scene)?;
-        let config = PeerConfig {
-            kbps_budget: options.kbps_budget,
-        };
+        let config = PeerConfig::with_budget(options.kbps_budget);
         let seed = clock_seed();
         let socket = bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, options.port)))?;
         let port = socket.local_addr().port();
@@ -301,9 +299,7 @@ impl NetPlay {
             path: options.scene.clone(),
             source,
         })?;
-        let config = PeerConfig {
-            kbps_budget: options.kbps_budget,
-        };
+        let config = PeerConfig::with_budget(options.kbps_budget);
         let mut guest = Peer::guest(world, endpoint, config)?;
         guest.set_scene_name(&name);
         if let Some(v) = options.pretend_version {
@@ -368,9 +364,7 @@ impl NetPlay {
             )));
         }
         let (name, make_world) = load(&options.scene)?;
-        let config = PeerConfig {
-            kbps_budget: options.kbps_budget,
-        };
+        let config = PeerConfig::with_budget(options.kbps_budget);
         let world = |_| {
             make_world().map_err(|source| NetPlayError::Scene {
                 path: options.scene.clone(),

@@ -101,9 +101,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let seed = args.seed.wrapping_add(u64::from(args.seat) * 7919);
     let mut socket = UdpTransport::bind("127.0.0.1:0".parse()?)?;
     let mut sim = LinkSim::new(link, seed ^ 0x5eed);
-    let config = PeerConfig {
-        kbps_budget: args.kbps_budget,
-    };
+    let config = PeerConfig::with_budget(args.kbps_budget);
     let clock = Instant::now();
     let mut peer = match args.join {
         None => {

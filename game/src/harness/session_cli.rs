@@ -73,6 +73,9 @@ pub struct SessionArgs {
     /// Per-connection budget, each direction (kbps, IP/UDP headers included)
     #[arg(long, value_name = "K", default_value_t = DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
+    /// Packets a second on each connection, a divisor of the 90 physics steps (90, 45, 30, 18, 15, 10, ...)
+    #[arg(long, value_name = "P", default_value_t = 90)]
+    pub packets_per_s: u32,
     /// Print the JSON object on stdout (always printed; accepted for the documented command line)
     #[arg(long)]
     pub json: bool,
@@ -112,7 +115,14 @@ impl SessionArgs {
                 bail!("{flag}'s time must be within the run's {} s", self.seconds);
             }
         }
+        if self.packets_per_s == 0 || 90 % self.packets_per_s != 0 {
+            bail!(
+                "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {}",
+                self.packets_per_s
+            );
+        }
         Ok(SessionConfig {
+            send_every_steps: 90 / self.packets_per_s,
             players: self.players,
             seconds: self.seconds,
             latency_ms: self.latency_ms,

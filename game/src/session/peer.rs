@@ -98,6 +98,24 @@ impl HostGone {
 pub struct PeerConfig {
     /// Per connection and direction, IP/UDP headers included (kbps).
     pub kbps_budget: u32,
+    /// A packet every this many physics steps on each connection (1: every step, 90 a second; 3: 30 a second).
+    /// Physics stays at 90 Hz; what a packet carries is the state at the step it is sent.
+    pub send_every_steps: u32,
+}
+
+impl PeerConfig {
+    /// A packet every step under `kbps_budget`.
+    pub fn with_budget(kbps_budget: u32) -> PeerConfig {
+        PeerConfig {
+            kbps_budget,
+            send_every_steps: 1,
+        }
+    }
+
+    /// Packets a second on each connection.
+    pub fn packets_per_s(&self) -> u32 {
+        PACKETS_PER_S / self.send_every_steps.clamp(1, PACKETS_PER_S)
+    }
 }
 
 /// The player index a guest in endpoint slot `peer` gets: the host is player 1, guests 2..=4.
@@ -248,6 +266,8 @@ pub struct Peer {
     /// The per-connection budget (kbps, each direction, headers included); each connection's bytes per message
     /// come from `packet_budget_for` (its IP headers depend on its address family).
     kbps_budget: u32,
+    /// A packet every this many steps (see [`PeerConfig::send_every_steps`]).
+    send_every_steps: u32,
     message_buf: Vec<u8>,
     /// The payload being read (a copy of the endpoint's).
     receive_buf: Vec<u8>,
@@ -327,7 +347,7 @@ impl Peer {
         let cubes = world.body_count();
         let budget = packet_budget_bytes(
             config.kbps_budget,
-            PACKETS_PER_S,
+            config.packets_per_s(),
             (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
             (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
         ) as usize;
@@ -373,6 +393,7 @@ impl Peer {
             last_authority: vec![DEFAULT_AUTHORITY; cubes],
             authority_changed_step: vec![0; cubes],
             kbps_budget: config.kbps_budget,
+            send_every_steps: config.send_every_steps.clamp(1, PACKETS_PER_S),
             message_buf: vec![0u8; MAX_PACKET_BYTES],
             receive_buf: Vec::with_capacity(MAX_PACKET_BYTES),
             stats: PeerStats::default(),
@@ -388,7 +409,11 @@ impl Peer {
             physics_step: vec![Vec3::ZERO; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
-            remote: RemoteAvatars::new(cubes),
+            remote: {
+                let mut remote = RemoteAvatars::new(cubes);
+                remote.set_interval_steps(config.send_every_steps.clamp(1, PACKETS_PER_S));
+                remote
+            },
             own_avatar: None,
             clock_s: 0.0,
             left: false,
@@ -697,6 +722,9 @@ impl Peer {
     pub fn send(&mut self, now_s: f64) -> Result<(), PeerError> {
         self.clock_s = self.clock_s.max(now_s);
         if self.left || self.host_gone.is_some() {
+            return Ok(());
+        }
+        if !self.step.is_multiple_of(u64::from(self.send_every_steps)) {
             return Ok(());
         }
         if !self.is_host && !self.welcomed {
@@ -1613,7 +1641,7 @@ impl Peer {
         let ip = self.ip_udp_bytes(peer);
         packet_budget_bytes(
             self.kbps_budget,
-            PACKETS_PER_S,
+            PACKETS_PER_S / self.send_every_steps,
             (ip + CONNECTED_HEADER_BYTES) as u32,
             (MAX_PACKET_BYTES + ip) as u32,
         ) as usize

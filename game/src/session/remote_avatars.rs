@@ -53,6 +53,13 @@ impl RemoteAvatars {
         }
     }
 
+    /// Samples come every `steps` sender steps (the senders send a packet every that many steps).
+    pub fn set_interval_steps(&mut self, steps: u32) {
+        for p in &mut self.playouts {
+            p.set_interval_steps(steps);
+        }
+    }
+
     /// A sample of `player`'s avatar arrived at `arrival_s` (this peer's clock).
     pub fn push(&mut self, player: u8, sample: &AvatarSample, arrival_s: f64) {
         if let Some(s) = slot(player) {

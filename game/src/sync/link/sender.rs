@@ -61,6 +61,8 @@ pub struct Sender {
     demand_buf: Vec<u8>,
     demand_sent: Vec<u32>,
     demand_encodings: Vec<Encoding>,
+    /// The step of the last packet: activity (collisions, interactions) is aged by the steps between packets.
+    last_step: Option<u64>,
 }
 
 impl Sender {
@@ -82,6 +84,7 @@ impl Sender {
             demand_buf: Vec::new(),
             demand_sent: Vec::new(),
             demand_encodings: Vec::new(),
+            last_step: None,
         }
     }
 
@@ -124,7 +127,12 @@ impl Sender {
                 *acc = HELD_PRIORITY;
             }
         }
-        tick_activity(&mut self.activity);
+        // Aged by the steps since the last packet (one, when a packet goes every step).
+        let elapsed = self.last_step.map_or(1, |last| step.saturating_sub(last).max(1));
+        self.last_step = Some(step);
+        for _ in 0..elapsed.min(u64::from(u16::MAX)) {
+            tick_activity(&mut self.activity);
+        }
         order_by_priority(&self.accumulators, &mut self.order);
         let write: WriteFn = match self.coding {
             PacketCoding::BitPacked => write_state_packet,
