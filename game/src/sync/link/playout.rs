@@ -312,24 +312,28 @@ impl AvatarPlayout {
         playout
     }
 
-    /// The newest sample at or before step time `t` (steps), the oldest after it, and the one before the first.
-    fn around(&self, t: f64) -> (Option<&Slot>, Option<&Slot>, Option<&Slot>) {
-        let (mut before, mut after, mut earlier): (Option<&Slot>, Option<&Slot>, Option<&Slot>) = (None, None, None);
+    /// The newest sample at or before step time `t` (steps), the oldest after it, the one before the first and
+    /// the one after the second.
+    fn around(&self, t: f64) -> Around<'_> {
+        let mut r = Around::default();
         let step_of = |s: Option<&Slot>| s.and_then(|s| s.step);
         for slot in self.slots.iter().filter(|s| s.step.is_some()) {
             let step = slot.step.unwrap_or_default();
             if step as f64 <= t {
-                if step_of(before).is_none_or(|b| step > b) {
-                    earlier = before;
-                    before = Some(slot);
-                } else if step_of(earlier).is_none_or(|e| step > e) {
-                    earlier = Some(slot);
+                if step_of(r.before).is_none_or(|b| step > b) {
+                    r.earlier = r.before;
+                    r.before = Some(slot);
+                } else if step_of(r.earlier).is_none_or(|e| step > e) {
+                    r.earlier = Some(slot);
                 }
-            } else if step_of(after).is_none_or(|a| step < a) {
-                after = Some(slot);
+            } else if step_of(r.after).is_none_or(|a| step < a) {
+                r.later = r.after;
+                r.after = Some(slot);
+            } else if step_of(r.later).is_none_or(|l| step < l) {
+                r.later = Some(slot);
             }
         }
-        (before, after, earlier)
+        r
     }
 
     /// The avatar to draw at `now_s` (the receiver's clock, s): interpolated between the samples around the played
@@ -340,11 +344,20 @@ impl AvatarPlayout {
             return None;
         }
         let t = self.advance(now_s) / SAMPLE_INTERVAL_S;
-        let (before, after, earlier) = self.around(t);
+        let Around {
+            before,
+            after,
+            earlier,
+            later,
+        } = self.around(t);
         let step = |s: &Slot| s.step.unwrap_or_default() as f64;
         let dry = before.is_some() && after.is_none();
         let poses = match (before, after) {
-            (Some(a), Some(b)) => Some(interpolate(&a.poses, &b.poses, (t - step(a)) / (step(b) - step(a)))),
+            (Some(a), Some(b)) => {
+                let mut p = interpolate(&a.poses, &b.poses, (t - step(a)) / (step(b) - step(a)));
+                curve_positions(&mut p, earlier, a, b, later, t);
+                Some(p)
+            }
             (Some(a), None) => Some(match earlier {
                 Some(e) => {
                     let ahead = (t - step(a)).min(MAX_EXTRAPOLATION_STEPS);
@@ -359,6 +372,89 @@ impl AvatarPlayout {
         self.stats.extrapolated += u64::from(dry);
         poses
     }
+}
+
+/// The samples around a played moment (see [`AvatarPlayout::around`]).
+#[derive(Clone, Copy, Default)]
+struct Around<'a> {
+    before: Option<&'a Slot>,
+    after: Option<&'a Slot>,
+    earlier: Option<&'a Slot>,
+    later: Option<&'a Slot>,
+}
+
+/// The positions of `out` (interpolated straight from `a` to `b`) put on the cubic curve through the samples
+/// around them instead: a Hermite curve from `a` to `b` whose tangents are the motion from `earlier` to `b` and from
+/// `a` to `later` (the chord where there is no such sample, or a hand untracked in any of them). Samples a few steps
+/// apart on a curving hand — a sender that sends fewer packets than it steps — are joined along the curve, not its
+/// chords: at 30 a second a hand on a 0.3 m loop at 1.5 m/s is drawn within a millimetre of its path instead of 4.
+fn curve_positions(out: &mut AvatarPoses, earlier: Option<&Slot>, a: &Slot, b: &Slot, later: Option<&Slot>, t: f64) {
+    let step = |s: &Slot| s.step.unwrap_or_default() as f64;
+    let (ta, tb) = (step(a), step(b));
+    let span = tb - ta;
+    if span <= 0.0 {
+        return;
+    }
+    let u = ((t - ta) / span).clamp(0.0, 1.0) as f32;
+    let (u2, u3) = (u * u, u * u * u);
+    let (h00, h10, h01, h11) = (
+        2.0 * u3 - 3.0 * u2 + 1.0,
+        u3 - 2.0 * u2 + u,
+        -2.0 * u3 + 3.0 * u2,
+        u3 - u2,
+    );
+    // Tangents in metres per span, from the samples around (the chord where there is none), limited axis by axis
+    // so that the curve never leaves the range of the samples it joins (Fritsch and Carlson's monotone rule): a hand
+    // that stops dead, or turns back, is never drawn past where it stopped.
+    let tangent = |p: fn(&AvatarPoses) -> Option<glam::Vec3>| -> Option<(glam::Vec3, glam::Vec3)> {
+        let (pa, pb) = (p(&a.poses)?, p(&b.poses)?);
+        let chord = pb - pa;
+        let before = match earlier.and_then(|e| Some((p(&e.poses)?, step(e)))) {
+            Some((pe, te)) if ta > te => Some((pa - pe) * (span / (ta - te)) as f32),
+            _ => None,
+        };
+        let after = match later.and_then(|l| Some((p(&l.poses)?, step(l)))) {
+            Some((pl, tl)) if tl > tb => Some((pl - pb) * (span / (tl - tb)) as f32),
+            _ => None,
+        };
+        Some((monotone(before, chord), monotone(after, chord)))
+    };
+    let curve =
+        |pa: glam::Vec3, pb: glam::Vec3, (ma, mb): (glam::Vec3, glam::Vec3)| pa * h00 + ma * h10 + pb * h01 + mb * h11;
+    if let Some(m) = tangent(|p| Some(p.head.position)) {
+        out.head.position = curve(a.poses.head.position, b.poses.head.position, m);
+    }
+    for h in 0..HAND_COUNT {
+        fn left(p: &AvatarPoses) -> Option<glam::Vec3> {
+            p.hands[0].tracked.then_some(p.hands[0].pose.position)
+        }
+        fn right(p: &AvatarPoses) -> Option<glam::Vec3> {
+            p.hands[1].tracked.then_some(p.hands[1].pose.position)
+        }
+        let m = tangent(if h == 0 { left } else { right });
+        let both = a.poses.hands[h].tracked && b.poses.hands[h].tracked;
+        let all =
+            both && earlier.is_none_or(|e| e.poses.hands[h].tracked) && later.is_none_or(|l| l.poses.hands[h].tracked);
+        if let (Some(m), true) = (m, all) {
+            out.hands[h].pose.position = curve(a.poses.hands[h].pose.position, b.poses.hands[h].pose.position, m);
+        }
+    }
+}
+
+/// The tangent at a sample between the chord `neighbour` on one side (per span; `None`: no sample there) and
+/// `chord` on the other, axis by axis: their mean, 0 where they disagree in sign (a stop or a turn), and at most
+/// three times the smaller, so the curve stays within the samples on each axis.
+fn monotone(neighbour: Option<glam::Vec3>, chord: glam::Vec3) -> glam::Vec3 {
+    let Some(n) = neighbour else { return chord };
+    let axis = |n: f32, c: f32| {
+        if n * c <= 0.0 {
+            0.0
+        } else {
+            let m = 0.5 * (n + c);
+            m.signum() * m.abs().min(3.0 * n.abs().min(c.abs()))
+        }
+    };
+    glam::Vec3::new(axis(n.x, chord.x), axis(n.y, chord.y), axis(n.z, chord.z))
 }
 
 /// `a` to `b` by `alpha` (beyond 1 extrapolates): positions, rotations (shortest way), grip and trigger blend;
@@ -650,6 +746,10 @@ mod tests {
             "{delay}"
         );
         // Chords of a 0.3 m loop at 1.5 m/s, three steps long, and the quantization: a few millimetres.
+        eprintln!(
+            "a sample every third step: played within {:.2} mm of the path",
+            worst * 1e3
+        );
         assert!(worst < 0.006, "{worst}");
     }
 
