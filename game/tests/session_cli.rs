@@ -19,7 +19,7 @@ fn json(o: &Output) -> Value {
 }
 
 /// Every field the issue names, spelled as it spells them.
-const FIELDS: [&str; 41] = [
+const FIELDS: [&str; 43] = [
     "players",
     "grabs",
     "throws",
@@ -61,6 +61,8 @@ const FIELDS: [&str; 41] = [
     "avatar_delay_ms_p99",
     "avatar_error_m_p99",
     "avatar_error_m_max",
+    "kbps_demand_per_connection_mean_max",
+    "kbps_demand_per_connection_p95_max",
 ];
 
 #[test]

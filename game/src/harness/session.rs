@@ -134,6 +134,8 @@ pub struct SessionReport {
     /// What the worst connection would have sent with no budget (kbps, same counting as the rates; a packet's
     /// 255-update limit still applies).
     pub kbps_demand_mean_max: f64,
+    /// The 95th percentile over every connection's per-second demand (kbps); `None` where not measured.
+    pub kbps_demand_per_connection_p95_max: Option<f64>,
     /// Cubes per authority index 0..=4 on the host at the end.
     pub cubes_per_authority_at_end: [u32; 5],
     /// Seconds from the kill until every remaining peer had the killed player's cubes at default authority.
@@ -252,6 +254,10 @@ impl SessionReport {
             "peers_at_end": self.peers_at_end,
             "kbps_budget": self.kbps_budget,
             "kbps_demand_mean_max": self.kbps_demand_mean_max,
+            // What each connection would send with no budget (its cube state unbounded; the rest of the wire as
+            // sent), beside the capped figures: `_mean_max` over the run, `_p95_max` over its seconds.
+            "kbps_demand_per_connection_mean_max": self.kbps_demand_mean_max,
+            "kbps_demand_per_connection_p95_max": self.kbps_demand_per_connection_p95_max,
             "cubes_per_authority_at_end": self.cubes_per_authority_at_end,
             "seconds_to_release_killed": self.seconds_to_release_killed,
             "seconds_to_release_quit": self.seconds_to_release_quit,
@@ -305,6 +311,9 @@ pub struct SessionRun {
     conflict_steps_max: u64,
     second_bytes: Vec<Vec<(u64, u64)>>,
     second_rates: Vec<f64>,
+    /// Per peer, per connection: the demand bytes at the last whole second; and every second's demand rate (kbps).
+    second_demand: Vec<Vec<u64>>,
+    second_demand_rates: Vec<f64>,
     identical_since: Option<u64>,
     /// The peer that left (killed or quit): its player index, the step, whether it said goodbye.
     departed: Option<Departure>,
@@ -383,6 +392,8 @@ impl SessionRun {
             conflict_steps_max: 0,
             second_bytes: vec![Vec::new(); config.players],
             second_rates: Vec::new(),
+            second_demand: vec![Vec::new(); config.players],
+            second_demand_rates: Vec::new(),
             identical_since: None,
             departed: None,
             released_departed_at: None,
@@ -542,6 +553,17 @@ impl SessionRun {
         self.net.pump(t, &mut nodes);
     }
 
+    /// What each connection of each peer would have sent so far with no budget (bytes).
+    fn connection_demand(&self) -> Vec<Vec<u64>> {
+        self.peers
+            .iter()
+            .map(|p| {
+                p.as_ref()
+                    .map_or(Vec::new(), |p| p.demand_wire_bytes().map(|(_, d)| d).collect())
+            })
+            .collect()
+    }
+
     /// Bytes sent and received per connection of each peer so far.
     fn connection_bytes(&self) -> Vec<Vec<(u64, u64)>> {
         self.peers
@@ -565,6 +587,14 @@ impl SessionRun {
                 }
             }
             self.second_bytes = now;
+            let demand = self.connection_demand();
+            for (before, after) in self.second_demand.iter().zip(&demand) {
+                for (b, a) in before.iter().zip(after) {
+                    self.second_demand_rates
+                        .push(a.saturating_sub(*b) as f64 * 8.0 / 1000.0);
+                }
+            }
+            self.second_demand = demand;
         }
         if step >= self.settle_step {
             if self.bit_identical()? {
@@ -830,6 +860,7 @@ impl SessionRun {
             }
         }
         r.kbps_per_connection_p95_max = percentile(&mut self.second_rates.clone(), 0.95);
+        r.kbps_demand_per_connection_p95_max = Some(percentile(&mut self.second_demand_rates.clone(), 0.95));
         if let Some(host) = self.peers[0].as_ref() {
             let up: u64 = host.wire_bytes().map(|(_, s, _)| s).sum();
             r.host_kbps_up_mean = up as f64 * 8.0 / 1000.0 / seconds.max(STEP_S);
@@ -1190,6 +1221,46 @@ mod tests {
             "demand on the busiest connection: {every_step:.1} kbps at 90 packets a second, {every_third:.1} at 30"
         );
         assert!(every_third < 0.5 * every_step, "{every_step} {every_third}");
+    }
+
+    /// Issue 30, item 2: the demand is what the game would send, whatever the budget lets through: four bots under
+    /// an 80 kbps budget send about that, while the demand stays where it is with no budget at all (the control:
+    /// a figure the budget capped would read the budget).
+    #[test]
+    fn the_demand_is_not_capped_by_the_budget() {
+        let run = |kbps_budget: u32| {
+            let config = SessionConfig {
+                players: 4,
+                seconds: 20.0,
+                latency_ms: 50.0,
+                loss_pct: 5.0,
+                kbps_budget,
+                seed: 4,
+                ..SessionConfig::default()
+            };
+            let mut drivers: Vec<Box<dyn Driver>> = ["builder", "thrower", "contender", "catcher"]
+                .iter()
+                .enumerate()
+                .map(|(i, name)| crate::harness::session_cli::make_driver(name, i as u8 + 1, 4 + i as u64).unwrap())
+                .collect();
+            run_session(config, table64(), &mut drivers).unwrap().to_json()
+        };
+        let f = |j: &Value, k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k}: {j}"));
+        let (capped, free) = (run(80), run(1000));
+        eprintln!(
+            "sent / demand, mean max: {:.1} / {:.1} kbps under 80 kbps; {:.1} / {:.1} with no budget",
+            f(&capped, "kbps_per_connection_mean_max"),
+            f(&capped, "kbps_demand_per_connection_mean_max"),
+            f(&free, "kbps_per_connection_mean_max"),
+            f(&free, "kbps_demand_per_connection_mean_max")
+        );
+        assert!(f(&capped, "kbps_demand_per_connection_mean_max") > f(&capped, "kbps_per_connection_mean_max") + 10.0);
+        assert!(f(&capped, "kbps_demand_per_connection_p95_max") >= f(&capped, "kbps_demand_per_connection_mean_max"));
+        let (d_capped, d_free) = (
+            f(&capped, "kbps_demand_per_connection_mean_max"),
+            f(&free, "kbps_demand_per_connection_mean_max"),
+        );
+        assert!((d_capped - d_free).abs() < 0.25 * d_free, "{d_capped} {d_free}");
     }
 
     #[test]
