@@ -111,6 +111,15 @@ fn separate_processes_over_udp_join_play_and_report() {
     assert_eq!(j["peers_at_end"], 3, "{j}");
     assert!(j["grabs"].as_u64().unwrap() >= 2, "{j}");
     assert!(j["kbps_per_connection_mean_max"].as_f64().unwrap() > 0.0, "{j}");
+    // What every process drew was traced and measured against the truth across processes.
+    for figure in [
+        "drawn_error_m_p99",
+        "drawn_error_m_max_resting",
+        "visible_jump_m_max",
+        "avatar_delay_ms_p99",
+    ] {
+        assert!(j[figure].is_number(), "{figure}: {j}");
+    }
     // The host process's judgement comes back too: it took claims from the two contending guests.
     let accepted = &j["accepted_claims_by_player"];
     assert!(accepted[1].as_u64().unwrap() + accepted[2].as_u64().unwrap() > 0, "{j}");

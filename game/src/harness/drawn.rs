@@ -67,11 +67,23 @@ impl Track {
     }
 }
 
+/// Head and hands as positions, each with whether it is tracked (the head always is).
+pub type AvatarPoints = [(bool, Vec3); 1 + HAND_COUNT];
+
+/// The points of `avatar`.
+pub fn avatar_points(avatar: &Avatar) -> AvatarPoints {
+    let mut out = [(true, avatar.head.position); 1 + HAND_COUNT];
+    for h in 0..HAND_COUNT {
+        out[1 + h] = (avatar.hands[h].tracked, avatar.hands[h].pose.position);
+    }
+    out
+}
+
 /// One player's own avatar as it was at each step (the truth its remote copies are drawn against).
 #[derive(Clone, Debug)]
 struct AvatarHistory {
-    /// (step, head, hands with their tracked flags), by step modulo the length.
-    samples: Vec<Option<(u64, Avatar)>>,
+    /// (step, points), by step modulo the length.
+    samples: Vec<Option<(u64, AvatarPoints)>>,
 }
 
 impl AvatarHistory {
@@ -81,11 +93,11 @@ impl AvatarHistory {
         }
     }
 
-    fn record(&mut self, step: u64, avatar: &Avatar) {
-        self.samples[step as usize % AVATAR_HISTORY_STEPS] = Some((step, *avatar));
+    fn record(&mut self, step: u64, points: &AvatarPoints) {
+        self.samples[step as usize % AVATAR_HISTORY_STEPS] = Some((step, *points));
     }
 
-    fn at(&self, step: u64) -> Option<&Avatar> {
+    fn at(&self, step: u64) -> Option<&AvatarPoints> {
         match &self.samples[step as usize % AVATAR_HISTORY_STEPS] {
             Some((s, a)) if *s == step => Some(a),
             _ => None,
@@ -93,19 +105,86 @@ impl AvatarHistory {
     }
 
     /// The owner's head and hand positions at fractional step `t` (between the two steps around it).
-    fn positions_at(&self, t: f64) -> Option<[(bool, Vec3); 1 + HAND_COUNT]> {
+    fn positions_at(&self, t: f64) -> Option<AvatarPoints> {
         if !(t.is_finite() && t >= 0.0) {
             return None;
         }
         let (k, f) = (t.floor() as u64, (t - t.floor()) as f32);
         let a = self.at(k)?;
         let b = self.at(k + 1).unwrap_or(a);
-        let mut out = [(true, a.head.position.lerp(b.head.position, f)); 1 + HAND_COUNT];
-        for h in 0..HAND_COUNT {
-            let tracked = a.hands[h].tracked && b.hands[h].tracked;
-            out[1 + h] = (tracked, a.hands[h].pose.position.lerp(b.hands[h].pose.position, f));
+        let mut out = *a;
+        for (o, (pa, pb)) in out.iter_mut().zip(a.iter().zip(b)) {
+            *o = (pa.0 && pb.0, pa.1.lerp(pb.1, f));
         }
         Some(out)
+    }
+}
+
+/// What one peer had and drew at one step: everything the meter reads of it, as plain data — taken from a
+/// [`Peer`] in one process ([`PeerSample::take`]), or read back from a peer process's trace (`--processes`).
+#[derive(Clone, Debug, Default)]
+pub struct PeerSample {
+    /// In the game this step.
+    pub present: bool,
+    pub player: u8,
+    /// Past its arrival ([`JOIN_GRACE_STEPS`] after its welcome): what it draws is measured.
+    pub measured: bool,
+    /// The peer's own step, and its own avatar then, once it plays (a guest's avatar stands still, unsent, until
+    /// its first step after the welcome).
+    pub own: Option<(u64, AvatarPoints)>,
+    /// Per cube: where it simulates it (`None`: removed), where it draws it, and whether it draws it in a remote
+    /// hand.
+    pub sim: Vec<Option<Vec3>>,
+    pub drawn: Vec<Vec3>,
+    pub in_hand: Vec<bool>,
+    /// Per player 1..=4 (index player − 1): the sender time (s) it plays that player's avatar at, and where it draws
+    /// its head and hands.
+    pub remote: [Option<(f64, AvatarPoints)>; 4],
+}
+
+impl PeerSample {
+    /// `peer` as it is now, after its step (into the buffers `self` already has).
+    pub fn take(&mut self, peer: &Peer) -> Result<(), tumble_engine::physics::PhysicsError> {
+        let cubes = peer.world.body_count();
+        self.present = true;
+        self.player = peer.player();
+        self.measured = peer.steps_since_welcome() > JOIN_GRACE_STEPS;
+        self.own = (peer.steps_since_welcome() >= 2 && peer.player() != 0)
+            .then(|| (peer.step_count().saturating_sub(1), avatar_points(&peer.avatar)));
+        self.sim.clear();
+        self.drawn.clear();
+        self.in_hand.clear();
+        for c in 0..cubes {
+            let id = BodyId(c as u32);
+            let removed = peer.world.is_removed(id)?;
+            self.sim.push(
+                (!removed)
+                    .then(|| peer.world.state(id).map(|s| s.position))
+                    .transpose()?,
+            );
+            self.drawn.push(peer.drawn_pose(id)?.position);
+            self.in_hand.push(peer.remote_avatars().hand_drawn(c).is_some());
+        }
+        for player in 1..=4u8 {
+            let played = peer.remote_avatar(player);
+            let time = peer.remote_avatars().playout(player).and_then(|p| p.playout_time_s());
+            self.remote[usize::from(player) - 1] = match (played, time) {
+                (Some(a), Some(t)) if player != peer.player() => {
+                    let mut points = [(true, a.head.position); 1 + HAND_COUNT];
+                    for h in 0..HAND_COUNT {
+                        points[1 + h] = (a.hands[h].tracked, a.hands[h].pose.position);
+                    }
+                    Some((t, points))
+                }
+                _ => None,
+            };
+        }
+        Ok(())
+    }
+
+    /// Not in the game this step.
+    pub fn absent(&mut self) {
+        self.present = false;
     }
 }
 
@@ -154,59 +233,51 @@ impl DrawnMeter {
         }
     }
 
-    /// One step, after every peer simulated it: `peers[seat]` (`None`: not in the game), `authority[cube]` (`None`:
+    /// One step, after every peer simulated it: `peers[seat]` (absent: not in the game), `authority[cube]` (`None`:
     /// no peer has the truth this step, as when its authority just left), `now_s` the time peers play remote avatars
     /// out at.
-    pub fn observe(
-        &mut self,
-        peers: &[Option<Peer>],
-        authority: &[Option<Authority>],
-        now_s: f64,
-    ) -> Result<(), tumble_engine::physics::PhysicsError> {
+    pub fn observe(&mut self, peers: &[PeerSample], authority: &[Option<Authority>], now_s: f64) {
         self.steps += 1;
+        let slot = self.steps as usize % HAND_WINDOW_STEPS;
         for (seat, peer) in peers.iter().enumerate() {
-            let Some(peer) = peer else {
+            if !peer.present {
                 self.tracks[seat].iter_mut().for_each(|t| t.len = 0);
                 self.sims[seat].iter_mut().for_each(|t| t.len = 0);
                 continue;
-            };
-            let slot = self.steps as usize % HAND_WINDOW_STEPS;
+            }
             for (c, sim) in self.sims[seat].iter_mut().enumerate() {
-                let id = BodyId(c as u32);
-                if peer.world.is_removed(id)? {
-                    sim.len = 0;
-                } else {
-                    sim.push(peer.world.state(id)?.position);
+                match peer.sim.get(c).copied().flatten() {
+                    Some(p) => sim.push(p),
+                    None => sim.len = 0,
                 }
                 self.sim_bends[seat][c][slot] = sim.bend().unwrap_or(0.0);
             }
-            // By the peer's own step, which its avatar samples (and so their playout times) count; from the first
-            // step it played (a guest's avatar stands still, unsent, until then).
-            let playing = peer.steps_since_welcome() >= 2;
-            if let Some(player) = usize::from(peer.player()).checked_sub(1).filter(|_| playing) {
+            if let (Some(player), Some((step, points))) = (usize::from(peer.player).checked_sub(1), peer.own) {
                 if let Some(h) = self.avatars.get_mut(player) {
-                    h.record(peer.step_count().saturating_sub(1), &peer.avatar);
+                    h.record(step, &points);
                 }
             }
         }
         for (seat, peer) in peers.iter().enumerate() {
-            // A guest's first second after its welcome is arrival: every cube comes from its first absolute state.
-            let Some(peer) = peer.as_ref().filter(|p| p.steps_since_welcome() > JOIN_GRACE_STEPS) else {
+            if !(peer.present && peer.measured) {
                 continue;
-            };
+            }
             for (c, who) in authority.iter().enumerate() {
                 let track = &mut self.tracks[seat][c];
-                let id = BodyId(c as u32);
-                let Some(who) = who.filter(|w| w.seat != seat && !peer.world.is_removed(id).unwrap_or(true)) else {
+                let here = peer.sim.get(c).copied().flatten();
+                let Some(who) = who.filter(|w| w.seat != seat && here.is_some()) else {
                     track.len = 0;
                     continue;
                 };
-                let Some(truth_peer) = peers.get(who.seat).and_then(Option::as_ref) else {
+                let Some(truth) = peers
+                    .get(who.seat)
+                    .filter(|p| p.present)
+                    .and_then(|p| p.sim.get(c).copied().flatten())
+                else {
                     track.len = 0;
                     continue;
                 };
-                let drawn = peer.drawn_pose(id)?.position;
-                let truth = truth_peer.world.state(id)?.position;
+                let drawn = peer.drawn[c];
                 let error = drawn.distance(truth);
                 if who.settled {
                     self.error_resting.add(error);
@@ -214,7 +285,7 @@ impl DrawnMeter {
                     self.error_moving.add(error);
                 }
                 track.push(drawn);
-                let in_hand = peer.remote_avatars().hand_drawn(c).is_some();
+                let in_hand = peer.in_hand[c];
                 track.since_hand = if in_hand { 0 } else { track.since_hand.saturating_add(1) };
                 let truth_bend = if usize::from(track.since_hand) <= HAND_WINDOW_STEPS {
                     let window = &self.sim_bends[who.seat][c];
@@ -234,7 +305,6 @@ impl DrawnMeter {
                             truth_seat = who.seat,
                             drawn = ?track.drawn,
                             truth = ?self.sims[who.seat][c].drawn,
-                            step = peer.step_count(),
                             "a visible jump"
                         );
                     }
@@ -243,28 +313,16 @@ impl DrawnMeter {
             }
             self.observe_avatars(peer, now_s);
         }
-        Ok(())
     }
 
     /// The remote heads and hands `peer` draws, against their owners' own poses at the played moment.
-    fn observe_avatars(&mut self, peer: &Peer, now_s: f64) {
-        for player in 1..=4u8 {
-            if player == peer.player() {
-                continue;
-            }
-            let (Some(played), Some(playout)) = (peer.remote_avatar(player), peer.remote_avatars().playout(player))
-            else {
-                continue;
-            };
-            let Some(t_s) = playout.playout_time_s() else { continue };
+    fn observe_avatars(&mut self, peer: &PeerSample, now_s: f64) {
+        for (k, remote) in peer.remote.iter().enumerate() {
+            let Some((t_s, drawn)) = remote else { continue };
             self.avatar_delay.add((now_s - t_s).max(0.0) as f32);
-            let Some(owner) = self.avatars[usize::from(player) - 1].positions_at(t_s * 90.0) else {
+            let Some(owner) = self.avatars[k].positions_at(t_s * 90.0) else {
                 continue;
             };
-            let mut drawn = [(true, played.head.position); 1 + HAND_COUNT];
-            for h in 0..HAND_COUNT {
-                drawn[1 + h] = (played.hands[h].tracked, played.hands[h].pose.position);
-            }
             let mut worst = 0.0f32;
             for ((tracked, d), (owner_tracked, o)) in drawn.iter().zip(owner.iter()) {
                 if *tracked && *owner_tracked {
@@ -273,13 +331,11 @@ impl DrawnMeter {
             }
             if worst > 0.5 {
                 tracing::debug!(
-                    viewer = peer.player(),
-                    player,
+                    viewer = peer.player,
+                    player = k + 1,
                     t_steps = t_s * 90.0,
                     now_s,
                     worst,
-                    ?drawn,
-                    ?owner,
                     "a remote avatar drawn far from its owner"
                 );
             }
@@ -350,7 +406,7 @@ mod tests {
         let mut a = Avatar::default();
         for step in 0..10u64 {
             a.head.position = Vec3::new(step as f32, 1.7, 0.0);
-            h.record(step, &a);
+            h.record(step, &avatar_points(&a));
         }
         let p = h.positions_at(3.5).unwrap();
         assert!((p[0].1.x - 3.5).abs() < 1e-6);

@@ -28,6 +28,7 @@ pub mod conflict;
 pub mod cube_history;
 pub mod demand;
 pub mod drawn;
+pub mod drawn_trace;
 #[cfg(test)]
 mod in_process;
 pub mod loopback;

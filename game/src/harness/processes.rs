@@ -20,6 +20,7 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
 
 use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
 use crate::harness::cube_history::{state_json, CubeHistory, CubeSample, Phase};
+use crate::harness::drawn_trace::TraceWriter;
 use crate::harness::loopback::percentile;
 use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
@@ -79,6 +80,9 @@ pub struct PeerProcessArgs {
     /// report and exits
     #[arg(long)]
     pub quit_unix_ms: Option<f64>,
+    /// Write what this peer drew, step by step, to this file (see `harness::drawn_trace`)
+    #[arg(long)]
+    pub trace: Option<PathBuf>,
 }
 
 /// The exit code of a guest process whose host went away (it prints its report, with `host_gone`, first).
@@ -130,6 +134,12 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let mut watch = Watch::new(peer.world.body_count());
     let start_ms = args.start_unix_ms.max(unix_ms());
     let step_ms = 1000.0 / PACKETS_PER_S as f64;
+    // Steps on the session's common clock: a guest that joins late starts counting later on the same grid.
+    let grid_offset = ((start_ms - args.start_unix_ms) / step_ms).round().max(0.0) as u64;
+    let mut trace = match &args.trace {
+        Some(path) => Some(TraceWriter::create(path, peer.world.body_count())?),
+        None => None,
+    };
     let mut step = 0u64;
     let mut quit_at_ms = None;
     loop {
@@ -147,6 +157,11 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
                 socket.wait(Duration::from_secs_f64(MAX_WAIT_S))?;
             }
             break;
+        }
+        if peer.host_gone().is_some() {
+            if let Some(t) = trace.take() {
+                t.finish()?;
+            }
         }
         if let Some((how, _)) = peer.host_gone() {
             // A headless guest with no host: its report says why, and it exits non-zero.
@@ -188,7 +203,13 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         watch.before_physics(&peer, unix_ms())?;
         peer.simulate()?;
         watch.after_step(&peer, unix_ms())?;
+        if let Some(t) = trace.as_mut() {
+            t.record(&peer, step + grid_offset)?;
+        }
         step += 1;
+    }
+    if let Some(t) = trace.take() {
+        t.finish()?;
     }
     let mut report = watch.final_json(&peer, step)?;
     report["quit_at_unix_ms"] = json!(quit_at_ms);
@@ -561,6 +582,8 @@ impl Watch {
             "pop_max": self.meter.handover().max_m(),
             "pop_p99": self.meter.handover().quantile_m(0.99),
             "glide_max": self.meter.handover_unexplained().max_m(),
+            "corrections_over_1cm": peer.stats.corrections_over_1cm,
+            "corrections_over_10cm": peer.stats.corrections_over_10cm,
             "second_rates": self.second_rates,
             "seconds": steps as f64 / PACKETS_PER_S as f64,
         }))
@@ -604,6 +627,10 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
     let start_ms = unix_ms() + START_MARGIN_MS;
     let end_ms = start_ms + config.seconds * 1000.0;
     let settle_ms = end_ms - SETTLE_S * 1000.0;
+    // Each process writes what it drew; the parent measures it against the truth once all have ended.
+    let trace_dir = std::env::temp_dir().join(format!("tumble-session-{}", std::process::id()));
+    std::fs::create_dir_all(&trace_dir).with_context(|| format!("{}", trace_dir.display()))?;
+    let trace_of = |seat: usize| trace_dir.join(format!("seat-{seat}.trace"));
     let common = |seat: usize, join: Option<&str>| -> Vec<String> {
         let mut a = vec![
             format!("--seat={seat}"),
@@ -618,6 +645,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
             format!("--dup-pct={}", config.dup_pct),
             format!("--seed={}", config.seed),
             format!("--kbps-budget={}", config.kbps_budget),
+            format!("--trace={}", trace_of(seat).display()),
         ];
         if let Some(j) = join {
             a.push(format!("--join={j}"));
@@ -697,10 +725,21 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         }
     }
     if host_left {
+        std::fs::remove_dir_all(&trace_dir).ok();
         // When the host quit: the moment it said goodbye, by its own report.
         let quit_ms = quitter.as_ref().and_then(|q| q["quit_at_unix_ms"].as_f64());
         return host_gone_report(config, &finals, killed_at_ms.or(quit_ms), kill.is_some());
     }
+    let traces: Vec<PathBuf> = (1..=config.players).map(trace_of).collect();
+    let measured = crate::harness::drawn_trace::measure(&traces, config.seconds);
+    std::fs::remove_dir_all(&trace_dir).ok();
+    let meter = measured?;
+    let corrections = finals.iter().fold((0, 0), |(a, b), f| {
+        (
+            a + f["corrections_over_1cm"].as_u64().unwrap_or(0),
+            b + f["corrections_over_10cm"].as_u64().unwrap_or(0),
+        )
+    });
     let mut r = match quitter.as_ref().and_then(|q| q["quit_at_unix_ms"].as_f64()) {
         Some(quit_ms) => {
             let mut r = merge(config, &finals, None, settle_ms)?;
@@ -715,6 +754,9 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         None => merge(config, &finals, killed_at_ms, settle_ms)?,
     };
     r.players = config.players;
+    r.drawn = Some(meter.to_json(corrections, config.seconds));
+    r.handover_pop_m_max = f64::from(meter.jump.max_m());
+    r.handover_pop_m_p99 = f64::from(meter.jump.quantile_m(0.99));
     Ok(r)
 }
 

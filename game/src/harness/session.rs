@@ -18,7 +18,7 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 
 use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
 use crate::avatar::AvatarInput;
-use crate::harness::drawn::{Authority, DrawnMeter, SETTLED_STEPS};
+use crate::harness::drawn::{Authority, DrawnMeter, PeerSample, SETTLED_STEPS};
 use crate::harness::loopback::{bit_identical, percentile};
 use crate::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, MAX_PLAYERS, PACKETS_PER_S};
 use crate::smoothing::PopMeter;
@@ -294,8 +294,10 @@ pub struct SessionRun {
     pop_meters: Vec<PopMeter>,
     /// What every peer draws against the truth.
     drawn: DrawnMeter,
-    /// Scratch for `measure_draw`: per cube, the seat with its truth this step (sized once).
+    /// Scratch for `measure_draw`: per cube, the seat with its truth this step (sized once); per seat, what the
+    /// meter reads of its peer.
     truth_seats: Vec<Option<Authority>>,
+    peer_samples: Vec<PeerSample>,
     rest_jitter_m: f64,
     /// Per cube: the authority index (host's view) last step, and the step since which that authority has had
     /// the cube at rest.
@@ -381,6 +383,7 @@ impl SessionRun {
             pop_meters: (0..config.players).map(|_| PopMeter::new(cubes)).collect(),
             drawn: DrawnMeter::new(config.players, cubes),
             truth_seats: Vec::with_capacity(cubes),
+            peer_samples: vec![PeerSample::default(); config.players],
             rest_jitter_m: 0.0,
             authority_of: vec![0; cubes],
             authority_now: Vec::with_capacity(cubes),
@@ -726,7 +729,14 @@ impl SessionRun {
             let settled = step.saturating_sub(self.authority_rest_since[c]) >= SETTLED_STEPS;
             Some(Authority { seat, settled })
         }));
-        self.drawn.observe(&self.peers, &truth, (step + 1) as f64 * STEP_S)?;
+        for (sample, peer) in self.peer_samples.iter_mut().zip(&self.peers) {
+            match peer {
+                Some(p) => sample.take(p)?,
+                None => sample.absent(),
+            }
+        }
+        self.drawn
+            .observe(&self.peer_samples, &truth, (step + 1) as f64 * STEP_S);
         self.truth_seats = truth;
         self.authority_now = authority_now;
         Ok(())
