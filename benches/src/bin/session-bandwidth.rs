@@ -1,8 +1,10 @@
 //! The four-player bandwidth table for `make bench`: a session of four bots (builder, thrower, contender, catcher)
-//! on table64, 50 ms each way with ±10 ms jitter and 1 % duplicates, at 5 % and 25 % loss, in one process on the
+//! on table64, 50 ms each way with ±10 ms jitter and 1 % duplicates, at 5 % and 25 % loss and 90, 45 and 30 packets
+//! a second, in one process on the
 //! simulated clock. For every connection and direction: cube state, avatars (with the cubes in their hands), the
 //! rest of the message headers (step, welcome) and the rest of the wire (transport header, acks, keep-alives, IP/UDP), in kbps. Prints one JSON object on stdout and
-//! writes `session-bandwidth.md` into the output folder.
+//! writes `session-bandwidth.md` into the output folder, with the demand (what each connection would send with no
+//! budget) and what every screen drew against the truth (`harness::drawn`).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -26,6 +28,9 @@ struct Args {
     /// Loss rates to run (percent, each direction)
     #[arg(long, value_delimiter = ',', default_value = "5,25")]
     loss_pct: Vec<f64>,
+    /// Packets a second on each connection to run (divisors of 90)
+    #[arg(long, value_delimiter = ',', default_value = "90,45,30")]
+    packets_per_s: Vec<u32>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Folder for session-bandwidth.md
@@ -47,8 +52,16 @@ fn run(args: &Args) -> Result<()> {
     let seats = ["builder", "thrower", "contender", "catcher"];
     let mut md = String::from("# Four players: bandwidth per connection and direction (kbps)\n\n");
     let mut runs = Vec::new();
-    for &loss in &args.loss_pct {
+    for (&loss, &pps) in args
+        .loss_pct
+        .iter()
+        .flat_map(|l| args.packets_per_s.iter().map(move |p| (l, p)))
+    {
+        if pps == 0 || 90 % pps != 0 {
+            anyhow::bail!("--packets-per-s {pps} does not divide 90");
+        }
         let config = SessionConfig {
+            send_every_steps: 90 / pps,
             players: 4,
             seconds: args.seconds,
             latency_ms: 50.0,
@@ -64,17 +77,22 @@ fn run(args: &Args) -> Result<()> {
             .map(|(i, name)| make_driver(name, i as u8 + 1, args.seed.wrapping_add(i as u64)))
             .collect::<Result<Vec<_>>>()?;
         let report = run_session(config, world_maker(&args.scene)?, &mut drivers)?;
+        let j = report.to_json();
+        let figure = |k: &str| j[k].as_f64().map_or("—".to_string(), |v| format!("{v:.4}"));
         let _ = writeln!(
             md,
-            "## {loss} % loss, 100 ms round trip ±10 ms, 1 % duplicates, {} s\n\nBudget {} kbps per connection and \
-             direction; worst connection mean {:.1} kbps (p95 of seconds {:.1}), demand with no budget {:.1}; host \
-             up {:.1}. Avatars alone on the worst connection: {:.1} kbps. Bit-identical at the end: {}; lost commits {}; {} grabs, \
-             {} throws, {} conflicts.\n",
+            "## {loss} % loss, {pps} packets a second, 100 ms round trip ±10 ms, 1 % duplicates, {} s\n\nBudget {} kbps \
+             per connection and direction; worst connection mean {:.1} kbps (p95 of seconds {:.1}), demand with no \
+             budget {:.1} (p95 of seconds {}); host up {:.1}. Avatars alone on the worst connection: {:.1} kbps. \
+             Bit-identical at the end: {}; lost commits {}; {} grabs, {} throws, {} conflicts. Drawn against the truth: \
+             visible jump max {} m (p99 {}), drawn error resting max {} m, moving p99 {} m; avatar delay p99 {} ms, \
+             avatar error p99 {} m.\n",
             args.seconds,
             report.kbps_budget,
             report.kbps_per_connection_mean_max,
             report.kbps_per_connection_p95_max,
             report.kbps_demand_mean_max,
+            figure("kbps_demand_per_connection_p95_max"),
             report.host_kbps_up_mean,
             report.kbps_avatars_per_connection_mean_max,
             report.bit_identical_at_end,
@@ -82,6 +100,12 @@ fn run(args: &Args) -> Result<()> {
             report.grabs,
             report.throws,
             report.conflicts,
+            figure("visible_jump_m_max"),
+            figure("visible_jump_m_p99"),
+            figure("drawn_error_m_max_resting"),
+            figure("drawn_error_m_p99_moving"),
+            figure("avatar_delay_ms_p99"),
+            figure("avatar_error_m_p99"),
         );
         md +=
             "| from → to | cube state | avatars (held cubes in them) | rest of header | transport + IP/UDP | total |\n\
@@ -101,7 +125,7 @@ fn run(args: &Args) -> Result<()> {
         }
         md += "\n";
         let connections: Vec<_> = report.connections.iter().map(|c| c.to_json()).collect();
-        runs.push(json!({ "loss_pct": loss, "report": report.to_json(), "connections": connections }));
+        runs.push(json!({ "loss_pct": loss, "packets_per_s": pps, "report": j, "connections": connections }));
     }
     std::fs::create_dir_all(&args.out)?;
     std::fs::write(args.out.join("session-bandwidth.md"), &md)?;
