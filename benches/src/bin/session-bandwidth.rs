@@ -92,7 +92,9 @@ fn run(args: &Args) -> Result<()> {
             report.kbps_per_connection_mean_max,
             report.kbps_per_connection_p95_max,
             report.kbps_demand_mean_max,
-            figure("kbps_demand_per_connection_p95_max"),
+            j["kbps_demand_per_connection_p95_max"]
+                .as_f64()
+                .map_or("—".to_string(), |v| format!("{v:.1}")),
             report.host_kbps_up_mean,
             report.kbps_avatars_per_connection_mean_max,
             report.bit_identical_at_end,
