@@ -832,11 +832,27 @@ impl Peer {
             .as_ref()
             .and_then(|l| l.avatars_sent.baseline(step))
             .map(|(age, set)| (age, *set));
+        let avatars = self.avatars_for(player);
+        // With a baseline, an older acked set too — avatars are then coded against their motion carried on — unless
+        // every avatar is its baseline's, on schedule (one bit each: the prior's age would cost more than it saves).
+        let moving = baseline.is_some_and(|(age, base)| {
+            avatars.iter().zip(base.iter()).any(|(a, b)| match (a, b) {
+                (Some(a), Some(b)) => a.avatar != b.avatar || a.step != b.step.wrapping_add(age),
+                (Some(_), None) => true,
+                (None, _) => false,
+            })
+        });
+        let prior = self.links[slot]
+            .as_ref()
+            .and_then(|l| l.avatars_sent.prior(step))
+            .map(|(age, set)| (age, *set))
+            .filter(|_| moving);
         let mut header = StateHeader {
             sender_step: step,
             welcome: None,
             avatar_baseline_age: baseline.map(|(age, _)| age),
-            avatars: self.avatars_for(player),
+            avatar_prior_age: prior.map(|(age, _)| age),
+            avatars,
             present: self.is_host.then_some(self.present),
         };
         if self.is_host && !welcome_acked {
@@ -853,6 +869,7 @@ impl Peer {
             &header,
             self.cube_count,
             baseline.as_ref().map(|(_, set)| set),
+            prior.as_ref().map(|(_, set)| set),
         )?;
         let budget = self.link_budget(slot);
         let end = (head + budget.saturating_sub(head).max(MIN_BODY_BYTES)).min(self.message_buf.len());
@@ -906,7 +923,7 @@ impl Peer {
         };
         let budget = self.link_budget(slot);
         let link = self.links[slot].as_mut().expect("checked by the caller");
-        let (head, _) = write_header(&mut self.message_buf, &header, self.cube_count, None)?;
+        let (head, _) = write_header(&mut self.message_buf, &header, self.cube_count, None, None)?;
         let end = (head + budget).min(self.message_buf.len());
         self.forged_stamps.copy_from_slice(self.table.stamps());
         if let Some((cube, stamp)) = forged {

@@ -48,6 +48,8 @@ struct SentSet {
 pub struct SentAvatars {
     sent: Vec<SentSet>,
     acked: Option<(u32, AvatarSet)>,
+    /// The baseline before the newest: the receiver holds it too (the prior of a predicted reference).
+    prior: Option<(u32, AvatarSet)>,
 }
 
 impl Default for SentAvatars {
@@ -68,6 +70,7 @@ impl SentAvatars {
                 AVATAR_SENT_TRACKED
             ],
             acked: None,
+            prior: None,
         }
     }
 
@@ -92,8 +95,15 @@ impl SentAvatars {
             .acked
             .is_none_or(|(step, _)| (slot.step.wrapping_sub(step) as i32) > 0);
         if newer {
-            self.acked = Some((slot.step, slot.set));
+            self.prior = self.acked.replace((slot.step, slot.set));
         }
+    }
+
+    /// An older set the receiver also holds, for a message at sender step `now`: its age and the set, or `None`.
+    pub fn prior(&self, now: u32) -> Option<(u32, &AvatarSet)> {
+        let (step, set) = self.prior.as_ref()?;
+        let age = now.wrapping_sub(*step);
+        (1..=MAX_AVATAR_BASELINE_AGE_STEPS).contains(&age).then_some((age, set))
     }
 
     /// The baseline for a message at sender step `now`: its age in steps (1..=[`MAX_AVATAR_BASELINE_AGE_STEPS`])
@@ -108,6 +118,7 @@ impl SentAvatars {
     /// it has).
     pub fn forget_all(&mut self) {
         self.acked = None;
+        self.prior = None;
         self.sent.iter_mut().for_each(|s| s.sequence = None);
     }
 }
