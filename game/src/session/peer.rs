@@ -1512,6 +1512,16 @@ impl Peer {
                 self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
             }
             self.table.set(cube, state.stamp, NOBODY);
+            if self.is_host && !state.at_rest {
+                // Fresh news from the cube's authority: pass it on to the other guests soon, not in its turn.
+                for (k, link) in self.links.iter_mut().enumerate() {
+                    if let (Some(link), true) = (link.as_mut(), k != slot) {
+                        if let Some(a) = link.sender.activity.get_mut(cube as usize) {
+                            a.record_news();
+                        }
+                    }
+                }
+            }
             let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
             self.applied_rest[cube as usize] = state.at_rest.then_some(state);

@@ -71,6 +71,12 @@ impl CubeActivity {
         }
     }
 
+    /// Records fresh news of the cube from its authority, to pass on (the host relaying a guest's state): raised as
+    /// a hard collision raises it, for the next few packets.
+    pub fn record_news(&mut self) {
+        self.steps_since_collision = 0;
+    }
+
     /// Records a player touching, grabbing or throwing the cube.
     pub fn record_interaction(&mut self) {
         self.steps_since_interaction = 0;
