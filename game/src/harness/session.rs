@@ -1266,11 +1266,13 @@ mod tests {
         );
         assert!(f(&capped, "kbps_demand_per_connection_mean_max") > f(&capped, "kbps_per_connection_mean_max") + 10.0);
         assert!(f(&capped, "kbps_demand_per_connection_p95_max") >= f(&capped, "kbps_demand_per_connection_mean_max"));
+        // Not held down by the budget: at least most of what the same game demands with none (a starved game
+        // demands more, if anything: its copies drift further apart between updates).
         let (d_capped, d_free) = (
             f(&capped, "kbps_demand_per_connection_mean_max"),
             f(&free, "kbps_demand_per_connection_mean_max"),
         );
-        assert!((d_capped - d_free).abs() < 0.25 * d_free, "{d_capped} {d_free}");
+        assert!(d_capped > 0.75 * d_free, "{d_capped} {d_free}");
     }
 
     #[test]
@@ -1490,53 +1492,56 @@ mod tests {
 
     #[test]
     fn the_jitter_and_commit_measures_follow_who_has_authority() {
-        // Four bots play for 25 s. Whenever a peer is a cube's authority, the rest-jitter measure must not hold its
-        // copy to a resting pose applied while another authority had it: the pose is this peer's own to move. And a
-        // guest whose claim another player's superseded has no resting claim awaiting commit (the lost-commit
-        // measure). Cubes change hands often enough here that both happen.
-        let config = SessionConfig {
-            players: 4,
-            seconds: 25.0,
-            latency_ms: 50.0,
-            jitter_ms: 10.0,
-            loss_pct: 5.0,
-            seed: 4,
-            ..SessionConfig::default()
-        };
-        let mut run = SessionRun::new(config, table64()).unwrap();
-        let mut drivers: Vec<Box<dyn Driver>> = ["builder", "thrower", "contender", "catcher"]
-            .iter()
-            .enumerate()
-            .map(|(i, name)| crate::harness::session_cli::make_driver(name, i as u8 + 1, 4 + i as u64).unwrap())
-            .collect();
-        let mut taken_with_a_pose = 0;
-        let (mut superseded, mut claimed_before) = (0, vec![vec![false; 64]; 4]);
-        let mut pinned_before: Vec<Vec<bool>> = vec![vec![false; 64]; 4];
-        while !run.is_finished() {
-            run.step(&mut drivers).unwrap();
-            for (k, peer) in run.peers().enumerate() {
-                for c in 0..64u32 {
-                    let pinned = peer.applied_rest()[c as usize].is_some();
-                    let local = peer.table.is_local_authority(c);
-                    assert!(
-                        !(local && pinned),
-                        "player {} cube {c}: its own, held to another's pose",
-                        peer.player()
-                    );
-                    taken_with_a_pose += usize::from(local && pinned_before[k][c as usize]);
-                    pinned_before[k][c as usize] = pinned;
-                    // Nor does a guest wait for the commit of a resting claim another player's claim superseded.
-                    let a = peer.table.stamp(c).authority;
-                    let claimed = peer.rest_claims()[c as usize].is_some();
-                    if !peer.is_host() && a != 0 && a != peer.player() {
+        // Four bots play for 25 s, on two seeds. Whenever a peer is a cube's authority, the rest-jitter measure must
+        // not hold its copy to a resting pose applied while another authority had it: the pose is this peer's own
+        // to move. And a guest whose claim another player's superseded has no resting claim awaiting commit (the
+        // lost-commit measure). Cubes change hands often enough in two runs that both happen (one run alone may
+        // not see a claim superseded: which events a run has moves with every change to what goes on the wire).
+        let (mut taken_with_a_pose, mut superseded) = (0, 0);
+        for seed in [4, 5] {
+            let config = SessionConfig {
+                players: 4,
+                seconds: 25.0,
+                latency_ms: 50.0,
+                jitter_ms: 10.0,
+                loss_pct: 5.0,
+                seed,
+                ..SessionConfig::default()
+            };
+            let mut run = SessionRun::new(config, table64()).unwrap();
+            let mut drivers: Vec<Box<dyn Driver>> = ["builder", "thrower", "contender", "catcher"]
+                .iter()
+                .enumerate()
+                .map(|(i, name)| crate::harness::session_cli::make_driver(name, i as u8 + 1, 4 + i as u64).unwrap())
+                .collect();
+            let mut claimed_before = vec![vec![false; 64]; 4];
+            let mut pinned_before: Vec<Vec<bool>> = vec![vec![false; 64]; 4];
+            while !run.is_finished() {
+                run.step(&mut drivers).unwrap();
+                for (k, peer) in run.peers().enumerate() {
+                    for c in 0..64u32 {
+                        let pinned = peer.applied_rest()[c as usize].is_some();
+                        let local = peer.table.is_local_authority(c);
                         assert!(
-                            !claimed,
-                            "player {} cube {c}: a claim superseded by player {a}'s",
+                            !(local && pinned),
+                            "player {} cube {c}: its own, held to another's pose",
                             peer.player()
                         );
-                        superseded += usize::from(claimed_before[k][c as usize]);
+                        taken_with_a_pose += usize::from(local && pinned_before[k][c as usize]);
+                        pinned_before[k][c as usize] = pinned;
+                        // Nor does a guest wait for the commit of a resting claim another player's claim superseded.
+                        let a = peer.table.stamp(c).authority;
+                        let claimed = peer.rest_claims()[c as usize].is_some();
+                        if !peer.is_host() && a != 0 && a != peer.player() {
+                            assert!(
+                                !claimed,
+                                "player {} cube {c}: a claim superseded by player {a}'s",
+                                peer.player()
+                            );
+                            superseded += usize::from(claimed_before[k][c as usize]);
+                        }
+                        claimed_before[k][c as usize] = claimed;
                     }
-                    claimed_before[k][c as usize] = claimed;
                 }
             }
         }
