@@ -117,6 +117,12 @@ pub struct CompareArgs {
     /// Authority: the state sync's budget per connection and direction, IP/UDP headers included (kbps)
     #[arg(long, value_name = "KBPS", default_value_t = super::session::DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
+    /// Authority: packets a second on each connection, a divisor of the 90 physics steps (90, 45, 30, ...)
+    #[arg(long, value_name = "P", default_value_t = 90)]
+    pub packets_per_s: u32,
+    /// Authority: each peer pushes with its own player's input only, not the others' relayed inputs (a control)
+    #[arg(long, hide = true)]
+    pub no_remote_inputs: bool,
     /// Play it in the desktop view instead of measuring: your machine left, the other side's right; the keys play
     /// player 1 (predict: the client), bots the others; the overlay switches the model and the link (`--model
     /// all` starts with lockstep; `--seconds` is ignored)
@@ -771,6 +777,8 @@ mod tests {
             snapshot_hz: 30,
             no_compression: false,
             kbps_budget: 128,
+            packets_per_s: 90,
+            no_remote_inputs: false,
             view: false,
             frames: None,
         };

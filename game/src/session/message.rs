@@ -2,7 +2,8 @@
 //!
 //! - [`MESSAGE_STATE`]: a bit-packed header — the sender's step, on the host's packets a welcome until the guest has
 //!   it (its player index, the scene's cube count and checksum) and who is in the game (four bits), the avatars of the players the sender speaks for
-//!   (each with the cubes in its hands: held cubes travel only there) — then, from the next byte, a state packet body
+//!   (each with the cubes in its hands: held cubes travel only there), the players' game inputs (one bit when
+//!   there are none) — then, from the next byte, a state packet body
 //!   (`sync::codec::state_packet`) of cube updates.
 //! - the reject notice (`sync::codec::reject_notice`), whose own first byte is its tag.
 //!
@@ -92,6 +93,11 @@ pub struct StateHeader {
     /// included when it plays). A guest forgets the avatar of a player who is not (a goodbye, a timeout); guests
     /// send `None`.
     pub present: Option<u8>,
+    /// The game's own input of each player the sender speaks for, by player (index = player − 1): a byte whose
+    /// meaning is the game's (the cube game's keys: roll, hover, blow, pull). A guest sends its own; the host its
+    /// own and the newest it accepted from each other guest, so that every peer can apply every player's input to
+    /// that player's cube and what it pushes. `None` where a player has none (a VR player's hands are its avatar).
+    pub game_inputs: [Option<u8>; 4],
 }
 
 impl StateHeader {
@@ -287,6 +293,29 @@ fn serialize_header_fields<S: Stream>(
         serialize_avatar_sample(s, &mut sample, reference, before, age, cube_count)?;
         *avatar = Some(sample);
     }
+    serialize_game_inputs(s, &mut h.game_inputs)?;
+    Ok(())
+}
+
+/// The players' game inputs: one bit when there are none (a VR session), else a presence bit and a byte each.
+fn serialize_game_inputs<S: Stream>(s: &mut S, inputs: &mut [Option<u8>; 4]) -> Result<(), MessageError> {
+    let mut any = inputs.iter().any(Option::is_some);
+    s.serialize_bool(&mut any)?;
+    if !any {
+        *inputs = [None; 4];
+        return Ok(());
+    }
+    for input in inputs.iter_mut() {
+        let mut present = input.is_some();
+        s.serialize_bool(&mut present)?;
+        if present {
+            let mut bits = u32::from(input.unwrap_or(0));
+            s.serialize_bits(&mut bits, 8)?;
+            *input = Some(bits as u8);
+        } else {
+            *input = None;
+        }
+    }
     Ok(())
 }
 
@@ -446,6 +475,7 @@ mod tests {
             avatar_prior_age: None,
             avatars,
             present: Some(0b1011),
+            game_inputs: [Some(0x21), None, None, Some(0x07)],
         }
     }
 
@@ -559,6 +589,7 @@ mod tests {
             avatar_prior_age: prior_age,
             avatars: now,
             present: None,
+            game_inputs: [None; 4],
         };
         let (_, plain) = write_header(&mut [0u8; 400], &header(None), 64, Some(&base), None).unwrap();
         let (_, carried) = write_header(&mut [0u8; 400], &header(Some(8)), 64, Some(&base), Some(&prior)).unwrap();

@@ -320,6 +320,11 @@ pub struct Peer {
     scene_mismatch: Option<Welcome>,
     /// Whether the avatar sent carries the head as it is (off only as [`Peer::stop_sending_head`]'s control).
     send_head: bool,
+    /// This player's game input (see [`StateHeader::game_inputs`]), sent with every message from now on.
+    own_game_input: Option<u8>,
+    /// The other players' newest game inputs (index = player − 1): on the host those it accepted from each guest
+    /// (relayed), on a guest those the host said.
+    game_inputs: [Option<u8>; 4],
 }
 
 impl Peer {
@@ -427,6 +432,8 @@ impl Peer {
             protocol_version: PROTOCOL_VERSION,
             scene_mismatch: None,
             send_head: true,
+            own_game_input: None,
+            game_inputs: [None; 4],
         })
     }
 
@@ -439,6 +446,55 @@ impl Peer {
             our_cubes: self.cube_count,
             our_checksum: self.scene_checksum,
         })
+    }
+
+    /// This player's game input from now on (a byte whose meaning is the game's: the cube game's keys); every
+    /// message carries it, and the host relays it to the other guests.
+    pub fn set_game_input(&mut self, input: Option<u8>) {
+        self.own_game_input = input;
+    }
+
+    /// `player`'s newest game input this peer has heard (`None`: none yet, or the player is this peer's own or gone).
+    pub fn game_input(&self, player: u8) -> Option<u8> {
+        if player == self.table.me() {
+            return None;
+        }
+        *self.game_inputs.get(usize::from(player).checked_sub(1)?)?
+    }
+
+    /// The game inputs a message to `to_player` carries: this player's own; on the host also every other guest's
+    /// newest, never the receiver's own.
+    fn game_inputs_for(&self, to_player: u8) -> [Option<u8>; 4] {
+        let mut out = [None; 4];
+        let me = self.table.me();
+        if let Some(own) = usize::from(me).checked_sub(1).and_then(|s| out.get_mut(s)) {
+            *own = self.own_game_input;
+        }
+        if self.is_host {
+            for (p, input) in self.game_inputs.iter().enumerate() {
+                if p + 1 != usize::from(to_player) && p + 1 != usize::from(me) {
+                    out[p] = *input;
+                }
+            }
+        }
+        out
+    }
+
+    /// The game inputs of a newer message from `from_player`: the host takes only the sender's own slot (as with
+    /// avatars), a guest every slot but its own.
+    fn take_game_inputs(&mut self, from_player: u8, header: &StateHeader) {
+        let me = self.table.me();
+        for (p, input) in header.game_inputs.iter().enumerate() {
+            let player = p as u8 + 1;
+            let mine = if self.is_host {
+                player == from_player
+            } else {
+                player != me
+            };
+            if mine {
+                self.game_inputs[p] = *input;
+            }
+        }
     }
 
     /// A negative control of the avatar measures: from now on the avatar this peer sends keeps its head where it
@@ -854,6 +910,7 @@ impl Peer {
             avatar_prior_age: prior.map(|(age, _)| age),
             avatars,
             present: self.is_host.then_some(self.present),
+            game_inputs: self.game_inputs_for(player),
         };
         if self.is_host && !welcome_acked {
             header.welcome = Some(Welcome {
@@ -1026,6 +1083,7 @@ impl Peer {
         };
         self.present &= !(1u8 << (link.player - 1));
         self.remote.forget(link.player);
+        self.game_inputs[usize::from(link.player - 1)] = None;
         let mut returned = Vec::new();
         self.table.release_player(link.player, |c| returned.push(c));
         for c in returned {
@@ -1049,6 +1107,9 @@ impl Peer {
     /// cubes its hands held here are let go.
     fn forget_player(&mut self, player: u8) -> Result<(), PeerError> {
         self.remote.forget(player);
+        if let Some(input) = self.game_inputs.get_mut(usize::from(player).wrapping_sub(1)) {
+            *input = None;
+        }
         for cube in 0..self.cube_count {
             if self.table.holder(cube) == player {
                 self.table.set_holder(cube, NOBODY);
@@ -1176,6 +1237,9 @@ impl Peer {
                     self.take_presence(header.present)?;
                 }
                 self.take_avatars(player, &header, newer, now_s)?;
+                if newer && self.welcomed {
+                    self.take_game_inputs(player, &header);
+                }
                 self.take_updates(peer, player)?;
             }
         }
