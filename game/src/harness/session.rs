@@ -264,6 +264,9 @@ impl SessionReport {
             "seconds_to_notice_host_gone": self.seconds_to_notice_host_gone,
             "accepted_claims_by_player": &self.accepted_claims_by_player[1..],
             "failure_evidence": self.failure_evidence,
+            // Every connection and direction's kbps by part (cubes, avatars, the rest of the message header, the
+            // transport with IP/UDP): where the demand goes.
+            "connections": self.connections.iter().map(ConnectionKbps::to_json).collect::<Vec<_>>(),
         });
         for field in DRAWN_FIELDS {
             out[field] = drawn(field);
