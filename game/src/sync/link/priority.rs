@@ -7,9 +7,6 @@
 //! packet holds, a cube below that class would wait until every player let go: an awake cube that has waited half a
 //! second ([`starving`]) climbs as a touched cube does from then on and takes its turn among them.
 //!
-//! A cube that comes to rest climbs as a touched cube does until its resting state has been sent once on the
-//! connection: that state is what makes the other copies stop where this one stopped.
-//!
 //! Resting cubes keep the base factor: the reference found that sending them less made the two simulations drift
 //! apart where other cubes hit them. Held cubes get -1 and are never sent as state (they travel with the avatar).
 //!
@@ -53,9 +50,6 @@ pub struct CubeActivity {
     pub steps_since_collision: u32,
     /// Steps since a player last touched or threw the cube (saturates; `u32::MAX` means never).
     pub steps_since_interaction: u32,
-    /// It came to rest and its resting state has not been sent on this connection since: the state the other side
-    /// must have for its copy to stop where this one stopped, and the one it would otherwise wait longest for.
-    pub rest_unsent: bool,
 }
 
 impl Default for CubeActivity {
@@ -65,7 +59,6 @@ impl Default for CubeActivity {
             awake: false,
             steps_since_collision: u32::MAX,
             steps_since_interaction: u32::MAX,
-            rest_unsent: false,
         }
     }
 }
@@ -82,16 +75,6 @@ impl CubeActivity {
     /// a hard collision raises it, for the next few packets.
     pub fn record_news(&mut self) {
         self.steps_since_collision = 0;
-    }
-
-    /// Takes the cube's state this step: coming to rest (awake until now), its resting state is news.
-    pub fn observe_rest(&mut self, at_rest: bool) {
-        if at_rest && self.awake {
-            self.rest_unsent = true;
-        } else if !at_rest {
-            self.rest_unsent = false;
-        }
-        self.awake = !at_rest;
     }
 
     /// Records a player touching, grabbing or throwing the cube.
@@ -112,7 +95,7 @@ pub fn tick_activity(activity: &mut [CubeActivity]) {
 pub fn priority_factor(a: &CubeActivity) -> i64 {
     if a.held {
         HELD_PRIORITY
-    } else if a.steps_since_interaction < INTERACTION_BOOST_STEPS || a.rest_unsent {
+    } else if a.steps_since_interaction < INTERACTION_BOOST_STEPS {
         INTERACTION_PRIORITY
     } else if a.steps_since_collision < COLLISION_BOOST_STEPS {
         COLLISION_PRIORITY
@@ -174,16 +157,6 @@ pub fn fill_packet(
         }
     }
     used
-}
-
-/// The sent cubes' resting states are on their way: a cube that came to rest is news no more. Ids out of range
-/// are ignored.
-pub fn mark_rest_sent(activity: &mut [CubeActivity], sent: &[u32]) {
-    for &id in sent {
-        if let Some(a) = activity.get_mut(id as usize) {
-            a.rest_unsent = false;
-        }
-    }
 }
 
 /// Sent cubes start again from zero, giving the others their turn. Ids out of range are ignored.
@@ -256,55 +229,6 @@ mod tests {
         for gap in sent_at.windows(2).map(|w| w[1] - w[0]) {
             assert!(gap <= first + touched / 5 + 1, "then every {gap} steps: {sent_at:?}");
         }
-    }
-
-    /// Issue 30: while touched cubes fill every packet (four katamari balls over 64 kbps), a cube that comes to rest
-    /// sends its resting state within a few packets — the state that makes the other copies stop where this one
-    /// stopped — and then waits again as resting cubes do; before, it waited for every player to let go, while the
-    /// copies elsewhere slid on metres away.
-    #[test]
-    fn a_cube_that_comes_to_rest_sends_its_resting_state_among_the_touched_ones() {
-        let touched = 20;
-        let settling = touched as u32;
-        let mut activity = vec![CubeActivity::default(); touched + 1];
-        let mut acc = vec![0i64; touched + 1];
-        let bits_of = |_| 100;
-        let mut sent_at_rest = Vec::new();
-        for step in 0..STEP_HZ as usize * 2 {
-            for a in &mut activity[..touched] {
-                a.observe_rest(false);
-                a.record_interaction();
-            }
-            // Awake (recently sent as such, so not yet starving) for ten steps, then at rest.
-            activity[touched].observe_rest(step >= 10);
-            if step < 10 {
-                acc[touched] = 0;
-            }
-            let sent = send_step(&mut acc, &activity, 5 * 100, &bits_of);
-            mark_rest_sent(&mut activity, &sent);
-            if step >= 10 && sent.contains(&settling) {
-                sent_at_rest.push(step);
-            }
-            tick_activity(&mut activity);
-        }
-        assert!(
-            sent_at_rest.first().is_some_and(|&s| s <= 10 + touched / 5 + 1),
-            "resting state first sent at {sent_at_rest:?}"
-        );
-        assert_eq!(
-            sent_at_rest.len(),
-            1,
-            "then it waits as a resting cube: {sent_at_rest:?}"
-        );
-        // The control: with the news forgotten, the resting cube waits behind the touched ones for good.
-        let mut quiet = CubeActivity {
-            awake: true,
-            ..CubeActivity::default()
-        };
-        quiet.observe_rest(true);
-        assert_eq!(priority_factor(&quiet), INTERACTION_PRIORITY);
-        mark_rest_sent(std::slice::from_mut(&mut quiet), &[0]);
-        assert_eq!(priority_factor(&quiet), BASE_PRIORITY);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::sync::codec::state_packet::{
 };
 use crate::sync::link::baseline::AckedBaselines;
 use crate::sync::link::priority::{
-    accumulate, mark_rest_sent, mark_sent, order_by_priority, tick_activity, CubeActivity, HELD_PRIORITY,
+    accumulate, mark_sent, order_by_priority, tick_activity, CubeActivity, HELD_PRIORITY,
 };
 
 /// Why a state packet could not be produced.
@@ -118,7 +118,7 @@ impl Sender {
         for i in 0..self.accumulators.len() {
             let mut state = quantize_state(&world.state(BodyId(i as u32))?);
             state.stamp = stamps.get(i).copied().unwrap_or_default();
-            self.activity[i].observe_rest(state.at_rest);
+            self.activity[i].awake = !state.at_rest;
             self.states.push(state);
         }
         accumulate(&mut self.accumulators, &self.activity);
@@ -152,7 +152,6 @@ impl Sender {
             self.demand_bytes += self.measure_demand_bytes(step, write)? as u64;
         }
         mark_sent(&mut self.accumulators, &self.sent);
-        mark_rest_sent(&mut self.activity, &self.sent);
         self.sent_states.clear();
         self.sent_states
             .extend(self.sent.iter().map(|&id| (id, self.states[id as usize])));
