@@ -207,6 +207,43 @@ pub struct DrawnMeter {
     pub avatar_delay: PopHistogram,
     pub avatar_error: PopHistogram,
     pub steps: u64,
+    /// The largest resting error and the largest visible jump, with where and when: a figure past its line carries
+    /// its evidence.
+    worst_resting: Option<Worst>,
+    worst_jump: Option<Worst>,
+}
+
+/// One measured moment: which seat drew which cube how far off, at which step of the meter, and the poses.
+#[derive(Clone, Copy, Debug)]
+struct Worst {
+    value: f32,
+    seat: usize,
+    cube: usize,
+    step: u64,
+    truth_seat: usize,
+    drawn: Vec3,
+    truth: Vec3,
+}
+
+impl Worst {
+    fn keep(slot: &mut Option<Worst>, w: Worst) {
+        if slot.is_none_or(|old| w.value > old.value) {
+            *slot = Some(w);
+        }
+    }
+
+    fn to_json(self, what: &str) -> Value {
+        json!({
+            "what": what,
+            "m": self.value,
+            "seat": self.seat + 1,
+            "cube": self.cube,
+            "second": self.step as f64 / 90.0,
+            "authority_seat": self.truth_seat + 1,
+            "drawn": self.drawn.to_array(),
+            "truth": self.truth.to_array(),
+        })
+    }
 }
 
 /// Who simulates a cube for everyone this step, and since when it has had the cube at rest.
@@ -230,6 +267,8 @@ impl DrawnMeter {
             avatar_delay: PopHistogram::default(),
             avatar_error: PopHistogram::default(),
             steps: 0,
+            worst_resting: None,
+            worst_jump: None,
         }
     }
 
@@ -281,6 +320,16 @@ impl DrawnMeter {
                 let error = drawn.distance(truth);
                 if who.settled {
                     self.error_resting.add(error);
+                    let w = Worst {
+                        value: error,
+                        seat,
+                        cube: c,
+                        step: self.steps,
+                        truth_seat: who.seat,
+                        drawn,
+                        truth,
+                    };
+                    Worst::keep(&mut self.worst_resting, w);
                 } else {
                     self.error_moving.add(error);
                 }
@@ -309,6 +358,16 @@ impl DrawnMeter {
                         );
                     }
                     self.jump.add(jump);
+                    let w = Worst {
+                        value: jump,
+                        seat,
+                        cube: c,
+                        step: self.steps,
+                        truth_seat: who.seat,
+                        drawn: track.drawn[2],
+                        truth: self.sims[who.seat][c].drawn[2],
+                    };
+                    Worst::keep(&mut self.worst_jump, w);
                 }
             }
             self.observe_avatars(peer, now_s);
@@ -341,6 +400,20 @@ impl DrawnMeter {
             }
             self.avatar_error.add(worst);
         }
+    }
+
+    /// Where the largest resting error (over 1 mm) and the largest visible jump (over 1 cm) were drawn: the
+    /// evidence `failure_evidence` carries when those figures pass their lines.
+    pub fn evidence(&self) -> impl Iterator<Item = Value> + '_ {
+        let resting = self
+            .worst_resting
+            .filter(|w| w.value > 0.001)
+            .map(|w| w.to_json("the largest drawn error of a settled cube"));
+        let jump = self
+            .worst_jump
+            .filter(|w| w.value > 0.01)
+            .map(|w| w.to_json("the largest visible jump"));
+        resting.into_iter().chain(jump)
     }
 
     /// The figures, as `tumble session` reports them; a figure nothing fed is `null`. Corrections are per minute

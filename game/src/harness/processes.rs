@@ -755,6 +755,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
     };
     r.players = config.players;
     r.drawn = Some(meter.to_json(corrections, config.seconds));
+    r.failure_evidence.extend(meter.evidence());
     r.handover_pop_m_max = f64::from(meter.jump.max_m());
     r.handover_pop_m_p99 = f64::from(meter.jump.quantile_m(0.99));
     Ok(r)

@@ -909,6 +909,7 @@ impl SessionRun {
             (a + p.stats.corrections_over_1cm, b + p.stats.corrections_over_10cm)
         });
         r.drawn = Some(self.drawn.to_json(corrections, seconds));
+        r.failure_evidence.extend(self.drawn.evidence());
         r.handover_pop_m_max = f64::from(self.drawn.jump.max_m());
         r.handover_pop_m_p99 = f64::from(self.drawn.jump.quantile_m(0.99));
         r.seconds_to_converge = self
@@ -1428,6 +1429,20 @@ mod tests {
             let f = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k}: {j}"));
             figures.push((f("drawn_error_m_max_resting"), f("visible_jump_m_max")));
             assert!(j["bit_identical_at_end"] == true, "{j}");
+            // A figure past its line says where: on the nudged seat (the nudged cube, or the neighbour it pushed
+            // over); none when nothing passed.
+            let evidence = j["failure_evidence"].as_array().unwrap();
+            if nudge && !eased {
+                let resting = evidence
+                    .iter()
+                    .find(|e| e["what"] == "the largest drawn error of a settled cube")
+                    .unwrap_or_else(|| panic!("{j}"));
+                assert_eq!(resting["seat"].as_u64(), Some(3), "{j}");
+                assert!(resting["m"].as_f64().unwrap() >= 0.045, "{j}");
+            }
+            if !nudge {
+                assert!(evidence.is_empty(), "{j}");
+            }
         }
         eprintln!("(drawn error resting max, visible jump max): plain, eased nudge, eased nudge without smoothing, drawn nudge: {figures:?}");
         let [(plain_error, plain_jump), (_, eased_jump), (_, snapped_jump), (nudged_error, _)] = figures[..] else {
