@@ -318,18 +318,19 @@ impl DrawnMeter {
                 };
                 let drawn = peer.drawn[c];
                 let error = drawn.distance(truth);
+                // Where and when, for the evidence of either figure (both read this step's drawn and true poses).
+                let here = Worst {
+                    value: error,
+                    seat,
+                    cube: c,
+                    step: self.steps,
+                    truth_seat: who.seat,
+                    drawn,
+                    truth,
+                };
                 if who.settled {
                     self.error_resting.add(error);
-                    let w = Worst {
-                        value: error,
-                        seat,
-                        cube: c,
-                        step: self.steps,
-                        truth_seat: who.seat,
-                        drawn,
-                        truth,
-                    };
-                    Worst::keep(&mut self.worst_resting, w);
+                    Worst::keep(&mut self.worst_resting, here);
                 } else {
                     self.error_moving.add(error);
                 }
@@ -358,16 +359,7 @@ impl DrawnMeter {
                         );
                     }
                     self.jump.add(jump);
-                    let w = Worst {
-                        value: jump,
-                        seat,
-                        cube: c,
-                        step: self.steps,
-                        truth_seat: who.seat,
-                        drawn: track.drawn[2],
-                        truth: self.sims[who.seat][c].drawn[2],
-                    };
-                    Worst::keep(&mut self.worst_jump, w);
+                    Worst::keep(&mut self.worst_jump, Worst { value: jump, ..here });
                 }
             }
             self.observe_avatars(peer, now_s);
