@@ -120,6 +120,14 @@ fn separate_processes_over_udp_join_play_and_report() {
     ] {
         assert!(j[figure].is_number(), "{figure}: {j}");
     }
+    // Every process's connections come back by part: the host's two and each guest's one, each carrying cubes or
+    // avatars and the transport's headers.
+    let connections = j["connections"].as_array().unwrap();
+    assert_eq!(connections.len(), 4, "{j}");
+    for c in connections {
+        let part = |k: &str| c[k].as_f64().unwrap_or_else(|| panic!("{k}: {j}"));
+        assert!(part("rest") > 0.0 && part("cubes") + part("avatars") > 0.0, "{j}");
+    }
     // The host process's judgement comes back too: it took claims from the two contending guests.
     let accepted = &j["accepted_claims_by_player"];
     assert!(accepted[1].as_u64().unwrap() + accepted[2].as_u64().unwrap() > 0, "{j}");

@@ -22,7 +22,7 @@ use crate::authority::rules::{commit_outcome, compare_claims, RejectCounts, Reje
 use crate::harness::cube_history::{state_json, CubeHistory, CubeSample, Phase};
 use crate::harness::drawn_trace::TraceWriter;
 use crate::harness::loopback::percentile;
-use crate::harness::session::{SessionConfig, SessionReport, SETTLE_S};
+use crate::harness::session::{ConnectionKbps, SessionConfig, SessionReport, SETTLE_S};
 use crate::harness::session_cli::{make_driver, world_maker};
 use crate::session::peer::{HostGone, Peer, PeerConfig, JOIN_GRACE_STEPS, PACKETS_PER_S};
 use crate::smoothing::PopMeter;
@@ -534,7 +534,15 @@ impl Watch {
             .wire_bytes()
             .zip(peer.sent_breakdown())
             .map(|((player, sent, received), b)| {
-                json!({ "player": player, "sent": sent, "received": received, "avatars_sent": b.avatars })
+                json!({
+                    "player": player,
+                    "sent": sent,
+                    "received": received,
+                    "avatars_sent": b.avatars,
+                    "cubes_sent": b.cubes,
+                    "header_sent": b.header,
+                    "rest_sent": b.rest,
+                })
             })
             .collect();
         let demand: Vec<u64> = peer.demand_wire_bytes().map(|(_, d)| d).collect();
@@ -838,6 +846,14 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
                 .max(kbps(&c["received"]));
             r.kbps_avatars_per_connection_mean_max =
                 r.kbps_avatars_per_connection_mean_max.max(kbps(&c["avatars_sent"]));
+            r.connections.push(ConnectionKbps {
+                from: f["player"].as_u64().unwrap_or(0).max(1) as u8,
+                to: c["player"].as_u64().unwrap_or(0) as u8,
+                cubes: kbps(&c["cubes_sent"]),
+                avatars: kbps(&c["avatars_sent"]),
+                header: kbps(&c["header_sent"]),
+                rest: kbps(&c["rest_sent"]),
+            });
             if f["host"] == true {
                 r.host_kbps_up_mean += kbps(&c["sent"]);
             }
