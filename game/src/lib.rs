@@ -28,6 +28,7 @@ pub mod interaction;
 pub mod lockstep;
 pub mod predict;
 pub mod quit;
+pub mod render_bench;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;

@@ -67,6 +67,8 @@ enum Command {
     Compare(tumble::harness::compare::CompareArgs),
     /// Step a scene headless, render it offscreen (no display needed) and write a PNG
     Screenshot(ScreenshotArgs),
+    /// The renderer measured: GPU time per pass, CPU record+submit, shader invocations, at a chosen size; JSON
+    RenderBench(tumble::render_bench::RenderBenchArgs),
     /// A host and N-1 guests with distributed authority, bots in every seat; JSON report
     Session(tumble::harness::session_cli::SessionArgs),
     /// One player's process of `tumble session --processes` (started by it)
@@ -276,6 +278,17 @@ fn main() -> ExitCode {
         },
         Some(Command::Screenshot(args)) => match screenshot(&args) {
             Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("tumble: error: {}", one_line(&e));
+                let unavailable = e.downcast_ref::<RenderError>().is_some_and(RenderError::is_unavailable);
+                ExitCode::from(if unavailable { EXIT_UNAVAILABLE } else { 1 })
+            }
+        },
+        Some(Command::RenderBench(args)) => match tumble::render_bench::run(&args) {
+            Ok(report) => {
+                println!("{}", serde_json::to_string(&report).expect("the report serializes"));
+                ExitCode::SUCCESS
+            }
             Err(e) => {
                 eprintln!("tumble: error: {}", one_line(&e));
                 let unavailable = e.downcast_ref::<RenderError>().is_some_and(RenderError::is_unavailable);

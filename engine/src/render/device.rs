@@ -45,6 +45,10 @@ pub struct GpuInfo {
     pub depth_format: vk::Format,
     /// Nanoseconds per timestamp tick; `None` when the queue has no timestamps.
     pub timestamp_period_ns: Option<f32>,
+    /// The driver's name and version text (`VkPhysicalDeviceDriverProperties`), e.g. "llvmpipe Mesa 22.3.6".
+    pub driver: String,
+    /// Pipeline statistics queries were enabled on this device (only on devices the renderer creates itself).
+    pub pipeline_statistics: bool,
 }
 
 /// Handles created by someone else (an OpenXR runtime): the renderer uses them and never destroys them. The
@@ -148,9 +152,15 @@ impl Gpu {
             .queue_priorities(&priorities)];
         let ext_ptrs: Vec<*const c_char> = device_extensions.iter().map(|e| e.as_ptr()).collect();
         let mut multiview = required_device_features();
+        // SAFETY: plain query of a device from this instance.
+        let supported = unsafe { instance.get_physical_device_features(physical_device) };
+        // Pipeline statistics (vertex and fragment invocations per pass) for `render-bench`, where the device has them.
+        let statistics = supported.pipeline_statistics_query == vk::TRUE;
+        let enabled = vk::PhysicalDeviceFeatures::default().pipeline_statistics_query(statistics);
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queue_info)
             .enabled_extension_names(&ext_ptrs)
+            .enabled_features(&enabled)
             .push_next(&mut multiview);
         // SAFETY: the physical device came from this instance; the create info outlives the call.
         let device = match unsafe { instance.create_device(physical_device, &info, None) } {
@@ -169,6 +179,7 @@ impl Gpu {
         let mut gpu = Gpu::wrap(entry, instance, physical_device, device, queue_family, 0);
         gpu.debug = debug;
         gpu.owned = true;
+        gpu.info.pipeline_statistics = statistics;
         tracing::info!(device = %gpu.info.name, kind = ?gpu.info.device_type, msaa = ?gpu.info.msaa_samples, "Vulkan device");
         Ok(gpu)
     }
@@ -394,7 +405,21 @@ unsafe fn describe(instance: &ash::Instance, pd: vk::PhysicalDevice, family: u32
                 .contains(depth_needs)
         })
         .unwrap_or(vk::Format::D16_UNORM);
+    let mut driver_props = vk::PhysicalDeviceDriverProperties::default();
+    let mut props2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver_props);
+    // SAFETY: a 1.2 device (checked before it is picked), so the core query and its chain exist.
+    unsafe { instance.get_physical_device_properties2(pd, &mut props2) };
+    let text = |c: Result<&CStr, _>| c.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let driver = format!(
+        "{} {}",
+        text(driver_props.driver_name_as_c_str()),
+        text(driver_props.driver_info_as_c_str())
+    )
+    .trim()
+    .to_string();
     GpuInfo {
+        driver,
+        pipeline_statistics: false,
         name: props
             .device_name_as_c_str()
             .map(|n| n.to_string_lossy().into_owned())

@@ -11,6 +11,8 @@ pub(crate) struct Buffer {
     pub memory: vk::DeviceMemory,
     pub mapped: *mut u8,
     pub size: u64,
+    /// The memory type it got (its properties tell where it lives: `render-bench` reports them).
+    pub memory_type: u32,
 }
 
 /// An image, its memory and one view over all its layers.
@@ -63,9 +65,10 @@ pub(crate) fn create_buffer(
         } else {
             vk::MemoryPropertyFlags::DEVICE_LOCAL
         };
+        let type_index = memory_type(props, req.memory_type_bits, want)?;
         let alloc = vk::MemoryAllocateInfo::default()
             .allocation_size(req.size)
-            .memory_type_index(memory_type(props, req.memory_type_bits, want)?);
+            .memory_type_index(type_index);
         let memory = device.allocate_memory(&alloc, None).ctx("vkAllocateMemory (buffer)")?;
         device.bind_buffer_memory(buffer, memory, 0).ctx("vkBindBufferMemory")?;
         let mapped = if host_visible {
@@ -80,6 +83,7 @@ pub(crate) fn create_buffer(
             memory,
             mapped,
             size,
+            memory_type: type_index,
         })
     }
 }

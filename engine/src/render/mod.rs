@@ -21,6 +21,10 @@
 //!   module docs of `external.rs` list what to ask the runtime for: Vulkan 1.2, no extensions, the multiview
 //!   feature ([`required_device_features`]), swapchain usage COLOR_ATTACHMENT | TRANSFER_DST.
 //!
+//! [`run_bench`] (`bench.rs`) is `tumble render-bench`: one scene drawn for a number of frames at a chosen size,
+//! views, sample count and output, with the GPU time of each pass (timestamps), the CPU time to record and submit,
+//! shader invocations per pass and where the buffers live.
+//!
 //! Files: `device.rs` (instance, device choice, [`Gpu`]), `memory.rs`, `pipeline.rs` (shaders, render pass,
 //! pipelines), `shadow.rs`, `targets.rs`, `instances.rs` (frame data as the GPU reads it), `renderer.rs` (the frame
 //! loop), `scene_data.rs` (the caller's types), `error.rs`.
@@ -28,6 +32,7 @@
 //! No Vulkan loader or no usable device gives [`RenderError::NoLoader`] / [`RenderError::NoDevice`], whose message
 //! names the packages to install; [`RenderError::is_unavailable`] tells the binary to exit 2.
 
+mod bench;
 mod device;
 mod error;
 mod external;
@@ -46,6 +51,7 @@ mod targets;
 pub use crate::vk_validation::{validation_layers_installed, validation_messages};
 pub use ash;
 pub use ash::vk;
+pub use bench::{run_bench, BenchOptions, BenchOutput, BenchReport};
 pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, GpuInfo, VULKAN_API_VERSION};
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
@@ -54,7 +60,7 @@ pub use mirror::{submit_with_mirror, window_extensions, Mirror, MirrorImage};
 pub use offscreen::Offscreen;
 pub use overlay::OverlayFrame;
 pub use raw_window_handle;
-pub use renderer::{Renderer, ResultImage, FRAMES_IN_FLIGHT, MAX_EXTENT_PX, RESULT_FORMAT};
+pub use renderer::{PassStatistics, PassTimes, Renderer, ResultImage, FRAMES_IN_FLIGHT, MAX_EXTENT_PX, RESULT_FORMAT};
 pub use scene_data::{
     authority_rgb, Avatar, CubeInstance, DebugModes, FrameInput, Pose, View, AUTHORITY_NONE_RGB, CUBE_FIRST_VIEW_ONLY,
     CUBE_FLAGS, CUBE_HELD, CUBE_RESTING, CUBE_SECOND_VIEW_ONLY, CUBE_SELECTED, DEFAULT_LIGHT_DIRECTION, FAR_M,

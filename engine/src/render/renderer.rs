@@ -26,13 +26,46 @@ pub const RESULT_FORMAT: vk::Format = vk::Format::R8G8B8A8_SRGB;
 /// Sky colour behind everything (linear RGB).
 const CLEAR_RGB: [f32; 3] = [0.32, 0.45, 0.62];
 
-/// Timestamp queries per frame: start and end.
-const QUERIES_PER_FRAME: u32 = 2;
-/// Queries in each frame's pool: room past the end query for one per view. Mesa 25.0's lavapipe writes a
-/// timestamp recorded after a multiview pass into one query per view of that pass (as if still inside it), so a
-/// pool of exactly two overflows and the driver's queue thread segfaults (docs/mesa-multiview-crash.md, reproduced
-/// by `engine/examples/multiview_clear.rs`). The slack is never read.
-const QUERY_POOL_SIZE: u32 = QUERIES_PER_FRAME + MAX_VIEWS as u32 - 1;
+/// Timestamp queries of a frame, by index: the start, after the shadow pass, after the main pass (with its
+/// resolve), and the end (after whatever the output recorded). Mesa 25.0's lavapipe writes a timestamp recorded
+/// after a multiview pass into one query per view of that pass (as if still inside it), so a pool with no room
+/// past such a query overflows and the driver's queue thread segfaults (docs/mesa-multiview-crash.md, reproduced by
+/// `engine/examples/multiview_clear.rs`): each query written after the main pass gets `MAX_VIEWS` slots. The slack
+/// is never read.
+const QUERY_START: u32 = 0;
+const QUERY_AFTER_SHADOW: u32 = 1;
+const QUERY_AFTER_MAIN: u32 = 2;
+const QUERY_END: u32 = QUERY_AFTER_MAIN + MAX_VIEWS as u32;
+const QUERY_POOL_SIZE: u32 = QUERY_END + MAX_VIEWS as u32;
+
+/// Pipeline statistics gathered per pass when the device allows them: vertex and fragment shader invocations
+/// (fragment invocations over the pixels drawn show the overdraw), one query for the shadow pass, one for the main.
+const STATISTICS: vk::QueryPipelineStatisticFlags = vk::QueryPipelineStatisticFlags::from_raw(
+    vk::QueryPipelineStatisticFlags::VERTEX_SHADER_INVOCATIONS.as_raw()
+        | vk::QueryPipelineStatisticFlags::FRAGMENT_SHADER_INVOCATIONS.as_raw(),
+);
+const STATISTICS_QUERIES: u32 = 2;
+
+/// GPU time of one finished frame, per pass (ms), from its timestamps.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PassTimes {
+    /// The shadow map: cleared and the casters drawn.
+    pub shadow_ms: f32,
+    /// The main pass: ground and boxes in every view, with the MSAA resolve.
+    pub main_ms: f32,
+    /// What the output recorded after the main pass (a readback copy, the copy into XR images, a blit).
+    pub output_ms: f32,
+    pub total_ms: f32,
+}
+
+/// Shader invocations of one finished frame, per pass ([`Renderer::pass_statistics`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PassStatistics {
+    pub shadow_vertex_invocations: u64,
+    pub shadow_fragment_invocations: u64,
+    pub main_vertex_invocations: u64,
+    pub main_fragment_invocations: u64,
+}
 
 struct FrameSlot {
     cmd: vk::CommandBuffer,
@@ -41,6 +74,8 @@ struct FrameSlot {
     boxes: Buffer,
     set: vk::DescriptorSet,
     queries: vk::QueryPool,
+    /// Pipeline statistics (shadow, main) when the device has them.
+    statistics: Option<vk::QueryPool>,
     /// Submitted at least once since creation (its timestamps can be read after its fence).
     submitted: bool,
 }
@@ -79,7 +114,9 @@ pub struct Renderer {
     /// The slot `begin_frame` recorded into and `submit` has not sent yet.
     recording: Option<usize>,
     timestamp_period_ns: Option<f32>,
-    gpu_time_ms: Option<f32>,
+    pipeline_statistics: bool,
+    pass_times: Option<PassTimes>,
+    statistics: Option<PassStatistics>,
 }
 
 impl Renderer {
@@ -102,12 +139,32 @@ impl Renderer {
         view_count: u32,
         keep_depth: bool,
     ) -> Result<Renderer, RenderError> {
+        Renderer::with_samples(gpu, width, height, view_count, keep_depth, gpu.info.msaa_samples)
+    }
+
+    /// [`Renderer::new`] (or [`Renderer::new_keeping_depth`] with `keep_depth`) drawing with `samples` per pixel
+    /// rather than the device's best: 1, or up to [`GpuInfo::msaa_samples`](super::GpuInfo) (`render-bench --msaa`).
+    pub fn with_samples(
+        gpu: &Gpu,
+        width: u32,
+        height: u32,
+        view_count: u32,
+        keep_depth: bool,
+        samples: vk::SampleCountFlags,
+    ) -> Result<Renderer, RenderError> {
         check_size(width, height, view_count)?;
+        if samples.as_raw().count_ones() != 1 || samples.as_raw() > gpu.info.msaa_samples.as_raw() {
+            return Err(RenderError::Input(format!(
+                "{} samples per pixel (this device draws 1 to {})",
+                samples.as_raw(),
+                gpu.info.msaa_samples.as_raw()
+            )));
+        }
         let device = gpu.device.clone();
         let formats = MainFormats {
             colour: RESULT_FORMAT,
             depth: gpu.info.depth_format,
-            samples: gpu.info.msaa_samples,
+            samples,
             keep_depth,
         };
         let shaders = Shaders::new(&device)?;
@@ -164,7 +221,9 @@ impl Renderer {
             current: 0,
             recording: None,
             timestamp_period_ns: gpu.info.timestamp_period_ns,
-            gpu_time_ms: None,
+            pipeline_statistics: gpu.info.pipeline_statistics,
+            pass_times: None,
+            statistics: None,
         };
         for _ in 0..FRAMES_IN_FLIGHT {
             let slot = renderer.create_slot()?;
@@ -206,6 +265,15 @@ impl Renderer {
                 .ctx("vkCreateFence")?;
             let set = d.allocate_descriptor_sets(&set_info).ctx("vkAllocateDescriptorSets")?[0];
             let queries = d.create_query_pool(&query_info, None).ctx("vkCreateQueryPool")?;
+            let statistics = if self.pipeline_statistics {
+                let info = vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::PIPELINE_STATISTICS)
+                    .query_count(STATISTICS_QUERIES)
+                    .pipeline_statistics(STATISTICS);
+                Some(d.create_query_pool(&info, None).ctx("vkCreateQueryPool (statistics)")?)
+            } else {
+                None
+            };
             let uniform_info = [vk::DescriptorBufferInfo {
                 buffer: uniforms.buffer,
                 offset: 0,
@@ -246,6 +314,7 @@ impl Renderer {
                 boxes,
                 set,
                 queries,
+                statistics,
                 submitted: false,
             })
         }
@@ -316,21 +385,59 @@ impl Renderer {
         Ok(self.frames[slot_index].cmd)
     }
 
-    /// Waits for the slot's last submission and reads its GPU time.
+    /// Waits for the slot's last submission and reads its GPU time per pass (and its statistics).
     fn wait_slot(&mut self, index: usize) -> Result<(), RenderError> {
         let slot = &self.frames[index];
-        // SAFETY: valid fence and query pool of this device.
+        // SAFETY: valid fence and query pools of this device.
         unsafe {
             self.device
                 .wait_for_fences(&[slot.fence], true, u64::MAX)
                 .ctx("vkWaitForFences")?;
-            if let (true, Some(period_ns)) = (slot.submitted, self.timestamp_period_ns) {
-                let mut ticks = [0u64; QUERIES_PER_FRAME as usize];
-                let read =
-                    self.device
-                        .get_query_pool_results(slot.queries, 0, &mut ticks, vk::QueryResultFlags::TYPE_64);
+            if !slot.submitted {
+                return Ok(());
+            }
+            if let Some(period_ns) = self.timestamp_period_ns {
+                // The three written in a row, then the end: the slack past a query is never written, and asking
+                // for an unwritten query would read as not ready.
+                let mut ticks = [0u64; QUERY_POOL_SIZE as usize];
+                let flags = vk::QueryResultFlags::TYPE_64;
+                let read_start = self.device.get_query_pool_results(
+                    slot.queries,
+                    QUERY_START,
+                    &mut ticks[..=QUERY_AFTER_MAIN as usize],
+                    flags,
+                );
+                let read_end = self.device.get_query_pool_results(
+                    slot.queries,
+                    QUERY_END,
+                    &mut ticks[QUERY_END as usize..=QUERY_END as usize],
+                    flags,
+                );
+                if read_start.is_ok() && read_end.is_ok() {
+                    let ms = |from: u32, to: u32| {
+                        ticks[to as usize].wrapping_sub(ticks[from as usize]) as f32 * period_ns * 1e-6
+                    };
+                    self.pass_times = Some(PassTimes {
+                        shadow_ms: ms(QUERY_START, QUERY_AFTER_SHADOW),
+                        main_ms: ms(QUERY_AFTER_SHADOW, QUERY_AFTER_MAIN),
+                        output_ms: ms(QUERY_AFTER_MAIN, QUERY_END),
+                        total_ms: ms(QUERY_START, QUERY_END),
+                    });
+                }
+            }
+            if let Some(pool) = slot.statistics {
+                // Two counters per query, in the order of their bits: vertex, then fragment invocations.
+                let mut counts = [[0u64; 2]; STATISTICS_QUERIES as usize];
+                let read = self
+                    .device
+                    .get_query_pool_results(pool, 0, &mut counts, vk::QueryResultFlags::TYPE_64);
                 if read.is_ok() {
-                    self.gpu_time_ms = Some(ticks[1].wrapping_sub(ticks[0]) as f32 * period_ns * 1e-6);
+                    self.statistics = Some(PassStatistics {
+                        shadow_vertex_invocations: counts[0][0],
+                        shadow_fragment_invocations: counts[0][1],
+                        main_vertex_invocations: counts[1][0],
+                        main_fragment_invocations: counts[1][1],
+                    });
                 }
             }
         }
@@ -350,7 +457,13 @@ impl Renderer {
             let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).ctx("vkBeginCommandBuffer")?;
             d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERY_POOL_SIZE);
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, slot.queries, 0);
+            if let Some(pool) = slot.statistics {
+                d.cmd_reset_query_pool(cmd, pool, 0, STATISTICS_QUERIES);
+            }
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, slot.queries, QUERY_START);
+            if let Some(pool) = slot.statistics {
+                d.cmd_begin_query(cmd, pool, 0, vk::QueryControlFlags::empty());
+            }
 
             let shadow_extent = vk::Extent2D {
                 width: SHADOW_SIZE_PX,
@@ -373,6 +486,18 @@ impl Renderer {
                 d.cmd_draw(cmd, 36, shadow_boxes, 0, 0);
             }
             d.cmd_end_render_pass(cmd);
+            if let Some(pool) = slot.statistics {
+                d.cmd_end_query(cmd, pool, 0);
+            }
+            d.cmd_write_timestamp(
+                cmd,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                slot.queries,
+                QUERY_AFTER_SHADOW,
+            );
+            if let Some(pool) = slot.statistics {
+                d.cmd_begin_query(cmd, pool, 1, vk::QueryControlFlags::empty());
+            }
 
             let sky = vk::ClearValue {
                 color: vk::ClearColorValue {
@@ -397,6 +522,15 @@ impl Renderer {
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.ground);
             d.cmd_draw(cmd, 6, 1, 0, 0);
             d.cmd_end_render_pass(cmd);
+            if let Some(pool) = slot.statistics {
+                d.cmd_end_query(cmd, pool, 1);
+            }
+            d.cmd_write_timestamp(
+                cmd,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                slot.queries,
+                QUERY_AFTER_MAIN,
+            );
         }
         Ok(())
     }
@@ -436,8 +570,12 @@ impl Renderer {
             .signal_semaphores(signals);
         // SAFETY: the command buffer was recorded by begin_frame (plus the caller's commands) and is not pending.
         unsafe {
-            self.device
-                .cmd_write_timestamp(slot.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, slot.queries, 1);
+            self.device.cmd_write_timestamp(
+                slot.cmd,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                slot.queries,
+                QUERY_END,
+            );
             self.device.end_command_buffer(slot.cmd).ctx("vkEndCommandBuffer")?;
             self.device.reset_fences(&[slot.fence]).ctx("vkResetFences")?;
             self.device
@@ -486,7 +624,30 @@ impl Renderer {
     /// GPU time of the most recent finished frame (ms), from timestamp queries; `None` before the first one or
     /// on a queue without timestamps.
     pub fn gpu_time_ms(&self) -> Option<f32> {
-        self.gpu_time_ms
+        self.pass_times.map(|t| t.total_ms)
+    }
+
+    /// GPU time per pass of the most recent finished frame; `None` as for [`Renderer::gpu_time_ms`].
+    pub fn pass_times(&self) -> Option<PassTimes> {
+        self.pass_times
+    }
+
+    /// Shader invocations per pass of the most recent finished frame; `None` on a device without pipeline
+    /// statistics (one an XR runtime made) or before the first frame.
+    pub fn pass_statistics(&self) -> Option<PassStatistics> {
+        self.statistics
+    }
+
+    /// Samples per pixel of the main pass.
+    pub fn samples(&self) -> u32 {
+        self.formats.samples.as_raw()
+    }
+
+    /// The memory properties of the type each per-frame buffer got: (the box records', the uniform block's).
+    pub fn buffer_memory(&self) -> (vk::MemoryPropertyFlags, vk::MemoryPropertyFlags) {
+        let flags = |b: &Buffer| self.memory_properties.memory_types[b.memory_type as usize].property_flags;
+        let slot = &self.frames[0];
+        (flags(&slot.boxes), flags(&slot.uniforms))
     }
 
     /// The renderer's command pool (for one-off uploads such as the overlay's textures).
@@ -559,6 +720,9 @@ impl Drop for Renderer {
             for slot in &self.frames {
                 d.destroy_fence(slot.fence, None);
                 d.destroy_query_pool(slot.queries, None);
+                if let Some(pool) = slot.statistics {
+                    d.destroy_query_pool(pool, None);
+                }
                 destroy_buffer(d, &slot.uniforms);
                 destroy_buffer(d, &slot.boxes);
             }
