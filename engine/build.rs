@@ -37,7 +37,9 @@ mod shaders {
     fn compile(path: &Path, source: &str, entry: &str) -> Vec<u32> {
         let module = naga::front::wgsl::parse_str(source)
             .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(source, path.display().to_string())));
-        let caps = naga::valid::Capabilities::MULTIVIEW;
+        // Early depth tests forced on the fragment shaders that neither discard nor write depth (lavapipe tests depth
+        // after shading in a multisampled pass otherwise).
+        let caps = naga::valid::Capabilities::MULTIVIEW | naga::valid::Capabilities::EARLY_DEPTH_TEST;
         let info = naga::valid::Validator::new(naga::valid::ValidationFlags::all(), caps)
             .validate(&module)
             .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(source, &path.display().to_string())));

@@ -14,6 +14,8 @@ struct Frame {
     // world (some boxes are flagged for one view) and the shadow map is split into a half per view, w: the boxes
     // drawn (the shadow pass of a split frame draws each twice, once per half).
     params: vec4<u32>,
+    // Per view, the ground's triangles (engine/src/render/ground.rs): clip positions of points on the plane.
+    ground: array<array<vec4<f32>, 12>, 2>,
 }
 
 struct Instance {
@@ -76,10 +78,21 @@ fn box_corner(vertex: u32) -> array<vec3<f32>, 2> {
 
 struct BoxOut {
     @builtin(position) clip: vec4<f32>,
-    @location(0) world: vec3<f32>,
-    @location(1) normal: vec3<f32>,
-    @location(2) local: vec3<f32>,
-    @location(3) @interpolate(flat) instance: u32,
+    // Where the point is in the shadow map (see `shadow_coord`): affine in the world position, so interpolating it
+    // is exact and the fragment shader does no matrix work.
+    @location(0) shadow: vec3<f32>,
+    @location(1) local: vec3<f32>,
+    // Per box and face, worked out once per vertex rather than per pixel (lavapipe shades every sample of a
+    // multisampled pixel): the face's normal, how squarely it faces the light (0 when turned away: no shadow
+    // lookups), the albedo, what the box's state does to the shaded colour (colour * scale + add), the edge band's
+    // width, and whether it is lit at all.
+    @location(2) @interpolate(flat) normal: vec3<f32>,
+    @location(3) @interpolate(flat) facing_light: f32,
+    @location(4) @interpolate(flat) albedo: vec3<f32>,
+    @location(5) @interpolate(flat) scale: f32,
+    @location(6) @interpolate(flat) add: vec3<f32>,
+    @location(7) @interpolate(flat) edge_width: f32,
+    @location(8) @interpolate(flat) unlit: u32,
 }
 
 @vertex
@@ -93,111 +106,107 @@ fn vs_box(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance:
     if (!shown_in(box.flags, view)) {
         out.clip = NOWHERE;
     }
-    out.world = world;
-    out.normal = rotate(box.rotation, corner[1]);
     out.local = corner[0];
-    out.instance = instance;
+    out.normal = rotate(box.rotation, corner[1]);
+    out.shadow = shadow_coord(world, out.normal);
+    out.facing_light = max(dot(out.normal, frame.light_towards.xyz), 0.0);
+    var albedo = box.colour.rgb;
+    if ((frame.params.x & DEBUG_RESTING) != 0u && (box.flags & FLAG_RESTING) != 0u) {
+        albedo = albedo * vec3<f32>(0.45, 0.55, 1.0);
+    }
+    out.albedo = albedo;
+    out.scale = 1.0;
+    out.add = vec3<f32>(0.0, 0.0, 0.0);
+    if ((box.flags & FLAG_HELD) != 0u) {
+        out.scale = 0.55;
+        out.add = vec3<f32>(1.0, 0.85, 0.3) * 0.45;
+    } else if ((box.flags & FLAG_SELECTED) != 0u) {
+        out.add = vec3<f32>(0.18, 0.18, 0.12);
+    }
+    out.edge_width = 0.045 / max(min(box.half_extents.x, min(box.half_extents.y, box.half_extents.z)), 0.01);
+    out.unlit = box.flags & FLAG_UNLIT;
     return out;
 }
 
-// Fraction of the light that reaches a point seen in `view`, from the shadow map with a 3x3 percentage-closer
-// filter. A split frame keeps each view's shadows in its own half of the map (left half: first view).
-fn sunlight(world: vec3<f32>, normal: vec3<f32>, view: u32) -> f32 {
-    let texel = 1.0 / f32(frame.params.y);
-    // Push the sample point off the surface along its normal: no acne on faces that grazes the light.
-    let offset_world = world + normal * 0.02;
-    let clip = frame.light_view_proj * vec4<f32>(offset_world, 1.0);
+// A point's place in the shadow map, pushed off its surface along the normal (no acne on faces that graze the
+// light): the map's u, v (0..1 over the whole map) and the depth to compare, less the bias.
+fn shadow_coord(world: vec3<f32>, normal: vec3<f32>) -> vec3<f32> {
+    let clip = frame.light_view_proj * vec4<f32>(world + normal * 0.02, 1.0);
     let ndc = clip.xyz / clip.w;
-    var uv = ndc.xy * 0.5 + vec2<f32>(0.5, 0.5);
-    if (uv.x <= 0.0 || uv.x >= 1.0 || uv.y <= 0.0 || uv.y >= 1.0 || ndc.z >= 1.0) {
+    return vec3<f32>(ndc.xy * 0.5 + vec2<f32>(0.5, 0.5), ndc.z - 0.0015);
+}
+
+// Fraction of the light that reaches a point seen in `view`, from its shadow map coordinates: four taps of the
+// sampler's 2x2 comparison filter half a texel apart, a 3x3 tent. A split frame keeps each view's shadows in its
+// own half of the map (left half: first view).
+fn sunlight(coord: vec3<f32>, view: u32) -> f32 {
+    var uv = coord.xy;
+    if (uv.x <= 0.0 || uv.x >= 1.0 || uv.y <= 0.0 || uv.y >= 1.0 || coord.z >= 1.0) {
         return 1.0;
     }
     if (frame.params.z != 0u) {
         uv.x = (uv.x + f32(view)) * 0.5;
     }
-    var lit = 0.0;
-    for (var dy = -1; dy <= 1; dy = dy + 1) {
-        for (var dx = -1; dx <= 1; dx = dx + 1) {
-            let o = vec2<f32>(f32(dx), f32(dy)) * texel;
-            lit = lit + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + o, ndc.z - 0.0015);
-        }
-    }
-    return lit / 9.0;
+    let h = 0.5 / f32(frame.params.y);
+    let lit = textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(-h, -h), coord.z)
+        + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(h, -h), coord.z)
+        + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(-h, h), coord.z)
+        + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(h, h), coord.z);
+    return lit * 0.25;
 }
 
-fn shade(albedo: vec3<f32>, world: vec3<f32>, normal: vec3<f32>, view: u32) -> vec3<f32> {
-    let l = frame.light_towards.xyz;
-    let direct = max(dot(normal, l), 0.0) * sunlight(world, normal, view);
+// `facing`: how squarely the surface faces the light (max(n.l, 0)); the shadow map is read only where it is lit.
+fn shade(albedo: vec3<f32>, coord: vec3<f32>, normal_y: f32, facing: f32, view: u32) -> vec3<f32> {
+    var direct = 0.0;
+    if (facing > 0.0) {
+        direct = facing * sunlight(coord, view);
+    }
     // Hemisphere ambient: brighter from above, so faces turned away from the sun still read as solid.
-    let sky = 0.30 + 0.15 * normal.y;
+    let sky = 0.30 + 0.15 * normal_y;
     return albedo * (sky + 0.85 * direct);
 }
 
 @fragment
+@early_depth_test(force)
 fn fs_box(in: BoxOut, @builtin(view_index) view: u32) -> @location(0) vec4<f32> {
-    let box = instances[in.instance];
-    if ((box.flags & FLAG_UNLIT) != 0u) {
-        return vec4<f32>(box.colour.rgb, 1.0);
+    if (in.unlit != 0u) {
+        return vec4<f32>(in.albedo, 1.0);
     }
-    let n = normalize(in.normal);
-    var albedo = box.colour.rgb;
-    if ((frame.params.x & DEBUG_RESTING) != 0u && (box.flags & FLAG_RESTING) != 0u) {
-        albedo = albedo * vec3<f32>(0.45, 0.55, 1.0);
-    }
-    var colour = shade(albedo, in.world, n, view);
+    var colour = shade(in.albedo, in.shadow, in.normal.y, in.facing_light, view);
     // Darken the box's edges so cubes in a stack stay apart: the second largest local coordinate nears 1 there.
     let a = abs(in.local);
     let edge = max(min(a.x, a.y), max(min(a.y, a.z), min(a.x, a.z)));
-    let width = 0.045 / max(min(box.half_extents.x, min(box.half_extents.y, box.half_extents.z)), 0.01);
-    colour = colour * (1.0 - 0.45 * smoothstep(1.0 - width, 1.0, edge));
-    if ((box.flags & FLAG_HELD) != 0u) {
-        colour = mix(colour, vec3<f32>(1.0, 0.85, 0.3), 0.45);
-    } else if ((box.flags & FLAG_SELECTED) != 0u) {
-        colour = colour + vec3<f32>(0.18, 0.18, 0.12);
-    }
-    return vec4<f32>(colour, 1.0);
+    colour = colour * (1.0 - 0.45 * smoothstep(1.0 - in.edge_width, 1.0, edge));
+    return vec4<f32>(colour * in.scale + in.add, 1.0);
 }
 
-// The ground is the plane y = 0 found per pixel: a full-screen quad whose fragments cast their view ray onto
-// the plane and write the hit's depth. Unbounded, and no huge triangle reaches the clipper (lavapipe in Mesa 22
-// drops clipped triangles in multiview layers other than the first).
+// The ground is the plane y = 0: a few triangles covering exactly the part of the view where it is seen, their
+// corners at the plane's depth (computed on the CPU, engine/src/render/ground.rs), so depth interpolates exactly
+// and early depth tests skip every ground pixel behind a cube. The fragment finds its point on the plane from its
+// view ray. Every corner lies inside the view: nothing to clip (lavapipe in Mesa 22 drops clipped triangles in
+// multiview layers other than the first).
 struct GroundOut {
     @builtin(position) clip: vec4<f32>,
-    @location(0) ndc: vec2<f32>,
+    @location(0) world: vec3<f32>,
+    @location(1) shadow: vec3<f32>,
 }
 
 @vertex
-fn vs_ground(@builtin(vertex_index) vertex: u32) -> GroundOut {
-    // Two triangles exactly covering the viewport: nothing to clip.
-    var corners = array<vec2<f32>, 6>(
-        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, -1.0), vec2<f32>(1.0, 1.0),
-        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, 1.0), vec2<f32>(-1.0, 1.0));
-    let xy = corners[vertex];
+fn vs_ground(@builtin(vertex_index) vertex: u32, @builtin(view_index) view: u32) -> GroundOut {
+    let corner = frame.ground[view][vertex];
+    let world4 = frame.inv_view_proj[view] * corner;
+    let world = vec3<f32>(world4.x / world4.w, 0.0, world4.z / world4.w);
     var out: GroundOut;
-    out.clip = vec4<f32>(xy, 0.5, 1.0);
-    out.ndc = xy;
+    out.clip = corner;
+    out.world = world;
+    out.shadow = shadow_coord(world, vec3<f32>(0.0, 1.0, 0.0));
     return out;
 }
 
-struct GroundFragment {
-    @builtin(frag_depth) depth: f32,
-    @location(0) colour: vec4<f32>,
-}
-
 @fragment
-fn fs_ground(in: GroundOut, @builtin(view_index) view: u32) -> GroundFragment {
-    let inverse = frame.inv_view_proj[view];
-    let near4 = inverse * vec4<f32>(in.ndc, 0.0, 1.0);
-    let far4 = inverse * vec4<f32>(in.ndc, 1.0, 1.0);
-    let near = near4.xyz / near4.w;
-    let ray = far4.xyz / far4.w - near;
-    // Fraction of the way from the near to the far plane where the ray meets y = 0; outside 0..1 it misses.
-    let t = -near.y / min(ray.y, -1e-9);
-    if (ray.y >= 0.0 || t < 0.0 || t > 1.0) {
-        discard;
-    }
-    let world = near + ray * t;
-    let clip = frame.view_proj[view] * vec4<f32>(world, 1.0);
+@early_depth_test(force)
+fn fs_ground(in: GroundOut, @builtin(view_index) view: u32) -> @location(0) vec4<f32> {
+    let world = in.world;
     let p = world.xz;
     // Grid lines one metre apart, a pixel wide whatever the distance (screen-space derivatives), every fifth
     // line stronger; both fade out far away where they would only shimmer.
@@ -210,10 +219,7 @@ fn fs_ground(in: GroundOut, @builtin(view_index) view: u32) -> GroundFragment {
     let fade = clamp(1.0 - distance(eye, world) / 60.0, 0.0, 1.0);
     let base = vec3<f32>(0.42, 0.44, 0.40);
     let albedo = mix(base, vec3<f32>(0.20, 0.21, 0.19), max(line1 * 0.6, line5) * fade);
-    var out: GroundFragment;
-    out.depth = clip.z / clip.w;
-    out.colour = vec4<f32>(shade(albedo, world, vec3<f32>(0.0, 1.0, 0.0), view), 1.0);
-    return out;
+    return vec4<f32>(shade(albedo, in.shadow, 1.0, max(frame.light_towards.y, 0.0), view), 1.0);
 }
 
 @vertex

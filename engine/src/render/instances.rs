@@ -4,6 +4,7 @@
 use glam::{Mat4, Quat, Vec3};
 
 use super::error::RenderError;
+use super::ground::{ground_triangles, GROUND_VERTICES};
 use super::scene_data::{
     FrameInput, CUBE_FIRST_VIEW_ONLY, CUBE_FLAGS, CUBE_SECOND_VIEW_ONLY, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES,
     MAX_VIEWS,
@@ -48,6 +49,8 @@ pub(crate) struct GpuFrame {
     light_view_proj: [f32; 16],
     light_towards: [f32; 4],
     params: [u32; 4],
+    /// Per view, the ground's triangles on screen (`ground.rs`).
+    ground: [[[f32; 4]; GROUND_VERTICES]; MAX_VIEWS],
 }
 
 pub(crate) const GPU_BOX_BYTES: u64 = std::mem::size_of::<GpuBox>() as u64;
@@ -87,11 +90,12 @@ fn gpu_box(position: Vec3, rotation: Quat, half_extents: Vec3, colour: [f32; 3],
     }
 }
 
-/// Writes every box of the frame into `out` (mapped memory for [`MAX_BOXES`] records); returns the count.
+/// Writes every box of the frame into `out` (mapped memory for [`MAX_BOXES`] records), the cubes in `order` (the
+/// indices of `input.cubes`, each once: see `draw_order.rs`); returns the count.
 ///
 /// # Safety
 /// `out` points to writable memory for at least [`MAX_BOXES`] `GpuBox` records that the GPU is not reading.
-pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox) -> u32 {
+pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut GpuBox) -> u32 {
     let mut n = 0usize;
     let mut push = |b: GpuBox| {
         if n < MAX_BOXES {
@@ -100,7 +104,8 @@ pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox) -> u32 {
             n += 1;
         }
     };
-    for c in input.cubes {
+    for &i in order {
+        let c = &input.cubes[i as usize];
         push(gpu_box(
             c.position,
             c.rotation,
@@ -162,12 +167,14 @@ pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_p
             u32::from(split_views(input)),
             box_count,
         ],
+        ground: [[[0.0; 4]; GROUND_VERTICES]; MAX_VIEWS],
     };
     for (i, v) in input.views.iter().take(MAX_VIEWS).enumerate() {
         let clip_from_world = v.clip_from_world();
         frame.view_proj[i] = clip_from_world.to_cols_array();
         frame.inv_view_proj[i] = clip_from_world.inverse().to_cols_array();
         frame.eye_position[i] = v.eye_position().extend(1.0).to_array();
+        frame.ground[i] = ground_triangles(clip_from_world);
     }
     frame
 }
@@ -190,7 +197,8 @@ mod tests {
     fn pack(input: &FrameInput) -> (Vec<GpuBox>, u32) {
         let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
         // SAFETY: `out` holds MAX_BOXES records.
-        let n = unsafe { write_boxes(input, out.as_mut_ptr()) };
+        let order: Vec<u32> = (0..input.cubes.len() as u32).collect();
+        let n = unsafe { write_boxes(input, &order, out.as_mut_ptr()) };
         (out, n)
     }
 

@@ -34,8 +34,10 @@
 
 mod bench;
 mod device;
+mod draw_order;
 mod error;
 mod external;
+mod ground;
 mod instances;
 mod memory;
 mod mirror;

@@ -5,15 +5,18 @@
 //! a steady-state frame allocates nothing.
 
 use ash::vk;
+use glam::Vec3;
 
 use super::device::Gpu;
+use super::draw_order::DrawOrder;
 use super::error::{RenderError, VkContext};
+use super::ground::GROUND_VERTICES;
 use super::instances::{
     gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, GPU_BOX_BYTES, GPU_FRAME_BYTES, MAX_BOXES,
 };
 use super::memory::{create_buffer, destroy_buffer, Buffer};
 use super::pipeline::{descriptor_layout, graphics_pipeline, MainFormats, MainPass, PipelineDesc, Shaders};
-use super::scene_data::{FrameInput, MAX_VIEWS};
+use super::scene_data::{FrameInput, MAX_CUBES, MAX_VIEWS};
 use super::shadow::{light_view_proj, Shadow, SHADOW_SIZE_PX};
 use super::targets::Targets;
 
@@ -115,6 +118,8 @@ pub struct Renderer {
     recording: Option<usize>,
     timestamp_period_ns: Option<f32>,
     pipeline_statistics: bool,
+    /// The cubes' draw order, nearest first (`draw_order.rs`).
+    draw_order: DrawOrder,
     pass_times: Option<PassTimes>,
     statistics: Option<PassStatistics>,
 }
@@ -222,6 +227,7 @@ impl Renderer {
             recording: None,
             timestamp_period_ns: gpu.info.timestamp_period_ns,
             pipeline_statistics: gpu.info.pipeline_statistics,
+            draw_order: DrawOrder::with_capacity(MAX_CUBES),
             pass_times: None,
             statistics: None,
         };
@@ -367,12 +373,16 @@ impl Renderer {
         }
         let slot_index = self.current;
         self.wait_slot(slot_index)?;
-        let slot = &self.frames[slot_index];
         let light = light_view_proj(input);
+        let eye = input.views[0].eye_position();
+        // Every view looks the same way give or take (eyes, or a camera): the first one's forward orders them all.
+        let forward = -input.views[0].view.row(2).truncate().normalize_or(Vec3::NEG_Z);
+        let order = self.draw_order.sort(input.cubes, eye, forward);
+        let slot = &self.frames[slot_index];
         // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; they are mapped, coherent
         // and sized for one GpuFrame and MAX_BOXES GpuBoxes.
         let box_count = unsafe {
-            let n = write_boxes(input, slot.boxes.mapped as *mut GpuBox);
+            let n = write_boxes(input, order, slot.boxes.mapped as *mut GpuBox);
             (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX, n));
             n
         };
@@ -520,7 +530,7 @@ impl Renderer {
                 d.cmd_draw(cmd, 36, box_count, 0, 0);
             }
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.ground);
-            d.cmd_draw(cmd, 6, 1, 0, 0);
+            d.cmd_draw(cmd, GROUND_VERTICES as u32, 1, 0, 0);
             d.cmd_end_render_pass(cmd);
             if let Some(pool) = slot.statistics {
                 d.cmd_end_query(cmd, pool, 1);
