@@ -136,9 +136,9 @@ fn shadow_coord(world: vec3<f32>, normal: vec3<f32>) -> vec3<f32> {
     return vec3<f32>(ndc.xy * 0.5 + vec2<f32>(0.5, 0.5), ndc.z - 0.0015);
 }
 
-// Fraction of the light that reaches a point seen in `view`, from its shadow map coordinates: four taps of the
-// sampler's 2x2 comparison filter half a texel apart, a 3x3 tent. A split frame keeps each view's shadows in its
-// own half of the map (left half: first view).
+// Fraction of the light that reaches a point seen in `view`, from its shadow map coordinates: one tap of the
+// sampler's 2x2 comparison filter (each further tap costs lavapipe as much as the rest of the box's shading). A
+// split frame keeps each view's shadows in its own half of the map (left half: first view).
 fn sunlight(coord: vec3<f32>, view: u32) -> f32 {
     var uv = coord.xy;
     if (uv.x <= 0.0 || uv.x >= 1.0 || uv.y <= 0.0 || uv.y >= 1.0 || coord.z >= 1.0) {
@@ -147,12 +147,7 @@ fn sunlight(coord: vec3<f32>, view: u32) -> f32 {
     if (frame.params.z != 0u) {
         uv.x = (uv.x + f32(view)) * 0.5;
     }
-    let h = 0.5 / f32(frame.params.y);
-    let lit = textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(-h, -h), coord.z)
-        + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(h, -h), coord.z)
-        + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(-h, h), coord.z)
-        + textureSampleCompareLevel(shadow_map, shadow_sampler, uv + vec2<f32>(h, h), coord.z);
-    return lit * 0.25;
+    return textureSampleCompareLevel(shadow_map, shadow_sampler, uv, coord.z);
 }
 
 // `facing`: how squarely the surface faces the light (max(n.l, 0)); the shadow map is read only where it is lit.

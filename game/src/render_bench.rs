@@ -52,6 +52,9 @@ pub struct RenderBenchArgs {
     /// What follows the main pass: nothing, a readback to the CPU, or the copy into XR swapchain images
     #[arg(long, value_enum, default_value_t = OutputArg::None)]
     pub output: OutputArg,
+    /// Turn every cube a little each frame (nothing can be kept from the frame before, such as the shadow map)
+    #[arg(long)]
+    pub moving: bool,
     /// Print the JSON object on stdout (always printed; accepted for the documented command line)
     #[arg(long)]
     pub json: bool,
@@ -86,6 +89,7 @@ pub fn run(args: &RenderBenchArgs) -> anyhow::Result<BenchReport> {
             OutputArg::Readback => BenchOutput::Readback,
             OutputArg::XrCopy => BenchOutput::XrCopy,
         },
+        moving: args.moving,
     };
     let views = standing_views(&cubes, args.width as f32 / args.height as f32, args.views);
     let gpu = Gpu::headless()?;

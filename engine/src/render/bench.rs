@@ -42,6 +42,8 @@ pub struct BenchOptions {
     pub frames: u32,
     pub warmup: u32,
     pub output: BenchOutput,
+    /// Turn every cube a little each frame, so nothing drawn can be kept from the frame before (the shadow map).
+    pub moving: bool,
 }
 
 /// p50, p95 and max of one figure over the measured frames.
@@ -95,6 +97,7 @@ pub struct BenchReport {
     pub frames: u32,
     pub warmup: u32,
     pub output: BenchOutput,
+    pub moving: bool,
     /// `null` on a queue without timestamps.
     pub gpu_ms: Option<GpuTimes>,
     /// Time to record and submit a frame (`begin_frame`, the output's commands, `submit`): p50 and p99 (µs).
@@ -126,12 +129,19 @@ pub fn run_bench(
     let keep_depth = options.output == BenchOutput::XrCopy;
     let mut renderer = Renderer::with_samples(gpu, options.width, options.height, options.views, keep_depth, samples)?;
     let output = Output::new(gpu, options)?;
-    let input = FrameInput::new(views, cubes);
+    let mut frame_cubes = cubes.to_vec();
     let mut cpu_us = Vec::with_capacity(options.frames as usize);
     let mut times: Vec<PassTimes> = Vec::with_capacity(options.frames as usize);
     let mut statistics: Option<PassStatistics> = None;
     let run = (|| {
         for frame in 0..options.warmup + options.frames {
+            if options.moving {
+                let turn = glam::Quat::from_rotation_y(1e-3 * (frame + 1) as f32);
+                for (moved, c) in frame_cubes.iter_mut().zip(cubes) {
+                    moved.rotation = c.rotation * turn;
+                }
+            }
+            let input = FrameInput::new(views, &frame_cubes);
             let start = Instant::now();
             let cmd = renderer.begin_frame(&input)?;
             // SAFETY: `cmd` records this renderer's frame; the output's images and buffer are ours alone.
@@ -166,6 +176,7 @@ pub fn run_bench(
         frames: options.frames,
         warmup: options.warmup,
         output: options.output,
+        moving: options.moving,
         gpu_ms: (!times.is_empty()).then(|| GpuTimes {
             shadow: spread(times.iter().map(|t| t.shadow_ms)),
             main: spread(times.iter().map(|t| t.main_ms)),

@@ -90,15 +90,32 @@ fn gpu_box(position: Vec3, rotation: Quat, half_extents: Vec3, colour: [f32; 3],
     }
 }
 
+/// The boxes a frame wrote: how many, and a checksum of every record (in order), which tells the renderer whether
+/// anything that casts a shadow moved since the shadow map was drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct WrittenBoxes {
+    pub count: u32,
+    pub checksum: u64,
+}
+
+/// FxHash's step: cheap, and any changed bit of a record changes the sum.
+fn fold(h: u64, word: u64) -> u64 {
+    (h.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
 /// Writes every box of the frame into `out` (mapped memory for [`MAX_BOXES`] records), the cubes in `order` (the
-/// indices of `input.cubes`, each once: see `draw_order.rs`); returns the count.
+/// indices of `input.cubes`, each once: see `draw_order.rs`).
 ///
 /// # Safety
 /// `out` points to writable memory for at least [`MAX_BOXES`] `GpuBox` records that the GPU is not reading.
-pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut GpuBox) -> u32 {
+pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut GpuBox) -> WrittenBoxes {
     let mut n = 0usize;
+    let mut checksum = 0u64;
     let mut push = |b: GpuBox| {
         if n < MAX_BOXES {
+            // SAFETY: GpuBox is 64 bytes of plain 4-byte fields, so it reads as eight u64 words.
+            let words: [u64; 8] = unsafe { std::mem::transmute(b) };
+            checksum = words.iter().fold(checksum, |h, &w| fold(h, w));
             // SAFETY: n < MAX_BOXES, within the caller's buffer; unaligned-safe since the buffer is 64-byte aligned.
             unsafe { out.add(n).write(b) };
             n += 1;
@@ -137,7 +154,10 @@ pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut Gp
             ));
         }
     }
-    n as u32
+    WrittenBoxes {
+        count: n as u32,
+        checksum,
+    }
 }
 
 /// True when the frame shows a different world in each of its two views: some cube is flagged for one view only.
@@ -198,7 +218,7 @@ mod tests {
         let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
         // SAFETY: `out` holds MAX_BOXES records.
         let order: Vec<u32> = (0..input.cubes.len() as u32).collect();
-        let n = unsafe { write_boxes(input, &order, out.as_mut_ptr()) };
+        let n = unsafe { write_boxes(input, &order, out.as_mut_ptr()) }.count;
         (out, n)
     }
 
@@ -232,6 +252,24 @@ mod tests {
         let (boxes, n) = pack(&input);
         assert_eq!(n, 2 + 3 + 3);
         assert_eq!(boxes[7].flags, FLAG_UNLIT);
+    }
+
+    #[test]
+    fn the_checksum_changes_when_a_box_moves_and_only_then() {
+        let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5)];
+        let mut cubes = [cube(0), cube(0)];
+        let write = |cubes: &[CubeInstance]| {
+            let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
+            // SAFETY: `out` holds MAX_BOXES records.
+            unsafe { write_boxes(&FrameInput::new(&views, cubes), &[0, 1], out.as_mut_ptr()) }
+        };
+        let before = write(&cubes);
+        assert_eq!(write(&cubes), before, "the same boxes sum the same");
+        cubes[1].position.y += 1e-6;
+        assert_ne!(write(&cubes).checksum, before.checksum, "a micrometre moves the sum");
+        cubes[1].position.y -= 1e-6;
+        cubes[0].rotation = Quat::from_rotation_x(1e-3);
+        assert_ne!(write(&cubes).checksum, before.checksum, "so does a turn");
     }
 
     #[test]

@@ -12,7 +12,8 @@ use super::draw_order::DrawOrder;
 use super::error::{RenderError, VkContext};
 use super::ground::GROUND_VERTICES;
 use super::instances::{
-    gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, GPU_BOX_BYTES, GPU_FRAME_BYTES, MAX_BOXES,
+    gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, WrittenBoxes, GPU_BOX_BYTES, GPU_FRAME_BYTES,
+    MAX_BOXES,
 };
 use super::memory::{create_buffer, destroy_buffer, Buffer};
 use super::pipeline::{descriptor_layout, graphics_pipeline, MainFormats, MainPass, PipelineDesc, Shaders};
@@ -48,6 +49,15 @@ const STATISTICS: vk::QueryPipelineStatisticFlags = vk::QueryPipelineStatisticFl
         | vk::QueryPipelineStatisticFlags::FRAGMENT_SHADER_INVOCATIONS.as_raw(),
 );
 const STATISTICS_QUERIES: u32 = 2;
+
+/// What a shadow map was drawn from: the boxes written (count and checksum), whether the map was split per view,
+/// and the light's transform (its bits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ShadowKey {
+    boxes: WrittenBoxes,
+    split: bool,
+    light: [u32; 16],
+}
 
 /// GPU time of one finished frame, per pass (ms), from its timestamps.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -120,6 +130,10 @@ pub struct Renderer {
     pipeline_statistics: bool,
     /// The cubes' draw order, nearest first (`draw_order.rs`).
     draw_order: DrawOrder,
+    /// What the shadow map holds (the last submitted frame that drew it), and what the frame being recorded drew
+    /// into it: a frame whose boxes and light match the map's draws no shadow pass.
+    shadow_drawn: Option<ShadowKey>,
+    shadow_recording: Option<ShadowKey>,
     pass_times: Option<PassTimes>,
     statistics: Option<PassStatistics>,
 }
@@ -188,7 +202,8 @@ impl Renderer {
                 layout: pipeline_layout,
                 render_pass: shadow.render_pass,
                 samples: vk::SampleCountFlags::TYPE_1,
-                cull: vk::CullModeFlags::NONE,
+                // A closed box's far side is always behind its near side from the light: half the fragments.
+                cull: vk::CullModeFlags::BACK,
                 depth_bias: true,
             },
         )?;
@@ -228,6 +243,8 @@ impl Renderer {
             timestamp_period_ns: gpu.info.timestamp_period_ns,
             pipeline_statistics: gpu.info.pipeline_statistics,
             draw_order: DrawOrder::with_capacity(MAX_CUBES),
+            shadow_drawn: None,
+            shadow_recording: None,
             pass_times: None,
             statistics: None,
         };
@@ -381,16 +398,26 @@ impl Renderer {
         let slot = &self.frames[slot_index];
         // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; they are mapped, coherent
         // and sized for one GpuFrame and MAX_BOXES GpuBoxes.
-        let box_count = unsafe {
-            let n = write_boxes(input, order, slot.boxes.mapped as *mut GpuBox);
-            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX, n));
-            n
+        let written = unsafe {
+            let written = write_boxes(input, order, slot.boxes.mapped as *mut GpuBox);
+            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX, written.count));
+            written
         };
+        let box_count = written.count;
+        let split = split_views(input);
         // A split frame draws every box into both halves of the shadow map (the shader drops a box from the
         // half of the view it is not shown in).
-        let shadow_boxes = if split_views(input) { 2 * box_count } else { box_count };
+        let shadow_boxes = if split { 2 * box_count } else { box_count };
+        let key = ShadowKey {
+            boxes: written,
+            split,
+            light: light.to_cols_array().map(f32::to_bits),
+        };
+        // Nothing that casts a shadow moved and the light stayed: the map already holds this frame's shadows.
+        let draw_shadow = self.shadow_drawn != Some(key);
         // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
-        unsafe { self.record(slot_index, box_count, shadow_boxes) }?;
+        unsafe { self.record(slot_index, box_count, draw_shadow.then_some(shadow_boxes)) }?;
+        self.shadow_recording = draw_shadow.then_some(key);
         self.recording = Some(slot_index);
         Ok(self.frames[slot_index].cmd)
     }
@@ -456,7 +483,8 @@ impl Renderer {
 
     /// # Safety
     /// The slot's command buffer is not in use by the GPU.
-    unsafe fn record(&self, index: usize, box_count: u32, shadow_boxes: u32) -> Result<(), RenderError> {
+    /// `shadow_boxes`: the boxes to draw into the shadow map, or `None` to keep the map as it is.
+    unsafe fn record(&self, index: usize, box_count: u32, shadow_boxes: Option<u32>) -> Result<(), RenderError> {
         let d = &self.device;
         let slot = &self.frames[index];
         let cmd = slot.cmd;
@@ -488,14 +516,16 @@ impl Renderer {
                 .framebuffer(self.shadow.framebuffer)
                 .render_area(shadow_extent.into())
                 .clear_values(&shadow_clear);
-            d.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
-            set_viewport(d, cmd, shadow_extent);
-            if box_count > 0 {
-                d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.shadow_pipeline);
-                self.bind_set(cmd, slot.set);
-                d.cmd_draw(cmd, 36, shadow_boxes, 0, 0);
+            if let Some(shadow_boxes) = shadow_boxes {
+                d.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
+                set_viewport(d, cmd, shadow_extent);
+                if shadow_boxes > 0 {
+                    d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.shadow_pipeline);
+                    self.bind_set(cmd, slot.set);
+                    d.cmd_draw(cmd, 36, shadow_boxes, 0, 0);
+                }
+                d.cmd_end_render_pass(cmd);
             }
-            d.cmd_end_render_pass(cmd);
             if let Some(pool) = slot.statistics {
                 d.cmd_end_query(cmd, pool, 0);
             }
@@ -593,6 +623,9 @@ impl Renderer {
                 .ctx("vkQueueSubmit")?;
         }
         slot.submitted = true;
+        if let Some(key) = self.shadow_recording.take() {
+            self.shadow_drawn = Some(key);
+        }
         self.current = (index + 1) % FRAMES_IN_FLIGHT;
         Ok(())
     }
@@ -612,6 +645,7 @@ impl Renderer {
     /// `begin_frame` reuses the slot.
     pub fn abandon_frame(&mut self) {
         self.recording = None;
+        self.shadow_recording = None;
     }
 
     /// Waits until the most recently submitted frame has finished on the GPU (offscreen readback needs this).
