@@ -7,9 +7,7 @@ use std::path::Path;
 
 use glam::Vec3;
 use tumble_engine::physics::{BodyId, World};
-use tumble_engine::render::{
-    authority_rgb, CubeInstance, FrameInput, Offscreen, RenderError, View, CUBE_RESTING, MAX_CUBES,
-};
+use tumble_engine::render::{authority_rgb, CubeInstance, FrameInput, Offscreen, RenderError, View, CUBE_RESTING};
 
 use crate::desktop::net_play::NetPlay;
 use crate::draw::{push_hand_boxes, push_remote_avatar_boxes, table_tint};
@@ -62,17 +60,11 @@ pub fn world_cubes(world: &World, authority: &[u8]) -> Result<Vec<CubeInstance>,
             flags: if state.at_rest { CUBE_RESTING } else { 0 },
         });
     }
-    if cubes.len() > MAX_CUBES {
-        anyhow::bail!(
-            "the scene has {} bodies; the renderer draws at most {MAX_CUBES}",
-            cubes.len()
-        );
-    }
     Ok(cubes)
 }
 
 /// Two worlds in one picture, as the reference's loopback scene showed them: `right` moved along +x so that its
-/// leftmost cube is `gap_m` beyond `left`'s rightmost. Too many cubes for the renderer → the first `MAX_CUBES`.
+/// leftmost cube is `gap_m` beyond `left`'s rightmost.
 pub fn side_by_side(left: &[CubeInstance], right: &[CubeInstance], gap_m: f32) -> Vec<CubeInstance> {
     let reach = |c: &CubeInstance| c.half_extents.length();
     let left_max = left.iter().map(|c| c.position.x + reach(c)).fold(f32::MIN, f32::max);
@@ -86,7 +78,7 @@ pub fn side_by_side(left: &[CubeInstance], right: &[CubeInstance], gap_m: f32) -
         position: c.position + Vec3::X * shift,
         ..*c
     });
-    left.iter().copied().chain(moved).take(MAX_CUBES).collect()
+    left.iter().copied().chain(moved).collect()
 }
 
 /// The fixed camera for a set of cubes and an aspect ratio (width / height of one view): centre and distance from
@@ -207,6 +199,5 @@ pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> an
     // The shown player's own hands, and the others as this peer plays them out (what its player would see).
     push_hand_boxes(&peer.avatar, peer.player(), &mut cubes);
     push_remote_avatar_boxes(peer.remote_avatars(), peer.player(), &mut cubes);
-    cubes.truncate(MAX_CUBES);
     Ok(cubes)
 }

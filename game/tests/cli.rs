@@ -565,3 +565,106 @@ fn repeats_in_record(path: &std::path::Path) -> (u64, u64) {
     }
     (lines, repeats)
 }
+
+/// Renders `scene` (a file under assets/scenes) to a small PNG and returns its size.
+fn screenshot_of(scene: &str, name: &str) -> (u32, u32) {
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&out);
+    let scene = format!("{}/../assets/scenes/{scene}", env!("CARGO_MANIFEST_DIR"));
+    let o = tumble(&[
+        "screenshot",
+        "--scene",
+        &scene,
+        "--out",
+        out.to_str().unwrap(),
+        "--width",
+        "128",
+        "--height",
+        "72",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&out).expect("the PNG exists"),
+    ));
+    let reader = decoder.read_info().expect("a PNG");
+    (reader.info().width, reader.info().height)
+}
+
+#[test]
+fn scenes_past_the_old_4096_cube_cap_render() {
+    // 5,050 and 20,000 cubes: the instance buffers grow to fit (the renderer refused either before).
+    assert_eq!(screenshot_of("large_pyramid.toml", "cli_large_pyramid.png"), (128, 72));
+    assert_eq!(screenshot_of("grid20000.toml", "cli_grid20000.png"), (128, 72));
+}
+
+fn render_bench(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "render-bench",
+        "--width",
+        "64",
+        "--height",
+        "48",
+        "--frames",
+        "3",
+        "--warmup",
+        "1",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let o = tumble(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).expect("one JSON object on stdout")
+}
+
+#[test]
+fn render_bench_reports_every_pass_and_what_each_shaded() {
+    let report = render_bench(&["--cubes", "300", "--output", "readback"]);
+    for field in [
+        "device",
+        "driver",
+        "cpu_record_submit_us_p50",
+        "cpu_record_submit_us_p99",
+        "memory",
+    ] {
+        assert!(!report[field].is_null(), "{field} in {report}");
+    }
+    assert_eq!(report["views"], 2);
+    assert_eq!(report["cubes"], 300);
+    assert_eq!(report["output"], "readback");
+    let gpu = &report["gpu_ms"];
+    if !gpu.is_null() {
+        for pass in ["shadow", "main", "output", "total"] {
+            for q in ["p50", "p95", "max"] {
+                assert!(gpu[pass][q].as_f64().is_some_and(|v| v >= 0.0), "{pass}.{q} in {gpu}");
+            }
+        }
+    }
+    assert!(
+        report["memory"]["boxes"].as_array().is_some_and(|m| !m.is_empty()),
+        "{report}"
+    );
+}
+
+#[test]
+fn render_bench_invocations_show_overdraw_and_the_kept_shadow_map() {
+    let pile = render_bench(&["--cubes", "2000"]);
+    let Some(stats) = pile["pipeline_statistics"].as_object().cloned() else {
+        // Devices without pipeline statistics report null; lavapipe, which `make test` runs on, has them.
+        assert!(pile["pipeline_statistics"].is_null());
+        eprintln!("no pipeline statistics on {}: nothing to check", pile["device"]);
+        return;
+    };
+    let empty = render_bench(&["--cubes", "0"]);
+    let per_pixel = |r: &serde_json::Value| r["pipeline_statistics"]["main_fragments_per_pixel"].as_f64().unwrap();
+    // The ground covers each pixel about once (lavapipe counts in 2x2 quads, so edges count twice); a pile twenty
+    // columns deep covers many pixels many times.
+    assert!(per_pixel(&empty) < 4.0, "{empty}");
+    assert!(per_pixel(&pile) > 5.0 * per_pixel(&empty), "{pile}");
+    // Still cubes: the shadow map drawn in the warm-up frame is kept, so measured frames draw no shadow pass.
+    assert_eq!(stats["shadow_vertex_invocations"], 0, "{pile}");
+    let moving = render_bench(&["--cubes", "2000", "--moving"]);
+    assert!(
+        moving["pipeline_statistics"]["shadow_vertex_invocations"].as_u64() > Some(0),
+        "cubes that move redraw the shadow map every frame: {moving}"
+    );
+}

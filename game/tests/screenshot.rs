@@ -334,3 +334,52 @@ fn cubes_flagged_for_one_view_show_and_cast_shadows_in_that_view_only() {
         "the floating cube shadows the second view's ground ({shaded:?}) and not the first's ({lit:?})"
     );
 }
+
+/// One frame of `cubes` from above and to the side, on `offscreen`.
+fn frame_of(
+    offscreen: &mut tumble_engine::render::Offscreen,
+    cubes: &[tumble_engine::render::CubeInstance],
+) -> Vec<u8> {
+    use tumble_engine::render::{FrameInput, View};
+    let view = [View::look_at(
+        glam::Vec3::new(0.0, 9.0, 9.0),
+        glam::Vec3::ZERO,
+        1.0,
+        WIDTH as f32 / HEIGHT as f32,
+    )];
+    offscreen
+        .render(&FrameInput::new(&view, cubes))
+        .expect("the frame renders")
+        .to_vec()
+}
+
+#[test]
+fn a_cube_that_moved_casts_its_shadow_where_it_now_is() {
+    use tumble_engine::render::{authority_rgb, CubeInstance, Offscreen};
+    let cube = |x: f32| CubeInstance {
+        position: glam::Vec3::new(x, 0.5, 0.0),
+        rotation: glam::Quat::IDENTITY,
+        half_extents: glam::Vec3::splat(0.5),
+        colour: authority_rgb(1),
+        flags: 0,
+    };
+    let (here, there) = ([cube(-2.0), cube(3.0)], [cube(-2.0), cube(1.0)]);
+    // A renderer that keeps its shadow map while nothing moves must still redraw it when a cube moves: the second
+    // frame of one renderer is the frame a fresh renderer draws.
+    let mut kept = Offscreen::new(WIDTH, HEIGHT, 1).expect("a renderer");
+    let first = frame_of(&mut kept, &here);
+    assert_eq!(
+        frame_of(&mut kept, &here),
+        first,
+        "a still frame drawn again is the same"
+    );
+    let after_move = frame_of(&mut kept, &there);
+    let mut fresh = Offscreen::new(WIDTH, HEIGHT, 1).expect("a renderer");
+    let want = frame_of(&mut fresh, &there);
+    assert_ne!(want, first, "the moved cube shows (else this test could not fail)");
+    let differing = want.chunks(4).zip(after_move.chunks(4)).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        differing, 0,
+        "{differing} pixels differ from a fresh renderer's frame: a stale shadow map"
+    );
+}

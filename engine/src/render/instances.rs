@@ -6,8 +6,8 @@ use glam::{Mat4, Quat, Vec3};
 use super::error::RenderError;
 use super::ground::{ground_triangles, GROUND_VERTICES};
 use super::scene_data::{
-    FrameInput, CUBE_FIRST_VIEW_ONLY, CUBE_FLAGS, CUBE_SECOND_VIEW_ONLY, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES,
-    MAX_VIEWS,
+    FrameInput, CUBE_FIRST_VIEW_ONLY, CUBE_FLAGS, CUBE_SECOND_VIEW_ONLY, INITIAL_CUBE_CAPACITY, MAX_AVATARS,
+    MAX_CONTACT_MARKERS, MAX_VIEWS,
 };
 
 /// Shader flag: draw the box in its flat colour (contact markers).
@@ -26,8 +26,16 @@ const CONTACT_MARKER_HALF_M: f32 = 0.025;
 /// Contact markers: magenta, unlit, so they read against any cube colour.
 const CONTACT_MARKER_RGB: [f32; 3] = [1.0, 0.1, 0.9];
 
-/// Boxes one frame can hold: every cube, avatar part and contact marker.
-pub(crate) const MAX_BOXES: usize = MAX_CUBES + MAX_AVATARS * BOXES_PER_AVATAR + MAX_CONTACT_MARKERS;
+/// Boxes besides the cubes one frame can have: every avatar part and contact marker.
+const MAX_OTHER_BOXES: usize = MAX_AVATARS * BOXES_PER_AVATAR + MAX_CONTACT_MARKERS;
+
+/// Box records the buffers hold from the start.
+pub(crate) const INITIAL_BOX_CAPACITY: usize = INITIAL_CUBE_CAPACITY + MAX_OTHER_BOXES;
+
+/// Box records a frame of `input` may write: the size its buffer needs.
+pub(crate) fn boxes_needed(input: &FrameInput) -> usize {
+    input.cubes.len() + MAX_OTHER_BOXES
+}
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -64,12 +72,6 @@ pub(crate) fn validate(input: &FrameInput) -> Result<(), RenderError> {
             input.views.len()
         )));
     }
-    if input.cubes.len() > MAX_CUBES {
-        return Err(RenderError::Input(format!(
-            "{} cubes (at most {MAX_CUBES})",
-            input.cubes.len()
-        )));
-    }
     if input.avatars.len() > MAX_AVATARS {
         return Err(RenderError::Input(format!(
             "{} avatars (at most {MAX_AVATARS})",
@@ -103,20 +105,20 @@ fn fold(h: u64, word: u64) -> u64 {
     (h.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
-/// Writes every box of the frame into `out` (mapped memory for [`MAX_BOXES`] records), the cubes in `order` (the
-/// indices of `input.cubes`, each once: see `draw_order.rs`).
+/// Writes every box of the frame into `out` (mapped memory for `capacity` records, at least
+/// [`boxes_needed`]), the cubes in `order` (the indices of `input.cubes`, each once: see `draw_order.rs`).
 ///
 /// # Safety
-/// `out` points to writable memory for at least [`MAX_BOXES`] `GpuBox` records that the GPU is not reading.
-pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut GpuBox) -> WrittenBoxes {
+/// `out` points to writable memory for at least `capacity` `GpuBox` records that the GPU is not reading.
+pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut GpuBox, capacity: usize) -> WrittenBoxes {
     let mut n = 0usize;
     let mut checksum = 0u64;
     let mut push = |b: GpuBox| {
-        if n < MAX_BOXES {
+        if n < capacity {
             // SAFETY: GpuBox is 64 bytes of plain 4-byte fields, so it reads as eight u64 words.
             let words: [u64; 8] = unsafe { std::mem::transmute(b) };
             checksum = words.iter().fold(checksum, |h, &w| fold(h, w));
-            // SAFETY: n < MAX_BOXES, within the caller's buffer; unaligned-safe since the buffer is 64-byte aligned.
+            // SAFETY: n < capacity, within the caller's buffer; unaligned-safe since the buffer is 64-byte aligned.
             unsafe { out.add(n).write(b) };
             n += 1;
         }
@@ -215,10 +217,10 @@ mod tests {
     }
 
     fn pack(input: &FrameInput) -> (Vec<GpuBox>, u32) {
-        let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
-        // SAFETY: `out` holds MAX_BOXES records.
+        let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); boxes_needed(input)];
         let order: Vec<u32> = (0..input.cubes.len() as u32).collect();
-        let n = unsafe { write_boxes(input, &order, out.as_mut_ptr()) }.count;
+        // SAFETY: `out` holds that many records.
+        let n = unsafe { write_boxes(input, &order, out.as_mut_ptr(), out.len()) }.count;
         (out, n)
     }
 
@@ -259,9 +261,10 @@ mod tests {
         let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5)];
         let mut cubes = [cube(0), cube(0)];
         let write = |cubes: &[CubeInstance]| {
-            let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); MAX_BOXES];
-            // SAFETY: `out` holds MAX_BOXES records.
-            unsafe { write_boxes(&FrameInput::new(&views, cubes), &[0, 1], out.as_mut_ptr()) }
+            let input = FrameInput::new(&views, cubes);
+            let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); boxes_needed(&input)];
+            // SAFETY: `out` holds that many records.
+            unsafe { write_boxes(&input, &[0, 1], out.as_mut_ptr(), out.len()) }
         };
         let before = write(&cubes);
         assert_eq!(write(&cubes), before, "the same boxes sum the same");
@@ -278,9 +281,27 @@ mod tests {
         assert!(validate(&FrameInput::new(&views[..0], &[])).is_err());
         assert!(validate(&FrameInput::new(&views, &[])).is_err());
         assert!(validate(&FrameInput::new(&views[..2], &[])).is_ok());
-        let many = vec![cube(0); MAX_CUBES + 1];
-        assert!(validate(&FrameInput::new(&views[..1], &many)).is_err());
-        assert!(validate(&FrameInput::new(&views[..1], &many[..MAX_CUBES])).is_ok());
+        let many = vec![cube(0); 5 * INITIAL_CUBE_CAPACITY];
+        assert!(
+            validate(&FrameInput::new(&views[..1], &many)).is_ok(),
+            "no cap on cubes"
+        );
+        let avatars = [Avatar {
+            head: Pose {
+                position: Vec3::Y,
+                rotation: Quat::IDENTITY,
+            },
+            hands: [Pose {
+                position: Vec3::Y,
+                rotation: Quat::IDENTITY,
+            }; 2],
+            colour: [0.0; 3],
+        }; MAX_AVATARS + 1];
+        let input = FrameInput {
+            avatars: &avatars,
+            ..FrameInput::new(&views[..1], &[])
+        };
+        assert!(validate(&input).is_err());
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!
 //! Per frame the caller passes plain data ([`FrameInput`]: views, cubes, avatars, contacts, light, debug modes);
 //! interpolating between physics steps is the caller's job. Nothing is allocated per frame: box and uniform
-//! buffers are sized once ([`MAX_CUBES`]) and stay mapped; two frames are in flight.
+//! buffers are sized at start ([`INITIAL_CUBE_CAPACITY`]), stay mapped, and grow (once, per frame slot) when a frame
+//! has more boxes; two frames are in flight.
 //!
 //! Outputs, each a thin layer over [`Renderer`]:
 //! - [`Offscreen`] (`offscreen.rs`): headless, reads the pixels back (views side by side) — `tumble screenshot`
@@ -66,6 +67,6 @@ pub use renderer::{PassStatistics, PassTimes, Renderer, ResultImage, FRAMES_IN_F
 pub use scene_data::{
     authority_rgb, Avatar, CubeInstance, DebugModes, FrameInput, Pose, View, AUTHORITY_NONE_RGB, CUBE_FIRST_VIEW_ONLY,
     CUBE_FLAGS, CUBE_HELD, CUBE_RESTING, CUBE_SECOND_VIEW_ONLY, CUBE_SELECTED, DEFAULT_LIGHT_DIRECTION, FAR_M,
-    MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_CUBES, MAX_VIEWS, NEAR_M, PLAYER_RGB,
+    INITIAL_CUBE_CAPACITY, MAX_AVATARS, MAX_CONTACT_MARKERS, MAX_VIEWS, NEAR_M, PLAYER_RGB,
 };
 pub use swapchain::{FrameStatus, Presenter};

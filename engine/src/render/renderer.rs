@@ -12,12 +12,12 @@ use super::draw_order::DrawOrder;
 use super::error::{RenderError, VkContext};
 use super::ground::GROUND_VERTICES;
 use super::instances::{
-    gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, WrittenBoxes, GPU_BOX_BYTES, GPU_FRAME_BYTES,
-    MAX_BOXES,
+    boxes_needed, gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, WrittenBoxes, GPU_BOX_BYTES,
+    GPU_FRAME_BYTES, INITIAL_BOX_CAPACITY,
 };
 use super::memory::{create_buffer, destroy_buffer, Buffer};
 use super::pipeline::{descriptor_layout, graphics_pipeline, MainFormats, MainPass, PipelineDesc, Shaders};
-use super::scene_data::{FrameInput, MAX_CUBES, MAX_VIEWS};
+use super::scene_data::{FrameInput, INITIAL_CUBE_CAPACITY, MAX_VIEWS};
 use super::shadow::{light_view_proj, Shadow, SHADOW_SIZE_PX};
 use super::targets::Targets;
 
@@ -85,6 +85,8 @@ struct FrameSlot {
     fence: vk::Fence,
     uniforms: Buffer,
     boxes: Buffer,
+    /// Box records `boxes` holds.
+    box_capacity: usize,
     set: vk::DescriptorSet,
     queries: vk::QueryPool,
     /// Pipeline statistics (shadow, main) when the device has them.
@@ -242,7 +244,7 @@ impl Renderer {
             recording: None,
             timestamp_period_ns: gpu.info.timestamp_period_ns,
             pipeline_statistics: gpu.info.pipeline_statistics,
-            draw_order: DrawOrder::with_capacity(MAX_CUBES),
+            draw_order: DrawOrder::with_capacity(INITIAL_CUBE_CAPACITY),
             shadow_drawn: None,
             shadow_recording: None,
             pass_times: None,
@@ -262,7 +264,7 @@ impl Renderer {
         let boxes = create_buffer(
             d,
             props,
-            GPU_BOX_BYTES * MAX_BOXES as u64,
+            GPU_BOX_BYTES * INITIAL_BOX_CAPACITY as u64,
             vk::BufferUsageFlags::STORAGE_BUFFER,
             true,
         )?;
@@ -335,6 +337,7 @@ impl Renderer {
                 fence,
                 uniforms,
                 boxes,
+                box_capacity: INITIAL_BOX_CAPACITY,
                 set,
                 queries,
                 statistics,
@@ -390,6 +393,10 @@ impl Renderer {
         }
         let slot_index = self.current;
         self.wait_slot(slot_index)?;
+        let needed = boxes_needed(input);
+        if needed > self.frames[slot_index].box_capacity {
+            self.grow_boxes(slot_index, needed)?;
+        }
         let light = light_view_proj(input);
         let eye = input.views[0].eye_position();
         // Every view looks the same way give or take (eyes, or a camera): the first one's forward orders them all.
@@ -397,9 +404,9 @@ impl Renderer {
         let order = self.draw_order.sort(input.cubes, eye, forward);
         let slot = &self.frames[slot_index];
         // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; they are mapped, coherent
-        // and sized for one GpuFrame and MAX_BOXES GpuBoxes.
+        // and sized for one GpuFrame and `box_capacity` GpuBoxes.
         let written = unsafe {
-            let written = write_boxes(input, order, slot.boxes.mapped as *mut GpuBox);
+            let written = write_boxes(input, order, slot.boxes.mapped as *mut GpuBox, slot.box_capacity);
             (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX, written.count));
             written
         };
@@ -420,6 +427,38 @@ impl Renderer {
         self.shadow_recording = draw_shadow.then_some(key);
         self.recording = Some(slot_index);
         Ok(self.frames[slot_index].cmd)
+    }
+
+    /// Replaces slot `index`'s box buffer (its fence waited) by one for at least `needed` records — the next power of
+    /// two, so a scene that keeps growing reallocates a few times, not every frame — and points its descriptor set
+    /// at it.
+    fn grow_boxes(&mut self, index: usize, needed: usize) -> Result<(), RenderError> {
+        let capacity = needed.next_power_of_two();
+        let boxes = create_buffer(
+            &self.device,
+            &self.memory_properties,
+            GPU_BOX_BYTES * capacity as u64,
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            true,
+        )?;
+        tracing::debug!(slot = index, capacity, "box buffer grown");
+        let slot = &mut self.frames[index];
+        destroy_buffer(&self.device, &slot.boxes);
+        slot.boxes = boxes;
+        slot.box_capacity = capacity;
+        let info = [vk::DescriptorBufferInfo {
+            buffer: slot.boxes.buffer,
+            offset: 0,
+            range: vk::WHOLE_SIZE,
+        }];
+        let write = vk::WriteDescriptorSet::default()
+            .dst_set(slot.set)
+            .dst_binding(1)
+            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+            .buffer_info(&info);
+        // SAFETY: the slot's fence has signalled, so no command buffer using the set is pending.
+        unsafe { self.device.update_descriptor_sets(&[write], &[]) };
+        Ok(())
     }
 
     /// Waits for the slot's last submission and reads its GPU time per pass (and its statistics).

@@ -5,8 +5,9 @@ use glam::{Mat4, Quat, Vec3};
 
 /// Most views one frame draws (multiview layers): 1 for the desktop, 2 for stereo.
 pub const MAX_VIEWS: usize = 2;
-/// Most cubes one frame draws; the instance buffers are sized for this once.
-pub const MAX_CUBES: usize = 4096;
+/// Cubes the instance buffers hold from the start; a frame with more grows them (once, per frame slot): there is
+/// no limit but memory.
+pub const INITIAL_CUBE_CAPACITY: usize = 4096;
 /// Most avatars (players) one frame draws.
 pub const MAX_AVATARS: usize = 4;
 /// Most contact points one frame draws as markers in the contacts debug mode; more are ignored.
@@ -154,7 +155,7 @@ pub struct DebugModes {
 pub struct FrameInput<'a> {
     /// 1 or 2 views; each is drawn into its own layer (the stereo preview shows them side by side).
     pub views: &'a [View],
-    /// At most [`MAX_CUBES`].
+    /// Any number: the instance buffers grow to fit ([`INITIAL_CUBE_CAPACITY`] from the start).
     pub cubes: &'a [CubeInstance],
     /// At most [`MAX_AVATARS`].
     pub avatars: &'a [Avatar],

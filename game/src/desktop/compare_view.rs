@@ -13,7 +13,7 @@
 use anyhow::Result;
 use glam::{Quat, Vec3};
 use tumble_engine::physics::{BodyId, World, WorldConfig};
-use tumble_engine::render::{authority_rgb, CubeInstance, CUBE_FIRST_VIEW_ONLY, CUBE_SECOND_VIEW_ONLY, MAX_CUBES};
+use tumble_engine::render::{authority_rgb, CubeInstance, CUBE_FIRST_VIEW_ONLY, CUBE_SECOND_VIEW_ONLY};
 
 use super::fixed_step::FixedStep;
 use super::interpolate::PoseBuffer;
@@ -292,9 +292,6 @@ impl CompareView {
         let alpha = self.alpha();
         for (side, flags) in [(&self.left, CUBE_FIRST_VIEW_ONLY), (&self.right, CUBE_SECOND_VIEW_ONLY)] {
             for i in 0..side.poses.len().min(side.colours.len()) {
-                if cubes.len() >= MAX_CUBES {
-                    return;
-                }
                 let (position, rotation) = side.poses.interpolated(i, alpha);
                 cubes.push(CubeInstance {
                     position,

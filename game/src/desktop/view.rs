@@ -5,7 +5,7 @@
 use glam::Vec3;
 use tumble_engine::input::FlyCamera;
 use tumble_engine::physics::World;
-use tumble_engine::render::{CubeInstance, View, MAX_CUBES};
+use tumble_engine::render::{CubeInstance, View};
 
 use super::interpolate::PoseBuffer;
 use crate::avatar::Avatar;
@@ -39,7 +39,7 @@ impl FrameView {
     ) {
         self.cubes.clear();
         for (i, id) in world.body_ids().enumerate().take(poses.len()) {
-            if world.is_removed(id).unwrap_or(true) || self.cubes.len() + 2 >= MAX_CUBES {
+            if world.is_removed(id).unwrap_or(true) {
                 continue;
             }
             let (position, rotation) = poses.interpolated(i, alpha);

@@ -11,7 +11,7 @@
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
     record_copy_into, record_depth_copy_into, submit_with_mirror, vk, CubeInstance, ExternalImage, ExternalVulkan,
-    FrameInput, Gpu, Mirror, RenderError, Renderer, View, MAX_CUBES,
+    FrameInput, Gpu, Mirror, RenderError, Renderer, View,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
@@ -43,11 +43,6 @@ impl VrRenderer {
         pass_per_eye: bool,
         window: Option<&super::mirror_window::MirrorWindow>,
     ) -> Result<VrRenderer, RenderError> {
-        if body_count + AVATAR_BOXES_MAX + super::notice::MAX_NOTICE_BOXES > MAX_CUBES {
-            return Err(RenderError::Input(format!(
-                "the scene has {body_count} bodies; the renderer draws at most {MAX_CUBES}"
-            )));
-        }
         let v = xr.vulkan();
         let gpu = Gpu::from_external(ExternalVulkan {
             entry: v.entry.clone(),
