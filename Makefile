@@ -66,6 +66,8 @@ bench: system-packages toolchain
 		> target/bench-report/encryption.json
 	cargo run --release -p tumble-benches --bin motion-cost -- --out target/bench-report \
 		> target/bench-report/motion-cost.json
+	cargo run --release -p tumble-benches --bin render-cost -- --out target/bench-report \
+		> target/bench-report/render.json
 	cargo run --release -p tumble-benches --features jolt --bin engine-speed -- --out target/bench-report \
 		> target/bench-report/engine-speed.json
 	cargo run --release -p tumble-benches --bin network-models -- --out target/bench-report \
