@@ -1,6 +1,7 @@
 // The main pass and the shadow pass of Tumble's renderer (engine/src/render). Compiled to SPIR-V by
 // engine/build.rs with naga. Boxes (cubes, avatar parts, contact markers) are one instanced draw with no vertex
-// buffer: the 36 corners come from the vertex index, the box from the instance storage buffer. Multiview: the view
+// buffer: the 24 corners come from the vertex index (through a 36-entry index list), the box from the instance
+// storage buffer. Multiview: the view
 // index picks the eye's matrix, so one draw fills every layer of the target.
 
 struct Frame {
@@ -14,23 +15,32 @@ struct Frame {
     // world (some boxes are flagged for one view) and the shadow map is split into a half per view, w: the boxes
     // drawn (the shadow pass of a split frame draws each twice, once per half).
     params: vec4<u32>,
+    // x: the cubes among the boxes (the first ones: their flags are masked to the caller's, and the order buffer
+    // says which of them each instance draws).
+    counts: vec4<u32>,
     // Per view, the ground's triangles (engine/src/render/ground.rs): clip positions of points on the plane.
     ground: array<array<vec4<f32>, 12>, 2>,
 }
 
+// engine::render::CubeInstance as it lies in memory (64 bytes): the renderer copies cubes as they are.
 struct Instance {
-    position: vec3<f32>,
-    flags: u32,
     rotation: vec4<f32>,
-    half_extents: vec3<f32>,
-    pad: u32,
-    colour: vec4<f32>,
+    position: vec3<f32>,
+    half_x: f32,
+    half_y: f32,
+    half_z: f32,
+    red: f32,
+    green: f32,
+    blue: f32,
+    flags: u32,
 }
 
 @group(0) @binding(0) var<uniform> frame: Frame;
 @group(0) @binding(1) var<storage, read> instances: array<Instance>;
 @group(0) @binding(2) var shadow_map: texture_depth_2d;
 @group(0) @binding(3) var shadow_sampler: sampler_comparison;
+// The cubes' draw order, nearest first (engine/src/render/draw_order.rs): instance i draws cube order[i].
+@group(0) @binding(4) var<storage, read> order: array<u32>;
 
 const FLAG_SELECTED: u32 = 1u;
 const FLAG_HELD: u32 = 2u;
@@ -39,6 +49,38 @@ const FLAG_UNLIT: u32 = 8u;
 const FLAG_FIRST_VIEW_ONLY: u32 = 16u;
 const FLAG_SECOND_VIEW_ONLY: u32 = 32u;
 const DEBUG_RESTING: u32 = 1u;
+// The flags a caller may set on a cube (engine::render::CUBE_FLAGS); the rest are the renderer's own.
+const CUBE_FLAGS: u32 = 55u;
+
+// A box as the shaders use it.
+struct Box {
+    position: vec3<f32>,
+    rotation: vec4<f32>,
+    half_extents: vec3<f32>,
+    colour: vec3<f32>,
+    flags: u32,
+}
+
+// Box `index` of the frame's records, a cube's flags masked to the caller's. Rotations arrive normalised (the
+// renderer normalises a frame's cubes on the CPU when any is not): normalising them here left every box out of
+// the second view on lavapipe (Mesa 22.3).
+fn box_at(index: u32) -> Box {
+    let r = instances[index];
+    var flags = r.flags;
+    if (index < frame.counts.x) {
+        flags = flags & CUBE_FLAGS;
+    }
+    return Box(r.position, r.rotation, vec3<f32>(r.half_x, r.half_y, r.half_z),
+               vec3<f32>(r.red, r.green, r.blue), flags);
+}
+
+// The record instance `instance` of the main pass draws: cubes in their draw order, then the other boxes.
+fn drawn_box(instance: u32) -> Box {
+    if (instance < frame.counts.x) {
+        return box_at(order[instance]);
+    }
+    return box_at(instance);
+}
 // A clip position outside the view volume: a box's 36 corners all placed here make no triangle that covers a pixel.
 const NOWHERE: vec4<f32> = vec4<f32>(2.0, 2.0, 2.0, 1.0);
 
@@ -55,8 +97,10 @@ fn rotate(q: vec4<f32>, v: vec3<f32>) -> vec3<f32> {
     return v + q.w * t + cross(q.xyz, t);
 }
 
-// One corner of a unit box (coordinates in -1..1) and its face normal, for vertex 0..35. Each face has a normal n
-// and two tangents with cross(t1, t2) = n, so (u, v) in the order below winds counter-clockwise seen from outside.
+// One corner of a unit box (coordinates in -1..1) and its face normal, for vertex 0..23: four per face, drawn
+// through the box's index list (engine/src/render/renderer.rs: BOX_INDICES, two triangles 0 1 2 and 0 2 3 per face),
+// so each corner is shaded once rather than once per triangle. Each face has a normal n and two tangents with
+// cross(t1, t2) = n, so (u, v) in the order below winds counter-clockwise seen from outside.
 fn box_corner(vertex: u32) -> array<vec3<f32>, 2> {
     var normals = array<vec3<f32>, 6>(
         vec3<f32>(1.0, 0.0, 0.0), vec3<f32>(-1.0, 0.0, 0.0), vec3<f32>(0.0, 1.0, 0.0),
@@ -67,11 +111,10 @@ fn box_corner(vertex: u32) -> array<vec3<f32>, 2> {
     var tangent2 = array<vec3<f32>, 6>(
         vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(1.0, 0.0, 0.0),
         vec3<f32>(0.0, 0.0, 1.0), vec3<f32>(0.0, 1.0, 0.0), vec3<f32>(1.0, 0.0, 0.0));
-    var corners = array<vec2<f32>, 6>(
-        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, -1.0), vec2<f32>(1.0, 1.0),
-        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, 1.0), vec2<f32>(-1.0, 1.0));
-    let face = vertex / 6u;
-    let uv = corners[vertex % 6u];
+    var corners = array<vec2<f32>, 4>(
+        vec2<f32>(-1.0, -1.0), vec2<f32>(1.0, -1.0), vec2<f32>(1.0, 1.0), vec2<f32>(-1.0, 1.0));
+    let face = vertex / 4u;
+    let uv = corners[vertex % 4u];
     let n = normals[face];
     return array<vec3<f32>, 2>(n + uv.x * tangent1[face] + uv.y * tangent2[face], n);
 }
@@ -98,7 +141,7 @@ struct BoxOut {
 @vertex
 fn vs_box(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance: u32,
           @builtin(view_index) view: u32) -> BoxOut {
-    let box = instances[instance];
+    let box = drawn_box(instance);
     let corner = box_corner(vertex);
     let world = box.position + rotate(box.rotation, corner[0] * box.half_extents);
     var out: BoxOut;
@@ -110,7 +153,7 @@ fn vs_box(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance:
     out.normal = rotate(box.rotation, corner[1]);
     out.shadow = shadow_coord(world, out.normal);
     out.facing_light = max(dot(out.normal, frame.light_towards.xyz), 0.0);
-    var albedo = box.colour.rgb;
+    var albedo = box.colour;
     if ((frame.params.x & DEBUG_RESTING) != 0u && (box.flags & FLAG_RESTING) != 0u) {
         albedo = albedo * vec3<f32>(0.45, 0.55, 1.0);
     }
@@ -228,7 +271,7 @@ fn vs_shadow(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instan
         half = instance / count;
         index = instance % count;
     }
-    let box = instances[index];
+    let box = box_at(index);
     if (split && !shown_in(box.flags, half)) {
         return NOWHERE;
     }

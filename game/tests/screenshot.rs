@@ -383,3 +383,28 @@ fn a_cube_that_moved_casts_its_shadow_where_it_now_is() {
         "{differing} pixels differ from a fresh renderer's frame: a stale shadow map"
     );
 }
+
+#[test]
+fn a_rotation_that_is_not_a_unit_quaternion_draws_as_its_unit_one() {
+    use tumble_engine::render::{authority_rgb, CubeInstance, Offscreen};
+    let cube = |rotation: glam::Quat| CubeInstance {
+        position: glam::Vec3::new(0.0, 0.5, 0.0),
+        rotation,
+        half_extents: glam::Vec3::splat(0.5),
+        colour: authority_rgb(2),
+        flags: 0,
+    };
+    let turn = glam::Quat::from_rotation_y(0.4);
+    let mut offscreen = Offscreen::new(WIDTH, HEIGHT, 1).expect("a renderer");
+    let unit = frame_of(&mut offscreen, &[cube(turn)]);
+    let long = frame_of(&mut offscreen, &[cube(turn * 2.0)]);
+    assert_eq!(
+        long, unit,
+        "the shader takes rotations as unit quaternions: the renderer normalises first"
+    );
+    assert_ne!(
+        frame_of(&mut offscreen, &[cube(glam::Quat::IDENTITY)]),
+        unit,
+        "the turn shows"
+    );
+}

@@ -1,12 +1,15 @@
 //! The per-frame data as the shaders read it (`shaders/scene.wgsl`): the frame uniform block and one 64-byte
-//! record per box. Packing writes straight into the persistently mapped buffers: no allocation per frame.
+//! record per box — a [`CubeInstance`], whose layout is the shader's, so a frame's cubes are copied as they are and
+//! only the few avatar and contact boxes are built. Everything is written straight into the persistently mapped
+//! buffers: no allocation per frame.
 
 use glam::{Mat4, Quat, Vec3};
 
+use super::casters::field_words;
 use super::error::RenderError;
 use super::ground::{ground_triangles, GROUND_VERTICES};
 use super::scene_data::{
-    FrameInput, CUBE_FIRST_VIEW_ONLY, CUBE_FLAGS, CUBE_SECOND_VIEW_ONLY, INITIAL_CUBE_CAPACITY, MAX_AVATARS,
+    CubeInstance, FrameInput, CUBE_FIRST_VIEW_ONLY, CUBE_SECOND_VIEW_ONLY, INITIAL_CUBE_CAPACITY, MAX_AVATARS,
     MAX_CONTACT_MARKERS, MAX_VIEWS,
 };
 
@@ -37,16 +40,11 @@ pub(crate) fn boxes_needed(input: &FrameInput) -> usize {
     input.cubes.len() + MAX_OTHER_BOXES
 }
 
-#[repr(C)]
-#[derive(Clone, Copy)]
-pub(crate) struct GpuBox {
-    position: [f32; 3],
-    flags: u32,
-    rotation: [f32; 4],
-    half_extents: [f32; 3],
-    pad: u32,
-    colour: [f32; 4],
-}
+/// A box as the shaders read it.
+pub(crate) type GpuBox = CubeInstance;
+
+// The shader masks a cube's flags with its own copy of this value (`CUBE_FLAGS` in shaders/scene.wgsl).
+const _: () = assert!(super::scene_data::CUBE_FLAGS == 55);
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -57,6 +55,9 @@ pub(crate) struct GpuFrame {
     light_view_proj: [f32; 16],
     light_towards: [f32; 4],
     params: [u32; 4],
+    /// x: the cubes among the boxes (the first ones; their flags are masked to the caller's, and they are drawn
+    /// in the order of the order buffer).
+    counts: [u32; 4],
     /// Per view, the ground's triangles on screen (`ground.rs`).
     ground: [[[f32; 4]; GROUND_VERTICES]; MAX_VIEWS],
 }
@@ -83,17 +84,17 @@ pub(crate) fn validate(input: &FrameInput) -> Result<(), RenderError> {
 
 fn gpu_box(position: Vec3, rotation: Quat, half_extents: Vec3, colour: [f32; 3], flags: u32) -> GpuBox {
     GpuBox {
-        position: position.to_array(),
+        rotation,
+        position,
+        half_extents,
+        colour,
         flags,
-        rotation: rotation.normalize().to_array(),
-        half_extents: half_extents.to_array(),
-        pad: 0,
-        colour: [colour[0], colour[1], colour[2], 1.0],
     }
 }
 
-/// The boxes a frame wrote: how many, and a checksum of every record (in order), which tells the renderer whether
-/// anything that casts a shadow moved since the shadow map was drawn.
+/// The boxes a frame wrote: how many, and a checksum of those after the cubes (avatars and contact markers: a
+/// few), which with the cubes' generation (`casters.rs`) tells the renderer whether anything that casts a shadow
+/// moved since the shadow map was drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct WrittenBoxes {
     pub count: u32,
@@ -106,33 +107,24 @@ fn fold(h: u64, word: u64) -> u64 {
 }
 
 /// Writes every box of the frame into `out` (mapped memory for `capacity` records, at least
-/// [`boxes_needed`]), the cubes in `order` (the indices of `input.cubes`, each once: see `draw_order.rs`).
+/// [`boxes_needed`]): the cubes as they are, in their own order (the order buffer says which to draw first), then
+/// the avatars' and contact markers' boxes.
 ///
 /// # Safety
 /// `out` points to writable memory for at least `capacity` `GpuBox` records that the GPU is not reading.
-pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut GpuBox, capacity: usize) -> WrittenBoxes {
-    let mut n = 0usize;
+pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox, capacity: usize) -> WrittenBoxes {
+    let mut n = input.cubes.len().min(capacity);
+    // SAFETY: n records fit the caller's buffer; the input slice and mapped memory do not overlap.
+    unsafe { std::ptr::copy_nonoverlapping(input.cubes.as_ptr(), out, n) };
     let mut checksum = 0u64;
     let mut push = |b: GpuBox| {
         if n < capacity {
-            // SAFETY: GpuBox is 64 bytes of plain 4-byte fields, so it reads as eight u64 words.
-            let words: [u64; 8] = unsafe { std::mem::transmute(b) };
-            checksum = words.iter().fold(checksum, |h, &w| fold(h, w));
-            // SAFETY: n < capacity, within the caller's buffer; unaligned-safe since the buffer is 64-byte aligned.
+            checksum = field_words(&b).iter().fold(checksum, |h, &w| fold(h, w));
+            // SAFETY: n < capacity, within the caller's buffer, which is 64-byte aligned.
             unsafe { out.add(n).write(b) };
             n += 1;
         }
     };
-    for &i in order {
-        let c = &input.cubes[i as usize];
-        push(gpu_box(
-            c.position,
-            c.rotation,
-            c.half_extents,
-            c.colour,
-            c.flags & CUBE_FLAGS,
-        ));
-    }
     for a in input.avatars {
         push(gpu_box(
             a.head.position,
@@ -162,19 +154,27 @@ pub(crate) unsafe fn write_boxes(input: &FrameInput, order: &[u32], out: *mut Gp
     }
 }
 
-/// True when the frame shows a different world in each of its two views: some cube is flagged for one view only.
-/// The shadow map is then split in two halves, one per view, so a world casts shadows in its own view only.
-pub(crate) fn split_views(input: &FrameInput) -> bool {
-    input.views.len() == 2
-        && input
-            .cubes
-            .iter()
-            .any(|c| c.flags & (CUBE_FIRST_VIEW_ONLY | CUBE_SECOND_VIEW_ONLY) != 0)
+/// True when the frame shows a different world in each of its two views: some cube is flagged for one view only
+/// (`cube_flags`: every cube's flags or-ed). The shadow map is then split in two halves, one per view, so a world
+/// casts shadows in its own view only.
+pub(crate) fn split_views(view_count: usize, cube_flags: u32) -> bool {
+    view_count == 2 && cube_flags & (CUBE_FIRST_VIEW_ONLY | CUBE_SECOND_VIEW_ONLY) != 0
+}
+
+#[cfg(test)]
+fn split_of(input: &FrameInput) -> bool {
+    split_views(input.views.len(), input.cubes.iter().fold(0, |f, c| f | c.flags))
 }
 
 /// The frame's uniform block. `box_count`: the boxes written (the shadow pass of a split frame draws them twice,
 /// once per half, and finds a box's index from the instance's).
-pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_px: u32, box_count: u32) -> GpuFrame {
+pub(crate) fn gpu_frame(
+    input: &FrameInput,
+    light_view_proj: Mat4,
+    shadow_size_px: u32,
+    box_count: u32,
+    split: bool,
+) -> GpuFrame {
     let mut frame = GpuFrame {
         view_proj: [[0.0; 16]; MAX_VIEWS],
         inv_view_proj: [[0.0; 16]; MAX_VIEWS],
@@ -186,9 +186,10 @@ pub(crate) fn gpu_frame(input: &FrameInput, light_view_proj: Mat4, shadow_size_p
         params: [
             if input.debug.resting { DEBUG_RESTING } else { 0 },
             shadow_size_px,
-            u32::from(split_views(input)),
+            u32::from(split),
             box_count,
         ],
+        counts: [input.cubes.len().min(box_count as usize) as u32, 0, 0, 0],
         ground: [[[0.0; 4]; GROUND_VERTICES]; MAX_VIEWS],
     };
     for (i, v) in input.views.iter().take(MAX_VIEWS).enumerate() {
@@ -218,9 +219,8 @@ mod tests {
 
     fn pack(input: &FrameInput) -> (Vec<GpuBox>, u32) {
         let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); boxes_needed(input)];
-        let order: Vec<u32> = (0..input.cubes.len() as u32).collect();
         // SAFETY: `out` holds that many records.
-        let n = unsafe { write_boxes(input, &order, out.as_mut_ptr(), out.len()) }.count;
+        let n = unsafe { write_boxes(input, out.as_mut_ptr(), out.len()) }.count;
         (out, n)
     }
 
@@ -245,11 +245,11 @@ mod tests {
         };
         let (boxes, n) = pack(&input);
         assert_eq!(n, 2 + 3, "contacts are drawn only in the contacts debug mode");
-        // Flags the caller may set pass through; anything else (the shader's own bits) is masked off.
-        assert_eq!(boxes[0].flags, CUBE_HELD | CUBE_RESTING | CUBE_SECOND_VIEW_ONLY);
-        assert_eq!(boxes[0].colour, [0.1, 0.2, 0.3, 1.0]);
-        assert_eq!(boxes[2].half_extents, HEAD_HALF_EXTENTS_M.to_array());
-        assert_eq!(boxes[3].half_extents, HAND_HALF_EXTENTS_M.to_array());
+        // Cubes go as they are (the vertex shader masks their flags to the caller's); then the avatar's boxes.
+        assert_eq!(boxes[0], cubes[0]);
+        assert_eq!(boxes[1], cubes[1]);
+        assert_eq!(boxes[2].half_extents, HEAD_HALF_EXTENTS_M);
+        assert_eq!(boxes[3].half_extents, HAND_HALF_EXTENTS_M);
         input.debug.contacts = true;
         let (boxes, n) = pack(&input);
         assert_eq!(n, 2 + 3 + 3);
@@ -257,22 +257,33 @@ mod tests {
     }
 
     #[test]
-    fn the_checksum_changes_when_a_box_moves_and_only_then() {
+    fn the_checksum_changes_when_an_avatar_moves_and_only_then() {
         let views = [View::look_at(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5)];
-        let mut cubes = [cube(0), cube(0)];
-        let write = |cubes: &[CubeInstance]| {
-            let input = FrameInput::new(&views, cubes);
+        let pose = Pose {
+            position: Vec3::Y,
+            rotation: Quat::IDENTITY,
+        };
+        let mut avatars = [Avatar {
+            head: pose,
+            hands: [pose, pose],
+            colour: [0.0, 0.0, 1.0],
+        }];
+        let write = |avatars: &[Avatar]| {
+            let input = FrameInput {
+                avatars,
+                ..FrameInput::new(&views, &[])
+            };
             let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); boxes_needed(&input)];
             // SAFETY: `out` holds that many records.
-            unsafe { write_boxes(&input, &[0, 1], out.as_mut_ptr(), out.len()) }
+            unsafe { write_boxes(&input, out.as_mut_ptr(), out.len()) }
         };
-        let before = write(&cubes);
-        assert_eq!(write(&cubes), before, "the same boxes sum the same");
-        cubes[1].position.y += 1e-6;
-        assert_ne!(write(&cubes).checksum, before.checksum, "a micrometre moves the sum");
-        cubes[1].position.y -= 1e-6;
-        cubes[0].rotation = Quat::from_rotation_x(1e-3);
-        assert_ne!(write(&cubes).checksum, before.checksum, "so does a turn");
+        let before = write(&avatars);
+        assert_eq!(write(&avatars), before, "the same boxes sum the same");
+        avatars[0].hands[1].position.y += 1e-6;
+        assert_ne!(write(&avatars).checksum, before.checksum, "a micrometre moves the sum");
+        avatars[0].hands[1].position.y -= 1e-6;
+        avatars[0].head.rotation = Quat::from_rotation_x(1e-3);
+        assert_ne!(write(&avatars).checksum, before.checksum, "so does a turn");
     }
 
     #[test]
@@ -307,7 +318,7 @@ mod tests {
     #[test]
     fn the_uniform_block_carries_both_eyes_and_the_light() {
         let views = View::stereo_pair(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5, 0.064);
-        let frame = gpu_frame(&FrameInput::new(&views, &[]), Mat4::IDENTITY, 2048, 0);
+        let frame = gpu_frame(&FrameInput::new(&views, &[]), Mat4::IDENTITY, 2048, 0, false);
         let left = Vec3::from_slice(&frame.eye_position[0][..3]);
         let right = Vec3::from_slice(&frame.eye_position[1][..3]);
         assert!(((right - left).length() - 0.064).abs() < 1e-4, "eyes {left} {right}");
@@ -325,24 +336,18 @@ mod tests {
         let pair = View::stereo_pair(Vec3::new(0.0, 2.0, 5.0), Vec3::ZERO, 1.0, 1.5, 0.0);
         let shared = [cube(0), cube(CUBE_RESTING)];
         let split = [cube(CUBE_FIRST_VIEW_ONLY), cube(CUBE_SECOND_VIEW_ONLY)];
+        assert!(!split_of(&FrameInput::new(&pair, &shared)), "one world in both views");
+        assert!(split_of(&FrameInput::new(&pair, &split)));
         assert!(
-            !split_views(&FrameInput::new(&pair, &shared)),
-            "one world in both views"
-        );
-        assert!(split_views(&FrameInput::new(&pair, &split)));
-        assert!(
-            !split_views(&FrameInput::new(&pair[..1], &split)),
+            !split_of(&FrameInput::new(&pair[..1], &split)),
             "one view has nothing to split"
         );
-        let frame = gpu_frame(&FrameInput::new(&pair, &split), Mat4::IDENTITY, 2048, 7);
+        let frame = gpu_frame(&FrameInput::new(&pair, &split), Mat4::IDENTITY, 2048, 7, true);
         assert_eq!(
             frame.params[2..],
             [1, 7],
             "split, and the box count the shadow pass divides by"
         );
-        assert_eq!(
-            gpu_frame(&FrameInput::new(&pair, &shared), Mat4::IDENTITY, 2048, 2).params[2],
-            0
-        );
+        assert_eq!(frame.counts[0], 2, "the cubes among the boxes");
     }
 }

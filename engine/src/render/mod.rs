@@ -34,6 +34,7 @@
 //! names the packages to install; [`RenderError::is_unavailable`] tells the binary to exit 2.
 
 mod bench;
+mod casters;
 mod device;
 mod draw_order;
 mod error;

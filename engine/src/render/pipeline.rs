@@ -61,7 +61,7 @@ impl Shaders {
     }
 }
 
-/// Set 0: frame uniforms, the box records, the shadow map and its comparison sampler.
+/// Set 0: frame uniforms, the box records, the shadow map and its comparison sampler, the cubes' draw order.
 pub(crate) fn descriptor_layout(device: &ash::Device) -> Result<vk::DescriptorSetLayout, RenderError> {
     let all = vk::ShaderStageFlags::VERTEX | vk::ShaderStageFlags::FRAGMENT;
     let binding = |b: u32, t: vk::DescriptorType| {
@@ -76,6 +76,7 @@ pub(crate) fn descriptor_layout(device: &ash::Device) -> Result<vk::DescriptorSe
         binding(1, vk::DescriptorType::STORAGE_BUFFER),
         binding(2, vk::DescriptorType::SAMPLED_IMAGE),
         binding(3, vk::DescriptorType::SAMPLER),
+        binding(4, vk::DescriptorType::STORAGE_BUFFER),
     ];
     let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
     // SAFETY: valid device.

@@ -7,6 +7,7 @@
 use ash::vk;
 use glam::Vec3;
 
+use super::casters::Casters;
 use super::device::Gpu;
 use super::draw_order::DrawOrder;
 use super::error::{RenderError, VkContext};
@@ -50,14 +51,36 @@ const STATISTICS: vk::QueryPipelineStatisticFlags = vk::QueryPipelineStatisticFl
 );
 const STATISTICS_QUERIES: u32 = 2;
 
-/// What a shadow map was drawn from: the boxes written (count and checksum), whether the map was split per view,
-/// and the light's transform (its bits).
+/// What a shadow map was drawn from: the cubes' generation (`casters.rs`), the other boxes written (count and
+/// checksum), whether the map was split per view, and the light's transform (its bits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ShadowKey {
+    cubes: u64,
     boxes: WrittenBoxes,
     split: bool,
     light: [u32; 16],
 }
+
+/// A box's triangles: two per face over the face's four corners (`box_corner` in shaders/scene.wgsl), so the
+/// vertex shader runs 24 times a box rather than 36.
+const BOX_INDICES: [u16; 36] = {
+    let mut indices = [0u16; 36];
+    let mut face = 0;
+    while face < 6 {
+        let base = 4 * face as u16;
+        let quad = [0, 1, 2, 0, 2, 3];
+        let mut k = 0;
+        while k < 6 {
+            indices[6 * face + k] = base + quad[k];
+            k += 1;
+        }
+        face += 1;
+    }
+    indices
+};
+
+/// Bytes of one entry of the cubes' draw order.
+const ORDER_ENTRY_BYTES: u64 = std::mem::size_of::<u32>() as u64;
 
 /// GPU time of one finished frame, per pass (ms), from its timestamps.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -85,8 +108,11 @@ struct FrameSlot {
     fence: vk::Fence,
     uniforms: Buffer,
     boxes: Buffer,
-    /// Box records `boxes` holds.
+    /// Box records `boxes` holds, and the cubes' draw order entries `order` holds.
     box_capacity: usize,
+    /// The cubes' draw order (`u32` indices), as of `order_version`.
+    order: Buffer,
+    order_version: u64,
     set: vk::DescriptorSet,
     queries: vk::QueryPool,
     /// Pipeline statistics (shadow, main) when the device has them.
@@ -120,6 +146,8 @@ pub struct Renderer {
     pipeline_layout: vk::PipelineLayout,
     descriptor_pool: vk::DescriptorPool,
     command_pool: vk::CommandPool,
+    /// [`BOX_INDICES`], written once.
+    box_indices: Buffer,
     shadow: Shadow,
     shadow_pipeline: vk::Pipeline,
     main: MainPass,
@@ -130,8 +158,9 @@ pub struct Renderer {
     recording: Option<usize>,
     timestamp_period_ns: Option<f32>,
     pipeline_statistics: bool,
-    /// The cubes' draw order, nearest first (`draw_order.rs`).
+    /// The cubes' draw order, nearest first (`draw_order.rs`), and what the cubes add up to (`casters.rs`).
     draw_order: DrawOrder,
+    casters: Casters,
     /// What the shadow map holds (the last submitted frame that drew it), and what the frame being recorded drew
     /// into it: a frame whose boxes and light match the map's draws no shadow pass.
     shadow_drawn: Option<ShadowKey>,
@@ -220,6 +249,17 @@ impl Renderer {
             view_count,
         )?;
         let descriptor_pool = create_descriptor_pool(&device)?;
+        let box_indices = create_buffer(
+            &device,
+            &gpu.memory_properties,
+            std::mem::size_of_val(&BOX_INDICES) as u64,
+            vk::BufferUsageFlags::INDEX_BUFFER,
+            true,
+        )?;
+        // SAFETY: mapped, coherent, and exactly the indices' size; no GPU work uses it yet.
+        unsafe {
+            std::ptr::copy_nonoverlapping(BOX_INDICES.as_ptr(), box_indices.mapped as *mut u16, BOX_INDICES.len())
+        };
         let pool_info = vk::CommandPoolCreateInfo::default()
             .queue_family_index(gpu.queue_family)
             .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
@@ -235,6 +275,7 @@ impl Renderer {
             pipeline_layout,
             descriptor_pool,
             command_pool,
+            box_indices,
             shadow,
             shadow_pipeline,
             main,
@@ -245,6 +286,7 @@ impl Renderer {
             timestamp_period_ns: gpu.info.timestamp_period_ns,
             pipeline_statistics: gpu.info.pipeline_statistics,
             draw_order: DrawOrder::with_capacity(INITIAL_CUBE_CAPACITY),
+            casters: Casters::with_capacity(INITIAL_CUBE_CAPACITY),
             shadow_drawn: None,
             shadow_recording: None,
             pass_times: None,
@@ -265,6 +307,13 @@ impl Renderer {
             d,
             props,
             GPU_BOX_BYTES * INITIAL_BOX_CAPACITY as u64,
+            vk::BufferUsageFlags::STORAGE_BUFFER,
+            true,
+        )?;
+        let order = create_buffer(
+            d,
+            props,
+            ORDER_ENTRY_BYTES * INITIAL_BOX_CAPACITY as u64,
             vk::BufferUsageFlags::STORAGE_BUFFER,
             true,
         )?;
@@ -314,6 +363,11 @@ impl Renderer {
                 image_view: self.shadow.image.view,
                 image_layout: vk::ImageLayout::SHADER_READ_ONLY_OPTIMAL,
             }];
+            let order_info = [vk::DescriptorBufferInfo {
+                buffer: order.buffer,
+                offset: 0,
+                range: vk::WHOLE_SIZE,
+            }];
             let sampler_info = [vk::DescriptorImageInfo {
                 sampler: self.shadow.sampler,
                 image_view: vk::ImageView::null(),
@@ -330,6 +384,7 @@ impl Renderer {
                 write(1, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&box_info),
                 write(2, vk::DescriptorType::SAMPLED_IMAGE).image_info(&image_info),
                 write(3, vk::DescriptorType::SAMPLER).image_info(&sampler_info),
+                write(4, vk::DescriptorType::STORAGE_BUFFER).buffer_info(&order_info),
             ];
             d.update_descriptor_sets(&writes, &[]);
             Ok(FrameSlot {
@@ -338,6 +393,8 @@ impl Renderer {
                 uniforms,
                 boxes,
                 box_capacity: INITIAL_BOX_CAPACITY,
+                order,
+                order_version: 0,
                 set,
                 queries,
                 statistics,
@@ -397,25 +454,46 @@ impl Renderer {
         if needed > self.frames[slot_index].box_capacity {
             self.grow_boxes(slot_index, needed)?;
         }
-        let light = light_view_proj(input);
+        self.casters.update(input.cubes);
+        let split = split_views(input.views.len(), self.casters.flags);
+        let light = light_view_proj(input, self.casters.bounds);
         let eye = input.views[0].eye_position();
         // Every view looks the same way give or take (eyes, or a camera): the first one's forward orders them all.
         let forward = -input.views[0].view.row(2).truncate().normalize_or(Vec3::NEG_Z);
-        let order = self.draw_order.sort(input.cubes, eye, forward);
-        let slot = &self.frames[slot_index];
+        self.draw_order
+            .update(input.cubes, eye, forward, self.casters.generation);
+        let (order, order_version) = (self.draw_order.order(), self.draw_order.version);
+        let slot = &mut self.frames[slot_index];
         // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; they are mapped, coherent
-        // and sized for one GpuFrame and `box_capacity` GpuBoxes.
+        // and sized for one GpuFrame, `box_capacity` GpuBoxes and as many order entries.
         let written = unsafe {
-            let written = write_boxes(input, order, slot.boxes.mapped as *mut GpuBox, slot.box_capacity);
-            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(input, light, SHADOW_SIZE_PX, written.count));
+            let written = write_boxes(input, slot.boxes.mapped as *mut GpuBox, slot.box_capacity);
+            if self.casters.unnormalised {
+                normalise_rotations(
+                    slot.boxes.mapped as *mut GpuBox,
+                    input.cubes.len().min(slot.box_capacity),
+                );
+            }
+            (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(
+                input,
+                light,
+                SHADOW_SIZE_PX,
+                written.count,
+                split,
+            ));
+            if slot.order_version != order_version {
+                let n = order.len().min(slot.box_capacity);
+                std::ptr::copy_nonoverlapping(order.as_ptr(), slot.order.mapped as *mut u32, n);
+                slot.order_version = order_version;
+            }
             written
         };
         let box_count = written.count;
-        let split = split_views(input);
         // A split frame draws every box into both halves of the shadow map (the shader drops a box from the
         // half of the view it is not shown in).
         let shadow_boxes = if split { 2 * box_count } else { box_count };
         let key = ShadowKey {
+            cubes: self.casters.generation,
             boxes: written,
             split,
             light: light.to_cols_array().map(f32::to_bits),
@@ -434,30 +512,52 @@ impl Renderer {
     /// at it.
     fn grow_boxes(&mut self, index: usize, needed: usize) -> Result<(), RenderError> {
         let capacity = needed.next_power_of_two();
-        let boxes = create_buffer(
-            &self.device,
-            &self.memory_properties,
-            GPU_BOX_BYTES * capacity as u64,
-            vk::BufferUsageFlags::STORAGE_BUFFER,
-            true,
-        )?;
-        tracing::debug!(slot = index, capacity, "box buffer grown");
+        let buffer = |entry_bytes: u64| {
+            create_buffer(
+                &self.device,
+                &self.memory_properties,
+                entry_bytes * capacity as u64,
+                vk::BufferUsageFlags::STORAGE_BUFFER,
+                true,
+            )
+        };
+        let boxes = buffer(GPU_BOX_BYTES)?;
+        let order = match buffer(ORDER_ENTRY_BYTES) {
+            Ok(o) => o,
+            Err(e) => {
+                destroy_buffer(&self.device, &boxes);
+                return Err(e);
+            }
+        };
+        tracing::debug!(slot = index, capacity, "box buffers grown");
         let slot = &mut self.frames[index];
         destroy_buffer(&self.device, &slot.boxes);
+        destroy_buffer(&self.device, &slot.order);
         slot.boxes = boxes;
+        slot.order = order;
         slot.box_capacity = capacity;
-        let info = [vk::DescriptorBufferInfo {
-            buffer: slot.boxes.buffer,
-            offset: 0,
-            range: vk::WHOLE_SIZE,
-        }];
-        let write = vk::WriteDescriptorSet::default()
-            .dst_set(slot.set)
-            .dst_binding(1)
-            .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
-            .buffer_info(&info);
+        // The new order buffer holds nothing yet.
+        slot.order_version = 0;
+        let info = |b: &Buffer| {
+            [vk::DescriptorBufferInfo {
+                buffer: b.buffer,
+                offset: 0,
+                range: vk::WHOLE_SIZE,
+            }]
+        };
+        let (box_info, order_info) = (info(&slot.boxes), info(&slot.order));
+        let write = |binding, info| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(slot.set)
+                .dst_binding(binding)
+                .descriptor_type(vk::DescriptorType::STORAGE_BUFFER)
+                .buffer_info(info)
+        };
         // SAFETY: the slot's fence has signalled, so no command buffer using the set is pending.
-        unsafe { self.device.update_descriptor_sets(&[write], &[]) };
+        unsafe {
+            self.device
+                .update_descriptor_sets(&[write(1, &box_info), write(4, &order_info)], &[])
+        };
         Ok(())
     }
 
@@ -561,7 +661,8 @@ impl Renderer {
                 if shadow_boxes > 0 {
                     d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.shadow_pipeline);
                     self.bind_set(cmd, slot.set);
-                    d.cmd_draw(cmd, 36, shadow_boxes, 0, 0);
+                    d.cmd_bind_index_buffer(cmd, self.box_indices.buffer, 0, vk::IndexType::UINT16);
+                    d.cmd_draw_indexed(cmd, BOX_INDICES.len() as u32, shadow_boxes, 0, 0, 0);
                 }
                 d.cmd_end_render_pass(cmd);
             }
@@ -596,7 +697,8 @@ impl Renderer {
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.boxes);
             self.bind_set(cmd, slot.set);
             if box_count > 0 {
-                d.cmd_draw(cmd, 36, box_count, 0, 0);
+                d.cmd_bind_index_buffer(cmd, self.box_indices.buffer, 0, vk::IndexType::UINT16);
+                d.cmd_draw_indexed(cmd, BOX_INDICES.len() as u32, box_count, 0, 0, 0);
             }
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.ground);
             d.cmd_draw(cmd, GROUND_VERTICES as u32, 1, 0, 0);
@@ -746,6 +848,19 @@ impl Renderer {
     }
 }
 
+/// Normalises the rotations of the first `n` box records (a caller passed a rotation that is not a unit
+/// quaternion: the shader takes them as they are).
+///
+/// # Safety
+/// `boxes` points to `n` records the GPU is not reading.
+unsafe fn normalise_rotations(boxes: *mut GpuBox, n: usize) {
+    for i in 0..n {
+        // SAFETY: per the function's contract.
+        let b = unsafe { &mut *boxes.add(i) };
+        b.rotation = b.rotation.normalize();
+    }
+}
+
 fn set_viewport(d: &ash::Device, cmd: vk::CommandBuffer, extent: vk::Extent2D) {
     let viewport = vk::Viewport {
         x: 0.0,
@@ -786,6 +901,7 @@ fn create_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, Re
     let sizes = [
         size(vk::DescriptorType::UNIFORM_BUFFER),
         size(vk::DescriptorType::STORAGE_BUFFER),
+        size(vk::DescriptorType::STORAGE_BUFFER),
         size(vk::DescriptorType::SAMPLED_IMAGE),
         size(vk::DescriptorType::SAMPLER),
     ];
@@ -808,8 +924,10 @@ impl Drop for Renderer {
                 }
                 destroy_buffer(d, &slot.uniforms);
                 destroy_buffer(d, &slot.boxes);
+                destroy_buffer(d, &slot.order);
             }
             d.destroy_command_pool(self.command_pool, None);
+            destroy_buffer(d, &self.box_indices);
             d.destroy_descriptor_pool(self.descriptor_pool, None);
             self.targets.destroy(d);
             self.main.destroy(d);

@@ -112,18 +112,34 @@ impl View {
 /// Near and far planes of the projections made here (m): one range for every view (`crate::view_depth`).
 pub use crate::view_depth::{FAR_M, NEAR_M};
 
-/// One box to draw.
+/// One box to draw. Laid out as the shaders read a box (`Instance` in `shaders/scene.wgsl`): the renderer copies a
+/// frame's cubes to the GPU as they are, with no per-cube conversion.
+#[repr(C, align(16))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CubeInstance {
-    pub position: Vec3,
+    /// Normalised by the vertex shader.
     pub rotation: Quat,
+    pub position: Vec3,
     /// Half the box's size along its local axes (m); 0.5 for a one-metre cube.
     pub half_extents: Vec3,
     /// Linear RGB, usually [`authority_rgb`].
     pub colour: [f32; 3],
-    /// [`CUBE_SELECTED`] | [`CUBE_HELD`] | [`CUBE_RESTING`] | [`CUBE_FIRST_VIEW_ONLY`] | [`CUBE_SECOND_VIEW_ONLY`].
+    /// [`CUBE_SELECTED`] | [`CUBE_HELD`] | [`CUBE_RESTING`] | [`CUBE_FIRST_VIEW_ONLY`] | [`CUBE_SECOND_VIEW_ONLY`];
+    /// other bits are ignored.
     pub flags: u32,
 }
+
+// The layout the shader reads, whatever glam's alignment of `Quat` (16 with SIMD, 4 without): every field where
+// `Instance` has it, no padding between fields, 64 bytes in all.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(offset_of!(CubeInstance, rotation) == 0);
+    assert!(offset_of!(CubeInstance, position) == 16);
+    assert!(offset_of!(CubeInstance, half_extents) == 28);
+    assert!(offset_of!(CubeInstance, colour) == 40);
+    assert!(offset_of!(CubeInstance, flags) == 52);
+    assert!(size_of::<CubeInstance>() == 64);
+};
 
 /// A position and orientation in world space.
 #[derive(Clone, Copy, Debug, PartialEq)]

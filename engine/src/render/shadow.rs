@@ -126,14 +126,13 @@ impl Shadow {
     }
 }
 
-/// The light's world → clip transform: an orthographic box along the light around the frame's boxes.
-pub(crate) fn light_view_proj(input: &FrameInput) -> Mat4 {
-    let (mut lo, mut hi) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN));
-    for c in input.cubes {
-        let r = c.half_extents.length();
-        lo = lo.min(c.position - r);
-        hi = hi.max(c.position + r);
-    }
+/// The light's world → clip transform: an orthographic box along the light around the frame's boxes — the cubes'
+/// `bounds` (lowest and highest centre, largest half-diagonal: `casters.rs`) and the avatars.
+pub(crate) fn light_view_proj(input: &FrameInput, bounds: Option<(Vec3, Vec3, f32)>) -> Mat4 {
+    let (mut lo, mut hi) = match bounds {
+        Some((lo, hi, reach)) => (lo - Vec3::splat(reach), hi + Vec3::splat(reach)),
+        None => (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN)),
+    };
     for a in input.avatars {
         lo = lo.min(a.head.position - 0.3);
         hi = hi.max(a.head.position + 0.3);
