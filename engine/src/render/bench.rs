@@ -128,6 +128,8 @@ pub fn run_bench(
     let samples = vk::SampleCountFlags::from_raw(options.msaa);
     let keep_depth = options.output == BenchOutput::XrCopy;
     let mut renderer = Renderer::with_samples(gpu, options.width, options.height, options.views, keep_depth, samples)?;
+    renderer.time_every_frame();
+    renderer.collect_statistics()?;
     let output = Output::new(gpu, options)?;
     let mut frame_cubes = cubes.to_vec();
     let mut cpu_us = Vec::with_capacity(options.frames as usize);

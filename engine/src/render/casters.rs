@@ -1,80 +1,94 @@
-//! What the frame's cubes add up to, found in one pass over them with no arithmetic past a min and a max: whether
-//! any changed since the frame before (then the shadow map must be drawn again), the box around them (the light's
-//! box is fitted to it) and the flags any of them carries (a frame with view-only cubes splits its shadow map).
-//! The renderer copies the cubes to the GPU as they are (`instances.rs`), so this pass and that copy are all it
-//! does per cube: 5,000 cubes cost it less than 1,000 cost the renderer that converted each one.
+//! A frame's cubes on their way to the GPU: copied as they are (a [`CubeInstance`] is laid out as the shader reads
+//! it) and, in the same pass, summed up — whether any changed since the frame before (then the shadow map must be
+//! drawn again), the box around them (the light's box is fitted to it), the flags any of them carries (a frame
+//! with view-only cubes splits its shadow map) and whether any rotation is not a unit quaternion. One read of each
+//! cube, one write, a few multiply-adds: 5,000 cubes cost less than 1,000 cost the renderer that converted each.
 
-use glam::Vec3;
+use glam::{Vec3, Vec3A};
 
 use super::scene_data::CubeInstance;
 
 /// Bytes of a [`CubeInstance`] that hold its fields (the rest of its 64 is the tail padding).
 const FIELD_BYTES: usize = 56;
+const WORDS: usize = FIELD_BYTES / 8;
+/// How far a rotation's squared length may be from 1 and still be drawn as it is.
+const UNIT_TOLERANCE: f32 = 1e-4;
+/// Odd multipliers of the change checksum's two sums.
+const MIX: [u64; 2] = [0x9e37_79b9_7f4a_7c15, 0xbf58_476d_1ce4_e5b9];
 
-/// The cubes of the last frame and what was found in them.
+/// What the cubes of recent frames added up to.
 #[derive(Default)]
 pub(crate) struct Casters {
-    last: Vec<CubeInstance>,
+    /// The last frame's cube count and checksum.
+    last: Option<(usize, [u64; 2])>,
     /// Counts the frames whose cubes differed from the frame before's: equal generations, equal cubes.
     pub generation: u64,
     /// Lowest and highest centre, and the largest half-diagonal (m); `None` without cubes.
     pub bounds: Option<(Vec3, Vec3, f32)>,
     /// Every cube's flags or-ed together.
     pub flags: u32,
-    /// Some cube's rotation is not a unit quaternion (the renderer then normalises them on the way to the GPU).
+    /// Some cube's rotation is not a unit quaternion (the renderer then normalises them on the GPU's copy).
     pub unnormalised: bool,
 }
 
-/// How far a rotation's squared length may be from 1 and still be drawn as it is.
-const UNIT_TOLERANCE: f32 = 1e-4;
-
 impl Casters {
-    pub fn with_capacity(cubes: usize) -> Casters {
-        Casters {
-            last: Vec::with_capacity(cubes),
-            ..Casters::default()
-        }
-    }
-
-    /// Takes this frame's cubes; returns whether they differ from the last frame's (count, or any bit of any field).
-    pub fn update(&mut self, cubes: &[CubeInstance]) -> bool {
-        let mut same = cubes.len() == self.last.len();
-        let (mut lo, mut hi, mut reach2, mut flags) = (Vec3::splat(f32::MAX), Vec3::splat(f32::MIN), 0.0f32, 0u32);
+    /// Copies `cubes` (at most `capacity`) to `out` and sums them up; returns whether they differ from the last
+    /// frame's. The change test is a checksum, not a comparison (keeping the last frame's cubes to compare would
+    /// double the memory each frame moves): each cube's seven words are folded into one (rotated apart, so a change
+    /// in one field rarely undoes a change in another), mixed with the cube's index by a multiply (so equal and
+    /// opposite changes of two cubes do not cancel), and added into two sums with different multipliers. A change
+    /// it missed would leave the shadow map one change behind; missing one takes two 64-bit collisions at once.
+    ///
+    /// # Safety
+    /// `out` points to writable memory for `capacity` records that the GPU is not reading.
+    pub unsafe fn write(&mut self, cubes: &[CubeInstance], out: *mut CubeInstance, capacity: usize) -> bool {
+        let cubes = &cubes[..cubes.len().min(capacity)];
+        let (mut lo, mut hi, mut reach2, mut flags) = (Vec3A::splat(f32::MAX), Vec3A::splat(f32::MIN), 0.0f32, 0u32);
         let mut unnormalised = false;
+        let mut sum = [0u64; 2];
         for (i, c) in cubes.iter().enumerate() {
-            if same && !same_bits(c, &self.last[i]) {
-                same = false;
-            }
-            lo = lo.min(c.position);
-            hi = hi.max(c.position);
+            let w = field_words(c);
+            let folded = w[0]
+                ^ w[1].rotate_left(9)
+                ^ w[2].rotate_left(18)
+                ^ w[3].rotate_left(27)
+                ^ w[4].rotate_left(36)
+                ^ w[5].rotate_left(45)
+                ^ w[6].rotate_left(54);
+            let mixed = (folded ^ i as u64).wrapping_mul(MIX[0]);
+            sum[0] = sum[0].wrapping_add(mixed);
+            sum[1] = sum[1].wrapping_add((mixed ^ (mixed >> 29)).wrapping_mul(MIX[1]));
+            let p = Vec3A::from(c.position);
+            lo = lo.min(p);
+            hi = hi.max(p);
             reach2 = reach2.max(c.half_extents.length_squared());
             flags |= c.flags;
             // NaN counts as not normalised.
             let off = (c.rotation.length_squared() - 1.0).abs();
             unnormalised |= off > UNIT_TOLERANCE || off.is_nan();
         }
-        self.unnormalised = unnormalised;
-        self.bounds = (!cubes.is_empty()).then(|| (lo, hi, reach2.sqrt()));
+        // One copy of the whole slice after the pass (the cubes are in cache by now): storing each cube inside the
+        // loop cost five times as much.
+        // SAFETY: `cubes.len()` ≤ capacity records fit the caller's buffer; the slice and mapped memory are apart.
+        unsafe { std::ptr::copy_nonoverlapping(cubes.as_ptr(), out, cubes.len()) };
+        self.bounds = (!cubes.is_empty()).then(|| (lo.into(), hi.into(), reach2.sqrt()));
         self.flags = flags;
-        if !same {
+        self.unnormalised = unnormalised;
+        let now = Some((cubes.len(), sum));
+        let changed = self.last != now;
+        if changed {
             self.generation += 1;
-            self.last.clear();
-            self.last.extend_from_slice(cubes);
+            self.last = now;
         }
-        !same
+        changed
     }
 }
 
-/// Whether two cubes have the same bits in every field.
-fn same_bits(a: &CubeInstance, b: &CubeInstance) -> bool {
-    field_words(a) == field_words(b)
-}
-
 /// A cube's fields as seven words (its tail padding left out: it is never initialised).
-pub(crate) fn field_words(c: &CubeInstance) -> [u64; FIELD_BYTES / 8] {
+pub(crate) fn field_words(c: &CubeInstance) -> [u64; WORDS] {
     // SAFETY: a CubeInstance is 16-byte aligned and its first FIELD_BYTES bytes are its fields with no padding
     // between them (checked where the type is declared), so they read as seven initialised u64 words.
-    unsafe { std::ptr::read((c as *const CubeInstance).cast::<[u64; FIELD_BYTES / 8]>()) }
+    unsafe { std::ptr::read((c as *const CubeInstance).cast::<[u64; WORDS]>()) }
 }
 
 #[cfg(test)]
@@ -94,10 +108,16 @@ mod tests {
 
     #[test]
     fn a_change_in_any_field_or_the_count_is_a_new_generation() {
-        let mut casters = Casters::with_capacity(4);
+        let mut casters = Casters::default();
+        let gpu = std::cell::RefCell::new(vec![cube(9.0); 4]);
+        let update = |casters: &mut Casters, cubes: &[CubeInstance]| {
+            let mut gpu = gpu.borrow_mut();
+            // SAFETY: `gpu` holds 4 records.
+            unsafe { casters.write(cubes, gpu.as_mut_ptr(), gpu.len()) }
+        };
         let mut cubes = vec![cube(0.0), cube(2.0)];
-        assert!(casters.update(&cubes), "the first frame is new");
-        assert!(!casters.update(&cubes), "the same cubes");
+        assert!(update(&mut casters, &cubes), "the first frame is new");
+        assert!(!update(&mut casters, &cubes), "the same cubes");
         let g = casters.generation;
         let changes: [fn(&mut CubeInstance); 5] = [
             |c| c.position.z += 1e-6,
@@ -109,20 +129,29 @@ mod tests {
         for change in changes {
             let before = cubes[1];
             change(&mut cubes[1]);
-            assert!(casters.update(&cubes), "{:?} -> {:?}", before, cubes[1]);
+            assert!(update(&mut casters, &cubes), "{:?} -> {:?}", before, cubes[1]);
             cubes[1] = before;
-            assert!(casters.update(&cubes), "and back");
+            assert!(update(&mut casters, &cubes), "and back");
         }
         assert_eq!(casters.generation, g + 10);
         cubes.push(cube(4.0));
-        assert!(casters.update(&cubes), "one more cube");
+        assert!(update(&mut casters, &cubes), "one more cube");
         let (lo, hi, reach) = casters.bounds.expect("cubes");
         assert_eq!((lo.x, hi.x), (0.0, 4.0));
         assert!((reach - 0.75f32.sqrt()).abs() < 1e-6);
         assert!(!casters.unnormalised);
         cubes[0].rotation = Quat::from_xyzw(0.0, 0.0, 0.0, 2.0);
-        casters.update(&cubes);
+        update(&mut casters, &cubes);
         assert!(casters.unnormalised, "a rotation of length 2");
-        assert!(casters.update(&[]) && casters.bounds.is_none());
+        assert!(update(&mut casters, &[]) && casters.bounds.is_none());
+        let swapped = [cube(2.0), cube(0.0)];
+        update(&mut casters, &[cube(0.0), cube(2.0)]);
+        assert!(update(&mut casters, &swapped), "two cubes swapping places");
+        let mut apart = [cube(1.0), cube(3.0)];
+        update(&mut casters, &apart);
+        apart[0].position.x -= 0.5;
+        apart[1].position.x += 0.5;
+        assert!(update(&mut casters, &apart), "two cubes moving apart by the same");
+        assert_eq!(&gpu.borrow()[..2], &apart[..], "the cubes were copied as they are");
     }
 }

@@ -106,16 +106,13 @@ fn fold(h: u64, word: u64) -> u64 {
     (h.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95)
 }
 
-/// Writes every box of the frame into `out` (mapped memory for `capacity` records, at least
-/// [`boxes_needed`]): the cubes as they are, in their own order (the order buffer says which to draw first), then
-/// the avatars' and contact markers' boxes.
+/// Writes the frame's avatar and contact marker boxes into `out` (mapped memory for `capacity` records, at least
+/// [`boxes_needed`]) after its cubes, which `casters.rs` copies there; returns the count of every box.
 ///
 /// # Safety
 /// `out` points to writable memory for at least `capacity` `GpuBox` records that the GPU is not reading.
 pub(crate) unsafe fn write_boxes(input: &FrameInput, out: *mut GpuBox, capacity: usize) -> WrittenBoxes {
     let mut n = input.cubes.len().min(capacity);
-    // SAFETY: n records fit the caller's buffer; the input slice and mapped memory do not overlap.
-    unsafe { std::ptr::copy_nonoverlapping(input.cubes.as_ptr(), out, n) };
     let mut checksum = 0u64;
     let mut push = |b: GpuBox| {
         if n < capacity {
@@ -220,7 +217,11 @@ mod tests {
     fn pack(input: &FrameInput) -> (Vec<GpuBox>, u32) {
         let mut out = vec![gpu_box(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, [0.0; 3], 0); boxes_needed(input)];
         // SAFETY: `out` holds that many records.
-        let n = unsafe { write_boxes(input, out.as_mut_ptr(), out.len()) }.count;
+        let n = unsafe {
+            crate::render::casters::Casters::default().write(input.cubes, out.as_mut_ptr(), out.len());
+            write_boxes(input, out.as_mut_ptr(), out.len())
+        }
+        .count;
         (out, n)
     }
 

@@ -79,6 +79,11 @@ const BOX_INDICES: [u16; 36] = {
     indices
 };
 
+/// Frames between two that write timestamps (and statistics), unless [`Renderer::time_every_frame`]: reading query
+/// results back costs lavapipe about 16 µs, as much as recording the frame's passes, for a figure an overlay shows a
+/// few times a second.
+const TIMED_EVERY_FRAMES: u64 = 8;
+
 /// Bytes of one entry of the cubes' draw order.
 const ORDER_ENTRY_BYTES: u64 = std::mem::size_of::<u32>() as u64;
 
@@ -119,6 +124,8 @@ struct FrameSlot {
     statistics: Option<vk::QueryPool>,
     /// Submitted at least once since creation (its timestamps can be read after its fence).
     submitted: bool,
+    /// Its last frame wrote timestamps (and statistics): see [`TIMED_EVERY_FRAMES`].
+    timed: bool,
 }
 
 /// The single-sampled image the last recorded main pass drew into: one layer per view, in
@@ -158,6 +165,9 @@ pub struct Renderer {
     recording: Option<usize>,
     timestamp_period_ns: Option<f32>,
     pipeline_statistics: bool,
+    /// Frames begun, and how often one writes timestamps.
+    frames_begun: u64,
+    timed_every: u64,
     /// The cubes' draw order, nearest first (`draw_order.rs`), and what the cubes add up to (`casters.rs`).
     draw_order: DrawOrder,
     casters: Casters,
@@ -285,8 +295,10 @@ impl Renderer {
             recording: None,
             timestamp_period_ns: gpu.info.timestamp_period_ns,
             pipeline_statistics: gpu.info.pipeline_statistics,
+            frames_begun: 0,
+            timed_every: TIMED_EVERY_FRAMES,
             draw_order: DrawOrder::with_capacity(INITIAL_CUBE_CAPACITY),
-            casters: Casters::with_capacity(INITIAL_CUBE_CAPACITY),
+            casters: Casters::default(),
             shadow_drawn: None,
             shadow_recording: None,
             pass_times: None,
@@ -339,15 +351,6 @@ impl Renderer {
                 .ctx("vkCreateFence")?;
             let set = d.allocate_descriptor_sets(&set_info).ctx("vkAllocateDescriptorSets")?[0];
             let queries = d.create_query_pool(&query_info, None).ctx("vkCreateQueryPool")?;
-            let statistics = if self.pipeline_statistics {
-                let info = vk::QueryPoolCreateInfo::default()
-                    .query_type(vk::QueryType::PIPELINE_STATISTICS)
-                    .query_count(STATISTICS_QUERIES)
-                    .pipeline_statistics(STATISTICS);
-                Some(d.create_query_pool(&info, None).ctx("vkCreateQueryPool (statistics)")?)
-            } else {
-                None
-            };
             let uniform_info = [vk::DescriptorBufferInfo {
                 buffer: uniforms.buffer,
                 offset: 0,
@@ -397,8 +400,9 @@ impl Renderer {
                 order_version: 0,
                 set,
                 queries,
-                statistics,
+                statistics: None,
                 submitted: false,
+                timed: false,
             })
         }
     }
@@ -454,7 +458,13 @@ impl Renderer {
         if needed > self.frames[slot_index].box_capacity {
             self.grow_boxes(slot_index, needed)?;
         }
-        self.casters.update(input.cubes);
+        let slot = &mut self.frames[slot_index];
+        // SAFETY: the slot's fence has signalled, so the GPU is done with its buffers; the box buffer is mapped and
+        // holds `box_capacity` records.
+        unsafe {
+            self.casters
+                .write(input.cubes, slot.boxes.mapped as *mut GpuBox, slot.box_capacity)
+        };
         let split = split_views(input.views.len(), self.casters.flags);
         let light = light_view_proj(input, self.casters.bounds);
         let eye = input.views[0].eye_position();
@@ -501,7 +511,11 @@ impl Renderer {
         // Nothing that casts a shadow moved and the light stayed: the map already holds this frame's shadows.
         let draw_shadow = self.shadow_drawn != Some(key);
         // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
-        unsafe { self.record(slot_index, box_count, draw_shadow.then_some(shadow_boxes)) }?;
+        let timed = self.frames_begun.is_multiple_of(self.timed_every);
+        self.frames_begun += 1;
+        // SAFETY: as above.
+        unsafe { self.record(slot_index, box_count, draw_shadow.then_some(shadow_boxes), timed) }?;
+        self.frames[slot_index].timed = timed;
         self.shadow_recording = draw_shadow.then_some(key);
         self.recording = Some(slot_index);
         Ok(self.frames[slot_index].cmd)
@@ -569,7 +583,7 @@ impl Renderer {
             self.device
                 .wait_for_fences(&[slot.fence], true, u64::MAX)
                 .ctx("vkWaitForFences")?;
-            if !slot.submitted {
+            if !slot.submitted || !slot.timed {
                 return Ok(());
             }
             if let Some(period_ns) = self.timestamp_period_ns {
@@ -623,22 +637,38 @@ impl Renderer {
     /// # Safety
     /// The slot's command buffer is not in use by the GPU.
     /// `shadow_boxes`: the boxes to draw into the shadow map, or `None` to keep the map as it is.
-    unsafe fn record(&self, index: usize, box_count: u32, shadow_boxes: Option<u32>) -> Result<(), RenderError> {
+    /// `timed`: write the timestamps (and statistics, when collected).
+    unsafe fn record(
+        &self,
+        index: usize,
+        box_count: u32,
+        shadow_boxes: Option<u32>,
+        timed: bool,
+    ) -> Result<(), RenderError> {
         let d = &self.device;
         let slot = &self.frames[index];
         let cmd = slot.cmd;
+        let statistics = slot.statistics.filter(|_| timed);
+        let timestamp = |stage, query| {
+            if timed {
+                // SAFETY: cmd is recording; the query is in the slot's pool, reset below.
+                unsafe { d.cmd_write_timestamp(cmd, stage, slot.queries, query) };
+            }
+        };
         // SAFETY: per the function's contract; all bound objects are alive.
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
                 .ctx("vkResetCommandBuffer")?;
             let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
             d.begin_command_buffer(cmd, &begin).ctx("vkBeginCommandBuffer")?;
-            d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERY_POOL_SIZE);
-            if let Some(pool) = slot.statistics {
+            if timed {
+                d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERY_POOL_SIZE);
+            }
+            if let Some(pool) = statistics {
                 d.cmd_reset_query_pool(cmd, pool, 0, STATISTICS_QUERIES);
             }
-            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, slot.queries, QUERY_START);
-            if let Some(pool) = slot.statistics {
+            timestamp(vk::PipelineStageFlags::TOP_OF_PIPE, QUERY_START);
+            if let Some(pool) = statistics {
                 d.cmd_begin_query(cmd, pool, 0, vk::QueryControlFlags::empty());
             }
 
@@ -666,16 +696,11 @@ impl Renderer {
                 }
                 d.cmd_end_render_pass(cmd);
             }
-            if let Some(pool) = slot.statistics {
+            if let Some(pool) = statistics {
                 d.cmd_end_query(cmd, pool, 0);
             }
-            d.cmd_write_timestamp(
-                cmd,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                slot.queries,
-                QUERY_AFTER_SHADOW,
-            );
-            if let Some(pool) = slot.statistics {
+            timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE, QUERY_AFTER_SHADOW);
+            if let Some(pool) = statistics {
                 d.cmd_begin_query(cmd, pool, 1, vk::QueryControlFlags::empty());
             }
 
@@ -703,15 +728,10 @@ impl Renderer {
             d.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.main.ground);
             d.cmd_draw(cmd, GROUND_VERTICES as u32, 1, 0, 0);
             d.cmd_end_render_pass(cmd);
-            if let Some(pool) = slot.statistics {
+            if let Some(pool) = statistics {
                 d.cmd_end_query(cmd, pool, 1);
             }
-            d.cmd_write_timestamp(
-                cmd,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                slot.queries,
-                QUERY_AFTER_MAIN,
-            );
+            timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE, QUERY_AFTER_MAIN);
         }
         Ok(())
     }
@@ -751,12 +771,14 @@ impl Renderer {
             .signal_semaphores(signals);
         // SAFETY: the command buffer was recorded by begin_frame (plus the caller's commands) and is not pending.
         unsafe {
-            self.device.cmd_write_timestamp(
-                slot.cmd,
-                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
-                slot.queries,
-                QUERY_END,
-            );
+            if slot.timed {
+                self.device.cmd_write_timestamp(
+                    slot.cmd,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    slot.queries,
+                    QUERY_END,
+                );
+            }
             self.device.end_command_buffer(slot.cmd).ctx("vkEndCommandBuffer")?;
             self.device.reset_fences(&[slot.fence]).ctx("vkResetFences")?;
             self.device
@@ -806,8 +828,8 @@ impl Renderer {
         }
     }
 
-    /// GPU time of the most recent finished frame (ms), from timestamp queries; `None` before the first one or
-    /// on a queue without timestamps.
+    /// GPU time of the most recent finished frame that wrote timestamps (ms: one in [`TIMED_EVERY_FRAMES`]); `None`
+    /// before the first one or on a queue without timestamps.
     pub fn gpu_time_ms(&self) -> Option<f32> {
         self.pass_times.map(|t| t.total_ms)
     }
@@ -817,8 +839,36 @@ impl Renderer {
         self.pass_times
     }
 
-    /// Shader invocations per pass of the most recent finished frame; `None` on a device without pipeline
-    /// statistics (one an XR runtime made) or before the first frame.
+    /// Writes timestamps (and statistics) in every frame rather than one in [`TIMED_EVERY_FRAMES`]
+    /// (`render-bench`, which reports every frame's pass times).
+    pub fn time_every_frame(&mut self) {
+        self.timed_every = 1;
+    }
+
+    /// Gathers pipeline statistics per pass from the next frame on, where the device has them (`render-bench`; off
+    /// otherwise: the queries cost every frame). Returns whether it can.
+    pub fn collect_statistics(&mut self) -> Result<bool, RenderError> {
+        if !self.pipeline_statistics {
+            return Ok(false);
+        }
+        self.wait_idle();
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::PIPELINE_STATISTICS)
+            .query_count(STATISTICS_QUERIES)
+            .pipeline_statistics(STATISTICS);
+        for slot in &mut self.frames {
+            if slot.statistics.is_none() {
+                // SAFETY: valid device; destroyed in Drop.
+                let pool =
+                    unsafe { self.device.create_query_pool(&info, None) }.ctx("vkCreateQueryPool (statistics)")?;
+                slot.statistics = Some(pool);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Shader invocations per pass of the most recent finished frame; `None` unless [`Renderer::collect_statistics`]
+    /// was called on a device that has them (not one an XR runtime made), or before the first frame.
     pub fn pass_statistics(&self) -> Option<PassStatistics> {
         self.statistics
     }
