@@ -12,7 +12,8 @@ use serde::Serialize;
 use super::device::Gpu;
 use super::error::{RenderError, VkContext};
 use super::external::{record_copy_into, record_depth_copy_into, ExternalImage};
-use super::memory::{create_buffer, create_image, destroy_buffer, destroy_image, Buffer, Image, ImageDesc};
+use super::memory::{create_image, destroy_buffer, destroy_image, Buffer, Image, ImageDesc};
+use super::offscreen::{readback_buffer, record_readback};
 use super::renderer::{PassStatistics, PassTimes, Renderer, RESULT_FORMAT};
 use super::scene_data::{CubeInstance, FrameInput, View};
 
@@ -247,7 +248,7 @@ fn memory_names(flags: vk::MemoryPropertyFlags) -> Vec<&'static str> {
 /// swapchain images.
 enum Output {
     None,
-    Readback(Buffer, u32),
+    Readback(Buffer),
     XrCopy {
         colour: Image,
         depth: Image,
@@ -265,17 +266,12 @@ impl Output {
         };
         match options.output {
             BenchOutput::None => Ok(Output::None),
-            BenchOutput::Readback => {
-                let size = u64::from(options.width) * u64::from(options.height) * u64::from(options.views) * 4;
-                let buffer = create_buffer(
-                    &gpu.device,
-                    &gpu.memory_properties,
-                    size,
-                    vk::BufferUsageFlags::TRANSFER_DST,
-                    true,
-                )?;
-                Ok(Output::Readback(buffer, options.views))
-            }
+            BenchOutput::Readback => Ok(Output::Readback(readback_buffer(
+                gpu,
+                options.width,
+                options.height,
+                options.views,
+            )?)),
             BenchOutput::XrCopy => {
                 let image = |format, usage, aspect| {
                     create_image(
@@ -387,37 +383,9 @@ impl Output {
     unsafe fn record(&self, device: &ash::Device, renderer: &Renderer, cmd: vk::CommandBuffer) {
         match self {
             Output::None => {}
-            Output::Readback(buffer, layers) => {
-                let result = renderer.result_image();
-                let (w, h) = (result.extent.width, result.extent.height);
-                let region = |layer: u32| vk::BufferImageCopy {
-                    buffer_offset: u64::from(layer * w) * 4,
-                    buffer_row_length: w * layers,
-                    buffer_image_height: h,
-                    image_subresource: vk::ImageSubresourceLayers {
-                        aspect_mask: vk::ImageAspectFlags::COLOR,
-                        mip_level: 0,
-                        base_array_layer: layer,
-                        layer_count: 1,
-                    },
-                    image_offset: vk::Offset3D::default(),
-                    image_extent: vk::Extent3D {
-                        width: w,
-                        height: h,
-                        depth: 1,
-                    },
-                };
-                let regions = [region(0), region(1)];
-                // SAFETY: per the function's contract; the result is in TRANSFER_SRC_OPTIMAL after the main pass.
-                unsafe {
-                    device.cmd_copy_image_to_buffer(
-                        cmd,
-                        result.image,
-                        vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                        buffer.buffer,
-                        &regions[..*layers as usize],
-                    )
-                };
+            Output::Readback(buffer) => {
+                // SAFETY: per the function's contract; the buffer was sized for the result's pixels.
+                unsafe { record_readback(device, cmd, &renderer.result_image(), buffer.buffer) };
             }
             Output::XrCopy {
                 colour,
@@ -451,7 +419,7 @@ impl Output {
     fn destroy(&self, device: &ash::Device) {
         match self {
             Output::None => {}
-            Output::Readback(buffer, _) => destroy_buffer(device, buffer),
+            Output::Readback(buffer) => destroy_buffer(device, buffer),
             Output::XrCopy { colour, depth, .. } => {
                 destroy_image(device, colour);
                 destroy_image(device, depth);

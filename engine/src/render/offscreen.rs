@@ -6,7 +6,7 @@ use ash::vk;
 use super::device::Gpu;
 use super::error::RenderError;
 use super::memory::{create_buffer, destroy_buffer, Buffer};
-use super::renderer::Renderer;
+use super::renderer::{Renderer, ResultImage};
 use super::scene_data::FrameInput;
 
 const BYTES_PER_PIXEL: u64 = 4;
@@ -24,14 +24,7 @@ impl Offscreen {
     pub fn new(width: u32, height: u32, view_count: u32) -> Result<Offscreen, RenderError> {
         let gpu = Gpu::headless()?;
         let renderer = Renderer::new(&gpu, width, height, view_count)?;
-        let size = u64::from(width) * u64::from(view_count) * u64::from(height) * BYTES_PER_PIXEL;
-        let readback = create_buffer(
-            &gpu.device,
-            &gpu.memory_properties,
-            size,
-            vk::BufferUsageFlags::TRANSFER_DST,
-            true,
-        )?;
+        let readback = readback_buffer(&gpu, width, height, view_count)?;
         Ok(Offscreen {
             renderer,
             readback,
@@ -61,38 +54,12 @@ impl Offscreen {
             )));
         }
         let cmd = self.renderer.begin_frame(input)?;
-        let (w, h) = (result.extent.width, result.extent.height);
-        let region = |layer: u32| vk::BufferImageCopy {
-            // Each layer lands `w` pixels to the right of the previous one in rows `w × layers` long.
-            buffer_offset: u64::from(layer * w) * BYTES_PER_PIXEL,
-            buffer_row_length: w * result.layers,
-            buffer_image_height: h,
-            image_subresource: vk::ImageSubresourceLayers {
-                aspect_mask: vk::ImageAspectFlags::COLOR,
-                mip_level: 0,
-                base_array_layer: layer,
-                layer_count: 1,
-            },
-            image_offset: vk::Offset3D::default(),
-            image_extent: vk::Extent3D {
-                width: w,
-                height: h,
-                depth: 1,
-            },
-        };
-        let regions = [region(0), region(1)];
         let to_host = vk::MemoryBarrier::default()
             .src_access_mask(vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(vk::AccessFlags::HOST_READ);
         // SAFETY: cmd is recording; the result image is in TRANSFER_SRC_OPTIMAL after the main pass.
         unsafe {
-            self.gpu.device.cmd_copy_image_to_buffer(
-                cmd,
-                result.image,
-                vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
-                self.readback.buffer,
-                &regions[..result.layers as usize],
-            );
+            record_readback(&self.gpu.device, cmd, &result, self.readback.buffer);
             self.gpu.device.cmd_pipeline_barrier(
                 cmd,
                 vk::PipelineStageFlags::TRANSFER,
@@ -108,6 +75,60 @@ impl Offscreen {
         // SAFETY: the copy has finished (fence waited); the buffer is mapped, coherent and `size` bytes long.
         Ok(unsafe { std::slice::from_raw_parts(self.readback.mapped, self.readback.size as usize) })
     }
+}
+
+/// A host-visible buffer for [`record_readback`]'s pixels of `view_count` views of `width` × `height`.
+pub(crate) fn readback_buffer(gpu: &Gpu, width: u32, height: u32, view_count: u32) -> Result<Buffer, RenderError> {
+    let size = u64::from(width) * u64::from(view_count) * u64::from(height) * BYTES_PER_PIXEL;
+    create_buffer(
+        &gpu.device,
+        &gpu.memory_properties,
+        size,
+        vk::BufferUsageFlags::TRANSFER_DST,
+        true,
+    )
+}
+
+/// Records the copy of `result` (in TRANSFER_SRC_OPTIMAL after the main pass) into `buffer` as RGBA8 rows `width ×
+/// layers` long, each layer `width` pixels to the right of the one before (the views side by side).
+///
+/// # Safety
+/// `cmd` is recording the frame that drew `result`; `buffer` holds `width × height × layers × 4` bytes.
+pub(crate) unsafe fn record_readback(
+    device: &ash::Device,
+    cmd: vk::CommandBuffer,
+    result: &ResultImage,
+    buffer: vk::Buffer,
+) {
+    let (w, h) = (result.extent.width, result.extent.height);
+    let region = |layer: u32| vk::BufferImageCopy {
+        buffer_offset: u64::from(layer * w) * BYTES_PER_PIXEL,
+        buffer_row_length: w * result.layers,
+        buffer_image_height: h,
+        image_subresource: vk::ImageSubresourceLayers {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            mip_level: 0,
+            base_array_layer: layer,
+            layer_count: 1,
+        },
+        image_offset: vk::Offset3D::default(),
+        image_extent: vk::Extent3D {
+            width: w,
+            height: h,
+            depth: 1,
+        },
+    };
+    let regions = [region(0), region(1)];
+    // SAFETY: per the function's contract.
+    unsafe {
+        device.cmd_copy_image_to_buffer(
+            cmd,
+            result.image,
+            vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+            buffer,
+            &regions[..result.layers as usize],
+        )
+    };
 }
 
 impl Drop for Offscreen {
