@@ -70,6 +70,9 @@ check "no validation messages" '.validation_messages == 0' '.validation_messages
 check "frame times and missed frames reported" \
     '(.cpu_frame_ms_p50 | type) == "number" and .cpu_frame_ms_p99 >= .cpu_frame_ms_p50 and (.frames_missed | type) == "number"' \
     '[.cpu_frame_ms_p50, .cpu_frame_ms_p99, .gpu_frame_ms_p50, .frames_missed]'
+check "GPU time per pass reported: shadow, main with its resolve, the copies out" \
+    '[.gpu_frame_ms_p50, .gpu_shadow_ms_p50, .gpu_main_ms_p50, .gpu_output_ms_p50] | all(type == "number")' \
+    '[.gpu_frame_ms_p50, .gpu_shadow_ms_p50, .gpu_main_ms_p50, .gpu_output_ms_p50]'
 
 # A networked game in the headset: `tumble vr --host` with a bot guest on its own UDP socket. The game steps on its
 # own thread (issue 30): the headset's frames hand it the hands and draw what its steps left, and the scripted

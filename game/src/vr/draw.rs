@@ -11,7 +11,7 @@
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
     record_copy_into, record_depth_copy_into, submit_with_mirror, vk, CubeInstance, ExternalImage, ExternalVulkan,
-    FrameInput, Gpu, Mirror, RenderError, Renderer, View,
+    FrameInput, Gpu, Mirror, PassTimes, RenderError, Renderer, View,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
@@ -53,10 +53,15 @@ impl VrRenderer {
             queue_index: 0,
         });
         let (width, height) = xr.eye_extent();
-        // Each keeps its depth for the compositor's depth layer (reprojection), when the session has one.
-        let new = |views| match xr.has_depth_layer() {
-            true => Renderer::new_keeping_depth(&gpu, width, height, views),
-            false => Renderer::new(&gpu, width, height, views),
+        // Each keeps its depth for the compositor's depth layer (reprojection), when the session has one, and times
+        // every frame: the report's GPU figures are per frame, not one frame in eight repeated.
+        let new = |views| {
+            let mut renderer = match xr.has_depth_layer() {
+                true => Renderer::new_keeping_depth(&gpu, width, height, views),
+                false => Renderer::new(&gpu, width, height, views),
+            }?;
+            renderer.time_every_frame();
+            Ok::<Renderer, RenderError>(renderer)
         };
         let renderers = if pass_per_eye {
             vec![new(1)?, new(1)?]
@@ -174,9 +179,9 @@ impl VrRenderer {
         Ok(depth)
     }
 
-    /// GPU time of the last finished frame (ms), when the queue has timestamps (the first renderer's).
-    pub fn gpu_time_ms(&self) -> Option<f32> {
-        self.renderers.first().and_then(Renderer::gpu_time_ms)
+    /// GPU time per pass of the last finished frame (the first eye's, with a pass per eye).
+    pub fn pass_times(&self) -> Option<PassTimes> {
+        self.renderers.first().and_then(Renderer::pass_times)
     }
 }
 

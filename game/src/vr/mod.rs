@@ -969,13 +969,16 @@ impl VrGame {
     }
 
     fn count_frame(&mut self, xr: &XrSession, timing: &FrameTiming, views: u32, work_started: Instant) {
-        let gpu_ms = self.renderer.as_ref().and_then(VrRenderer::gpu_time_ms);
+        let passes = self.renderer.as_ref().and_then(VrRenderer::pass_times);
         let report = &mut self.report;
         let cpu_ms = work_started.elapsed().as_secs_f64() * 1e3;
         report.cpu_frame_ms_total += cpu_ms;
         report.cpu_frame_ms.push(cpu_ms as f32);
-        if let Some(ms) = gpu_ms {
-            report.gpu_frame_ms.push(ms);
+        if let Some(t) = passes {
+            report.gpu_frame_ms.push(t.total_ms);
+            report.gpu_shadow_ms.push(t.shadow_ms);
+            report.gpu_main_ms.push(t.main_ms);
+            report.gpu_output_ms.push(t.output_ms);
         }
         let period = timing.predicted_display_period_ns;
         if let Some(previous) = self.previous_display_ns.replace(timing.predicted_display_time_ns) {

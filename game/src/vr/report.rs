@@ -105,6 +105,11 @@ pub struct VrReport {
     /// GPU time of the renderer's frames where the queue has timestamps (ms).
     pub cpu_frame_ms: FrameTimes,
     pub gpu_frame_ms: FrameTimes,
+    /// The GPU time of each pass of those frames (ms): the shadow map, the main pass with its MSAA resolve, and the
+    /// copies into the runtime's images (with `--pass-per-eye`, the first eye's renderer).
+    pub gpu_shadow_ms: FrameTimes,
+    pub gpu_main_ms: FrameTimes,
+    pub gpu_output_ms: FrameTimes,
     /// Frames whose predicted display time came more than one and a half periods after the previous frame's: the
     /// runtime had to show an old frame (or reproject one) in between.
     pub frames_missed: u64,
@@ -154,6 +159,12 @@ impl VrReport {
             "cpu_frame_ms_p99": self.cpu_frame_ms.quantile(0.99),
             "gpu_frame_ms_p50": self.gpu_frame_ms.quantile(0.5),
             "gpu_frame_ms_p99": self.gpu_frame_ms.quantile(0.99),
+            "gpu_shadow_ms_p50": self.gpu_shadow_ms.quantile(0.5),
+            "gpu_shadow_ms_p99": self.gpu_shadow_ms.quantile(0.99),
+            "gpu_main_ms_p50": self.gpu_main_ms.quantile(0.5),
+            "gpu_main_ms_p99": self.gpu_main_ms.quantile(0.99),
+            "gpu_output_ms_p50": self.gpu_output_ms.quantile(0.5),
+            "gpu_output_ms_p99": self.gpu_output_ms.quantile(0.99),
             "frames_missed": self.frames_missed,
             "refresh_rate_hz": self.refresh_rate_hz,
             "frames_orientation_only": self.frames_orientation_only,
