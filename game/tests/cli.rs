@@ -631,12 +631,11 @@ fn render_bench_reports_every_pass_and_what_each_shaded() {
     assert_eq!(report["views"], 2);
     assert_eq!(report["cubes"], 300);
     assert_eq!(report["output"], "readback");
+    // Every device the tests meet (lavapipe in `make test`, any desktop GPU) has timestamps: null would be a bug.
     let gpu = &report["gpu_ms"];
-    if !gpu.is_null() {
-        for pass in ["shadow", "main", "output", "total"] {
-            for q in ["p50", "p95", "max"] {
-                assert!(gpu[pass][q].as_f64().is_some_and(|v| v >= 0.0), "{pass}.{q} in {gpu}");
-            }
+    for pass in ["shadow", "main", "output", "total"] {
+        for q in ["p50", "p95", "max"] {
+            assert!(gpu[pass][q].as_f64().is_some_and(|v| v >= 0.0), "{pass}.{q} in {gpu}");
         }
     }
     assert!(
@@ -648,12 +647,11 @@ fn render_bench_reports_every_pass_and_what_each_shaded() {
 #[test]
 fn render_bench_invocations_show_overdraw_and_the_kept_shadow_map() {
     let pile = render_bench(&["--cubes", "2000"]);
-    let Some(stats) = pile["pipeline_statistics"].as_object().cloned() else {
-        // Devices without pipeline statistics report null; lavapipe, which `make test` runs on, has them.
-        assert!(pile["pipeline_statistics"].is_null());
-        eprintln!("no pipeline statistics on {}: nothing to check", pile["device"]);
-        return;
-    };
+    // lavapipe, which `make test` runs on, has pipeline statistics (null only on a device without them).
+    let stats = pile["pipeline_statistics"]
+        .as_object()
+        .cloned()
+        .unwrap_or_else(|| panic!("no pipeline statistics on {}", pile["device"]));
     let empty = render_bench(&["--cubes", "0"]);
     let per_pixel = |r: &serde_json::Value| r["pipeline_statistics"]["main_fragments_per_pixel"].as_f64().unwrap();
     // The ground covers each pixel about once (lavapipe counts in 2x2 quads, so edges count twice); a pile twenty

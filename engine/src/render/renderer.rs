@@ -478,12 +478,6 @@ impl Renderer {
         // and sized for one GpuFrame, `box_capacity` GpuBoxes and as many order entries.
         let written = unsafe {
             let written = write_boxes(input, slot.boxes.mapped as *mut GpuBox, slot.box_capacity);
-            if self.casters.unnormalised {
-                normalise_rotations(
-                    slot.boxes.mapped as *mut GpuBox,
-                    input.cubes.len().min(slot.box_capacity),
-                );
-            }
             (slot.uniforms.mapped as *mut GpuFrame).write(gpu_frame(
                 input,
                 light,
@@ -510,10 +504,9 @@ impl Renderer {
         };
         // Nothing that casts a shadow moved and the light stayed: the map already holds this frame's shadows.
         let draw_shadow = self.shadow_drawn != Some(key);
-        // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
         let timed = self.frames_begun.is_multiple_of(self.timed_every);
         self.frames_begun += 1;
-        // SAFETY: as above.
+        // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
         unsafe { self.record(slot_index, box_count, draw_shadow.then_some(shadow_boxes), timed) }?;
         self.frames[slot_index].timed = timed;
         self.shadow_recording = draw_shadow.then_some(key);
@@ -895,19 +888,6 @@ impl Renderer {
         for i in 0..self.frames.len() {
             let _ = self.wait_slot(i);
         }
-    }
-}
-
-/// Normalises the rotations of the first `n` box records (a caller passed a rotation that is not a unit
-/// quaternion: the shader takes them as they are).
-///
-/// # Safety
-/// `boxes` points to `n` records the GPU is not reading.
-unsafe fn normalise_rotations(boxes: *mut GpuBox, n: usize) {
-    for i in 0..n {
-        // SAFETY: per the function's contract.
-        let b = unsafe { &mut *boxes.add(i) };
-        b.rotation = b.rotation.normalize();
     }
 }
 
