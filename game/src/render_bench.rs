@@ -49,7 +49,8 @@ pub struct RenderBenchArgs {
     /// Frames drawn first and not measured
     #[arg(long, value_name = "W", default_value_t = 5)]
     pub warmup: u32,
-    /// What follows the main pass: nothing, a readback to the CPU, or the copy into XR swapchain images
+    /// What follows the main pass: nothing, a readback to the CPU, the copy into XR swapchain images, or (xr-resolve)
+    /// the main pass resolved straight into them
     #[arg(long, value_enum, default_value_t = OutputArg::None)]
     pub output: OutputArg,
     /// Turn every cube a little each frame (nothing can be kept from the frame before, such as the shadow map)
@@ -65,6 +66,7 @@ pub enum OutputArg {
     None,
     Readback,
     XrCopy,
+    XrResolve,
 }
 
 /// Runs the bench on the best device and returns its report.
@@ -88,6 +90,7 @@ pub fn run(args: &RenderBenchArgs) -> anyhow::Result<BenchReport> {
             OutputArg::None => BenchOutput::None,
             OutputArg::Readback => BenchOutput::Readback,
             OutputArg::XrCopy => BenchOutput::XrCopy,
+            OutputArg::XrResolve => BenchOutput::XrResolve,
         },
         moving: args.moving,
     };

@@ -644,6 +644,19 @@ fn render_bench_reports_every_pass_and_what_each_shaded() {
     );
 }
 
+/// Each way out of the main pass runs and is reported as asked, with every pass timed: the copy into stand-ins
+/// for a runtime's swapchain images, and the main pass resolved straight into them (what `tumble vr` does).
+#[test]
+fn render_bench_runs_each_xr_output() {
+    for output in ["xr-copy", "xr-resolve"] {
+        let report = render_bench(&["--cubes", "100", "--output", output]);
+        assert_eq!(report["output"], output, "{report}");
+        for pass in ["shadow", "main", "output", "total"] {
+            assert!(report["gpu_ms"][pass]["p50"].as_f64().is_some(), "{pass} in {report}");
+        }
+    }
+}
+
 #[test]
 fn render_bench_invocations_show_overdraw_and_the_kept_shadow_map() {
     let pile = render_bench(&["--cubes", "2000"]);

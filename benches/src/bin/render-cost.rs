@@ -1,6 +1,6 @@
 //! The renderer at headset scale (issue 33): `tumble render-bench` at 2 × 1032×1104 with 4× MSAA on a pile of 4,000
-//! cubes — still (the shadow map kept) and turning every frame (drawn every frame), with no output and with the
-//! copy into XR swapchain images — and the desktop's 1280×720 mono, one sample. GPU time per pass (p50 over the
+//! cubes — still (the shadow map kept) and turning every frame (drawn every frame), with no output, with the
+//! copy into XR swapchain images and resolved straight into them (what `tumble vr` does) — and the desktop's 1280×720 mono, one sample. GPU time per pass (p50 over the
 //! frames), CPU record+submit and fragments per pixel; a JSON array on stdout and `render.md` in the output folder.
 //! Absolute times are this machine's (lavapipe draws on the CPU): compare runs on one machine.
 
@@ -53,6 +53,10 @@ fn main() -> Result<()> {
         ("stereo 4x MSAA, still", headset(false, OutputArg::None)),
         ("stereo 4x MSAA, moving", headset(true, OutputArg::None)),
         ("stereo 4x MSAA, moving, XR copy", headset(true, OutputArg::XrCopy)),
+        (
+            "stereo 4x MSAA, moving, XR resolve",
+            headset(true, OutputArg::XrResolve),
+        ),
         ("desktop 1280x720 mono, moving", desktop),
     ];
     let mut reports = Vec::new();

@@ -1,6 +1,6 @@
 //! The renderer's bench (`tumble render-bench`): draws one scene for a number of frames at a chosen size, views
-//! and sample count, with the output a real frame would have (nothing, a readback, or the copy into XR swapchain
-//! images), and reports the GPU time of each pass from timestamp queries, the CPU time to record and submit, the
+//! and sample count, with the output a real frame would have (nothing, a readback, the copy into XR swapchain
+//! images, or the main pass resolved straight into them), and reports the GPU time of each pass from timestamp queries, the CPU time to record and submit, the
 //! shader invocations per pass (overdraw) and where the buffers live. Every frame is waited for before the next is
 //! recorded, so the GPU times are one frame's, never two frames overlapping.
 
@@ -12,6 +12,7 @@ use serde::Serialize;
 use super::device::Gpu;
 use super::error::{RenderError, VkContext};
 use super::external::{record_copy_into, record_depth_copy_into, ExternalImage};
+use super::external_pass::ExternalTarget;
 use super::memory::{create_image, destroy_buffer, destroy_image, Buffer, Image, ImageDesc};
 use super::offscreen::{readback_buffer, record_readback};
 use super::renderer::{PassStatistics, PassTimes, Renderer, RESULT_FORMAT};
@@ -25,8 +26,12 @@ pub enum BenchOutput {
     None,
     /// Copied into a host-visible buffer, as `tumble screenshot` reads it.
     Readback,
-    /// Copied into a layered colour and a layered depth image, as `tumble vr` fills the runtime's swapchain images.
+    /// Copied into a layered colour and a layered depth image, as `tumble vr` fills the runtime's swapchain images
+    /// where it cannot resolve into them.
     XrCopy,
+    /// The main pass resolved straight into those images (colour and depth), as `tumble vr` does: nothing follows
+    /// the main pass.
+    XrResolve,
 }
 
 /// What to draw and how often.
@@ -127,7 +132,7 @@ pub fn run_bench(
         return Err(RenderError::Input("0 frames to measure".into()));
     }
     let samples = vk::SampleCountFlags::from_raw(options.msaa);
-    let keep_depth = options.output == BenchOutput::XrCopy;
+    let keep_depth = matches!(options.output, BenchOutput::XrCopy | BenchOutput::XrResolve);
     let mut renderer = Renderer::with_samples(gpu, options.width, options.height, options.views, keep_depth, samples)?;
     renderer.time_every_frame();
     renderer.collect_statistics()?;
@@ -146,7 +151,11 @@ pub fn run_bench(
             }
             let input = FrameInput::new(views, &frame_cubes);
             let start = Instant::now();
-            let cmd = renderer.begin_frame(&input)?;
+            let cmd = match output.resolve_target() {
+                // SAFETY: the stand-in images are alive and ours alone; they live as long as the renderer's frames.
+                Some(target) => unsafe { renderer.begin_frame_into(&input, &target) }?,
+                None => renderer.begin_frame(&input)?,
+            };
             // SAFETY: `cmd` records this renderer's frame; the output's images and buffer are ours alone.
             unsafe { output.record(&gpu.device, &renderer, cmd) };
             renderer.submit(&[], &[], &[])?;
@@ -249,12 +258,14 @@ fn memory_names(flags: vk::MemoryPropertyFlags) -> Vec<&'static str> {
 enum Output {
     None,
     Readback(Buffer),
-    XrCopy {
+    /// Stand-ins for a runtime's swapchain images, copied into or (`resolve`) resolved into.
+    Xr {
         colour: Image,
         depth: Image,
         extent: vk::Extent2D,
         layers: u32,
         depth_format: vk::Format,
+        resolve: bool,
     },
 }
 
@@ -272,7 +283,7 @@ impl Output {
                 options.height,
                 options.views,
             )?)),
-            BenchOutput::XrCopy => {
+            BenchOutput::XrCopy | BenchOutput::XrResolve => {
                 let image = |format, usage, aspect| {
                     create_image(
                         &gpu.device,
@@ -304,12 +315,13 @@ impl Output {
                     }
                 };
                 // The runtime hands its images over in their attachment layouts; start them there.
-                let ready = Output::XrCopy {
+                let ready = Output::Xr {
                     colour,
                     depth,
                     extent,
                     layers: options.views,
                     depth_format: gpu.info.depth_format,
+                    resolve: options.output == BenchOutput::XrResolve,
                 };
                 ready.to_attachment_layouts(gpu)?;
                 Ok(ready)
@@ -319,7 +331,7 @@ impl Output {
 
     /// Moves the XR stand-in images from UNDEFINED to the layouts a runtime gives them in, once.
     fn to_attachment_layouts(&self, gpu: &Gpu) -> Result<(), RenderError> {
-        let Output::XrCopy {
+        let Output::Xr {
             colour, depth, layers, ..
         } = self
         else {
@@ -378,35 +390,63 @@ impl Output {
         }
     }
 
+    /// The images stand-in as the frame's resolve target, when the output resolves into them.
+    fn resolve_target(&self) -> Option<ExternalTarget> {
+        match self {
+            Output::Xr { resolve: true, .. } => {
+                let (colour, depth) = self.xr_images()?;
+                Some(ExternalTarget {
+                    colour,
+                    depth: Some(depth),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// The stand-in images as a renderer is given them: colour and depth.
+    fn xr_images(&self) -> Option<(ExternalImage, ExternalImage)> {
+        let Output::Xr {
+            colour,
+            depth,
+            extent,
+            layers,
+            depth_format,
+            ..
+        } = self
+        else {
+            return None;
+        };
+        let target = |image, format, layout| ExternalImage {
+            image,
+            extent: *extent,
+            layers: *layers,
+            layout,
+            format,
+        };
+        Some((
+            target(colour.image, RESULT_FORMAT, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL),
+            target(
+                depth.image,
+                *depth_format,
+                vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+            ),
+        ))
+    }
+
     /// # Safety
     /// `cmd` records `renderer`'s frame; the output's resources are not in use by an earlier frame.
     unsafe fn record(&self, device: &ash::Device, renderer: &Renderer, cmd: vk::CommandBuffer) {
         match self {
-            Output::None => {}
+            Output::None | Output::Xr { resolve: true, .. } => {}
             Output::Readback(buffer) => {
                 // SAFETY: per the function's contract; the buffer was sized for the result's pixels.
                 unsafe { record_readback(device, cmd, &renderer.result_image(), buffer.buffer) };
             }
-            Output::XrCopy {
-                colour,
-                depth,
-                extent,
-                layers,
-                depth_format,
-            } => {
-                let target = |image, format, layout| ExternalImage {
-                    image,
-                    extent: *extent,
-                    layers: *layers,
-                    layout,
-                    format,
+            Output::Xr { .. } => {
+                let Some((colour, depth)) = self.xr_images() else {
+                    return;
                 };
-                let colour = target(colour.image, RESULT_FORMAT, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
-                let depth = target(
-                    depth.image,
-                    *depth_format,
-                    vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
-                );
                 // SAFETY: per the function's contract.
                 unsafe {
                     record_copy_into(device, renderer, cmd, &colour, 0);
@@ -420,7 +460,7 @@ impl Output {
         match self {
             Output::None => {}
             Output::Readback(buffer) => destroy_buffer(device, buffer),
-            Output::XrCopy { colour, depth, .. } => {
+            Output::Xr { colour, depth, .. } => {
                 destroy_image(device, colour);
                 destroy_image(device, depth);
             }

@@ -11,17 +11,19 @@
 //!   format the device can blit to (an sRGB one such as `R8G8B8A8_SRGB` keeps colours right).
 //!
 //! Per frame, after `xrWaitSwapchainImage`: [`XrRenderer::render`] with the two eyes' views and the image; it
-//! draws the multiview pass into the renderer's own target and copies (or blits) each layer into the image's
-//! matching layer ([`record_copy_into`], which `tumble vr` records into its own frames too), leaving the image in
-//! the layout it came in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR), then submits. Call
-//! `xrReleaseSwapchainImage` after it returns. A renderer made with [`Renderer::new_keeping_depth`] also keeps
-//! the frame's depth, which [`record_depth_copy_into`] copies into a depth swapchain image for the compositor's
-//! depth layer (`XR_KHR_composition_layer_depth`), drawn with the planes of `crate::view_depth`.
+//! draws the multiview pass and resolves it straight into the image's layers ([`Renderer::begin_frame_into`]:
+//! no copy), leaving the image in the layout it came in (`COLOR_ATTACHMENT_OPTIMAL` for OpenXR), then submits.
+//! Call `xrReleaseSwapchainImage` after it returns. A renderer made with [`Renderer::new_keeping_depth`] resolves
+//! the frame's depth (sample 0) into a depth swapchain image the same way, for the compositor's depth layer
+//! (`XR_KHR_composition_layer_depth`), drawn with the planes of `crate::view_depth`. Where the images' formats are
+//! not the pass's own ([`Renderer::can_resolve_into`]), the pass draws into the renderer's own target and is
+//! copied (or blitted) into them: [`record_copy_into`] and [`record_depth_copy_into`].
 
 use ash::vk;
 
 use super::device::{ExternalVulkan, Gpu};
 use super::error::RenderError;
+use super::external_pass::ExternalTarget;
 use super::renderer::Renderer;
 use super::scene_data::FrameInput;
 
@@ -62,14 +64,20 @@ impl XrRenderer {
         &self.gpu
     }
 
+    /// Forgets the swapchain images drawn into so far (views of them are kept): call when the swapchain is made
+    /// again, before its old images are destroyed.
+    pub fn forget_swapchain_images(&mut self) {
+        self.renderer.forget_external_images();
+    }
+
     /// GPU time of the most recent finished frame (ms).
     pub fn gpu_time_ms(&self) -> Option<f32> {
         self.renderer.gpu_time_ms()
     }
 
-    /// Draws `input` (one view per layer of `target`) and copies it into `target`, and its depth into `depth`
-    /// when given (an XR depth swapchain image); submitted on return. Returns whether the depth was written (not
-    /// when the formats differ: submit no depth layer then).
+    /// Draws `input` (one view per layer of `target`) into `target`, and its depth into `depth` when given (an XR
+    /// depth swapchain image): resolved straight into them where the formats allow, else copied; submitted on
+    /// return. Returns whether the depth was written (not when the formats differ: submit no depth layer then).
     pub fn render(
         &mut self,
         input: &FrameInput,
@@ -80,8 +88,8 @@ impl XrRenderer {
     }
 }
 
-/// Records the frame and its copies into `target` (and `depth`), then submits (shared by [`XrRenderer`] and the
-/// tests).
+/// Records the frame into `target` (and `depth`) — resolved into them, or drawn and copied where the formats
+/// differ — then submits (shared by [`XrRenderer`] and the tests).
 pub(crate) fn render_into(
     renderer: &mut Renderer,
     device: &ash::Device,
@@ -98,6 +106,27 @@ pub(crate) fn render_into(
             target.extent.height
         )));
     }
+    if renderer.can_resolve_into(target.format, depth.map(|d| d.format)) {
+        let into = ExternalTarget {
+            colour: *target,
+            depth: depth.copied(),
+        };
+        // SAFETY: the caller owns `target` (and `depth`) for this frame; see `XrRenderer::render`.
+        unsafe { renderer.begin_frame_into(input, &into) }?;
+        renderer.submit(&[], &[], &[])?;
+        return Ok(depth.is_some());
+    }
+    render_copied(renderer, device, input, target, depth)
+}
+
+/// [`render_into`] through the renderer's own target and a copy.
+pub(crate) fn render_copied(
+    renderer: &mut Renderer,
+    device: &ash::Device,
+    input: &FrameInput,
+    target: &ExternalImage,
+    depth: Option<&ExternalImage>,
+) -> Result<bool, RenderError> {
     renderer.resize(target.extent.width, target.extent.height, target.layers)?;
     let cmd = renderer.begin_frame(input)?;
     // SAFETY: `cmd` is recording this renderer's frame; the caller owns `target` (and `depth`) for this frame.
@@ -316,63 +345,122 @@ mod tests {
     use crate::render::{authority_rgb, CubeInstance, View};
     use glam::{Quat, Vec3};
 
-    /// A stand-in for an OpenXR swapchain image: a 2-layer image in COLOR_ATTACHMENT_OPTIMAL, and a depth one,
-    /// filled through `render_into` (what `XrRenderer::render` calls), then read back: both eyes see the red cube,
-    /// at the depth it really is.
-    #[test]
-    fn renders_both_eyes_into_an_external_two_layer_image() {
-        let gpu = Gpu::headless().unwrap_or_else(|e| panic!("{e}"));
-        let (w, h) = (64u32, 48u32);
-        let extent = vk::Extent2D { width: w, height: h };
-        let image = create_image(
-            &gpu.device,
-            &gpu.memory_properties,
-            &ImageDesc {
+    /// A stand-in for an OpenXR swapchain's images: a 2-layer colour image and a depth one, handed over in the
+    /// attachment layouts a runtime gives them in, with buffers to read them back.
+    struct StandIn {
+        colour: crate::render::memory::Image,
+        depth: crate::render::memory::Image,
+        colour_readback: crate::render::memory::Buffer,
+        depth_readback: crate::render::memory::Buffer,
+        extent: vk::Extent2D,
+        depth_format: vk::Format,
+    }
+
+    impl StandIn {
+        fn new(gpu: &Gpu, extent: vk::Extent2D) -> StandIn {
+            let image = |format, usage, aspect| {
+                create_image(
+                    &gpu.device,
+                    &gpu.memory_properties,
+                    &ImageDesc {
+                        extent,
+                        layers: 2,
+                        format,
+                        samples: vk::SampleCountFlags::TYPE_1,
+                        usage: usage | vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC,
+                        aspect,
+                    },
+                )
+                .expect("image")
+            };
+            let bytes = u64::from(extent.width * extent.height * 4 * 2);
+            let buffer = || {
+                create_buffer(
+                    &gpu.device,
+                    &gpu.memory_properties,
+                    bytes,
+                    vk::BufferUsageFlags::TRANSFER_DST,
+                    true,
+                )
+                .expect("buffer")
+            };
+            let depth_format = gpu.info.depth_format;
+            let stand_in = StandIn {
+                colour: image(
+                    vk::Format::R8G8B8A8_SRGB,
+                    vk::ImageUsageFlags::COLOR_ATTACHMENT,
+                    vk::ImageAspectFlags::COLOR,
+                ),
+                depth: image(
+                    depth_format,
+                    vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT,
+                    vk::ImageAspectFlags::DEPTH,
+                ),
+                colour_readback: buffer(),
+                depth_readback: buffer(),
                 extent,
-                layers: 2,
+                depth_format,
+            };
+            // The runtime hands images over in COLOR_ATTACHMENT_OPTIMAL; get ours there first (UNDEFINED is not a
+            // layout the image may be left in).
+            transition(gpu, stand_in.colour.image, vk::ImageAspectFlags::COLOR);
+            transition(gpu, stand_in.depth.image, vk::ImageAspectFlags::DEPTH);
+            stand_in
+        }
+
+        /// The images as a renderer is given them, `layers` of them per frame.
+        fn targets(&self, layers: u32) -> (ExternalImage, ExternalImage) {
+            let colour = ExternalImage {
+                image: self.colour.image,
+                extent: self.extent,
+                layers,
+                layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
                 format: vk::Format::R8G8B8A8_SRGB,
-                samples: vk::SampleCountFlags::TYPE_1,
-                usage: vk::ImageUsageFlags::COLOR_ATTACHMENT
-                    | vk::ImageUsageFlags::TRANSFER_DST
-                    | vk::ImageUsageFlags::TRANSFER_SRC,
-                aspect: vk::ImageAspectFlags::COLOR,
-            },
-        )
-        .expect("image");
-        let bytes = u64::from(w * h * 4 * 2);
-        let readback = create_buffer(
-            &gpu.device,
-            &gpu.memory_properties,
-            bytes,
-            vk::BufferUsageFlags::TRANSFER_DST,
-            true,
-        )
-        .expect("buffer");
-        let depth_format = gpu.info.depth_format;
-        let depth_image = create_image(
-            &gpu.device,
-            &gpu.memory_properties,
-            &ImageDesc {
-                extent,
-                layers: 2,
-                format: depth_format,
-                samples: vk::SampleCountFlags::TYPE_1,
-                usage: vk::ImageUsageFlags::DEPTH_STENCIL_ATTACHMENT
-                    | vk::ImageUsageFlags::TRANSFER_DST
-                    | vk::ImageUsageFlags::TRANSFER_SRC,
-                aspect: vk::ImageAspectFlags::DEPTH,
-            },
-        )
-        .expect("depth image");
-        let depth_readback = create_buffer(
-            &gpu.device,
-            &gpu.memory_properties,
-            u64::from(w * h * 4 * 2),
-            vk::BufferUsageFlags::TRANSFER_DST,
-            true,
-        )
-        .expect("buffer");
-        let mut renderer = Renderer::new_keeping_depth(&gpu, w, h, 2).expect("renderer");
+            };
+            let depth = ExternalImage {
+                image: self.depth.image,
+                layout: vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
+                format: self.depth_format,
+                ..colour
+            };
+            (colour, depth)
+        }
+
+        /// Both images' bytes, both layers (after the GPU is done with them).
+        fn read(&self, gpu: &Gpu) -> (Vec<u8>, Vec<u8>) {
+            read_back(
+                gpu,
+                self.colour.image,
+                vk::ImageAspectFlags::COLOR,
+                self.extent,
+                self.colour_readback.buffer,
+            );
+            read_back(
+                gpu,
+                self.depth.image,
+                vk::ImageAspectFlags::DEPTH,
+                self.extent,
+                self.depth_readback.buffer,
+            );
+            let bytes = (self.extent.width * self.extent.height * 4 * 2) as usize;
+            // SAFETY: the copies finished (waited); the buffers are mapped and `bytes` long.
+            unsafe {
+                (
+                    std::slice::from_raw_parts(self.colour_readback.mapped, bytes).to_vec(),
+                    std::slice::from_raw_parts(self.depth_readback.mapped, bytes).to_vec(),
+                )
+            }
+        }
+
+        fn destroy(&self, gpu: &Gpu) {
+            destroy_buffer(&gpu.device, &self.colour_readback);
+            destroy_buffer(&gpu.device, &self.depth_readback);
+            destroy_image(&gpu.device, &self.colour);
+            destroy_image(&gpu.device, &self.depth);
+        }
+    }
+
+    fn red_cube_scene() -> ([View; 2], [CubeInstance; 1]) {
         let cube = CubeInstance {
             position: Vec3::new(0.0, 0.5, 0.0),
             rotation: Quat::IDENTITY,
@@ -387,28 +475,26 @@ mod tests {
             4.0 / 3.0,
             0.064,
         );
-        let cubes = [cube];
+        (views, [cube])
+    }
+
+    /// A stand-in for an OpenXR swapchain image: a 2-layer image in COLOR_ATTACHMENT_OPTIMAL, and a depth one,
+    /// filled through `render_into` (what `XrRenderer::render` calls: the pass resolves straight into them), then
+    /// read back: both eyes see the red cube, at the depth it really is.
+    #[test]
+    fn renders_both_eyes_into_an_external_two_layer_image() {
+        let gpu = Gpu::headless().unwrap_or_else(|e| panic!("{e}"));
+        let (w, h) = (64u32, 48u32);
+        let extent = vk::Extent2D { width: w, height: h };
+        let stand_in = StandIn::new(&gpu, extent);
+        let mut renderer = Renderer::new_keeping_depth(&gpu, w, h, 2).expect("renderer");
+        let (views, cubes) = red_cube_scene();
         let input = FrameInput::new(&views, &cubes);
-        // The runtime hands images over in COLOR_ATTACHMENT_OPTIMAL; get ours there first (UNDEFINED is not a
-        // layout the image may be left in).
-        transition(&gpu, image.image, vk::ImageAspectFlags::COLOR);
-        transition(&gpu, depth_image.image, vk::ImageAspectFlags::DEPTH);
-        let target = ExternalImage {
-            image: image.image,
-            extent,
-            layers: 2,
-            layout: vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL,
-            format: vk::Format::R8G8B8A8_SRGB,
-        };
-        let depth_target = ExternalImage {
-            image: depth_image.image,
-            layout: vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL,
-            format: depth_format,
-            ..target
-        };
+        let (target, depth_target) = stand_in.targets(2);
+        assert!(renderer.can_resolve_into(target.format, Some(depth_target.format)));
         let wrote_depth =
             render_into(&mut renderer, &gpu.device, &input, &target, Some(&depth_target)).expect("render");
-        assert!(wrote_depth, "same format: the depth is copied");
+        assert!(wrote_depth, "same format: the depth is resolved into the image");
         renderer.wait_last_submitted().expect("wait");
         // Under the validation layers (on in debug builds where installed): nothing reported.
         assert_eq!(
@@ -416,17 +502,8 @@ mod tests {
             0,
             "validation messages (logged, target \"vulkan\")"
         );
-        read_back(&gpu, image.image, vk::ImageAspectFlags::COLOR, extent, readback.buffer);
-        read_back(
-            &gpu,
-            depth_image.image,
-            vk::ImageAspectFlags::DEPTH,
-            extent,
-            depth_readback.buffer,
-        );
-        // SAFETY: the copies finished (waited); the buffers are mapped and `bytes` long.
-        let pixels = unsafe { std::slice::from_raw_parts(readback.mapped, bytes as usize) };
-        let depths = unsafe { std::slice::from_raw_parts(depth_readback.mapped, bytes as usize) };
+        let (pixels, depths) = stand_in.read(&gpu);
+        let depth_format = stand_in.depth_format;
         for layer in 0..2usize {
             let centre = layer * (w * h * 4) as usize + (((h / 2) * w + w / 2) * 4) as usize;
             let [r, g, b] = [pixels[centre], pixels[centre + 1], pixels[centre + 2]];
@@ -447,10 +524,88 @@ mod tests {
             }
         }
         drop(renderer);
-        destroy_buffer(&gpu.device, &readback);
-        destroy_buffer(&gpu.device, &depth_readback);
-        destroy_image(&gpu.device, &image);
-        destroy_image(&gpu.device, &depth_image);
+        stand_in.destroy(&gpu);
+    }
+
+    /// Resolving straight into the images (no copy pass) leaves in them exactly what drawing into the renderer's
+    /// own target and copying out does — colour and depth, with MSAA and without.
+    #[test]
+    fn resolving_into_the_images_draws_what_the_copy_does() {
+        let gpu = Gpu::headless().unwrap_or_else(|e| panic!("{e}"));
+        let (w, h) = (64u32, 48u32);
+        let extent = vk::Extent2D { width: w, height: h };
+        let (views, cubes) = red_cube_scene();
+        let input = FrameInput::new(&views, &cubes);
+        for samples in [gpu.info.msaa_samples, vk::SampleCountFlags::TYPE_1] {
+            let renderer = || Renderer::with_samples(&gpu, w, h, 2, true, samples).expect("renderer");
+            let draw = |resolve: bool| {
+                let stand_in = StandIn::new(&gpu, extent);
+                let (colour, depth) = stand_in.targets(2);
+                let mut r = renderer();
+                let wrote_depth = if resolve {
+                    render_into(&mut r, &gpu.device, &input, &colour, Some(&depth))
+                } else {
+                    render_copied(&mut r, &gpu.device, &input, &colour, Some(&depth))
+                }
+                .expect("render");
+                assert!(wrote_depth);
+                r.wait_last_submitted().expect("wait");
+                let read = stand_in.read(&gpu);
+                drop(r);
+                stand_in.destroy(&gpu);
+                read
+            };
+            let (resolved, copied) = (draw(true), draw(false));
+            assert!(resolved.0 == copied.0, "{samples:?}: colour differs");
+            assert!(resolved.1 == copied.1, "{samples:?}: depth differs");
+            let red = resolved.0[(((h / 2) * w + w / 2) * 4) as usize];
+            assert!(red > 100, "{samples:?}: the cube is drawn ({red})");
+        }
+        assert_eq!(crate::vk_validation::validation_messages(), 0, "validation messages");
+    }
+
+    /// Images the pass cannot resolve into (another colour format; a depth image for a renderer that keeps none,
+    /// or none for one that does; layers that are not the views) are refused with an error, nothing recorded: the
+    /// renderer draws its next frame as before.
+    #[test]
+    fn images_it_cannot_resolve_into_are_refused() {
+        let gpu = Gpu::headless().unwrap_or_else(|e| panic!("{e}"));
+        let extent = vk::Extent2D { width: 32, height: 24 };
+        let stand_in = StandIn::new(&gpu, extent);
+        let (colour, depth) = stand_in.targets(2);
+        let (views, cubes) = red_cube_scene();
+        let input = FrameInput::new(&views, &cubes);
+        let mut keeping = Renderer::new_keeping_depth(&gpu, 32, 24, 2).expect("renderer");
+        let mut plain = Renderer::new(&gpu, 32, 24, 2).expect("renderer");
+        let bgra = ExternalImage {
+            format: vk::Format::B8G8R8A8_SRGB,
+            ..colour
+        };
+        let one_layer = ExternalImage { layers: 1, ..colour };
+        let refused = [
+            (true, bgra, Some(depth)),
+            (true, colour, None),
+            (true, one_layer, Some(ExternalImage { layers: 1, ..depth })),
+            (false, colour, Some(depth)),
+        ];
+        for (keeps_depth, colour, depth) in refused {
+            let renderer = if keeps_depth { &mut keeping } else { &mut plain };
+            assert!(
+                colour.layers != 2 || !renderer.can_resolve_into(colour.format, depth.map(|d| d.format)),
+                "{colour:?} {depth:?}"
+            );
+            let into = ExternalTarget { colour, depth };
+            // SAFETY: the stand-in's images are alive and ours.
+            let result = unsafe { renderer.begin_frame_into(&input, &into) };
+            assert!(matches!(result, Err(RenderError::Input(_))), "{colour:?} {depth:?}");
+            renderer.begin_frame(&input).expect("still draws");
+            renderer.submit(&[], &[], &[]).expect("submit");
+        }
+        assert!(plain.can_resolve_into(colour.format, None));
+        keeping.wait_idle();
+        plain.wait_idle();
+        drop((keeping, plain));
+        stand_in.destroy(&gpu);
     }
 
     /// Records and runs one-off commands in their own pool, waiting for the queue.

@@ -1,6 +1,7 @@
 //! [`Mirror`]: one eye of a VR frame shown in a desktop window, for the people around the player (what SteamVR
-//! calls the mirror). It blits an image the renderer made for the headset — the result's first layer, the left eye
-//! — into a window swapchain on the session's own device, inside the headset frame's command buffer.
+//! calls the mirror). It blits an image the renderer made for the headset — the first layer, the left eye, of the
+//! renderer's result or of the swapchain image the frame resolved into — into a window swapchain on the session's
+//! own device, inside the headset frame's command buffer.
 //!
 //! The headset sets the pace, never the window: an image is acquired with no wait (a frame with none free shows
 //! nothing new in the window), and the present mode is the first of MAILBOX, IMMEDIATE and FIFO_RELAXED the window
@@ -12,6 +13,7 @@ use raw_window_handle::{RawDisplayHandle, RawWindowHandle};
 
 use super::device::Gpu;
 use super::error::{RenderError, VkContext};
+use super::external::ExternalImage;
 use super::renderer::{Renderer, FRAMES_IN_FLIGHT};
 use super::swapchain::{
     preferred_surface_format, record_into_window_image, swapchain_extent, swapchain_image_count, WindowImageNext,
@@ -231,7 +233,73 @@ impl Mirror {
     /// `target.acquired` at the TRANSFER stage.
     pub unsafe fn record_blit(&self, renderer: &Renderer, cmd: vk::CommandBuffer, target: &MirrorImage) {
         let source = renderer.result_image();
-        let (x0, y0, x1, y1) = fit(source.extent, target.extent);
+        // SAFETY: per the function's contract; the result is TRANSFER_SRC and readable by transfers after the main
+        // pass (its render pass's external dependency).
+        unsafe { self.record_blit_of(cmd, source.image, source.extent, target) };
+    }
+
+    /// [`Mirror::record_blit`] from the first layer of `source`, an image someone else owns that the frame's main
+    /// pass resolved into (`Renderer::begin_frame_into`): moved to TRANSFER_SRC for the blit and back to
+    /// `source.layout` after it.
+    ///
+    /// # Safety
+    /// As [`Mirror::record_blit`]; `source` is in `source.layout`, written by the frame's main pass as a colour
+    /// attachment, has TRANSFER_SRC usage, and is the caller's for this frame.
+    pub unsafe fn record_blit_from(&self, cmd: vk::CommandBuffer, source: &ExternalImage, target: &MirrorImage) {
+        let range = super::memory::layers_range(vk::ImageAspectFlags::COLOR, 1);
+        let src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+        let to_src = super::memory::image_barrier(
+            source.image,
+            range,
+            (vk::AccessFlags::COLOR_ATTACHMENT_WRITE, vk::AccessFlags::TRANSFER_READ),
+            (source.layout, src),
+        );
+        // Whoever owns the image synchronises its own reads after the frame (for OpenXR, the swapchain release).
+        let back = super::memory::image_barrier(
+            source.image,
+            range,
+            (vk::AccessFlags::empty(), vk::AccessFlags::empty()),
+            (src, source.layout),
+        );
+        let none = vk::DependencyFlags::empty();
+        let transfer = vk::PipelineStageFlags::TRANSFER;
+        // SAFETY: per the function's contract.
+        unsafe {
+            self.device.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::COLOR_ATTACHMENT_OUTPUT,
+                transfer,
+                none,
+                &[],
+                &[],
+                &[to_src],
+            );
+            self.record_blit_of(cmd, source.image, source.extent, target);
+            self.device.cmd_pipeline_barrier(
+                cmd,
+                transfer,
+                vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                none,
+                &[],
+                &[],
+                &[back],
+            );
+        }
+    }
+
+    /// The blit of `source`'s first layer (`extent`, in TRANSFER_SRC_OPTIMAL) into `target`.
+    ///
+    /// # Safety
+    /// As [`Mirror::record_blit`], with `source` in TRANSFER_SRC_OPTIMAL and readable by transfers.
+    unsafe fn record_blit_of(
+        &self,
+        cmd: vk::CommandBuffer,
+        source_image: vk::Image,
+        source_extent: vk::Extent2D,
+        target: &MirrorImage,
+    ) {
+        let source = (source_image, source_extent);
+        let (x0, y0, x1, y1) = fit(source.1, target.extent);
         let layer = vk::ImageSubresourceLayers {
             aspect_mask: vk::ImageAspectFlags::COLOR,
             mip_level: 0,
@@ -239,8 +307,8 @@ impl Mirror {
             layer_count: 1,
         };
         let corner = vk::Offset3D {
-            x: source.extent.width as i32,
-            y: source.extent.height as i32,
+            x: source.1.width as i32,
+            y: source.1.height as i32,
             z: 1,
         };
         let blit = vk::ImageBlit {
@@ -249,13 +317,12 @@ impl Mirror {
             dst_subresource: layer,
             dst_offsets: [vk::Offset3D { x: x0, y: y0, z: 0 }, vk::Offset3D { x: x1, y: y1, z: 1 }],
         };
-        // SAFETY: per the function's contract; the result is TRANSFER_SRC and readable by transfers after the main
-        // pass (its render pass's external dependency).
+        // SAFETY: per the function's contract.
         unsafe {
             record_into_window_image(
                 &self.device,
                 cmd,
-                source.image,
+                source.0,
                 target.image,
                 &[blit],
                 vk::Filter::LINEAR,
@@ -414,6 +481,21 @@ pub fn submit_with_mirror(
     cmd: vk::CommandBuffer,
     mirror: Option<&mut Mirror>,
 ) -> Result<(), RenderError> {
+    // SAFETY: no source image: the mirror reads the renderer's own result.
+    unsafe { submit_with_mirror_from(renderer, cmd, mirror, None) }
+}
+
+/// [`submit_with_mirror`] for a frame that resolved into `source` (`Renderer::begin_frame_into`): the mirror
+/// blits that image's first layer; `None` blits the renderer's own result.
+///
+/// # Safety
+/// With a source: as for [`Mirror::record_blit_from`].
+pub unsafe fn submit_with_mirror_from(
+    renderer: &mut Renderer,
+    cmd: vk::CommandBuffer,
+    mirror: Option<&mut Mirror>,
+    source: Option<&ExternalImage>,
+) -> Result<(), RenderError> {
     let Some(mirror) = mirror else {
         return renderer.submit(&[], &[], &[]);
     };
@@ -421,8 +503,14 @@ pub fn submit_with_mirror(
         return renderer.submit(&[], &[], &[]);
     };
     // SAFETY: `cmd` records this renderer's frame, after its main pass (and any copies); the image was acquired for
-    // it, and the submission below waits on its `acquired` semaphore at the transfer stage.
-    unsafe { mirror.record_blit(renderer, cmd, &image) };
+    // it, and the submission below waits on its `acquired` semaphore at the transfer stage; a source is as the
+    // function's contract says.
+    unsafe {
+        match source {
+            Some(source) => mirror.record_blit_from(cmd, source, &image),
+            None => mirror.record_blit(renderer, cmd, &image),
+        }
+    }
     renderer.submit(&[image.acquired], &[vk::PipelineStageFlags::TRANSFER], &[image.blitted])?;
     mirror.present(&image)
 }

@@ -39,6 +39,7 @@ mod device;
 mod draw_order;
 mod error;
 mod external;
+mod external_pass;
 mod ground;
 mod instances;
 mod memory;
@@ -60,7 +61,8 @@ pub use device::{load_vulkan, required_device_features, ExternalVulkan, Gpu, Gpu
 pub use egui;
 pub use error::{RenderError, VULKAN_PACKAGES_HINT};
 pub use external::{record_copy_into, record_depth_copy_into, ExternalImage, XrRenderer};
-pub use mirror::{submit_with_mirror, window_extensions, Mirror, MirrorImage};
+pub use external_pass::ExternalTarget;
+pub use mirror::{submit_with_mirror, submit_with_mirror_from, window_extensions, Mirror, MirrorImage};
 pub use offscreen::Offscreen;
 pub use overlay::OverlayFrame;
 pub use raw_window_handle;

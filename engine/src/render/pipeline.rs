@@ -109,7 +109,7 @@ impl MainPass {
         formats: MainFormats,
         view_count: u32,
     ) -> Result<MainPass, RenderError> {
-        let render_pass = main_render_pass(device, formats, view_count)?;
+        let render_pass = main_render_pass(device, formats, view_count, OWN_RESULT_LAYOUTS)?;
         let ground = graphics_pipeline(
             device,
             &PipelineDesc {
@@ -164,13 +164,29 @@ impl MainPass {
     }
 }
 
+/// The layouts the main pass leaves its result and its kept depth in: (colour, depth).
+pub(crate) type ResultLayouts = (vk::ImageLayout, vk::ImageLayout);
+
+/// The renderer's own result and kept depth end ready to be copied out (read back, blitted, copied into XR images).
+pub(crate) const OWN_RESULT_LAYOUTS: ResultLayouts = (
+    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+    vk::ImageLayout::TRANSFER_SRC_OPTIMAL,
+);
+
 /// Attachments: with MSAA, 0 = multisampled colour, 1 = multisampled depth, 2 = single-sampled resolve (the
 /// result) and, when the depth is kept, 3 = single-sampled depth (sample 0 of each pixel, resolved by the pass);
 /// without MSAA, 0 = colour (the result), 1 = depth (itself kept when asked). Each is a 2D array with one layer per
-/// view. The result (and the kept depth) ends in TRANSFER_SRC_OPTIMAL, ready to be read back, blitted to a
-/// swapchain or copied into XR images (the depth into a compositor's depth layer). Made with
-/// `vkCreateRenderPass2` (core 1.2), which has depth resolve.
-fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Result<vk::RenderPass, RenderError> {
+/// view. The result (and the kept depth) ends in `result_layouts`: TRANSFER_SRC_OPTIMAL for the renderer's own
+/// images ([`OWN_RESULT_LAYOUTS`]), ready to be read back, blitted to a swapchain or copied into XR images; the
+/// attachment layouts an XR runtime's swapchain images are handed back in when the pass resolves straight into
+/// them (`external_pass.rs`). Both kinds are compatible with the same pipelines: only final layouts differ. Made
+/// with `vkCreateRenderPass2` (core 1.2), which has depth resolve.
+pub(crate) fn main_render_pass(
+    device: &ash::Device,
+    f: MainFormats,
+    view_count: u32,
+    result_layouts: ResultLayouts,
+) -> Result<vk::RenderPass, RenderError> {
     let msaa = f.samples != vk::SampleCountFlags::TYPE_1;
     let attachment = |format, samples, store, final_layout| {
         vk::AttachmentDescription2::default()
@@ -184,14 +200,14 @@ fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Re
             .final_layout(final_layout)
     };
     let (store, dont) = (vk::AttachmentStoreOp::STORE, vk::AttachmentStoreOp::DONT_CARE);
-    let transfer_src = vk::ImageLayout::TRANSFER_SRC_OPTIMAL;
+    let (colour_final, depth_final) = result_layouts;
     let colour = if msaa {
         attachment(f.colour, f.samples, dont, vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
     } else {
-        attachment(f.colour, f.samples, store, transfer_src)
+        attachment(f.colour, f.samples, store, colour_final)
     };
     let depth = if f.keep_depth && !msaa {
-        attachment(f.depth, f.samples, store, transfer_src)
+        attachment(f.depth, f.samples, store, depth_final)
     } else {
         attachment(
             f.depth,
@@ -201,8 +217,8 @@ fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Re
         )
     };
     let single = vk::SampleCountFlags::TYPE_1;
-    let resolve = attachment(f.colour, single, store, transfer_src).load_op(vk::AttachmentLoadOp::DONT_CARE);
-    let depth_resolve = attachment(f.depth, single, store, transfer_src).load_op(vk::AttachmentLoadOp::DONT_CARE);
+    let resolve = attachment(f.colour, single, store, colour_final).load_op(vk::AttachmentLoadOp::DONT_CARE);
+    let depth_resolve = attachment(f.depth, single, store, depth_final).load_op(vk::AttachmentLoadOp::DONT_CARE);
     let attachments = [colour, depth, resolve, depth_resolve];
     let used = match (msaa, f.keep_depth) {
         (false, _) => 2,
@@ -241,7 +257,9 @@ fn main_render_pass(device: &ash::Device, f: MainFormats, view_count: u32) -> Re
     }
     let subpasses = [subpass];
     // The targets are shared by the frames in flight: wait for the previous frame's writes and its copies out of
-    // the result and the kept depth (transfer) before clearing them; after the pass, both are read by a transfer.
+    // the result and the kept depth (transfer) before clearing them; after the pass, both are read by a transfer
+    // (a copy out, a readback, a mirror's blit). Images someone else owns are handed over by their owner (for
+    // OpenXR, its wait on the swapchain image before this frame and the release after its submission).
     // Resolves, of depth too, run in the colour-output stage as colour writes.
     let deps = [
         vk::SubpassDependency2::default()

@@ -11,6 +11,7 @@ use super::casters::Casters;
 use super::device::Gpu;
 use super::draw_order::DrawOrder;
 use super::error::{RenderError, VkContext};
+use super::external_pass::{ExternalPass, ExternalTarget};
 use super::ground::GROUND_VERTICES;
 use super::instances::{
     boxes_needed, gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, WrittenBoxes, GPU_BOX_BYTES,
@@ -159,6 +160,8 @@ pub struct Renderer {
     shadow_pipeline: vk::Pipeline,
     main: MainPass,
     targets: Targets,
+    /// The main pass into images someone else owns, once a frame has asked for it ([`Renderer::begin_frame_into`]).
+    external: Option<ExternalPass>,
     frames: Vec<FrameSlot>,
     current: usize,
     /// The slot `begin_frame` recorded into and `submit` has not sent yet.
@@ -290,6 +293,7 @@ impl Renderer {
             shadow_pipeline,
             main,
             targets,
+            external: None,
             frames: Vec::with_capacity(FRAMES_IN_FLIGHT),
             current: 0,
             recording: None,
@@ -415,6 +419,11 @@ impl Renderer {
             return Ok(());
         }
         self.wait_idle();
+        // The external pass's framebuffers use the targets (and its pass, the view count): made again on next use.
+        if let Some(mut external) = self.external.take() {
+            // SAFETY: the GPU is idle (waited above).
+            unsafe { external.destroy(&self.device) };
+        }
         if view_count != self.main.view_count {
             let main = MainPass::new(
                 &self.device,
@@ -445,6 +454,104 @@ impl Renderer {
     /// renderer has resizes it first.
     pub fn begin_frame(&mut self, input: &FrameInput) -> Result<vk::CommandBuffer, RenderError> {
         validate(input)?;
+        self.begin(input, None)
+    }
+
+    /// Whether [`Renderer::begin_frame_into`] can resolve into colour images of `colour` format and depth images of
+    /// `depth` format: the pass's own formats, and a depth image exactly when the renderer keeps its depth
+    /// ([`Renderer::new_keeping_depth`]). Otherwise draw with [`Renderer::begin_frame`] and copy
+    /// (`record_copy_into`), which converts colour formats.
+    pub fn can_resolve_into(&self, colour: vk::Format, depth: Option<vk::Format>) -> bool {
+        colour == self.formats.colour && depth == self.formats.keep_depth.then_some(self.formats.depth)
+    }
+
+    /// [`Renderer::begin_frame`], but the main pass resolves straight into `target` — colour, and depth when the
+    /// renderer keeps it, one layer per view — which it leaves in the layouts
+    /// `target` names (for OpenXR's swapchain images: `COLOR_ATTACHMENT_OPTIMAL`,
+    /// `DEPTH_STENCIL_ATTACHMENT_OPTIMAL`); their old contents are dropped. No copy: the frame's work ends with the
+    /// main pass. Resizes to `target`'s extent first. [`Renderer::result_image`] is not written by such a frame.
+    /// Refused (an error, nothing recorded) where [`Renderer::can_resolve_into`] says no or the layers do not
+    /// match the views.
+    ///
+    /// # Safety
+    /// `target`'s images are alive, belong to this renderer's device, have the layers named, and are the caller's
+    /// for this frame; an image destroyed since an earlier frame used it must not come back under the same handle
+    /// before [`Renderer::forget_external_images`] (views of it are kept).
+    pub unsafe fn begin_frame_into(
+        &mut self,
+        input: &FrameInput,
+        target: &ExternalTarget,
+    ) -> Result<vk::CommandBuffer, RenderError> {
+        validate(input)?;
+        let colour = &target.colour;
+        let depth_format = target.depth.map(|d| d.format);
+        if input.views.len() as u32 != colour.layers
+            || target
+                .depth
+                .is_some_and(|d| d.layers != colour.layers || d.extent != colour.extent)
+        {
+            return Err(RenderError::Input(format!(
+                "{} views for an image of {} layers (depth: {:?})",
+                input.views.len(),
+                colour.layers,
+                target.depth.map(|d| d.layers)
+            )));
+        }
+        if !self.can_resolve_into(colour.format, depth_format) {
+            return Err(RenderError::Input(format!(
+                "cannot resolve into {:?} (depth {depth_format:?}): the pass draws {:?} (depth {:?}, kept: {})",
+                colour.format, self.formats.colour, self.formats.depth, self.formats.keep_depth
+            )));
+        }
+        if self.recording.is_some() {
+            return Err(RenderError::Input("begin_frame called twice without submit".into()));
+        }
+        self.resize(colour.extent.width, colour.extent.height, colour.layers)?;
+        let layouts = (
+            colour.layout,
+            target
+                .depth
+                .map_or(vk::ImageLayout::DEPTH_STENCIL_ATTACHMENT_OPTIMAL, |d| d.layout),
+        );
+        if self
+            .external
+            .as_ref()
+            .is_some_and(|p| !p.ends_in(layouts) || p.is_full())
+        {
+            self.forget_external_images();
+        }
+        let external = match &mut self.external {
+            Some(e) => e,
+            None => self.external.insert(ExternalPass::new(
+                &self.device,
+                self.formats,
+                self.targets.layers,
+                layouts,
+            )?),
+        };
+        // SAFETY: per the function's contract; a full cache was emptied above after the GPU went idle.
+        let framebuffer = unsafe { external.framebuffer(&self.device, &self.targets, target) }?;
+        let pass = external.render_pass;
+        self.begin(input, Some((pass, framebuffer)))
+    }
+
+    /// Drops the views and framebuffers kept for images someone else owns (waits for the GPU): call when those
+    /// images are destroyed (an XR swapchain made again), before handles may be reused.
+    pub fn forget_external_images(&mut self) {
+        if let Some(mut external) = self.external.take() {
+            self.wait_idle();
+            // SAFETY: the GPU is idle (waited above).
+            unsafe { external.destroy(&self.device) };
+        }
+    }
+
+    /// Both ways into a frame: into the renderer's own targets (`main` is `None`) or with another main pass and
+    /// framebuffer over the same targets.
+    fn begin(
+        &mut self,
+        input: &FrameInput,
+        main: Option<(vk::RenderPass, vk::Framebuffer)>,
+    ) -> Result<vk::CommandBuffer, RenderError> {
         if self.recording.is_some() {
             return Err(RenderError::Input("begin_frame called twice without submit".into()));
         }
@@ -506,8 +613,9 @@ impl Renderer {
         let draw_shadow = self.shadow_drawn != Some(key);
         let timed = self.frames_begun.is_multiple_of(self.timed_every);
         self.frames_begun += 1;
+        let main = main.unwrap_or((self.main.render_pass, self.targets.framebuffer));
         // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
-        unsafe { self.record(slot_index, box_count, draw_shadow.then_some(shadow_boxes), timed) }?;
+        unsafe { self.record(slot_index, main, box_count, draw_shadow.then_some(shadow_boxes), timed) }?;
         self.frames[slot_index].timed = timed;
         self.shadow_recording = draw_shadow.then_some(key);
         self.recording = Some(slot_index);
@@ -634,6 +742,7 @@ impl Renderer {
     unsafe fn record(
         &self,
         index: usize,
+        (main_pass, main_framebuffer): (vk::RenderPass, vk::Framebuffer),
         box_count: u32,
         shadow_boxes: Option<u32>,
         timed: bool,
@@ -705,8 +814,8 @@ impl Renderer {
             let clears = [sky, clear_depth, sky, clear_depth];
             let extent = self.targets.extent;
             let begin = vk::RenderPassBeginInfo::default()
-                .render_pass(self.main.render_pass)
-                .framebuffer(self.targets.framebuffer)
+                .render_pass(main_pass)
+                .framebuffer(main_framebuffer)
                 .render_area(extent.into())
                 .clear_values(&clears[..self.targets.attachment_count()]);
             d.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
@@ -960,6 +1069,9 @@ impl Drop for Renderer {
             destroy_buffer(d, &self.box_indices);
             d.destroy_descriptor_pool(self.descriptor_pool, None);
             self.targets.destroy(d);
+            if let Some(external) = self.external.as_mut() {
+                external.destroy(d);
+            }
             self.main.destroy(d);
             d.destroy_pipeline(self.shadow_pipeline, None);
             self.shadow.destroy(d);

@@ -123,6 +123,24 @@ impl Targets {
         }
     }
 
+    /// The main pass's attachments when it resolves into images someone else owns (`external_pass.rs`): the
+    /// multisampled colour and depth stay the renderer's own; `colour` (and `depth`, when the depth is kept) take
+    /// the places of the result and the kept depth. Views of one layer per view; the count used comes second.
+    pub fn external_attachments(
+        &self,
+        colour: vk::ImageView,
+        depth: Option<vk::ImageView>,
+    ) -> ([vk::ImageView; 4], usize) {
+        let none = vk::ImageView::null();
+        match (&self.msaa_colour, depth) {
+            (Some(c), Some(d)) => ([c.view, self.depth.view, colour, d], 4),
+            (Some(c), None) => ([c.view, self.depth.view, colour, none], 3),
+            // Without MSAA the colour is drawn into directly, and a kept depth is the depth attachment itself.
+            (None, Some(d)) => ([colour, d, none, none], 2),
+            (None, None) => ([colour, self.depth.view, none, none], 2),
+        }
+    }
+
     /// Number of clear values the main pass takes (one per attachment).
     pub fn attachment_count(&self) -> usize {
         match (&self.msaa_colour, &self.depth_resolved) {
