@@ -56,12 +56,14 @@ impl EyeSwapchain {
         aspect: vk::ImageAspectFlags,
     ) -> Result<EyeSwapchain, XrError> {
         let usage = if aspect == vk::ImageAspectFlags::COLOR {
-            // TRANSFER_DST: a renderer may copy its own target in rather than draw into the swapchain directly.
+            // COLOR_ATTACHMENT: the renderer resolves into the swapchain directly; TRANSFER_DST: where it cannot
+            // (another format), it copies its own target in; TRANSFER_SRC: the mirror window blits the left eye out.
             xr::SwapchainUsageFlags::COLOR_ATTACHMENT
                 | xr::SwapchainUsageFlags::SAMPLED
                 | xr::SwapchainUsageFlags::TRANSFER_DST
+                | xr::SwapchainUsageFlags::TRANSFER_SRC
         } else {
-            // TRANSFER_DST: the renderer copies the depth of its own pass in.
+            // DEPTH_STENCIL_ATTACHMENT: the renderer resolves its depth into it; TRANSFER_DST: or copies it in.
             xr::SwapchainUsageFlags::DEPTH_STENCIL_ATTACHMENT | xr::SwapchainUsageFlags::TRANSFER_DST
         };
         let handle = session

@@ -1,17 +1,19 @@
 //! Drawing a VR frame with `engine::render`: the renderer runs on the session's own Vulkan device (made through
-//! the runtime), draws both eyes in its one multiview pass into its layered target, and the frame's command buffer
-//! then copies that target into the swapchain image the runtime handed us (layer 0 left eye, layer 1 right), ending
-//! in the layout the compositor reads: `engine::render::record_copy_into`, the engine's one path into images
-//! someone else owns; the pass's depth goes the same way into the depth swapchain image
-//! (`record_depth_copy_into`), so the compositor gets a depth layer to reproject with. The eyes come from the runtime at the frame's predicted display time; so do
+//! the runtime) and draws both eyes in its one multiview pass, resolved straight into the swapchain image the
+//! runtime handed us (layer 0 left eye, layer 1 right) and left in the layout the compositor reads
+//! (`Renderer::begin_frame_into`: no copy pass); the pass's depth is resolved the same way into the depth swapchain
+//! image, so the compositor gets a depth layer to reproject with. Where the swapchain's formats are not the pass's
+//! own, and with a pass per eye (`--pass-per-eye`: lavapipe draws a multiview pass into an image's first layer
+//! whatever the view's base layer), the renderer draws into its own target and the frame copies it in
+//! (`record_copy_into`, `record_depth_copy_into`). The eyes come from the runtime at the frame's predicted display time; so do
 //! the player's hands, and the cubes they hold with them; every other cube is drawn between the last two physics
 //! steps, as far along as the display time is past the last step (a frame between two steps draws in-between
 //! poses, at any refresh rate); highlights come from `game::interaction`. Nothing here allocates per frame.
 
 use tumble_engine::physics::{BodyId, World};
 use tumble_engine::render::{
-    record_copy_into, record_depth_copy_into, submit_with_mirror, vk, CubeInstance, ExternalImage, ExternalVulkan,
-    FrameInput, Gpu, Mirror, PassTimes, RenderError, Renderer, View,
+    record_copy_into, record_depth_copy_into, submit_with_mirror, submit_with_mirror_from, vk, CubeInstance,
+    ExternalImage, ExternalTarget, ExternalVulkan, FrameInput, Gpu, Mirror, PassTimes, RenderError, Renderer, View,
 };
 use tumble_engine::xr::{FrameTarget, XrSession};
 
@@ -31,6 +33,27 @@ pub struct VrRenderer {
     renderers: Vec<Renderer>,
     gpu: Gpu,
     cubes: Vec<CubeInstance>,
+    /// How the last frame reached the swapchain images.
+    output: SwapchainOutput,
+}
+
+/// How a frame reaches the runtime's swapchain images.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SwapchainOutput {
+    /// The main pass resolved into them: no copy.
+    Resolve,
+    /// Drawn into the renderer's own target and copied in (formats that are not the pass's own, a pass per eye).
+    Copy,
+}
+
+impl SwapchainOutput {
+    /// The report's name for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SwapchainOutput::Resolve => "resolve",
+            SwapchainOutput::Copy => "copy",
+        }
+    }
 }
 
 impl VrRenderer {
@@ -75,6 +98,11 @@ impl VrRenderer {
             renderers,
             gpu,
             cubes: Vec::with_capacity(body_count + AVATAR_BOXES_MAX + super::notice::MAX_NOTICE_BOXES),
+            output: if pass_per_eye {
+                SwapchainOutput::Copy
+            } else {
+                SwapchainOutput::Resolve
+            },
         })
     }
 
@@ -154,14 +182,28 @@ impl VrRenderer {
         let views = [eye(0), eye(1)];
         let device = &self.gpu.device;
         if let [renderer] = self.renderers.as_mut_slice() {
-            let cmd = renderer.begin_frame(&FrameInput::new(&views, &self.cubes))?;
+            let input = FrameInput::new(&views, &self.cubes);
+            let colour = swapchain_image(target, 2);
+            let depth = depth_image(target, 2);
+            if renderer.can_resolve_into(colour.format, depth.map(|d| d.format)) {
+                self.output = SwapchainOutput::Resolve;
+                let into = ExternalTarget { colour, depth };
+                // SAFETY: the images are alive and ours this frame; the session's swapchains live as long as this
+                // renderer (made again with a new session), so no handle comes back as another image.
+                let cmd = unsafe { renderer.begin_frame_into(&input, &into) }?;
+                // SAFETY: the frame resolved into `colour` (COLOR_ATTACHMENT_OPTIMAL), made with TRANSFER_SRC usage.
+                unsafe { submit_with_mirror_from(renderer, cmd, self.mirror.as_mut(), Some(&colour)) }?;
+                return Ok(depth.is_some());
+            }
+            self.output = SwapchainOutput::Copy;
+            let cmd = renderer.begin_frame(&input)?;
             // SAFETY: the command buffer is recording (begin_frame); the images are alive and ours this frame.
-            let depth = unsafe {
-                record_copy_into(device, renderer, cmd, &swapchain_image(target, 2), 0);
-                depth_image(target, 2).is_some_and(|d| record_depth_copy_into(device, renderer, cmd, &d, 0))
+            let depth_written = unsafe {
+                record_copy_into(device, renderer, cmd, &colour, 0);
+                depth.is_some_and(|d| record_depth_copy_into(device, renderer, cmd, &d, 0))
             };
             submit_with_mirror(renderer, cmd, self.mirror.as_mut())?;
-            return Ok(depth);
+            return Ok(depth_written);
         }
         let mut depth = true;
         for (eye, renderer) in self.renderers.iter_mut().enumerate() {
@@ -182,6 +224,17 @@ impl VrRenderer {
     /// GPU time per pass of the last finished frame (the first eye's, with a pass per eye).
     pub fn pass_times(&self) -> Option<PassTimes> {
         self.renderers.first().and_then(Renderer::pass_times)
+    }
+
+    /// How the last frame reached the swapchain images.
+    pub fn swapchain_output(&self) -> SwapchainOutput {
+        self.output
+    }
+
+    /// Whether frames record anything after the main pass: a copy into the swapchain images, or the mirror's blit.
+    /// Without (resolving into the swapchain, no mirror) a frame's GPU time has no output part.
+    pub fn has_output_pass(&self) -> bool {
+        self.output == SwapchainOutput::Copy || self.mirror.is_some()
     }
 }
 

@@ -970,6 +970,10 @@ impl VrGame {
 
     fn count_frame(&mut self, xr: &XrSession, timing: &FrameTiming, views: u32, work_started: Instant) {
         let passes = self.renderer.as_ref().and_then(VrRenderer::pass_times);
+        let has_output_pass = self.renderer.as_ref().is_some_and(VrRenderer::has_output_pass);
+        if let Some(r) = self.renderer.as_ref() {
+            self.report.swapchain_output = Some(r.swapchain_output().name());
+        }
         let report = &mut self.report;
         let cpu_ms = work_started.elapsed().as_secs_f64() * 1e3;
         report.cpu_frame_ms_total += cpu_ms;
@@ -978,7 +982,10 @@ impl VrGame {
             report.gpu_frame_ms.push(t.total_ms);
             report.gpu_shadow_ms.push(t.shadow_ms);
             report.gpu_main_ms.push(t.main_ms);
-            report.gpu_output_ms.push(t.output_ms);
+            // Resolving into the swapchain without a mirror, nothing follows the main pass: no output part.
+            if has_output_pass {
+                report.gpu_output_ms.push(t.output_ms);
+            }
         }
         let period = timing.predicted_display_period_ns;
         if let Some(previous) = self.previous_display_ns.replace(timing.predicted_display_time_ns) {

@@ -95,6 +95,9 @@ pub struct VrReport {
     pub render_path: &'static str,
     /// Why the per-eye path was chosen ("asked (--pass-per-eye)"); none on the multiview path.
     pub render_path_reason: Option<String>,
+    /// How frames reached the swapchain images: "resolve" (the main pass resolved into them, no copy) or "copy"
+    /// (drawn into the renderer's own target and copied in); none without a renderer (`--clear-only`).
+    pub swapchain_output: Option<&'static str>,
     /// Whether the Vulkan validation layers ran (a debug build with them installed), and the warnings and errors
     /// they reported by the end.
     pub validation_layers: bool,
@@ -105,8 +108,10 @@ pub struct VrReport {
     /// GPU time of the renderer's frames where the queue has timestamps (ms).
     pub cpu_frame_ms: FrameTimes,
     pub gpu_frame_ms: FrameTimes,
-    /// The GPU time of each pass of those frames (ms): the shadow map, the main pass with its MSAA resolve, and the
-    /// copies into the runtime's images (with `--pass-per-eye`, the first eye's renderer).
+    /// The GPU time of each pass of those frames (ms): the shadow map, the main pass with its MSAA resolve (into
+    /// the runtime's images when `swapchain_output` is "resolve"), and what follows it — the copies into the
+    /// runtime's images ("copy") and the mirror window's blit — none (null) when nothing does (with
+    /// `--pass-per-eye`, the first eye's renderer).
     pub gpu_shadow_ms: FrameTimes,
     pub gpu_main_ms: FrameTimes,
     pub gpu_output_ms: FrameTimes,
@@ -221,6 +226,7 @@ impl VrReport {
             "depth_layers_submitted": self.frames_with_depth,
             "render_path": self.render_path,
             "render_path_reason": self.render_path_reason,
+            "swapchain_output": self.swapchain_output,
             "validation_layers": self.validation_layers,
             "validation_messages": self.validation_messages,
             "image_wait_timeouts": self.image_wait_timeouts,
