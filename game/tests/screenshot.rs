@@ -384,6 +384,63 @@ fn a_cube_that_moved_casts_its_shadow_where_it_now_is() {
     );
 }
 
+/// Frames of moving cubes submit the passes each slot recorded before (only the buffers' contents change), and
+/// still draw what a fresh renderer draws; a frame with another number of cubes records again (the draw's count
+/// is in the recording) and shows the new cube.
+#[test]
+fn recorded_passes_are_submitted_again_and_draw_what_a_fresh_renderer_draws() {
+    use tumble_engine::render::{authority_rgb, CubeInstance, Offscreen};
+    let cubes = |frame: u32, n: usize| -> Vec<CubeInstance> {
+        (0..n)
+            .map(|i| CubeInstance {
+                position: glam::Vec3::new(i as f32 * 1.5 - 2.0, 0.5, 0.0),
+                rotation: glam::Quat::from_rotation_y(0.05 * frame as f32 + i as f32),
+                half_extents: glam::Vec3::splat(0.5),
+                colour: authority_rgb(i as u8 % 4),
+                flags: 0,
+            })
+            .collect()
+    };
+    let mut kept = Offscreen::new(WIDTH, HEIGHT, 1).expect("a renderer");
+    let fresh = |c: &[CubeInstance]| frame_of(&mut Offscreen::new(WIDTH, HEIGHT, 1).expect("a renderer"), c);
+    for frame in 0..10 {
+        frame_of(&mut kept, &cubes(frame, 3));
+    }
+    let recorded = kept.renderer().passes_recorded();
+    assert!(
+        recorded >= 2,
+        "each slot recorded its passes once at least ({recorded})"
+    );
+    for frame in 10..26 {
+        let drawn = frame_of(&mut kept, &cubes(frame, 3));
+        if frame % 5 == 0 {
+            assert!(
+                drawn == fresh(&cubes(frame, 3)),
+                "frame {frame} differs from a fresh renderer's"
+            );
+        }
+    }
+    assert_eq!(
+        kept.renderer().passes_recorded(),
+        recorded,
+        "moving cubes, same count: nothing recorded again"
+    );
+    let four = frame_of(&mut kept, &cubes(26, 4));
+    assert_ne!(
+        four,
+        fresh(&cubes(26, 3)),
+        "the fourth cube shows (else this test could not fail)"
+    );
+    assert!(
+        four == fresh(&cubes(26, 4)),
+        "the frame with a fourth cube differs from a fresh renderer's"
+    );
+    assert!(
+        kept.renderer().passes_recorded() > recorded,
+        "a new cube count records again"
+    );
+}
+
 #[test]
 fn a_rotation_that_is_not_a_unit_quaternion_draws_as_its_unit_one() {
     use tumble_engine::render::{authority_rgb, CubeInstance, Offscreen};

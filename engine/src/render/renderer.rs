@@ -110,7 +110,14 @@ pub struct PassStatistics {
 }
 
 struct FrameSlot {
-    cmd: vk::CommandBuffer,
+    /// The shadow and main passes as last recorded, for an untimed and a timed frame ([`FrameSlot::passes_for`]):
+    /// submitted again as they are while what they record stays the same — only the buffers' contents change
+    /// from frame to frame — and recorded again when it does not ([`Recording`]).
+    passes: [vk::CommandBuffer; 2],
+    recorded: [Option<Recording>; 2],
+    /// What the caller records after the passes (copies out, blits), begun fresh each frame and submitted after
+    /// them.
+    output: vk::CommandBuffer,
     fence: vk::Fence,
     uniforms: Buffer,
     boxes: Buffer,
@@ -127,6 +134,20 @@ struct FrameSlot {
     submitted: bool,
     /// Its last frame wrote timestamps (and statistics): see [`TIMED_EVERY_FRAMES`].
     timed: bool,
+}
+
+/// Everything a recording of the passes depends on besides the buffers' contents: equal, the last recording is
+/// submitted again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Recording {
+    main_pass: vk::RenderPass,
+    framebuffer: vk::Framebuffer,
+    box_count: u32,
+    shadow_boxes: Option<u32>,
+    statistics: bool,
+    /// [`Renderer::resources_changed`] when recorded: a new target, pipeline or buffer since makes every recording
+    /// stale (their handles may even be reused).
+    resources: u64,
 }
 
 /// The single-sampled image the last recorded main pass drew into: one layer per view, in
@@ -170,6 +191,10 @@ pub struct Renderer {
     pipeline_statistics: bool,
     /// Frames begun, and how often one writes timestamps.
     frames_begun: u64,
+    /// Counts the changes of targets, pipelines and buffers that the passes' recordings name.
+    resources_changed: u64,
+    /// Times the passes were recorded (the other frames submitted an earlier recording again).
+    passes_recorded: u64,
     timed_every: u64,
     /// The cubes' draw order, nearest first (`draw_order.rs`), and what the cubes add up to (`casters.rs`).
     draw_order: DrawOrder,
@@ -300,6 +325,8 @@ impl Renderer {
             timestamp_period_ns: gpu.info.timestamp_period_ns,
             pipeline_statistics: gpu.info.pipeline_statistics,
             frames_begun: 0,
+            resources_changed: 0,
+            passes_recorded: 0,
             timed_every: TIMED_EVERY_FRAMES,
             draw_order: DrawOrder::with_capacity(INITIAL_CUBE_CAPACITY),
             casters: Casters::default(),
@@ -336,7 +363,7 @@ impl Renderer {
         let cmd_info = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.command_pool)
             .level(vk::CommandBufferLevel::PRIMARY)
-            .command_buffer_count(1);
+            .command_buffer_count(3);
         let layouts = [self.set_layout];
         let set_info = vk::DescriptorSetAllocateInfo::default()
             .descriptor_pool(self.descriptor_pool)
@@ -346,7 +373,7 @@ impl Renderer {
             .query_count(QUERY_POOL_SIZE);
         // SAFETY: valid device and pools; destroyed in Drop.
         unsafe {
-            let cmd = d.allocate_command_buffers(&cmd_info).ctx("vkAllocateCommandBuffers")?[0];
+            let cmds = d.allocate_command_buffers(&cmd_info).ctx("vkAllocateCommandBuffers")?;
             let fence = d
                 .create_fence(
                     &vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED),
@@ -395,7 +422,9 @@ impl Renderer {
             ];
             d.update_descriptor_sets(&writes, &[]);
             Ok(FrameSlot {
-                cmd,
+                passes: [cmds[0], cmds[1]],
+                recorded: [None; 2],
+                output: cmds[2],
                 fence,
                 uniforms,
                 boxes,
@@ -419,6 +448,7 @@ impl Renderer {
             return Ok(());
         }
         self.wait_idle();
+        self.resources_changed += 1;
         // The external pass's framebuffers use the targets (and its pass, the view count): made again on next use.
         if let Some(mut external) = self.external.take() {
             // SAFETY: the GPU is idle (waited above).
@@ -540,6 +570,7 @@ impl Renderer {
     pub fn forget_external_images(&mut self) {
         if let Some(mut external) = self.external.take() {
             self.wait_idle();
+            self.resources_changed += 1;
             // SAFETY: the GPU is idle (waited above).
             unsafe { external.destroy(&self.device) };
         }
@@ -613,13 +644,38 @@ impl Renderer {
         let draw_shadow = self.shadow_drawn != Some(key);
         let timed = self.frames_begun.is_multiple_of(self.timed_every);
         self.frames_begun += 1;
-        let main = main.unwrap_or((self.main.render_pass, self.targets.framebuffer));
-        // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
-        unsafe { self.record(slot_index, main, box_count, draw_shadow.then_some(shadow_boxes), timed) }?;
-        self.frames[slot_index].timed = timed;
+        let (main_pass, framebuffer) = main.unwrap_or((self.main.render_pass, self.targets.framebuffer));
+        let recording = Recording {
+            main_pass,
+            framebuffer,
+            box_count,
+            shadow_boxes: draw_shadow.then_some(shadow_boxes),
+            statistics: timed && self.frames[slot_index].statistics.is_some(),
+            resources: self.resources_changed,
+        };
+        let variant = usize::from(timed);
+        if self.frames[slot_index].recorded[variant] != Some(recording) {
+            self.frames[slot_index].recorded[variant] = None;
+            // SAFETY: the command buffer is not in use (fence waited) and comes from a resettable pool.
+            unsafe { self.record(slot_index, variant, &recording, timed) }?;
+            self.frames[slot_index].recorded[variant] = Some(recording);
+            self.passes_recorded += 1;
+        }
+        let slot = &mut self.frames[slot_index];
+        slot.timed = timed;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: the output command buffer is not in use (fence waited) and comes from a resettable pool.
+        unsafe {
+            self.device
+                .reset_command_buffer(slot.output, vk::CommandBufferResetFlags::empty())
+                .ctx("vkResetCommandBuffer")?;
+            self.device
+                .begin_command_buffer(slot.output, &begin)
+                .ctx("vkBeginCommandBuffer")?;
+        }
         self.shadow_recording = draw_shadow.then_some(key);
         self.recording = Some(slot_index);
-        Ok(self.frames[slot_index].cmd)
+        Ok(slot.output)
     }
 
     /// Replaces slot `index`'s box buffer (its fence waited) by one for at least `needed` records — the next power of
@@ -645,6 +701,8 @@ impl Renderer {
             }
         };
         tracing::debug!(slot = index, capacity, "box buffers grown");
+        // The slot's descriptor set changes below: its recordings are stale.
+        self.resources_changed += 1;
         let slot = &mut self.frames[index];
         destroy_buffer(&self.device, &slot.boxes);
         destroy_buffer(&self.device, &slot.order);
@@ -735,22 +793,24 @@ impl Renderer {
         Ok(())
     }
 
+    /// Records slot `index`'s passes (command buffer `variant`) as `recording` says: the shadow pass when
+    /// `recording.shadow_boxes` is some (else the map is kept as it is), the main pass into its framebuffer, and
+    /// with `timed` the timestamps (and statistics, when collected).
+    ///
     /// # Safety
-    /// The slot's command buffer is not in use by the GPU.
-    /// `shadow_boxes`: the boxes to draw into the shadow map, or `None` to keep the map as it is.
-    /// `timed`: write the timestamps (and statistics, when collected).
+    /// The command buffer is not in use by the GPU.
     unsafe fn record(
         &self,
         index: usize,
-        (main_pass, main_framebuffer): (vk::RenderPass, vk::Framebuffer),
-        box_count: u32,
-        shadow_boxes: Option<u32>,
+        variant: usize,
+        recording: &Recording,
         timed: bool,
     ) -> Result<(), RenderError> {
         let d = &self.device;
         let slot = &self.frames[index];
-        let cmd = slot.cmd;
-        let statistics = slot.statistics.filter(|_| timed);
+        let cmd = slot.passes[variant];
+        let statistics = slot.statistics.filter(|_| recording.statistics);
+        let (box_count, shadow_boxes) = (recording.box_count, recording.shadow_boxes);
         let timestamp = |stage, query| {
             if timed {
                 // SAFETY: cmd is recording; the query is in the slot's pool, reset below.
@@ -761,8 +821,9 @@ impl Renderer {
         unsafe {
             d.reset_command_buffer(cmd, vk::CommandBufferResetFlags::empty())
                 .ctx("vkResetCommandBuffer")?;
-            let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-            d.begin_command_buffer(cmd, &begin).ctx("vkBeginCommandBuffer")?;
+            // Submitted again while nothing it records changes: not one-time.
+            d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())
+                .ctx("vkBeginCommandBuffer")?;
             if timed {
                 d.cmd_reset_query_pool(cmd, slot.queries, 0, QUERY_POOL_SIZE);
             }
@@ -814,8 +875,8 @@ impl Renderer {
             let clears = [sky, clear_depth, sky, clear_depth];
             let extent = self.targets.extent;
             let begin = vk::RenderPassBeginInfo::default()
-                .render_pass(main_pass)
-                .framebuffer(main_framebuffer)
+                .render_pass(recording.main_pass)
+                .framebuffer(recording.framebuffer)
                 .render_area(extent.into())
                 .clear_values(&clears[..self.targets.attachment_count()]);
             d.cmd_begin_render_pass(cmd, &begin, vk::SubpassContents::INLINE);
@@ -834,6 +895,7 @@ impl Renderer {
                 d.cmd_end_query(cmd, pool, 1);
             }
             timestamp(vk::PipelineStageFlags::BOTTOM_OF_PIPE, QUERY_AFTER_MAIN);
+            d.end_command_buffer(cmd).ctx("vkEndCommandBuffer")?;
         }
         Ok(())
     }
@@ -865,23 +927,27 @@ impl Renderer {
             return Err(RenderError::Input("submit called without begin_frame".into()));
         };
         let slot = &mut self.frames[index];
-        let cmds = [slot.cmd];
+        // The passes, then what the caller recorded after them: in one submission, so the passes' barriers and
+        // render pass dependencies order the caller's commands after them as within one command buffer.
+        let cmds = [slot.passes[usize::from(slot.timed)], slot.output];
         let info = vk::SubmitInfo::default()
             .wait_semaphores(waits)
             .wait_dst_stage_mask(wait_stages)
             .command_buffers(&cmds)
             .signal_semaphores(signals);
-        // SAFETY: the command buffer was recorded by begin_frame (plus the caller's commands) and is not pending.
+        // SAFETY: the passes were recorded (this frame or an earlier one with the same `Recording`, whose buffers
+        // and targets are still the same objects) and the output begun by begin_frame; neither is pending (the
+        // slot's fence was waited).
         unsafe {
             if slot.timed {
                 self.device.cmd_write_timestamp(
-                    slot.cmd,
+                    slot.output,
                     vk::PipelineStageFlags::BOTTOM_OF_PIPE,
                     slot.queries,
                     QUERY_END,
                 );
             }
-            self.device.end_command_buffer(slot.cmd).ctx("vkEndCommandBuffer")?;
+            self.device.end_command_buffer(slot.output).ctx("vkEndCommandBuffer")?;
             self.device.reset_fences(&[slot.fence]).ctx("vkResetFences")?;
             self.device
                 .queue_submit(self.queue, &[info], slot.fence)
@@ -893,6 +959,13 @@ impl Renderer {
         }
         self.current = (index + 1) % FRAMES_IN_FLIGHT;
         Ok(())
+    }
+
+    /// How many frames recorded the shadow and main passes; every other frame submitted an earlier recording of its
+    /// slot again (same targets, box count, shadow pass or not, timestamps or not): the box records, uniforms and
+    /// draw order change in place, so frames of moving cubes record nothing once each slot has its recordings.
+    pub fn passes_recorded(&self) -> u64 {
+        self.passes_recorded
     }
 
     /// The frame slot being recorded (between `begin_frame` and `submit`), else the next one.
@@ -958,6 +1031,7 @@ impl Renderer {
             .query_type(vk::QueryType::PIPELINE_STATISTICS)
             .query_count(STATISTICS_QUERIES)
             .pipeline_statistics(STATISTICS);
+        self.resources_changed += 1;
         for slot in &mut self.frames {
             if slot.statistics.is_none() {
                 // SAFETY: valid device; destroyed in Drop.
