@@ -73,10 +73,11 @@ impl Casters {
         // SAFETY: `cubes.len()` ≤ capacity records fit the caller's buffer; the slice and mapped memory are apart.
         unsafe { std::ptr::copy_nonoverlapping(cubes.as_ptr(), out, cubes.len()) };
         if unnormalised {
-            for i in 0..cubes.len() {
-                // SAFETY: as for the copy; the record was just written.
-                let copy = unsafe { &mut *out.add(i) };
-                copy.rotation = copy.rotation.normalize();
+            for (i, c) in cubes.iter().enumerate() {
+                // Written from the caller's slice, never read back from the copy: mapped upload memory may be the
+                // GPU's own, which the CPU reads slowly.
+                // SAFETY: as for the copy; the record was just written, and its rotation is its first field.
+                unsafe { std::ptr::addr_of_mut!((*out.add(i)).rotation).write(c.rotation.normalize()) };
             }
         }
         self.bounds = (!cubes.is_empty()).then(|| (lo.into(), hi.into(), reach2.sqrt()));

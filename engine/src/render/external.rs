@@ -380,7 +380,7 @@ mod tests {
                     &gpu.memory_properties,
                     bytes,
                     vk::BufferUsageFlags::TRANSFER_DST,
-                    true,
+                    crate::render::memory::Access::Readback,
                 )
                 .expect("buffer")
             };

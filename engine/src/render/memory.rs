@@ -44,13 +44,55 @@ fn memory_type(
         })
 }
 
-/// A buffer; host-visible ones are coherent and stay mapped, so a frame writes them with a plain copy.
+/// Who reads and writes a buffer, which decides the memory it asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Only the GPU.
+    Device,
+    /// The CPU writes it (every frame), the GPU reads it: mapped and coherent, and in the GPU's own memory where
+    /// the device lets the CPU map some (DEVICE_LOCAL | HOST_VISIBLE: a discrete GPU's BAR window, an integrated
+    /// GPU's or lavapipe's one memory), so the GPU's reads (every vertex reads its box) do not cross the bus;
+    /// else in system memory. The CPU only writes it, in order: never read back from such memory.
+    Upload,
+    /// The GPU writes it, the CPU reads it: mapped and coherent, cached for the CPU where the device offers it
+    /// (reads from uncached or device memory are slow).
+    Readback,
+}
+
+impl Access {
+    /// The memory properties the buffer must have, and those it prefers.
+    fn wants(self) -> (vk::MemoryPropertyFlags, vk::MemoryPropertyFlags) {
+        let mapped = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        match self {
+            Access::Device => (vk::MemoryPropertyFlags::DEVICE_LOCAL, vk::MemoryPropertyFlags::empty()),
+            Access::Upload => (mapped, vk::MemoryPropertyFlags::DEVICE_LOCAL),
+            Access::Readback => (mapped, vk::MemoryPropertyFlags::HOST_CACHED),
+        }
+    }
+}
+
+/// The memory types to try for a buffer of `access` that may live in `bits`: the first with the preferred
+/// properties too, then the first with the required ones (the preferred one's heap may be full: a BAR window is
+/// 256 MB on many GPUs).
+fn buffer_memory_types(
+    props: &vk::PhysicalDeviceMemoryProperties,
+    bits: u32,
+    access: Access,
+) -> Result<[u32; 2], RenderError> {
+    let (required, preferred) = access.wants();
+    let fallback = memory_type(props, bits, required)?;
+    let best = memory_type(props, bits, required | preferred).unwrap_or(fallback);
+    Ok([best, fallback])
+}
+
+/// A buffer; mapped ones ([`Access::Upload`], [`Access::Readback`]) are coherent and stay mapped, so a frame writes
+/// them with a plain copy.
 pub(crate) fn create_buffer(
     device: &ash::Device,
     props: &vk::PhysicalDeviceMemoryProperties,
     size: u64,
     usage: vk::BufferUsageFlags,
-    host_visible: bool,
+    access: Access,
 ) -> Result<Buffer, RenderError> {
     let info = vk::BufferCreateInfo::default()
         .size(size)
@@ -60,18 +102,32 @@ pub(crate) fn create_buffer(
     unsafe {
         let buffer = device.create_buffer(&info, None).ctx("vkCreateBuffer")?;
         let req = device.get_buffer_memory_requirements(buffer);
-        let want = if host_visible {
-            vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT
-        } else {
-            vk::MemoryPropertyFlags::DEVICE_LOCAL
+        let [best, fallback] = match buffer_memory_types(props, req.memory_type_bits, access) {
+            Ok(types) => types,
+            Err(e) => {
+                device.destroy_buffer(buffer, None);
+                return Err(e);
+            }
         };
-        let type_index = memory_type(props, req.memory_type_bits, want)?;
-        let alloc = vk::MemoryAllocateInfo::default()
-            .allocation_size(req.size)
-            .memory_type_index(type_index);
-        let memory = device.allocate_memory(&alloc, None).ctx("vkAllocateMemory (buffer)")?;
+        let allocate = |type_index| {
+            let alloc = vk::MemoryAllocateInfo::default()
+                .allocation_size(req.size)
+                .memory_type_index(type_index);
+            device.allocate_memory(&alloc, None).map(|m| (m, type_index))
+        };
+        let allocated = match allocate(best) {
+            Err(vk::Result::ERROR_OUT_OF_DEVICE_MEMORY) if best != fallback => allocate(fallback),
+            other => other,
+        };
+        let (memory, type_index) = match allocated.ctx("vkAllocateMemory (buffer)") {
+            Ok(m) => m,
+            Err(e) => {
+                device.destroy_buffer(buffer, None);
+                return Err(e);
+            }
+        };
         device.bind_buffer_memory(buffer, memory, 0).ctx("vkBindBufferMemory")?;
-        let mapped = if host_visible {
+        let mapped = if access != Access::Device {
             device
                 .map_memory(memory, 0, vk::WHOLE_SIZE, vk::MemoryMapFlags::empty())
                 .ctx("vkMapMemory")? as *mut u8
@@ -182,4 +238,52 @@ pub(crate) fn image_barrier(
         .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
         .image(image)
         .subresource_range(range)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn properties(types: &[(vk::MemoryPropertyFlags, u32)]) -> vk::PhysicalDeviceMemoryProperties {
+        let mut props = vk::PhysicalDeviceMemoryProperties {
+            memory_type_count: types.len() as u32,
+            memory_heap_count: 3,
+            ..Default::default()
+        };
+        for (i, &(flags, heap)) in types.iter().enumerate() {
+            props.memory_types[i] = vk::MemoryType {
+                property_flags: flags,
+                heap_index: heap,
+            };
+        }
+        props
+    }
+
+    /// Per-frame uploads go to memory the GPU reads without crossing the bus where the device lets the CPU map
+    /// some (a discrete GPU's BAR window), readbacks to memory the CPU reads cached; each falls back to plain
+    /// mapped memory (the first choice's heap may be full), and a device with one memory for all (lavapipe, an
+    /// integrated GPU) gets it for everything.
+    #[test]
+    fn uploads_prefer_device_memory_the_cpu_can_map_and_readbacks_cached_memory() {
+        let device = vk::MemoryPropertyFlags::DEVICE_LOCAL;
+        let mapped = vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT;
+        let cached = mapped | vk::MemoryPropertyFlags::HOST_CACHED;
+        // A discrete GPU's usual list: VRAM, system memory (uncached, cached), and the BAR window.
+        let discrete = properties(&[(device, 0), (mapped, 1), (cached, 1), (device | mapped, 2)]);
+        let all = u32::MAX;
+        assert_eq!(buffer_memory_types(&discrete, all, Access::Upload).unwrap(), [3, 1]);
+        assert_eq!(buffer_memory_types(&discrete, all, Access::Readback).unwrap(), [2, 1]);
+        assert_eq!(buffer_memory_types(&discrete, all, Access::Device).unwrap(), [0, 0]);
+        // A buffer that may not live in the BAR window (its memory type bits) goes to system memory.
+        assert_eq!(buffer_memory_types(&discrete, 0b0111, Access::Upload).unwrap(), [1, 1]);
+        // Without a BAR window, and on a device with one memory for all.
+        let no_bar = properties(&[(device, 0), (mapped, 1)]);
+        assert_eq!(buffer_memory_types(&no_bar, all, Access::Upload).unwrap(), [1, 1]);
+        assert_eq!(buffer_memory_types(&no_bar, all, Access::Readback).unwrap(), [1, 1]);
+        let unified = properties(&[(device | cached, 0)]);
+        assert_eq!(buffer_memory_types(&unified, all, Access::Upload).unwrap(), [0, 0]);
+        // Nothing mapped at all: an error, not a buffer the CPU cannot write.
+        let unmappable = properties(&[(device, 0)]);
+        assert!(buffer_memory_types(&unmappable, all, Access::Upload).is_err());
+    }
 }

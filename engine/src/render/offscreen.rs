@@ -5,7 +5,7 @@ use ash::vk;
 
 use super::device::Gpu;
 use super::error::RenderError;
-use super::memory::{create_buffer, destroy_buffer, Buffer};
+use super::memory::{create_buffer, destroy_buffer, Access, Buffer};
 use super::renderer::{Renderer, ResultImage};
 use super::scene_data::FrameInput;
 
@@ -85,7 +85,7 @@ pub(crate) fn readback_buffer(gpu: &Gpu, width: u32, height: u32, view_count: u3
         &gpu.memory_properties,
         size,
         vk::BufferUsageFlags::TRANSFER_DST,
-        true,
+        Access::Readback,
     )
 }
 

@@ -17,7 +17,7 @@ use super::instances::{
     boxes_needed, gpu_frame, split_views, validate, write_boxes, GpuBox, GpuFrame, WrittenBoxes, GPU_BOX_BYTES,
     GPU_FRAME_BYTES, INITIAL_BOX_CAPACITY,
 };
-use super::memory::{create_buffer, destroy_buffer, Buffer};
+use super::memory::{create_buffer, destroy_buffer, Access, Buffer};
 use super::pipeline::{descriptor_layout, graphics_pipeline, MainFormats, MainPass, PipelineDesc, Shaders};
 use super::scene_data::{FrameInput, INITIAL_CUBE_CAPACITY, MAX_VIEWS};
 use super::shadow::{light_view_proj, Shadow, SHADOW_SIZE_PX};
@@ -292,7 +292,7 @@ impl Renderer {
             &gpu.memory_properties,
             std::mem::size_of_val(&BOX_INDICES) as u64,
             vk::BufferUsageFlags::INDEX_BUFFER,
-            true,
+            Access::Upload,
         )?;
         // SAFETY: mapped, coherent, and exactly the indices' size; no GPU work uses it yet.
         unsafe {
@@ -345,20 +345,26 @@ impl Renderer {
     fn create_slot(&self) -> Result<FrameSlot, RenderError> {
         let d = &self.device;
         let props = &self.memory_properties;
-        let uniforms = create_buffer(d, props, GPU_FRAME_BYTES, vk::BufferUsageFlags::UNIFORM_BUFFER, true)?;
+        let uniforms = create_buffer(
+            d,
+            props,
+            GPU_FRAME_BYTES,
+            vk::BufferUsageFlags::UNIFORM_BUFFER,
+            Access::Upload,
+        )?;
         let boxes = create_buffer(
             d,
             props,
             GPU_BOX_BYTES * INITIAL_BOX_CAPACITY as u64,
             vk::BufferUsageFlags::STORAGE_BUFFER,
-            true,
+            Access::Upload,
         )?;
         let order = create_buffer(
             d,
             props,
             ORDER_ENTRY_BYTES * INITIAL_BOX_CAPACITY as u64,
             vk::BufferUsageFlags::STORAGE_BUFFER,
-            true,
+            Access::Upload,
         )?;
         let cmd_info = vk::CommandBufferAllocateInfo::default()
             .command_pool(self.command_pool)
@@ -689,7 +695,7 @@ impl Renderer {
                 &self.memory_properties,
                 entry_bytes * capacity as u64,
                 vk::BufferUsageFlags::STORAGE_BUFFER,
-                true,
+                Access::Upload,
             )
         };
         let boxes = buffer(GPU_BOX_BYTES)?;
