@@ -11,7 +11,9 @@
 //!    address can echo the cookie, so a forged address gets no further. The proof is an empty plaintext sealed
 //!    under the session keys, which both ends derive from X25519 and the join secret (see `crypto`). Only now does
 //!    the host spend an X25519 operation; if the proof opens it opens a slot and answers `Accepted`, sealed the
-//!    other way, so the guest knows the host has the secret too. A wrong secret gets `Denied(WrongSecret)`.
+//!    other way, so the guest knows the host has the secret too. A wrong secret gets `Denied(WrongSecret)`. A
+//!    cookie opens one connection: the host keeps the cookies that did while they are valid, so a recorded Response
+//!    replayed after its guest has gone opens nothing (it would reuse that connection's keys and nonces).
 //! 3. Connected packets are sealed (see `packet`); anything that does not open under the connection's key —
 //!    forged, corrupted, replayed from far back or sealed under another peer's key — is dropped and counted as
 //!    `forged`. An authentic replay within the window is a `duplicate` or `too_old`.
@@ -184,6 +186,8 @@ pub struct DropCounters {
     pub wrong_version: u64,
     /// Responses whose cookie was not one this host issued to that address lately.
     pub bad_challenge: u64,
+    /// Responses whose cookie already opened a connection (a cookie opens one): a recorded Response replayed.
+    pub replayed_cookie: u64,
     /// Handshake packets over the per-address or global rate.
     pub rate_limited: u64,
     /// Sealed packets that did not open: forged, corrupted, replayed from beyond the window, sealed under another
@@ -271,6 +275,48 @@ pub struct Endpoint {
     address_limits: AddressLimiter,
     challenge_tokens: TokenBucket,
     response_tokens: TokenBucket,
+    /// The cookies that opened a connection while they are valid: a cookie opens one (see [`UsedCookies`]).
+    used_cookies: UsedCookies,
+}
+
+/// The cookies that opened a connection, with the bucket each was issued in, kept until it expires. A recorded
+/// Response replayed from the guest's address after the guest timed out (or left) carries a cookie still valid
+/// for up to 20 s; without this it would open a slot with the dead connection's keys (the host's key, the
+/// guest's, the salt and the secret all the same) and counters from 0, and the host would seal new packets under
+/// nonces it had used. Sized once for every proof the rate limit lets open in a cookie's life, so nothing valid is
+/// forgotten and nothing is allocated per packet.
+#[derive(Debug)]
+struct UsedCookies {
+    entries: VecDeque<(i64, [u8; COOKIE_BYTES])>,
+    capacity: usize,
+}
+
+impl UsedCookies {
+    /// Room for `rate_per_s` proofs a second (and a burst of as many) over a cookie's two buckets.
+    fn new(rate_per_s: f64) -> UsedCookies {
+        let capacity = (rate_per_s.max(1.0) * (2.0 * CHALLENGE_BUCKET_S + 1.0)).ceil().min(65_536.0) as usize;
+        UsedCookies {
+            entries: VecDeque::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    /// Forgets cookies issued before `bucket - 1` (no longer valid), and answers whether `cookie` opened a
+    /// connection.
+    fn contains(&mut self, bucket: i64, cookie: &[u8; COOKIE_BYTES]) -> bool {
+        while self.entries.front().is_some_and(|(b, _)| *b < bucket - 1) {
+            self.entries.pop_front();
+        }
+        self.entries.iter().any(|(_, c)| same_bytes(c, cookie))
+    }
+
+    fn insert(&mut self, issued_bucket: i64, cookie: [u8; COOKIE_BYTES]) {
+        if self.entries.len() == self.capacity {
+            // Past the rate limit's reach (a rate changed at run time): the oldest goes.
+            self.entries.pop_front();
+        }
+        self.entries.push_back((issued_bucket, cookie));
+    }
 }
 
 impl Endpoint {
@@ -289,6 +335,7 @@ impl Endpoint {
         Ok(Endpoint {
             challenge_tokens: TokenBucket::full(config.challenge_rate_per_s, now_s),
             response_tokens: TokenBucket::full(config.response_rate_per_s, now_s),
+            used_cookies: UsedCookies::new(if is_host { config.response_rate_per_s } else { 0.0 }),
             config,
             role,
             keys: KeyPair::random()?,
@@ -742,15 +789,19 @@ impl Endpoint {
             return;
         }
         let bucket = Self::challenge_bucket(now_s);
-        let valid = [bucket, bucket - 1]
-            .iter()
-            .any(|&b| same_bytes(cookie, &self.cookie_key.cookie(from, client_salt, public_key, b)));
-        if !valid {
+        let issued = [bucket, bucket - 1]
+            .into_iter()
+            .find(|&b| same_bytes(cookie, &self.cookie_key.cookie(from, client_salt, public_key, b)));
+        let Some(issued) = issued else {
             self.drops.bad_challenge += 1;
             return;
-        }
+        };
         if let Some(i) = self.find_by_addr(from) {
             self.resend_accept(i, client_salt);
+            return;
+        }
+        if self.used_cookies.contains(bucket, cookie) {
+            self.drops.replayed_cookie += 1;
             return;
         }
         let Some(i) = self.slots.iter().position(Option::is_none) else {
@@ -781,6 +832,7 @@ impl Endpoint {
             self.deny(from, client_salt, DenyReason::WrongSecret);
             return;
         }
+        self.used_cookies.insert(issued, *cookie);
         let index = (i as u8 + 1, self.slots.len() as u8 + 1);
         self.slots[i] = Some(Connection::new(from, keys, client_salt, index, now_s));
         tracing::debug!("guest {from} connected in slot {i}");

@@ -647,3 +647,60 @@ fn a_perfect_link_loses_nothing() {
     assert_eq!(lost, 0);
     assert_eq!(n.guests[0].stats(PeerId(0)).unwrap().packets_lost, 0);
 }
+
+/// Issue 31: someone on the path records a guest's Response and replays it from the guest's address once the
+/// guest has timed out (its slot free again), while the cookie in it is still within its 10–20 s: the host must
+/// not open a slot for it — that slot would have the dead connection's keys with counters from 0, so the host
+/// would seal new packets under nonces it used before. A cookie opens one connection; a guest joining again
+/// gets a new one and gets in.
+#[test]
+fn a_response_replayed_after_the_guest_timed_out_opens_nothing() {
+    let mut host = Endpoint::host(config(), 0.0).unwrap();
+    let mut guest = Endpoint::join(config(), addr(HOST), 0.0).unwrap();
+    let (_, request) = guest.pop_outgoing().unwrap();
+    let request = request.to_vec();
+    host.receive(0.0, addr(7), &request);
+    let (_, challenge) = host.pop_outgoing().unwrap();
+    let challenge = challenge.to_vec();
+    guest.receive(0.0, addr(HOST), &challenge);
+    let (_, response) = guest.pop_outgoing().unwrap();
+    let recorded = response.to_vec();
+    host.receive(0.1, addr(7), &recorded);
+    assert_eq!(host.peers().count(), 1, "the guest's own response connects");
+    while host.pop_outgoing().is_some() {}
+    while host.pop_event().is_some() {}
+    // The guest goes silent; the host times it out within the cookie's life.
+    let timeout = config().timeout_s;
+    let mut now = 0.1;
+    while host.peers().count() > 0 {
+        now += TICK_S;
+        host.update(now);
+        assert!(now < 3.0 * timeout, "the silent guest times out");
+    }
+    while host.pop_outgoing().is_some() {}
+    while host.pop_event().is_some() {}
+    assert!(now + 1.0 < 10.0, "still within the cookie's first bucket: {now}");
+    let before = host.drops();
+    host.receive(now + 1.0, addr(7), &recorded);
+    assert_eq!(host.peers().count(), 0, "the replayed response opened a slot");
+    assert!(host.pop_event().is_none(), "no event for a replay");
+    assert!(host.pop_outgoing().is_none(), "nothing sealed goes out under the old keys");
+    assert_eq!(host.drops().replayed_cookie, before.replayed_cookie + 1, "counted");
+    // The same guest joining again (a new key, a new salt, a new cookie) gets in.
+    let mut again = Endpoint::join(config(), addr(HOST), now + 2.0).unwrap();
+    let mut t = now + 2.0;
+    for _ in 0..20 {
+        t += TICK_S;
+        again.update(t);
+        host.update(t);
+        while let Some((_, d)) = again.pop_outgoing() {
+            let d = d.to_vec();
+            host.receive(t, addr(7), &d);
+        }
+        while let Some((_, d)) = host.pop_outgoing() {
+            let d = d.to_vec();
+            again.receive(t, addr(HOST), &d);
+        }
+    }
+    assert!(again.is_connected(), "{:?}", host.drops());
+}
