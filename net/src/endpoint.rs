@@ -294,7 +294,9 @@ struct UsedCookies {
 impl UsedCookies {
     /// Room for `rate_per_s` proofs a second (and a burst of as many) over a cookie's two buckets.
     fn new(rate_per_s: f64) -> UsedCookies {
-        let capacity = (rate_per_s.max(1.0) * (2.0 * CHALLENGE_BUCKET_S + 1.0)).ceil().min(65_536.0) as usize;
+        let capacity = (rate_per_s.max(1.0) * (2.0 * CHALLENGE_BUCKET_S + 1.0))
+            .ceil()
+            .min(65_536.0) as usize;
         UsedCookies {
             entries: VecDeque::with_capacity(capacity),
             capacity,

@@ -601,9 +601,11 @@ fn handshake_requests_are_rate_limited_per_address() {
     let mut guest = Endpoint::join(config(), addr(HOST), 0.0).unwrap();
     let (_, request) = guest.pop_outgoing().unwrap();
     let request = request.to_vec();
+    // Addresses are machines: `first + k` is the IP address 10.1.x.y, on port 4000.
+    let machine = |k: u16| SocketAddr::from(([10, 1, (k >> 8) as u8, k as u8], 4000));
     let replies_at = |host: &mut Endpoint, t: f64, first: u16, addresses: u16| {
         for i in 0..1000u16 {
-            host.receive(t, addr(first + i % addresses), &request);
+            host.receive(t, machine(first + i % addresses), &request);
         }
         std::iter::from_fn(|| host.pop_outgoing().map(|_| ())).count()
     };
@@ -614,11 +616,19 @@ fn handshake_requests_are_rate_limited_per_address() {
     assert_eq!(replies_at(&mut host, 0.0, 3000, 1), burst as usize);
     assert_eq!(replies_at(&mut host, 0.5, 3000, 1), (rate * 0.5) as usize);
     assert_eq!(host.drops().rate_limited, 2000 - burst as u64 - (rate * 0.5) as u64);
-    // Ten requests from each of 100 other addresses are answered (two sharing a bucket still fit its burst), but
-    // for an address that happens to share the flooder's empty bucket (1 chance in 41 for each run, the table being
-    // keyed at random): at most two such.
+    // Ten requests from each of 100 other addresses are answered (an address has two buckets and takes from the
+    // fuller, so one shared with the flooder or another address still leaves it its other); ten from one more port
+    // of the flooder's machine are not.
     let answered = replies_at(&mut host, 0.5, 4000, 100);
-    assert!(answered >= 980, "{answered}");
+    assert!(answered >= 990, "{answered}");
+    for port in 0..10 {
+        host.receive(0.5, SocketAddr::new(machine(3000).ip(), 5000 + port), &request);
+    }
+    assert_eq!(
+        host.pop_outgoing().map(|_| ()),
+        None,
+        "another port of the same machine"
+    );
     assert_eq!(host.peers().count(), 0);
 }
 
@@ -684,7 +694,10 @@ fn a_response_replayed_after_the_guest_timed_out_opens_nothing() {
     host.receive(now + 1.0, addr(7), &recorded);
     assert_eq!(host.peers().count(), 0, "the replayed response opened a slot");
     assert!(host.pop_event().is_none(), "no event for a replay");
-    assert!(host.pop_outgoing().is_none(), "nothing sealed goes out under the old keys");
+    assert!(
+        host.pop_outgoing().is_none(),
+        "nothing sealed goes out under the old keys"
+    );
     assert_eq!(host.drops().replayed_cookie, before.replayed_cookie + 1, "counted");
     // The same guest joining again (a new key, a new salt, a new cookie) gets in.
     let mut again = Endpoint::join(config(), addr(HOST), now + 2.0).unwrap();
@@ -703,4 +716,91 @@ fn a_response_replayed_after_the_guest_timed_out_opens_nothing() {
         }
     }
     assert!(again.is_connected(), "{:?}", host.drops());
+}
+
+/// Issue 31: one machine flooding from 2,000 source ports — each port under the per-address rate, all of them far
+/// above the host's global limits (20,000 requests a second, and a Response with a valid cookie and a wrong proof
+/// for every challenge it gets back, each of which costs the host an X25519 operation) — does not keep a real
+/// guest on another address (100 ms round trip) from joining within 1 s: the limits are per IP address, not per
+/// port.
+#[test]
+fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() {
+    let link = LinkConfig {
+        latency_ms: 50.0,
+        ..Default::default()
+    };
+    let mut n = Net::new(link, vec![]);
+    let mut flooder = Endpoint::join(config(), addr(HOST), 0.0).unwrap();
+    let (_, template) = flooder.pop_outgoing().unwrap();
+    let template = template.to_vec();
+    let flood_ip = [10, 9, 9, 9];
+    let port = |k: usize| SocketAddr::from((flood_ip, 30_000 + (k % 2000) as u16));
+    let requests_per_tick = (20_000.0 * TICK_S).round() as usize;
+    let mut k = 0usize;
+    let mut challenges: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    let mut buf = [0u8; 1200];
+    let (mut requests, mut responses) = (0usize, 0usize);
+    let start = 1.0;
+    let mut joined_after = None;
+    while n.now < start + 2.0 {
+        if n.now >= start && n.guests.is_empty() {
+            n.guests.push(Endpoint::join(config(), addr(HOST), n.now).unwrap());
+        }
+        // The flood comes in at the same instants as the guest's packets, ahead of them: the host's global buckets
+        // get no time to refill between the flooder's packets and the guest's.
+        n.now += TICK_S;
+        for _ in 0..requests_per_tick {
+            n.host.receive(n.now, port(k), &template);
+            requests += 1;
+            k += 1;
+        }
+        // Every challenge the flooder got back becomes a Response with its cookie and a made-up proof.
+        for (from, challenge) in challenges.drain(..) {
+            let Ok((
+                _,
+                Packet::Challenge {
+                    client_salt, cookie, ..
+                },
+            )) = read_packet(&challenge)
+            else {
+                continue;
+            };
+            let Ok((_, Packet::Request { public_key, .. })) = read_packet(&template) else {
+                panic!("the template is a request")
+            };
+            let response = Packet::Response {
+                client_salt,
+                public_key,
+                cookie,
+                proof: [0x5a; 16],
+            };
+            let len = write_packet(&response, PROTOCOL_VERSION, &mut buf).unwrap();
+            n.host.receive(n.now, from, &buf[..len]);
+            responses += 1;
+        }
+        let mut keep = Vec::new();
+        while let Some((to, bytes)) = n.host.pop_outgoing() {
+            if to.ip() == std::net::IpAddr::from(flood_ip) {
+                challenges.push((to, bytes.to_vec()));
+            } else {
+                keep.push((to, bytes.to_vec()));
+            }
+        }
+        for (to, bytes) in keep {
+            n.net.inject(n.now, addr(HOST), to, &bytes);
+        }
+        n.now -= TICK_S;
+        n.step();
+        if joined_after.is_none() && n.guests.first().is_some_and(Endpoint::is_connected) {
+            joined_after = Some(n.now - start);
+        }
+    }
+    eprintln!(
+        "{requests} requests and {responses} responses from one machine; real guest joined after {joined_after:?} s; \
+         host drops {:?}",
+        n.host.drops()
+    );
+    let joined_after = joined_after.expect("the real guest never joined");
+    assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
+    assert_eq!(n.host.peers().count(), 1);
 }
