@@ -29,6 +29,9 @@ pub const PUBLIC_KEY_BYTES: usize = 32;
 pub const COOKIE_BYTES: usize = 16;
 /// Bytes of the join secret: 80 bits, out of reach of guessing online (rate-limited) and offline alike.
 pub const JOIN_SECRET_BYTES: usize = 10;
+/// Bytes of the host key hash a join code carries: 80 bits, so making another key with the same hash (a second
+/// preimage) is out of reach.
+pub const HOST_KEY_HASH_BYTES: usize = 10;
 /// The counter the handshake's sealed packets use; connected packets count up from 0 and never reach it.
 pub const HANDSHAKE_COUNTER: u64 = u64::MAX;
 
@@ -191,6 +194,16 @@ pub fn session_keys(
             receive: host_to_guest,
         }
     })
+}
+
+/// The hash of a host's X25519 public key that its join code carries: a guest given the code takes a Challenge
+/// only from the host with that key, so whoever else holds the code, or sits on the path, cannot be the host.
+pub fn host_key_hash(public: &[u8; PUBLIC_KEY_BYTES]) -> [u8; HOST_KEY_HASH_BYTES] {
+    let mut h = blake2::Blake2s256::default();
+    Update::update(&mut h, b"tumble host key");
+    Update::update(&mut h, public);
+    let out = h.finalize_fixed();
+    out[..HOST_KEY_HASH_BYTES].try_into().expect("32 bytes")
 }
 
 /// The host's cookie key: a challenge proves that the requester receives at its address, and costs the host one

@@ -35,8 +35,8 @@
 use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
-    restore_counter, same_bytes, session_keys, CookieKey, JoinSecret, KeyPair, RandomError, SessionKeys, COOKIE_BYTES,
-    HANDSHAKE_COUNTER, PUBLIC_KEY_BYTES, TAG_BYTES,
+    host_key_hash, restore_counter, same_bytes, session_keys, CookieKey, JoinSecret, KeyPair, RandomError, SessionKeys,
+    COOKIE_BYTES, HANDSHAKE_COUNTER, HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
     read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet, PacketType,
@@ -94,6 +94,9 @@ pub struct EndpointConfig {
     /// On a host: the secret its guests must have (`None`: a fresh random one, read back with `join_secret`;
     /// `JoinSecret::OPEN` for an open game). On a guest: the secret from the join code (`None`: an open game).
     pub join_secret: Option<JoinSecret>,
+    /// On a guest: the host's key hash from the join code ([`crate::crypto::host_key_hash`]); a Challenge from any
+    /// other key is dropped (counted as `wrong_host`). `None` (joining by address) takes whichever host answers.
+    pub host_key_hash: Option<[u8; HOST_KEY_HASH_BYTES]>,
 }
 
 impl Default for EndpointConfig {
@@ -110,6 +113,7 @@ impl Default for EndpointConfig {
             challenge_rate_per_s: 20_000.0,
             response_rate_per_s: 256.0,
             join_secret: None,
+            host_key_hash: None,
         }
     }
 }
@@ -129,6 +133,11 @@ pub enum ConnectError {
     WrongSecret,
     #[error("no answer from the host")]
     TimedOut,
+    #[error(
+        "the host that answered is not the one in the join code (another machine at that address, or someone on the \
+         way pretending to be it): ask the host for its current code"
+    )]
+    WrongHost,
 }
 
 /// Why `send` refused.
@@ -195,6 +204,8 @@ pub struct DropCounters {
     pub forged: u64,
     /// Responses whose proof did not open: a guest without this game's join secret.
     pub wrong_secret: u64,
+    /// Challenges from a host whose key is not the one the join code names.
+    pub wrong_host: u64,
     /// Authentic packets received before (a network duplicate or a replay within the window).
     pub duplicate: u64,
     /// Authentic packets older than the receive window.
@@ -383,6 +394,11 @@ impl Endpoint {
             },
         );
         Ok(e)
+    }
+
+    /// The hash of this endpoint's public key, which a host's join code carries.
+    pub fn key_hash(&self) -> [u8; HOST_KEY_HASH_BYTES] {
+        host_key_hash(&self.keys.public)
     }
 
     pub fn is_host(&self) -> bool {
@@ -632,9 +648,13 @@ impl Endpoint {
             if waiting && now_s - started_s >= self.config.timeout_s {
                 self.set_guest_state(GuestState::Failed);
                 self.pending_keys = None;
-                self.push_event(EndpointEvent::ConnectFailed {
-                    reason: ConnectError::TimedOut,
-                });
+                // Only a host with another key answered: say so, rather than that nobody did.
+                let reason = if self.drops.wrong_host > 0 {
+                    ConnectError::WrongHost
+                } else {
+                    ConnectError::TimedOut
+                };
+                self.push_event(EndpointEvent::ConnectFailed { reason });
             } else if waiting && now_s - last_handshake_s >= self.config.handshake_resend_s {
                 let public_key = self.keys.public;
                 let packet = match state {
@@ -889,6 +909,15 @@ impl Endpoint {
                 cookie,
                 public_key: host_public,
             } if state == GuestState::Requesting && client_salt == salt => {
+                if self
+                    .config
+                    .host_key_hash
+                    .is_some_and(|pin| !same_bytes(&pin, &host_key_hash(&host_public)))
+                {
+                    // Not the host the code names: keep waiting for the one that is.
+                    self.drops.wrong_host += 1;
+                    return;
+                }
                 let own_public = self.keys.public;
                 let Some(keys) = session_keys(
                     &self.keys,

@@ -1,23 +1,26 @@
-//! Join codes: what a host gives its players so that they, and only they, can join. A code carries the host's
-//! address and the game's join secret (see `crypto`), in base32 grouped by four, e.g.
-//! `C4AQ-ABPA-4RFB-...`: 28 characters for an IPv4 host, 47 for IPv6.
+//! Join codes: what a host gives its players so that they, and only they, can join — and join that host and no
+//! other. A code carries the host's address, the game's join secret and a hash of the host's public key (see
+//! `crypto`), in base32 grouped by four, e.g. `C4AQ-ABPA-4RFB-...`: 44 characters for an IPv4 host, 63 for IPv6.
+//! A guest takes a Challenge only from the key the code names, so neither another holder of the code nor someone
+//! on the path can play the host.
 //!
-//! Layout before encoding: address (4 or 16 bytes), port (2), secret (10), check (1). The check byte is the first
-//! byte of a BLAKE2s hash of the rest, so a mistyped code is refused as mistyped rather than sent to a wrong
-//! address. Reading forgives case, dashes and spaces, and the digits people type for look-alike letters (0 for O,
+//! Layout before encoding: address (4 or 16 bytes), port (2), secret (10), host key hash (10), check (1). The check
+//! byte is the first byte of a BLAKE2s hash of the rest, so a mistyped code is refused as mistyped rather than
+//! sent to a wrong address. Reading forgives case, dashes and spaces, and the digits people type for look-alike letters (0 for O,
 //! 1 for I, 8 for B).
 //!
 //! A LAN game may be open (no secret): then `tumble join ADDR:PORT` works and anyone who reaches the port can join;
-//! the traffic is still encrypted. A host is open only when asked (`tumble host --open`).
+//! the traffic is still encrypted, but joining by address authenticates nobody: whoever answers at the address is
+//! taken as the host. A host is open only when asked (`tumble host --open`); its code still names its key.
 
-use crate::crypto::{JoinSecret, JOIN_SECRET_BYTES};
+use crate::crypto::{JoinSecret, HOST_KEY_HASH_BYTES, JOIN_SECRET_BYTES};
 use blake2::{Blake2s256, Digest};
 use data_encoding::BASE32_NOPAD;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use thiserror::Error;
 
-const V4_BYTES: usize = 4 + 2 + JOIN_SECRET_BYTES + 1;
-const V6_BYTES: usize = 16 + 2 + JOIN_SECRET_BYTES + 1;
+const V4_BYTES: usize = 4 + 2 + JOIN_SECRET_BYTES + HOST_KEY_HASH_BYTES + 1;
+const V6_BYTES: usize = 16 + 2 + JOIN_SECRET_BYTES + HOST_KEY_HASH_BYTES + 1;
 /// Characters between dashes in a written code.
 const GROUP_CHARS: usize = 4;
 
@@ -26,7 +29,10 @@ const GROUP_CHARS: usize = 4;
 pub enum JoinCodeError {
     #[error("'{0}' is neither a join code nor ADDR:PORT (a code looks like C4AQ-ABPA-4RFB-...)")]
     NotACode(String),
-    #[error("the join code has {0} characters; a code has 28 (IPv4 host) or 47 (IPv6 host): part of it is missing")]
+    #[error(
+        "the join code has {0} characters; a code has 44 (IPv4 host) or 63 (IPv6 host): part of it is missing, or it \
+         is from an older version of Tumble"
+    )]
     WrongLength(usize),
     #[error(
         "the join code is mistyped (its check does not match): compare it with the host's, character by character"
@@ -36,19 +42,21 @@ pub enum JoinCodeError {
     BadAddress(SocketAddr),
 }
 
-/// Where to join and with what secret (`JoinSecret::OPEN` when joining an open game by address).
+/// Where to join, with what secret (`JoinSecret::OPEN` when joining an open game by address) and which host key
+/// to accept (`None` when joining by address: any).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct JoinTarget {
     pub addr: SocketAddr,
     pub secret: JoinSecret,
+    pub host_key: Option<[u8; HOST_KEY_HASH_BYTES]>,
 }
 
 fn check_byte(bytes: &[u8]) -> u8 {
     Blake2s256::digest(bytes)[0]
 }
 
-/// The code for a host at `addr` with `secret`.
-pub fn encode(addr: SocketAddr, secret: &JoinSecret) -> String {
+/// The code for a host at `addr` with `secret` and the key whose hash is `host_key` (`Endpoint::key_hash`).
+pub fn encode(addr: SocketAddr, secret: &JoinSecret, host_key: &[u8; HOST_KEY_HASH_BYTES]) -> String {
     let mut bytes = Vec::with_capacity(V6_BYTES);
     match addr.ip() {
         IpAddr::V4(v4) => bytes.extend_from_slice(&v4.octets()),
@@ -59,6 +67,7 @@ pub fn encode(addr: SocketAddr, secret: &JoinSecret) -> String {
     }
     bytes.extend_from_slice(&addr.port().to_be_bytes());
     bytes.extend_from_slice(&secret.0);
+    bytes.extend_from_slice(host_key);
     bytes.push(check_byte(&bytes));
     let text = BASE32_NOPAD.encode(&bytes);
     let groups: Vec<&str> = text
@@ -110,8 +119,15 @@ pub fn decode(code: &str) -> Result<JoinTarget, JoinCodeError> {
     if port == 0 || ip.is_unspecified() {
         return Err(JoinCodeError::BadAddress(addr));
     }
-    let secret = JoinSecret(body[ip_bytes + 2..].try_into().expect("secret bytes"));
-    Ok(JoinTarget { addr, secret })
+    let secret_at = ip_bytes + 2;
+    let key_at = secret_at + JOIN_SECRET_BYTES;
+    let secret = JoinSecret(body[secret_at..key_at].try_into().expect("secret bytes"));
+    let host_key = body[key_at..].try_into().expect("host key hash bytes");
+    Ok(JoinTarget {
+        addr,
+        secret,
+        host_key: Some(host_key),
+    })
 }
 
 /// A join code, or `ADDR:PORT` (a literal address) for an open game.
@@ -120,6 +136,7 @@ pub fn parse_target(text: &str) -> Result<JoinTarget, JoinCodeError> {
         return Ok(JoinTarget {
             addr,
             secret: JoinSecret::OPEN,
+            host_key: None,
         });
     }
     decode(text)
@@ -129,30 +146,33 @@ pub fn parse_target(text: &str) -> Result<JoinTarget, JoinCodeError> {
 mod tests {
     use super::*;
 
+    const KEY: [u8; HOST_KEY_HASH_BYTES] = [0x3c, 1, 2, 3, 4, 5, 6, 7, 8, 0xf0];
+
     #[test]
     fn codes_round_trip_for_both_families() {
         let secret = JoinSecret([0xa5, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
         for addr in ["192.168.1.20:40000", "[2001:db8::7]:40000", "[::ffff:10.0.0.2]:5"] {
             let addr: SocketAddr = addr.parse().unwrap();
-            let code = encode(addr, &secret);
+            let code = encode(addr, &secret, &KEY);
             let back = decode(&code).unwrap();
             assert_eq!(back.secret, secret);
+            assert_eq!(back.host_key, Some(KEY));
             assert_eq!(back.addr.port(), addr.port());
             let chars = code.replace('-', "").len();
-            assert!(chars == 28 || chars == 47, "{code}");
+            assert!(chars == 44 || chars == 63, "{code}");
             // Case, spacing and dashes do not matter.
             assert_eq!(decode(&code.to_lowercase().replace('-', " ")).unwrap(), back);
         }
         let v4: SocketAddr = "[::ffff:10.0.0.2]:5".parse().unwrap();
         assert_eq!(
-            decode(&encode(v4, &secret)).unwrap().addr,
+            decode(&encode(v4, &secret, &KEY)).unwrap().addr,
             "10.0.0.2:5".parse().unwrap()
         );
     }
 
     #[test]
     fn mistyped_and_partial_codes_are_clear_errors() {
-        let code = encode("10.0.0.1:40000".parse().unwrap(), &JoinSecret([9; 10]));
+        let code = encode("10.0.0.1:40000".parse().unwrap(), &JoinSecret([9; 10]), &KEY);
         // Each single-character change of this code is caught, by the check or by the length (base32's last
         // character carries unused bits). In general the check misses one change in 256.
         let chars: Vec<char> = code.chars().collect();
@@ -168,6 +188,7 @@ mod tests {
             parse_target("10.0.0.1:40000"),
             Ok(JoinTarget {
                 secret: JoinSecret::OPEN,
+                host_key: None,
                 ..
             })
         ));

@@ -804,3 +804,52 @@ fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() 
     assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
     assert_eq!(n.host.peers().count(), 1);
 }
+
+/// Issue 31: the join code pins the host's key. Someone on the path who sees a guest's Request and answers first
+/// with a Challenge of their own (their key) changes nothing: the guest drops it and takes the real host's. A guest
+/// given one host's code that reaches another host (another machine at that address, with the same secret) never
+/// joins it, and says why.
+#[test]
+fn a_guest_takes_a_challenge_only_from_the_host_its_code_names() {
+    let host = Endpoint::host(config(), 0.0).unwrap();
+    let pinned = EndpointConfig {
+        host_key_hash: Some(host.key_hash()),
+        ..config()
+    };
+    let mut impostor = Endpoint::host(config(), 0.0).unwrap();
+    assert_ne!(impostor.key_hash(), host.key_hash());
+    let mut n = Net::new(LinkConfig::default(), vec![]);
+    n.host = host;
+    n.guests.push(Endpoint::join(pinned.clone(), addr(HOST), 0.0).unwrap());
+    // The impostor answers the guest's first Request before the host does.
+    let (to, request) = n.guests[0].pop_outgoing().unwrap();
+    assert_eq!(to, addr(HOST));
+    let request = request.to_vec();
+    impostor.receive(0.0, addr(2000), &request);
+    let (_, forged) = impostor.pop_outgoing().unwrap();
+    let forged = forged.to_vec();
+    n.guests[0].receive(0.0, addr(HOST), &forged);
+    assert_eq!(n.guests[0].drops().wrong_host, 1, "the forged challenge is dropped");
+    n.host.receive(0.0, addr(2000), &request);
+    n.run(0.5);
+    assert!(
+        n.guests[0].is_connected(),
+        "{:?} {:?}",
+        n.guests[0].drops(),
+        n.host.drops()
+    );
+    assert_eq!(n.host.peers().count(), 1);
+
+    // The same code taken to another host: refused there, with the reason at the join's timeout.
+    let mut other = Net::new(LinkConfig::default(), vec![pinned]);
+    other.run(config().timeout_s + 0.5);
+    assert!(!other.guests[0].is_connected());
+    assert_eq!(other.host.peers().count(), 0);
+    assert!(other.guests[0].drops().wrong_host > 0);
+    assert_eq!(
+        events(&mut other.guests[0]),
+        vec![EndpointEvent::ConnectFailed {
+            reason: ConnectError::WrongHost
+        }]
+    );
+}

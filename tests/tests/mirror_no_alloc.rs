@@ -21,11 +21,23 @@ static GLOBAL: Counting = Counting;
 /// An Xvfb on the first free display of :110..:129, stopped when dropped.
 struct Xvfb(Child);
 
+/// Whether display `n` is taken: its lock file names a process that is still running (a server killed without
+/// the chance to clean up leaves its lock behind, and Xvfb itself takes over such a stale one).
+fn display_taken(n: u32) -> bool {
+    std::fs::read_to_string(format!("/tmp/.X{n}-lock"))
+        .ok()
+        .and_then(|pid| pid.trim().parse::<u32>().ok())
+        .is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists())
+}
+
 impl Xvfb {
     fn start() -> (Xvfb, String) {
         let n = (110..130)
-            .find(|n| !Path::new(&format!("/tmp/.X{n}-lock")).exists())
+            .find(|&n| !display_taken(n))
             .expect("a free X display number in :110..:129");
+        // A stale server's lock and socket go first, so that the wait below sees this server's socket.
+        std::fs::remove_file(format!("/tmp/.X{n}-lock")).ok();
+        std::fs::remove_file(format!("/tmp/.X11-unix/X{n}")).ok();
         let child = Command::new("Xvfb")
             .args([
                 format!(":{n}").as_str(),
@@ -55,6 +67,18 @@ impl Xvfb {
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
+        // SIGTERM lets the server remove its lock file; SIGKILL only if it does not stop.
+        let terminated = Command::new("kill")
+            .args(["-TERM", &self.0.id().to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        let since = Instant::now();
+        while terminated && since.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         self.0.kill().ok();
         self.0.wait().ok();
     }

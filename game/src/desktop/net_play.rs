@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use glam::{Quat, Vec3};
 use tumble_engine::physics::{BodyId, World};
-use tumble_net::crypto::JoinSecret;
+use tumble_net::crypto::{JoinSecret, HOST_KEY_HASH_BYTES};
 use tumble_net::endpoint::ConnectError;
 use tumble_net::join_code::{self, JoinTarget};
 use tumble_net::memory::MemoryNetwork;
@@ -175,10 +175,15 @@ fn load(scene: &Path) -> Result<(String, WorldMaker), NetPlayError> {
     Ok((name, world_maker(scene).map_err(bad)?))
 }
 
-/// The game's endpoint settings with `join_secret` (a host: `None` draws a fresh one).
-fn endpoint_config(join_secret: Option<JoinSecret>) -> EndpointConfig {
+/// The game's endpoint settings with `join_secret` (a host: `None` draws a fresh one) and, on a guest, the host key
+/// the join code names (`None`: joining by address, any host).
+fn endpoint_config(
+    join_secret: Option<JoinSecret>,
+    host_key_hash: Option<[u8; HOST_KEY_HASH_BYTES]>,
+) -> EndpointConfig {
     EndpointConfig {
         join_secret,
+        host_key_hash,
         ..EndpointConfig::default()
     }
 }
@@ -226,14 +231,16 @@ impl NetPlay {
             source,
         })?;
         let secret = if options.open { Some(JoinSecret::OPEN) } else { None };
-        let endpoint = Endpoint::host(endpoint_config(secret), 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
+        let endpoint =
+            Endpoint::host(endpoint_config(secret, None), 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
         let secret = endpoint.join_secret();
+        let key_hash = endpoint.key_hash();
         let advertised = match options.public_addr {
             Some(a) if a.port() == 0 => SocketAddr::new(a.ip(), port),
             Some(a) => a,
             None => SocketAddr::new(lan_address(), port),
         };
-        let join_code = join_code::encode(advertised, &secret);
+        let join_code = join_code::encode(advertised, &secret, &key_hash);
         let mut host = Peer::host(world, endpoint, config, options.playing)?;
         host.set_scene_name(&name);
         // Player 1 is the desktop's hands (or nobody, dedicated); bots take the guest players in order.
@@ -251,7 +258,7 @@ impl NetPlay {
                 path: options.scene.clone(),
                 source,
             })?;
-            let endpoint = Endpoint::join(endpoint_config(Some(secret)), to_host, now)
+            let endpoint = Endpoint::join(endpoint_config(Some(secret), Some(key_hash)), to_host, now)
                 .map_err(|e| NetPlayError::Bad(e.to_string()))?;
             let mut guest = Peer::guest(world, endpoint, config)?;
             guest.set_scene_name(&name);
@@ -286,8 +293,8 @@ impl NetPlay {
         let mut socket = bind(any)?;
         let clock = Instant::now();
         let open = options.host.secret.is_open();
-        let mut endpoint = Endpoint::join(endpoint_config((!open).then_some(options.host.secret)), host, 0.0)
-            .map_err(|e| NetPlayError::Bad(e.to_string()))?;
+        let config = endpoint_config((!open).then_some(options.host.secret), options.host.host_key);
+        let mut endpoint = Endpoint::join(config, host, 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
         tracing::info!(%host, "joining");
         handshake(&mut socket, &mut endpoint, clock).map_err(|e| match e {
             HandshakeError::Refused(ConnectError::WrongSecret) if open => NetPlayError::NeedsCode { addr: host },
@@ -372,17 +379,19 @@ impl NetPlay {
             })
         };
         let mut seats = Vec::with_capacity(options.players);
-        let mut secret = JoinSecret::OPEN;
+        let (mut secret, mut key_hash) = (JoinSecret::OPEN, None);
         for i in 0..options.players {
             let bad = |e: tumble_net::endpoint::EndpointError| NetPlayError::Bad(e.to_string());
             let peer = if i == 0 {
-                let endpoint = Endpoint::host(endpoint_config(None), 0.0).map_err(bad)?;
+                let endpoint = Endpoint::host(endpoint_config(None, None), 0.0).map_err(bad)?;
                 secret = endpoint.join_secret();
+                key_hash = Some(endpoint.key_hash());
                 let mut host = Peer::host(world(i)?, endpoint, config, true)?;
                 host.set_scene_name(&name);
                 host
             } else {
-                let endpoint = Endpoint::join(endpoint_config(Some(secret)), memory_address(0), 0.0).map_err(bad)?;
+                let endpoint =
+                    Endpoint::join(endpoint_config(Some(secret), key_hash), memory_address(0), 0.0).map_err(bad)?;
                 let mut guest = Peer::guest(world(i)?, endpoint, config)?;
                 guest.set_scene_name(&name);
                 guest

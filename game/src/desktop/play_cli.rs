@@ -122,6 +122,7 @@ pub struct LocalArgs {
 pub fn parse_join_target(text: &str) -> Result<JoinTarget, String> {
     if text.contains([':', '.']) {
         return parse_host_address(text).map(|addr| JoinTarget {
+            host_key: None,
             addr,
             secret: JoinSecret::OPEN,
         });
@@ -330,13 +331,13 @@ mod tests {
         };
         assert_eq!(j.host.addr, "[::1]:7".parse().unwrap());
         let secret = JoinSecret([3; 10]);
-        let code = tumble_net::join_code::encode("192.168.1.20:40000".parse().unwrap(), &secret);
+        let code = tumble_net::join_code::encode("192.168.1.20:40000".parse().unwrap(), &secret, &[5; 10]);
         let Cli::Join(j) = parse(&["join", &code]).unwrap() else {
             panic!()
         };
         assert_eq!(
-            (j.host.addr, j.host.secret),
-            ("192.168.1.20:40000".parse().unwrap(), secret)
+            (j.host.addr, j.host.secret, j.host.host_key),
+            ("192.168.1.20:40000".parse().unwrap(), secret, Some([5; 10]))
         );
         let Cli::Host(h) = parse(&["host", "--open", "--public-addr", "203.0.113.5:40000"]).unwrap() else {
             panic!()

@@ -110,7 +110,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let mut peer = match args.join {
         None => {
             let endpoint = Endpoint::host(EndpointConfig::default(), 0.0)?;
-            let code = join_code::encode(socket.local_addr(), &endpoint.join_secret());
+            let code = join_code::encode(socket.local_addr(), &endpoint.join_secret(), &endpoint.key_hash());
             println!("{}", json!({ "port": socket.local_addr().port(), "join_code": code }));
             let mut host = Peer::host(world, endpoint, config, !args.headless)?;
             host.set_scene_name(&scene_name);
@@ -119,6 +119,7 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         Some(host) => {
             let endpoint_config = EndpointConfig {
                 join_secret: Some(host.secret),
+                host_key_hash: host.host_key,
                 ..EndpointConfig::default()
             };
             let mut guest = Peer::guest(world, Endpoint::join(endpoint_config, host.addr, 0.0)?, config)?;

@@ -282,8 +282,9 @@ fn address(player: usize) -> SocketAddr {
 /// A run in progress: the peers (index = player − 1; `None` before joining or after being killed) and the network.
 pub struct SessionRun {
     config: SessionConfig,
-    /// The host's join secret, which guests that join later are given.
+    /// The host's join secret and key hash (its join code's), which guests that join later are given.
     join_secret: JoinSecret,
+    host_key: [u8; tumble_net::crypto::HOST_KEY_HASH_BYTES],
     peers: Vec<Option<Peer>>,
     make_world: Box<dyn Fn() -> Result<World>>,
     net: MemoryNetwork,
@@ -358,8 +359,8 @@ impl SessionRun {
             ..PeerConfig::with_budget(config.kbps_budget)
         };
         let host_endpoint = Endpoint::host(EndpointConfig::default(), 0.0)?;
-        // The guests get the host's secret as players get it from the join code.
-        let join_secret = host_endpoint.join_secret();
+        // The guests get the host's secret and key hash as players get them from the join code.
+        let (join_secret, host_key) = (host_endpoint.join_secret(), host_endpoint.key_hash());
         let mut host = Peer::host(make_world()?, host_endpoint, peer_config, !config.headless_host)?;
         for &(cube, player) in &config.pinned {
             host.pin(cube, player)?;
@@ -371,7 +372,7 @@ impl SessionRun {
             peers.push(if late {
                 None
             } else {
-                Some(Self::make_guest(&config, &make_world, p, 0.0, join_secret)?)
+                Some(Self::make_guest(&config, &make_world, p, 0.0, join_secret, host_key)?)
             });
         }
         let cubes = peers[0].as_ref().map_or(0, |p| p.world.body_count());
@@ -405,6 +406,7 @@ impl SessionRun {
             released_departed_at: None,
             config,
             join_secret,
+            host_key,
         };
         run.second_bytes = run.connection_bytes();
         Ok(run)
@@ -417,10 +419,12 @@ impl SessionRun {
         player: usize,
         now_s: f64,
         join_secret: JoinSecret,
+        host_key: [u8; tumble_net::crypto::HOST_KEY_HASH_BYTES],
     ) -> Result<Peer> {
         let endpoint = Endpoint::join(
             EndpointConfig {
                 join_secret: Some(join_secret),
+                host_key_hash: Some(host_key),
                 ..EndpointConfig::default()
             },
             address(1),
@@ -538,6 +542,7 @@ impl SessionRun {
                     last + 1,
                     step as f64 * STEP_S,
                     self.join_secret,
+                    self.host_key,
                 )?;
                 self.peers[last] = Some(guest);
             }
