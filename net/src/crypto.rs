@@ -206,6 +206,32 @@ pub fn host_key_hash(public: &[u8; PUBLIC_KEY_BYTES]) -> [u8; HOST_KEY_HASH_BYTE
     out[..HOST_KEY_HASH_BYTES].try_into().expect("32 bytes")
 }
 
+/// The tag on a host's refusal of a guest that sent its Response (the host is full, or the guest's secret is
+/// wrong): a keyed BLAKE2s under a key hashed from the X25519 secret of the host's key and the guest's — which
+/// takes no join secret, so a guest with a wrong one can check it too — over both keys, the salt and the reason.
+/// A guest believes a refusal only with this tag from the host it is joining (the one its code pins), so nobody
+/// else who saw its Request can end its join. `None` for a low-order key.
+pub fn refusal_tag(
+    own: &KeyPair,
+    their_public: &[u8; PUBLIC_KEY_BYTES],
+    host_public: &[u8; PUBLIC_KEY_BYTES],
+    guest_public: &[u8; PUBLIC_KEY_BYTES],
+    client_salt: u64,
+    reason: [u8; 2],
+) -> Option<[u8; TAG_BYTES]> {
+    let shared = own.shared(their_public)?;
+    let mut key = blake2::Blake2s256::default();
+    Update::update(&mut key, b"tumble refusal key");
+    Update::update(&mut key, &shared);
+    let key = key.finalize_fixed();
+    let mut mac = <Blake2sMac<U16> as blake2::digest::KeyInit>::new_from_slice(&key).expect("32-byte key");
+    Mac::update(&mut mac, host_public);
+    Mac::update(&mut mac, guest_public);
+    Mac::update(&mut mac, &client_salt.to_le_bytes());
+    Mac::update(&mut mac, &reason);
+    Some(mac.finalize().into_bytes().into())
+}
+
 /// The host's cookie key: a challenge proves that the requester receives at its address, and costs the host one
 /// keyed hash and no state.
 #[derive(Clone)]

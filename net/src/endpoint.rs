@@ -30,17 +30,22 @@
 //! to the traffic nothing on the send or receive path allocates. The pool starts with [`PREFILLED_BUFFERS`], more
 //! than a game's steady traffic keeps in flight, so a burst of late packets minutes in does not allocate either.
 //!
-//! A full host answers `Denied(Full)`; a request of another protocol version gets `Denied(VersionMismatch)`.
+//! Refusals: a host answers a request of another protocol version with `Denied(VersionMismatch)` (the layout every
+//! version reads, so untagged); a guest keeps trying and gives it as its reason if the join times out, so a forged
+//! one ends nothing. A full host, and a wrong secret, are refused after the guest's Response with a tag under the
+//! X25519 secret of both keys (`crypto::refusal_tag`): the guest believes a refusal only from the host that
+//! challenged it, which its join code pins (`EndpointConfig::host_key_hash`: a Challenge from another key is
+//! dropped). Someone who sees a guest's Request on the path can thus neither end its join nor play its host.
 
 use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
-    host_key_hash, restore_counter, same_bytes, session_keys, CookieKey, JoinSecret, KeyPair, RandomError, SessionKeys,
-    COOKIE_BYTES, HANDSHAKE_COUNTER, HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
+    host_key_hash, refusal_tag, restore_counter, same_bytes, session_keys, CookieKey, JoinSecret, KeyPair, RandomError,
+    SessionKeys, COOKIE_BYTES, HANDSHAKE_COUNTER, HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
-    read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet, PacketType,
-    ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES,
+    deny_reason_code, read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet,
+    PacketType, ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES,
     MAX_PAYLOAD_BYTES, MAX_PEERS_LIMIT, PROTOCOL_VERSION,
 };
 use crate::rate_limit::{AddressLimiter, TokenBucket};
@@ -221,6 +226,8 @@ enum GuestState {
     Responding {
         cookie: [u8; COOKIE_BYTES],
         proof: [u8; TAG_BYTES],
+        /// The key of the host that challenged us: a refusal must carry its tag.
+        host_public: [u8; PUBLIC_KEY_BYTES],
     },
     Connected,
     Failed,
@@ -288,6 +295,8 @@ pub struct Endpoint {
     response_tokens: TokenBucket,
     /// The cookies that opened a connection while they are valid: a cookie opens one (see [`UsedCookies`]).
     used_cookies: UsedCookies,
+    /// On a guest: a refusal that could not be checked (a version mismatch), the reason given if the join times out.
+    refused: Option<ConnectError>,
 }
 
 /// The cookies that opened a connection, with the bucket each was issued in, kept until it expires. A recorded
@@ -349,6 +358,7 @@ impl Endpoint {
             challenge_tokens: TokenBucket::full(config.challenge_rate_per_s, now_s),
             response_tokens: TokenBucket::full(config.response_rate_per_s, now_s),
             used_cookies: UsedCookies::new(if is_host { config.response_rate_per_s } else { 0.0 }),
+            refused: None,
             config,
             role,
             keys: KeyPair::random()?,
@@ -524,9 +534,40 @@ impl Endpoint {
         self.outgoing.push_back((to, bytes));
     }
 
-    /// Refuses a handshake, saying why.
-    fn deny(&mut self, to: SocketAddr, client_salt: u64, reason: DenyReason) {
-        self.emit_packet(to, &Packet::Denied { client_salt, reason });
+    /// Refuses a handshake of another version, saying why (no tag: the peer may not read one).
+    fn deny_version(&mut self, to: SocketAddr, client_salt: u64, host_version: u8) {
+        let packet = Packet::Denied {
+            client_salt,
+            reason: DenyReason::VersionMismatch { host_version },
+            tag: [0; TAG_BYTES],
+        };
+        self.emit_packet(to, &packet);
+    }
+
+    /// Refuses a guest that sent its Response (with `guest_public`), saying why, with the tag that shows the guest
+    /// the refusal is ours (`crypto::refusal_tag`; one X25519 operation, paid for by a response token).
+    fn deny_tagged(&mut self, to: SocketAddr, client_salt: u64, reason: DenyReason, guest_public: &[u8; 32]) {
+        let (code, arg) = deny_reason_code(reason);
+        let host_public = self.keys.public;
+        let Some(tag) = refusal_tag(
+            &self.keys,
+            guest_public,
+            &host_public,
+            guest_public,
+            client_salt,
+            [code, arg],
+        ) else {
+            self.drops.forged += 1;
+            return;
+        };
+        self.emit_packet(
+            to,
+            &Packet::Denied {
+                client_salt,
+                reason,
+                tag,
+            },
+        );
     }
 
     /// Encodes and queues a handshake packet. Only our own well-formed packets come here, so an encoding failure is
@@ -648,17 +689,18 @@ impl Endpoint {
             if waiting && now_s - started_s >= self.config.timeout_s {
                 self.set_guest_state(GuestState::Failed);
                 self.pending_keys = None;
-                // Only a host with another key answered: say so, rather than that nobody did.
-                let reason = if self.drops.wrong_host > 0 {
-                    ConnectError::WrongHost
-                } else {
-                    ConnectError::TimedOut
+                // Say why nobody let us in: a host of another version, only a host with another key answering, or
+                // no answer.
+                let reason = match self.refused {
+                    Some(reason) => reason,
+                    None if self.drops.wrong_host > 0 => ConnectError::WrongHost,
+                    None => ConnectError::TimedOut,
                 };
                 self.push_event(EndpointEvent::ConnectFailed { reason });
             } else if waiting && now_s - last_handshake_s >= self.config.handshake_resend_s {
                 let public_key = self.keys.public;
                 let packet = match state {
-                    GuestState::Responding { cookie, proof } => Packet::Response {
+                    GuestState::Responding { cookie, proof, .. } => Packet::Response {
                         client_salt: salt,
                         public_key,
                         cookie,
@@ -745,20 +787,15 @@ impl Endpoint {
                 }
                 if version != self.config.protocol_version {
                     self.drops.wrong_version += 1;
-                    let reason = DenyReason::VersionMismatch {
-                        host_version: self.config.protocol_version,
-                    };
-                    self.deny(from, client_salt, reason);
+                    self.deny_version(from, client_salt, self.config.protocol_version);
                     return;
                 }
                 if let Some(i) = self.find_by_addr(from) {
                     self.resend_accept(i, client_salt);
                     return;
                 }
-                if self.slots.iter().all(Option::is_some) {
-                    self.deny(from, client_salt, DenyReason::Full);
-                    return;
-                }
+                // A full host still challenges: its refusal comes after the Response, with a tag the guest can
+                // check (it has the host's key by then), so a stranger's "full" ends no one's join.
                 if !self.challenge_tokens.take(
                     now_s,
                     self.config.challenge_rate_per_s,
@@ -826,15 +863,15 @@ impl Endpoint {
             self.drops.replayed_cookie += 1;
             return;
         }
-        let Some(i) = self.slots.iter().position(Option::is_none) else {
-            self.deny(from, client_salt, DenyReason::Full);
-            return;
-        };
         let rate = self.config.response_rate_per_s;
         if !self.response_tokens.take(now_s, rate, rate) {
             self.drops.rate_limited += 1;
             return;
         }
+        let Some(i) = self.slots.iter().position(Option::is_none) else {
+            self.deny_tagged(from, client_salt, DenyReason::Full, public_key);
+            return;
+        };
         let host_public = self.keys.public;
         let Some(keys) = session_keys(
             &self.keys,
@@ -851,7 +888,7 @@ impl Endpoint {
         let (aad, n) = handshake_aad(version, client_salt, Some((public_key, cookie)));
         if !keys.receive.open(HANDSHAKE_COUNTER, &aad[..n], &mut [], proof) {
             self.drops.wrong_secret += 1;
-            self.deny(from, client_salt, DenyReason::WrongSecret);
+            self.deny_tagged(from, client_salt, DenyReason::WrongSecret, public_key);
             return;
         }
         self.used_cookies.insert(issued, *cookie);
@@ -883,26 +920,54 @@ impl Endpoint {
         self.emit_packet(addr, &Packet::Accepted { client_salt, sealed });
     }
 
+    /// A refusal naming our salt. One for being full or a wrong secret ends the join only with the tag of the host
+    /// that challenged us (the one our code pins); without it, it is a stranger's that saw our Request, dropped
+    /// (counted as forged). A version mismatch cannot carry one (the host may not read our version's): it is
+    /// remembered and given as the reason if the join times out, and ends nothing before, so a forged one changes
+    /// nothing either.
+    fn guest_refused(&mut self, reason: DenyReason, tag: &[u8; TAG_BYTES]) {
+        let Role::Guest { host, salt, state, .. } = self.role else {
+            return;
+        };
+        let error = match reason {
+            DenyReason::Full => ConnectError::Full,
+            DenyReason::VersionMismatch { host_version } => {
+                self.refused = Some(ConnectError::VersionMismatch {
+                    host_version,
+                    ours: self.config.protocol_version,
+                });
+                return;
+            }
+            DenyReason::WrongSecret => ConnectError::WrongSecret,
+        };
+        let GuestState::Responding { host_public, .. } = state else {
+            self.drops.forged += 1;
+            return;
+        };
+        let (code, arg) = deny_reason_code(reason);
+        let own_public = self.keys.public;
+        let expected = refusal_tag(&self.keys, &host_public, &host_public, &own_public, salt, [code, arg]);
+        if !expected.is_some_and(|t| same_bytes(&t, tag)) {
+            self.drops.forged += 1;
+            return;
+        }
+        tracing::warn!("host {host} refused us: {error}");
+        self.set_guest_state(GuestState::Failed);
+        self.pending_keys = None;
+        self.push_event(EndpointEvent::ConnectFailed { reason: error });
+    }
+
     fn guest_receive(&mut self, now_s: f64, version: u8, packet: &Packet<'_>) {
         let Role::Guest { host, salt, state, .. } = self.role else {
             return;
         };
         let handshaking = matches!(state, GuestState::Requesting | GuestState::Responding { .. });
         match *packet {
-            Packet::Denied { client_salt, reason } if handshaking && client_salt == salt => {
-                let reason = match reason {
-                    DenyReason::Full => ConnectError::Full,
-                    DenyReason::VersionMismatch { host_version } => ConnectError::VersionMismatch {
-                        host_version,
-                        ours: self.config.protocol_version,
-                    },
-                    DenyReason::WrongSecret => ConnectError::WrongSecret,
-                };
-                tracing::warn!("host {host} refused us: {reason}");
-                self.set_guest_state(GuestState::Failed);
-                self.pending_keys = None;
-                self.push_event(EndpointEvent::ConnectFailed { reason });
-            }
+            Packet::Denied {
+                client_salt,
+                reason,
+                tag,
+            } if handshaking && client_salt == salt => self.guest_refused(reason, &tag),
             _ if version != self.config.protocol_version => self.drops.wrong_version += 1,
             Packet::Challenge {
                 client_salt,
@@ -934,7 +999,11 @@ impl Endpoint {
                 let (aad, n) = handshake_aad(version, salt, Some((&own_public, &cookie)));
                 let proof = keys.send.seal(HANDSHAKE_COUNTER, &aad[..n], &mut []);
                 self.pending_keys = Some(keys);
-                self.set_guest_state(GuestState::Responding { cookie, proof });
+                self.set_guest_state(GuestState::Responding {
+                    cookie,
+                    proof,
+                    host_public,
+                });
                 self.emit_packet(
                     host,
                     &Packet::Response {

@@ -27,8 +27,9 @@ pub const MAX_PACKET_BYTES: usize = 1200;
 /// Identifies Tumble traffic; anything else on the port is dropped at the first two bytes.
 pub const PROTOCOL_ID: u16 = 0x7b1e;
 /// Bumped whenever the wire format changes; the prefix and the leading fields of `Request`/`Denied` never change.
-/// Version 2: encrypted and authenticated connected packets, an X25519 handshake.
-pub const PROTOCOL_VERSION: u8 = 2;
+/// Version 2: encrypted and authenticated connected packets, an X25519 handshake. Version 3: a refusal for being
+/// full or for a wrong secret carries a tag the guest checks (`crypto::refusal_tag`).
+pub const PROTOCOL_VERSION: u8 = 3;
 /// Guest handshake packets are padded to this size (bytes) so every host reply is smaller.
 pub const HANDSHAKE_REQUEST_BYTES: usize = 256;
 /// What a connected packet sends in clear and authenticates as associated data: its mark-and-type byte and the
@@ -185,6 +186,10 @@ pub enum Packet<'a> {
     Denied {
         client_salt: u64,
         reason: DenyReason,
+        /// For `Full` and `WrongSecret` (sent after the guest's Response, when the host has its key): a MAC under
+        /// the X25519 secret of the host's key and the guest's, so a guest believes only a refusal from the host it
+        /// is joining. `VersionMismatch` (to a peer of another version) has none on the wire: all zeros.
+        tag: [u8; TAG_BYTES],
     },
     /// Keep-alive, payload or disconnect; `sealed` is the ciphertext and the tag, opened by the endpoint.
     Connected {
@@ -247,7 +252,14 @@ impl Fields {
             PacketType::Denied => {
                 s.serialize_u64(&mut self.client_salt)?;
                 s.serialize_u8(&mut self.reason)?;
-                s.serialize_u8(&mut self.reason_arg)
+                s.serialize_u8(&mut self.reason_arg)?;
+                // A version mismatch goes to a peer of another version: its layout stays the one every version
+                // reads. The others carry their tag.
+                if self.reason == VERSION_MISMATCH_CODE {
+                    Ok(())
+                } else {
+                    s.serialize_bytes(&mut self.proof)
+                }
             }
             PacketType::KeepAlive | PacketType::Payload | PacketType::Disconnect => {
                 Err(SerializeError::ValueOutOfRange)
@@ -256,10 +268,13 @@ impl Fields {
     }
 }
 
-fn deny_reason_code(reason: DenyReason) -> (u8, u8) {
+/// A refusal's reason on the wire, and the argument that goes with it.
+const VERSION_MISMATCH_CODE: u8 = 1;
+
+pub fn deny_reason_code(reason: DenyReason) -> (u8, u8) {
     match reason {
         DenyReason::Full => (0, 0),
-        DenyReason::VersionMismatch { host_version } => (1, host_version),
+        DenyReason::VersionMismatch { host_version } => (VERSION_MISMATCH_CODE, host_version),
         DenyReason::WrongSecret => (2, 0),
     }
 }
@@ -305,9 +320,13 @@ pub fn write_packet(packet: &Packet<'_>, version: u8, buf: &mut [u8]) -> Result<
             f.packet_type = PacketType::Accepted as u8;
             (f.client_salt, f.accept) = (client_salt, sealed);
         }
-        Packet::Denied { client_salt, reason } => {
+        Packet::Denied {
+            client_salt,
+            reason,
+            tag,
+        } => {
             f.packet_type = PacketType::Denied as u8;
-            f.client_salt = client_salt;
+            (f.client_salt, f.proof) = (client_salt, tag);
             (f.reason, f.reason_arg) = deny_reason_code(reason);
         }
         Packet::Connected {
@@ -485,7 +504,7 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                 PacketType::Denied => {
                     let reason = match f.reason {
                         0 => DenyReason::Full,
-                        1 => DenyReason::VersionMismatch {
+                        VERSION_MISMATCH_CODE => DenyReason::VersionMismatch {
                             host_version: f.reason_arg,
                         },
                         2 => DenyReason::WrongSecret,
@@ -494,6 +513,7 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                     Packet::Denied {
                         client_salt: f.client_salt,
                         reason,
+                        tag: f.proof,
                     }
                 }
                 _ => unreachable!("handled above"),
@@ -536,14 +556,17 @@ mod tests {
             Packet::Denied {
                 client_salt: 4,
                 reason: DenyReason::Full,
+                tag: [8; TAG_BYTES],
             },
             Packet::Denied {
                 client_salt: 5,
                 reason: DenyReason::VersionMismatch { host_version: 255 },
+                tag: [0; TAG_BYTES],
             },
             Packet::Denied {
                 client_salt: 6,
                 reason: DenyReason::WrongSecret,
+                tag: [9; TAG_BYTES],
             },
             connected(PacketType::KeepAlive, &sealed[..ACK_FIELDS_BYTES + TAG_BYTES]),
             connected(PacketType::Payload, sealed),

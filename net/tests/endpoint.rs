@@ -134,6 +134,8 @@ fn a_full_host_refuses_with_a_reason() {
     }));
 }
 
+/// A host of another version cannot tag its refusal (the guest's version may not read a tag): the guest keeps
+/// trying and, at the join's timeout, gives the refusal as its reason.
 #[test]
 fn another_version_is_refused_with_a_reason() {
     let old = EndpointConfig {
@@ -142,6 +144,11 @@ fn another_version_is_refused_with_a_reason() {
     };
     let mut n = Net::new(LinkConfig::default(), vec![old]);
     n.run(0.5);
+    assert!(
+        events(&mut n.guests[0]).is_empty(),
+        "an untagged refusal ends nothing at once"
+    );
+    n.run(config().timeout_s);
     assert!(!n.guests[0].is_connected());
     let reason = ConnectError::VersionMismatch {
         host_version: PROTOCOL_VERSION,
@@ -287,9 +294,10 @@ fn forged_replayed_other_key_and_flipped_packets_are_refused_and_counted() {
     n.host.receive(n.now, a, &genuine);
     // Another peer's packet from this peer's address: sealed under b's key.
     n.host.receive(n.now, a, &from_b);
-    // Bit flips: in the sequence (sent in clear but authenticated), in the sealed ack fields, payload and tag.
+    // Bit flips: in the sequence (bytes 1 and 2, sent in clear but authenticated), in the sealed ack fields,
+    // payload and tag.
     let mut flips = 0;
-    for i in [4, 5, 8, 17, genuine.len() - 1] {
+    for i in [1, 2, 4, 5, 8, 17, genuine.len() - 1] {
         let mut flipped = genuine.clone();
         flipped[i] ^= 0x10;
         n.host.receive(n.now, a, &flipped);
@@ -852,4 +860,54 @@ fn a_guest_takes_a_challenge_only_from_the_host_its_code_names() {
             reason: ConnectError::WrongHost
         }]
     );
+}
+
+/// Issue 31: someone who sees a guest's Request (its salt) on the path and sends refusals naming it — full, wrong
+/// secret, another version, before and after the host's Challenge — changes nothing: the guest joins. A refusal
+/// ends a join only with the tag of the host that challenged it; a version mismatch (which cannot carry one) is
+/// only the reason given if the join times out.
+#[test]
+fn forged_refusals_change_nothing() {
+    use tumble_net::packet::DenyReason;
+    let host = Endpoint::host(config(), 0.0).unwrap();
+    let pinned = EndpointConfig {
+        host_key_hash: Some(host.key_hash()),
+        ..config()
+    };
+    let mut n = Net::new(LinkConfig::default(), vec![]);
+    n.host = host;
+    n.guests.push(Endpoint::join(pinned, addr(HOST), 0.0).unwrap());
+    let (_, request) = n.guests[0].pop_outgoing().unwrap();
+    let request = request.to_vec();
+    let Ok((_, Packet::Request { client_salt, .. })) = read_packet(&request) else {
+        panic!("a request")
+    };
+    let mut buf = [0u8; 1200];
+    let mut forge = |guest: &mut Endpoint, now: f64| {
+        for reason in [
+            DenyReason::Full,
+            DenyReason::WrongSecret,
+            DenyReason::VersionMismatch { host_version: 1 },
+        ] {
+            let p = Packet::Denied {
+                client_salt,
+                reason,
+                tag: [0x77; 16],
+            };
+            let len = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
+            guest.receive(now, addr(HOST), &buf[..len]);
+        }
+    };
+    // Before the host's challenge, and again while the guest waits for its accept.
+    forge(&mut n.guests[0], 0.0);
+    assert!(events(&mut n.guests[0]).is_empty(), "a forged refusal ended the join");
+    n.host.receive(0.0, addr(2000), &request);
+    let (_, challenge) = n.host.pop_outgoing().unwrap();
+    let challenge = challenge.to_vec();
+    n.guests[0].receive(0.0, addr(HOST), &challenge);
+    forge(&mut n.guests[0], 0.0);
+    assert!(events(&mut n.guests[0]).is_empty(), "a forged refusal ended the join");
+    assert_eq!(n.guests[0].drops().forged, 4, "the tagless ones are counted as forged");
+    n.run(0.5);
+    assert!(n.guests[0].is_connected(), "{:?}", n.guests[0].drops());
 }

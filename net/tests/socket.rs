@@ -146,3 +146,29 @@ fn a_failed_send_is_counted_and_the_flush_goes_on() {
         guest_socket.wait(Duration::from_millis(5)).unwrap();
     }
 }
+
+/// Issue 31: a call hands over a bounded number of datagrams, so a flood cannot stall a tick; what it leaves stays
+/// in the socket for the next call.
+#[test]
+fn a_receive_hands_over_a_bounded_number_of_datagrams() {
+    let mut transport = UdpTransport::bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut host = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for k in 0..50u8 {
+        sender.send_to(&[k; 8], transport.local_addr()).unwrap();
+    }
+    // Loopback delivers at once, but give it a moment on a loaded machine.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut first = 0;
+    while first == 0 && Instant::now() < deadline {
+        transport.wait(Duration::from_millis(10)).unwrap();
+        first = transport.receive_at_most(0.0, &mut host, 10).unwrap();
+    }
+    assert_eq!(first, 10, "the bound");
+    let mut rest = 0;
+    while rest < 40 && Instant::now() < deadline {
+        rest += transport.receive_at_most(0.0, &mut host, 1000).unwrap();
+    }
+    assert_eq!(rest, 40, "the rest waited in the socket");
+    assert_eq!(host.drops().malformed, 50, "every one reached the endpoint");
+}
