@@ -110,9 +110,9 @@ pub struct PassStatistics {
 }
 
 struct FrameSlot {
-    /// The shadow and main passes as last recorded, for an untimed and a timed frame ([`FrameSlot::passes_for`]):
-    /// submitted again as they are while what they record stays the same — only the buffers' contents change
-    /// from frame to frame — and recorded again when it does not ([`Recording`]).
+    /// The shadow and main passes as last recorded, for an untimed frame (0) and a timed one (1): submitted again
+    /// as they are while what they record stays the same — only the buffers' contents change from frame to frame —
+    /// and recorded again when it does not ([`Recording`]).
     passes: [vk::CommandBuffer; 2],
     recorded: [Option<Recording>; 2],
     /// What the caller records after the passes (copies out, blits), begun fresh each frame and submitted after
@@ -484,10 +484,11 @@ impl Renderer {
         Ok(())
     }
 
-    /// Starts a frame: waits until this slot's previous frame is done, writes the frame's data and records the
-    /// shadow pass and the main pass. The caller may record more into the returned command buffer (reading
-    /// [`Renderer::result_image`]) and must then call [`Renderer::submit`]. A different view count than the
-    /// renderer has resizes it first.
+    /// Starts a frame: waits until this slot's previous frame is done, writes the frame's data and readies the
+    /// shadow pass and the main pass (recorded, or the slot's earlier recording of the same passes kept to submit
+    /// again: [`Renderer::passes_recorded`]). The caller may record more into the returned command buffer, which
+    /// runs after the passes (reading [`Renderer::result_image`]), and must then call [`Renderer::submit`]. A
+    /// different view count than the renderer has resizes it first.
     pub fn begin_frame(&mut self, input: &FrameInput) -> Result<vk::CommandBuffer, RenderError> {
         validate(input)?;
         self.begin(input, None)
