@@ -454,9 +454,10 @@ impl Endpoint {
         self.slot(peer).is_some_and(|c| c.acks.was_accepted(sequence))
     }
 
-    /// The keys of the connection to `peer`, as this end uses them (it sends with `send`). For tests and tools that
-    /// must speak as this end — the attacker fuzzers seal hostile packets with a guest's keys; the endpoint itself
-    /// never hands its keys to anything else.
+    /// The keys of the connection to `peer`, as this end uses them (it sends with `send`). Only with the `test-keys`
+    /// feature, which the crate's own tests turn on: the attacker fuzzers seal hostile packets with a guest's keys;
+    /// the game never has this.
+    #[cfg(feature = "test-keys")]
     pub fn peer_keys(&self, peer: PeerId) -> Option<SessionKeys> {
         self.slot(peer).map(|c| c.keys.clone())
     }
