@@ -266,12 +266,12 @@ impl NetPlay {
             sockets.push(bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?);
         }
         if options.open {
-            tracing::warn!(port, bots = options.bots, scene = %name, "hosting an open game: anyone who reaches port {port} can join with `tumble join ADDR:{port}`");
+            tracing::warn!(port, bots = options.bots, scene = %name, "hosting an open game: anyone who reaches port {port} can join with `tumble join ADDR:{port}`, and nothing is authenticated: a machine on the way can read and change the game (a join code prevents both)");
         } else {
             tracing::info!(port, bots = options.bots, playing = options.playing, scene = %name, "hosting: players join with `tumble join {join_code}`");
         }
         let role = if options.open {
-            format!("open host on port {port}")
+            format!("open host on port {port} · unauthenticated: anyone on the way can read and change the game")
         } else {
             format!("host on port {port} · join code {join_code}")
         };
