@@ -271,7 +271,7 @@ impl Fields {
 /// A refusal's reason on the wire, and the argument that goes with it.
 const VERSION_MISMATCH_CODE: u8 = 1;
 
-pub fn deny_reason_code(reason: DenyReason) -> (u8, u8) {
+pub(crate) fn deny_reason_code(reason: DenyReason) -> (u8, u8) {
     match reason {
         DenyReason::Full => (0, 0),
         DenyReason::VersionMismatch { host_version } => (VERSION_MISMATCH_CODE, host_version),
