@@ -5,7 +5,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::hint::black_box;
 use std::net::SocketAddr;
 use std::time::Duration;
-use tumble_net::crypto::{session_keys, JoinSecret, KeyPair};
+use tumble_net::crypto::{handshake_in_memory, JoinSecret};
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::{ACK_FIELDS_BYTES, MAX_PAYLOAD_BYTES};
@@ -59,23 +59,7 @@ fn bitpack(c: &mut Criterion) {
 /// (a keep-alive, a typical table64 state packet, a full packet), and the same packet through a whole endpoint
 /// (seal on send, parse, open and ack bookkeeping on receive).
 fn sealing(c: &mut Criterion) {
-    let host_key = KeyPair::random().unwrap();
-    let guest_key = KeyPair::random().unwrap();
-    let keys = |own: &KeyPair, theirs: &KeyPair, host_side| {
-        let (h, g) = if host_side { (own, theirs) } else { (theirs, own) };
-        session_keys(
-            own,
-            &theirs.public,
-            &JoinSecret::OPEN,
-            &h.public,
-            &g.public,
-            1,
-            host_side,
-        )
-        .unwrap()
-    };
-    let host = keys(&host_key, &guest_key, true);
-    let guest = keys(&guest_key, &host_key, false);
+    let (host, guest) = handshake_in_memory(&JoinSecret::OPEN).unwrap();
     let mut g = c.benchmark_group("seal");
     for bytes in [0usize, 150, MAX_PAYLOAD_BYTES] {
         let plain = vec![0x5a; ACK_FIELDS_BYTES + bytes];

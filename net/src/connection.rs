@@ -5,6 +5,7 @@
 
 use crate::ack::{AckSamples, AckTracker};
 use crate::crypto::SessionKeys;
+use crate::packet::ACCEPT_SEALED_BYTES;
 use std::net::SocketAddr;
 
 /// Weight of a new RTT sample in the smoothed RTT and jitter.
@@ -72,6 +73,8 @@ pub struct Connection {
     /// Peers in the session, the host included (what the accept told the guest).
     pub peer_count: u8,
     pub acks: AckTracker,
+    /// On a host: the accept this guest was sent (the Noise answer), sent again byte for byte if it was lost.
+    pub accept: [u8; ACCEPT_SEALED_BYTES],
     pub last_send_s: f64,
     pub last_receive_s: f64,
     stats: ConnectionStats,
@@ -102,6 +105,7 @@ impl Connection {
             peer_index,
             peer_count,
             acks: AckTracker::new(),
+            accept: [0; ACCEPT_SEALED_BYTES],
             last_send_s: now_s,
             last_receive_s: now_s,
             stats: ConnectionStats::default(),
@@ -172,17 +176,7 @@ mod tests {
     #[test]
     fn estimates_converge() {
         let addr: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let pair = crate::crypto::KeyPair::random().unwrap();
-        let keys = crate::crypto::session_keys(
-            &pair,
-            &crate::crypto::KeyPair::random().unwrap().public,
-            &crate::crypto::JoinSecret::OPEN,
-            &pair.public,
-            &pair.public,
-            1,
-            true,
-        )
-        .unwrap();
+        let (keys, _) = crate::crypto::handshake_in_memory(&crate::crypto::JoinSecret::OPEN).unwrap();
         let mut c = Connection::new(addr, keys, 2, (0, 2), 0.0);
         for i in 0..200 {
             let rtt = if i % 2 == 0 { 0.09 } else { 0.11 };

@@ -4,17 +4,21 @@
 //!
 //! - Secrets (the host's key pair, the cookie key, a guest's key pair, the join secret) come from the operating
 //!   system's random source and never from a seed.
-//! - Keys: both ends compute the X25519 shared secret of the host's key and the guest's key, and hash it with the
-//!   join secret and both public keys into one key per direction. A peer that does not know the join secret
-//!   derives other keys, so its first sealed packet fails to open: the join secret is a pre-shared key, as in
-//!   WireGuard or Noise's `psk` patterns, and an eavesdropper learns nothing from the handshake.
+//! - Keys: a Noise NKpsk0 handshake ([`NOISE_PARAMS`], run by the `snow` crate) between the host's static key,
+//!   which the guest's join code pins, and a fresh ephemeral key on each side, with the join secret as the
+//!   pre-shared key. Every connection thus has keys of its own (a replayed handshake meets a new host ephemeral
+//!   and gets other keys), a past connection's keys stay secret if the host's key leaks later, a peer without the
+//!   join secret cannot finish, and an eavesdropper learns nothing. `snow` hands out the two transport keys
+//!   (`risky-raw-split`) and our packets use them with ChaCha20-Poly1305 directly, because they bind their clear
+//!   header (type and sequence) as associated data and restore their counter from it, which Noise's transport
+//!   messages have no room for.
 //! - Nonces: a connection's packets are numbered from 0 with a 64-bit counter per direction, of which the wire
 //!   carries the low 16 bits (the sequence); the receiver restores the rest from the newest packet it accepted,
 //!   as QUIC does. A counter is never used twice under one key, and a packet replayed from more than half the
 //!   sequence space ago restores to another counter and fails to open.
 
 use blake2::digest::{FixedOutput, Mac, Update};
-use blake2::{Blake2b512, Blake2sMac};
+use blake2::Blake2sMac;
 use chacha20poly1305::aead::generic_array::typenum::U16;
 use chacha20poly1305::aead::AeadInPlace;
 use chacha20poly1305::{ChaCha20Poly1305, KeyInit, Nonce, Tag};
@@ -32,8 +36,6 @@ pub const JOIN_SECRET_BYTES: usize = 10;
 /// Bytes of the host key hash a join code carries: 80 bits, so making another key with the same hash (a second
 /// preimage) is out of reach.
 pub const HOST_KEY_HASH_BYTES: usize = 10;
-/// The counter the handshake's sealed packets use; connected packets count up from 0 and never reach it.
-pub const HANDSHAKE_COUNTER: u64 = u64::MAX;
 
 /// The operating system's random source failed (it does not on any supported system; reported, never papered
 /// over with a weaker generator).
@@ -86,8 +88,8 @@ impl std::fmt::Debug for JoinSecret {
     }
 }
 
-/// An X25519 key pair: the host keeps one for its whole life (so its handshake stays stateless), a guest makes
-/// one per join.
+/// An X25519 key pair: the host's static key for its whole life (pinned by its join code; the Noise handshake's
+/// `s`), and the key a guest asks with, one per join (its refusals are tagged for it).
 #[derive(Clone)]
 pub struct KeyPair {
     secret: StaticSecret,
@@ -162,38 +164,190 @@ pub struct SessionKeys {
     pub receive: PacketKey,
 }
 
-/// Derives both directions' keys; `None` when the peer's public key is of low order. `host_side` picks which of
-/// the two keys this end sends with.
-pub fn session_keys(
-    own: &KeyPair,
-    their_public: &[u8; PUBLIC_KEY_BYTES],
-    secret: &JoinSecret,
-    host_public: &[u8; PUBLIC_KEY_BYTES],
-    guest_public: &[u8; PUBLIC_KEY_BYTES],
-    client_salt: u64,
-    host_side: bool,
-) -> Option<SessionKeys> {
-    let shared = own.shared(their_public)?;
-    let mut h = Blake2b512::default();
-    Update::update(&mut h, b"tumble session keys v2");
-    Update::update(&mut h, &shared);
+/// The Noise protocol of the handshake (<https://noiseprotocol.org/noise.html>), run by the `snow` crate:
+/// - **NK**: the guest knows the host's static key before it speaks (from the Challenge, checked against the hash
+///   its join code pins), the host knows nothing of the guest's; each side brings a fresh ephemeral key, so every
+///   connection gets keys no earlier one had (and that no recorded handshake can reproduce), and keys of a past
+///   connection stay secret even if the host's static key leaks later (forward secrecy).
+/// - **psk0**: the join secret, hashed to 32 bytes, mixed in before anything else: without it the guest's first
+///   message does not open, and nothing about the secret can be learned from the handshake offline.
+/// - X25519, ChaCha20-Poly1305, BLAKE2s: the primitives the rest of the transport uses.
+pub const NOISE_PARAMS: &str = "Noise_NKpsk0_25519_ChaChaPoly_BLAKE2s";
+/// The guest's Noise message (in its Response): its ephemeral key and the tag of an empty payload.
+pub const HANDSHAKE_FIRST_BYTES: usize = PUBLIC_KEY_BYTES + TAG_BYTES;
+/// What the host's Noise message carries: the guest's peer index and the peer count.
+pub const ACCEPT_PAYLOAD_BYTES: usize = 2;
+/// The host's Noise message (its Accepted): its ephemeral key, the payload sealed, the tag.
+pub const HANDSHAKE_SECOND_BYTES: usize = PUBLIC_KEY_BYTES + ACCEPT_PAYLOAD_BYTES + TAG_BYTES;
+
+/// Why a Noise handshake step failed.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HandshakeError {
+    /// The peer's message did not open: it lacks the join secret, was sealed for another key, or was forged.
+    #[error("the handshake message did not open")]
+    DidNotOpen,
+    /// `snow` refused to set up (it does not for the fixed parameters here; reported, never a panic).
+    #[error("the handshake could not start: {0}")]
+    Setup(String),
+}
+
+fn setup_error(e: snow::Error) -> HandshakeError {
+    HandshakeError::Setup(e.to_string())
+}
+
+/// The 32-byte pre-shared key of a join secret (the open game's is public: all zeros hashed).
+fn noise_psk(secret: &JoinSecret) -> [u8; 32] {
+    let mut h = blake2::Blake2s256::default();
+    Update::update(&mut h, b"tumble join secret psk");
     Update::update(&mut h, &secret.0);
-    Update::update(&mut h, host_public);
-    Update::update(&mut h, guest_public);
-    Update::update(&mut h, &client_salt.to_le_bytes());
-    let out = h.finalize_fixed();
-    let (guest_to_host, host_to_guest) = (PacketKey::new(&out[..32]), PacketKey::new(&out[32..]));
-    Some(if host_side {
-        SessionKeys {
-            send: host_to_guest,
-            receive: guest_to_host,
-        }
-    } else {
+    h.finalize_fixed().into()
+}
+
+/// Bytes of the prologue: a label, the version, the salt, the guest's key, the cookie.
+const PROLOGUE_BYTES: usize = 6 + 1 + 8 + PUBLIC_KEY_BYTES + COOKIE_BYTES;
+
+fn noise_builder<'a>(psk: &'a [u8; 32], prologue: &'a [u8]) -> Result<snow::Builder<'a>, HandshakeError> {
+    let params: snow::params::NoiseParams = NOISE_PARAMS.parse().map_err(setup_error)?;
+    snow::Builder::new(params)
+        .psk(0, psk)
+        .and_then(|b| b.prologue(prologue))
+        .map_err(setup_error)
+}
+
+/// The two transport keys of a finished handshake; `initiator` is the guest.
+fn split_keys(state: &mut snow::HandshakeState, initiator: bool) -> SessionKeys {
+    let (guest_to_host, host_to_guest) = state.dangerously_get_raw_split();
+    let (guest_to_host, host_to_guest) = (PacketKey::new(&guest_to_host), PacketKey::new(&host_to_guest));
+    if initiator {
         SessionKeys {
             send: guest_to_host,
             receive: host_to_guest,
         }
-    })
+    } else {
+        SessionKeys {
+            send: host_to_guest,
+            receive: guest_to_host,
+        }
+    }
+}
+
+/// What identifies one guest's handshake: the protocol version, its salt, the key it asked with (which its refusals
+/// are tagged for) and the cookie it answers. Both ends hash it in first (Noise's prologue), so the Noise messages
+/// belong to this exchange and no other.
+#[derive(Debug, Clone, Copy)]
+pub struct HandshakeContext<'a> {
+    pub version: u8,
+    pub client_salt: u64,
+    pub guest_public: &'a [u8; PUBLIC_KEY_BYTES],
+    pub cookie: &'a [u8; COOKIE_BYTES],
+}
+
+impl HandshakeContext<'_> {
+    fn prologue(&self) -> [u8; PROLOGUE_BYTES] {
+        let mut p = [0u8; PROLOGUE_BYTES];
+        p[..6].copy_from_slice(b"tumble");
+        p[6] = self.version;
+        p[7..15].copy_from_slice(&self.client_salt.to_le_bytes());
+        p[15..15 + PUBLIC_KEY_BYTES].copy_from_slice(self.guest_public);
+        p[15 + PUBLIC_KEY_BYTES..].copy_from_slice(self.cookie);
+        p
+    }
+}
+
+/// A guest's half of the handshake, between its Response and the host's Accepted.
+pub struct GuestHandshake {
+    state: snow::HandshakeState,
+}
+
+impl std::fmt::Debug for GuestHandshake {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GuestHandshake(..)")
+    }
+}
+
+impl GuestHandshake {
+    /// Starts the handshake with the host whose static key is `host_public`; returns the message for the Response.
+    pub fn start(
+        host_public: &[u8; PUBLIC_KEY_BYTES],
+        secret: &JoinSecret,
+        context: HandshakeContext<'_>,
+    ) -> Result<(GuestHandshake, [u8; HANDSHAKE_FIRST_BYTES]), HandshakeError> {
+        let psk = noise_psk(secret);
+        let prologue = context.prologue();
+        let mut state = noise_builder(&psk, &prologue)?
+            .remote_public_key(host_public)
+            .and_then(|b| b.build_initiator())
+            .map_err(setup_error)?;
+        let mut first = [0u8; HANDSHAKE_FIRST_BYTES];
+        let n = state.write_message(&[], &mut first).map_err(setup_error)?;
+        if n != HANDSHAKE_FIRST_BYTES {
+            return Err(HandshakeError::Setup(format!("first message of {n} bytes")));
+        }
+        Ok((GuestHandshake { state }, first))
+    }
+
+    /// Reads the host's message: the payload and the connection's keys, or `DidNotOpen` (then nothing changed, and
+    /// the real host's message can still come).
+    pub fn finish(
+        &mut self,
+        second: &[u8; HANDSHAKE_SECOND_BYTES],
+    ) -> Result<([u8; ACCEPT_PAYLOAD_BYTES], SessionKeys), HandshakeError> {
+        let mut payload = [0u8; HANDSHAKE_SECOND_BYTES];
+        let n = self
+            .state
+            .read_message(second, &mut payload)
+            .map_err(|_| HandshakeError::DidNotOpen)?;
+        if n != ACCEPT_PAYLOAD_BYTES || !self.state.is_handshake_finished() {
+            return Err(HandshakeError::DidNotOpen);
+        }
+        let keys = split_keys(&mut self.state, true);
+        Ok(([payload[0], payload[1]], keys))
+    }
+}
+
+/// The host's half, in one step (the host keeps nothing between a guest's messages): reads the guest's message and
+/// answers with `payload`. `DidNotOpen` means the guest lacks the join secret (or the message was forged).
+pub fn host_handshake(
+    host: &KeyPair,
+    secret: &JoinSecret,
+    context: HandshakeContext<'_>,
+    first: &[u8; HANDSHAKE_FIRST_BYTES],
+    payload: [u8; ACCEPT_PAYLOAD_BYTES],
+) -> Result<([u8; HANDSHAKE_SECOND_BYTES], SessionKeys), HandshakeError> {
+    let psk = noise_psk(secret);
+    let prologue = context.prologue();
+    let private = host.secret.to_bytes();
+    let mut state = noise_builder(&psk, &prologue)?
+        .local_private_key(&private)
+        .and_then(|b| b.build_responder())
+        .map_err(setup_error)?;
+    let mut empty = [0u8; HANDSHAKE_FIRST_BYTES];
+    match state.read_message(first, &mut empty) {
+        Ok(0) => {}
+        _ => return Err(HandshakeError::DidNotOpen),
+    }
+    let mut second = [0u8; HANDSHAKE_SECOND_BYTES];
+    let n = state.write_message(&payload, &mut second).map_err(setup_error)?;
+    if n != HANDSHAKE_SECOND_BYTES || !state.is_handshake_finished() {
+        return Err(HandshakeError::Setup(format!("second message of {n} bytes")));
+    }
+    Ok((second, split_keys(&mut state, false)))
+}
+
+/// Both halves of a handshake in memory, for benches and tests that need a connection's keys: (host's, guest's).
+pub fn handshake_in_memory(secret: &JoinSecret) -> Result<(SessionKeys, SessionKeys), HandshakeError> {
+    let host = KeyPair::random().map_err(|e| HandshakeError::Setup(e.to_string()))?;
+    let guest = KeyPair::random().map_err(|e| HandshakeError::Setup(e.to_string()))?;
+    let context = HandshakeContext {
+        version: 0,
+        client_salt: 1,
+        guest_public: &guest.public,
+        cookie: &[0; COOKIE_BYTES],
+    };
+    let (mut guest_half, first) = GuestHandshake::start(&host.public, secret, context)?;
+    let (second, host_keys) = host_handshake(&host, secret, context, &first, [1, 2])?;
+    let (_, guest_keys) = guest_half.finish(&second)?;
+    Ok((host_keys, guest_keys))
 }
 
 /// The hash of a host's X25519 public key that its join code carries: a guest given the code takes a Challenge
@@ -308,42 +462,85 @@ mod tests {
         assert_eq!(restore_counter(Some(100_000), (100_000u32 - 40_000) as u16), 125_536);
     }
 
+    fn context<'a>(guest: &'a KeyPair, cookie: &'a [u8; COOKIE_BYTES]) -> HandshakeContext<'a> {
+        HandshakeContext {
+            version: 4,
+            client_salt: 7,
+            guest_public: &guest.public,
+            cookie,
+        }
+    }
+
     #[test]
     fn both_ends_derive_matching_keys_only_with_the_same_secret() {
         let host = KeyPair::random().unwrap();
         let guest = KeyPair::random().unwrap();
         let secret = JoinSecret::random().unwrap();
-        let keys = |secret: &JoinSecret, host_side: bool| {
-            let (own, theirs) = if host_side {
-                (&host, &guest.public)
-            } else {
-                (&guest, &host.public)
-            };
-            session_keys(own, theirs, secret, &host.public, &guest.public, 7, host_side).unwrap()
-        };
-        let (h, g) = (keys(&secret, true), keys(&secret, false));
+        let cookie = [3u8; COOKIE_BYTES];
+        let (mut half, first) = GuestHandshake::start(&host.public, &secret, context(&guest, &cookie)).unwrap();
+        let (second, h) = host_handshake(&host, &secret, context(&guest, &cookie), &first, [1, 4]).unwrap();
+        let (payload, g) = half.finish(&second).unwrap();
+        assert_eq!(payload, [1, 4]);
         let mut buf = *b"hello host";
         let tag = g.send.seal(3, b"aad", &mut buf);
         assert_ne!(&buf, b"hello host");
         let mut copy = buf;
         assert!(h.receive.open(3, b"aad", &mut copy, &tag));
         assert_eq!(&copy, b"hello host");
-        // Another counter, other aad, a flipped bit, the wrong direction or the wrong secret: refused.
+        // Another counter, other aad, a flipped bit or the wrong direction: refused.
         assert!(!h.receive.open(4, b"aad", &mut buf.clone(), &tag));
         assert!(!h.receive.open(3, b"aae", &mut buf.clone(), &tag));
         let mut flipped = buf;
         flipped[0] ^= 1;
         assert!(!h.receive.open(3, b"aad", &mut flipped, &tag));
         assert!(!h.send.open(3, b"aad", &mut buf.clone(), &tag));
-        let other = keys(&JoinSecret::random().unwrap(), true);
-        assert!(!other.receive.open(3, b"aad", &mut buf.clone(), &tag));
+        // The wrong secret, another cookie or another salt: the guest's message does not open at the host.
+        let other = JoinSecret::random().unwrap();
+        assert_eq!(
+            host_handshake(&host, &other, context(&guest, &cookie), &first, [1, 4]).unwrap_err(),
+            HandshakeError::DidNotOpen
+        );
+        let other_cookie = [4u8; COOKIE_BYTES];
+        assert!(host_handshake(&host, &secret, context(&guest, &other_cookie), &first, [1, 4]).is_err());
+        let mut salted = context(&guest, &cookie);
+        salted.client_salt = 8;
+        assert!(host_handshake(&host, &secret, salted, &first, [1, 4]).is_err());
+        // A host with another static key cannot read it either: only the pinned host can accept.
+        let impostor = KeyPair::random().unwrap();
+        assert!(host_handshake(&impostor, &secret, context(&guest, &cookie), &first, [1, 4]).is_err());
     }
 
     #[test]
-    fn low_order_public_keys_are_refused() {
+    fn the_same_guest_message_twice_gives_fresh_keys_and_a_forged_answer_changes_nothing() {
+        // A recorded Response replayed: the host answers with a fresh ephemeral key, so the connection's keys differ
+        // and nothing sealed under the first opens under the second.
         let host = KeyPair::random().unwrap();
-        let zero = [0u8; 32];
-        assert!(session_keys(&host, &zero, &JoinSecret::OPEN, &host.public, &zero, 1, true).is_none());
+        let guest = KeyPair::random().unwrap();
+        let secret = JoinSecret::random().unwrap();
+        let cookie = [9u8; COOKIE_BYTES];
+        let (mut half, first) = GuestHandshake::start(&host.public, &secret, context(&guest, &cookie)).unwrap();
+        let (second_a, keys_a) = host_handshake(&host, &secret, context(&guest, &cookie), &first, [1, 2]).unwrap();
+        let (second_b, keys_b) = host_handshake(&host, &secret, context(&guest, &cookie), &first, [1, 2]).unwrap();
+        assert_ne!(second_a, second_b);
+        let mut buf = *b"same plaintext";
+        let tag = keys_a.send.seal(0, b"", &mut buf);
+        assert!(!keys_b.send.open(0, b"", &mut buf.clone(), &tag));
+        assert!(!keys_b.receive.open(0, b"", &mut buf.clone(), &tag));
+        // A forged second message is refused and leaves the guest able to read the real one.
+        let mut forged = second_a;
+        forged[PUBLIC_KEY_BYTES] ^= 1;
+        assert_eq!(half.finish(&forged).unwrap_err(), HandshakeError::DidNotOpen);
+        let (payload, guest_keys) = half.finish(&second_a).unwrap();
+        assert_eq!(payload, [1, 2]);
+        assert!(guest_keys.receive.open(0, b"", &mut buf, &tag));
+    }
+
+    #[test]
+    fn in_memory_handshakes_give_working_keys() {
+        let (h, g) = handshake_in_memory(&JoinSecret::OPEN).unwrap();
+        let mut buf = *b"x";
+        let tag = h.send.seal(1, b"", &mut buf);
+        assert!(g.receive.open(1, b"", &mut buf, &tag));
     }
 
     #[test]

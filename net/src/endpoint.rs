@@ -8,12 +8,15 @@
 //!    keyed BLAKE2s of the guest's address, salt and key and a time bucket. The host keeps no state for it and
 //!    spends one keyed hash, so a flood of requests costs it nothing it has to remember.
 //! 2. guest → `Response { salt, guest key, cookie, proof }`: only a sender that received the challenge at that
-//!    address can echo the cookie, so a forged address gets no further. The proof is an empty plaintext sealed
-//!    under the session keys, which both ends derive from X25519 and the join secret (see `crypto`). Only now does
-//!    the host spend an X25519 operation; if the proof opens it opens a slot and answers `Accepted`, sealed the
-//!    other way, so the guest knows the host has the secret too. A wrong secret gets `Denied(WrongSecret)`. A
-//!    cookie opens one connection: the host keeps the cookies that did while they are valid, so a recorded Response
-//!    replayed after its guest has gone opens nothing (it would reuse that connection's keys and nonces).
+//!    address can echo the cookie, so a forged address gets no further. The proof is the first message of a Noise
+//!    NKpsk0 handshake (`crypto::NOISE_PARAMS`): the guest's fresh ephemeral key and an empty payload sealed under
+//!    keys that take the host's static key (checked against the code's hash) and the join secret. Only now does
+//!    the host spend X25519 operations; if the proof opens it opens a slot and answers `Accepted` with the second
+//!    message: its own fresh ephemeral key, and the guest's place sealed, so the guest knows it is the pinned host
+//!    and has the secret too. The connection's keys come from both ephemerals, so no two connections share keys,
+//!    whatever is replayed. A wrong secret gets `Denied(WrongSecret)`. A cookie opens one connection: the host
+//!    keeps the cookies that did while they are valid, so a recorded Response replayed after its guest has gone
+//!    opens nothing (with fresh host keys it could not read the old traffic anyway, but it would take a slot).
 //! 3. Connected packets are sealed (see `packet`); anything that does not open under the connection's key —
 //!    forged, corrupted, replayed from far back or sealed under another peer's key — is dropped and counted as
 //!    `forged`. An authentic replay within the window is a `duplicate` or `too_old`.
@@ -40,13 +43,14 @@
 use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
-    host_key_hash, refusal_tag, restore_counter, same_bytes, session_keys, CookieKey, JoinSecret, KeyPair, RandomError,
-    SessionKeys, COOKIE_BYTES, HANDSHAKE_COUNTER, HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
+    host_handshake, host_key_hash, refusal_tag, restore_counter, same_bytes, CookieKey, GuestHandshake,
+    HandshakeContext, JoinSecret, KeyPair, RandomError, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES, HOST_KEY_HASH_BYTES,
+    PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
     deny_reason_code, read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet,
-    PacketType, ACCEPT_SEALED_BYTES, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES,
-    MAX_PAYLOAD_BYTES, MAX_PEERS_LIMIT, PROTOCOL_VERSION,
+    PacketType, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES, MAX_PAYLOAD_BYTES,
+    MAX_PEERS_LIMIT, PROTOCOL_VERSION,
 };
 use crate::rate_limit::{AddressLimiter, TokenBucket};
 use crate::serialize::ReadStream;
@@ -94,7 +98,8 @@ pub struct EndpointConfig {
     /// Challenges the host sends per second over all addresses: bounds its upload under a flood of requests
     /// (20,000 challenges of 60 bytes is under 15 Mbit/s with IP headers).
     pub challenge_rate_per_s: f64,
-    /// Proofs the host opens per second over all addresses (each costs an X25519 operation, about 50 µs).
+    /// Responses the host answers per second over all addresses (each costs three X25519 operations, the Noise
+    /// handshake's, about 150 µs).
     pub response_rate_per_s: f64,
     /// On a host: the secret its guests must have (`None`: a fresh random one, read back with `join_secret`;
     /// `JoinSecret::OPEN` for an open game). On a guest: the secret from the join code (`None`: an open game).
@@ -225,7 +230,8 @@ enum GuestState {
     Requesting,
     Responding {
         cookie: [u8; COOKIE_BYTES],
-        proof: [u8; TAG_BYTES],
+        /// Our Noise message, sent again until the host answers.
+        proof: [u8; HANDSHAKE_FIRST_BYTES],
         /// The key of the host that challenged us: a refusal must carry its tag.
         host_public: [u8; PUBLIC_KEY_BYTES],
     },
@@ -246,26 +252,6 @@ enum Role {
     },
 }
 
-/// What a handshake seal binds, besides its key: the version and the salt, and for the proof the guest's key and
-/// the cookie.
-fn handshake_aad(
-    version: u8,
-    salt: u64,
-    guest_public: Option<(&[u8; PUBLIC_KEY_BYTES], &[u8; COOKIE_BYTES])>,
-) -> ([u8; 1 + 8 + PUBLIC_KEY_BYTES + COOKIE_BYTES], usize) {
-    let mut aad = [0u8; 1 + 8 + PUBLIC_KEY_BYTES + COOKIE_BYTES];
-    aad[0] = version;
-    aad[1..9].copy_from_slice(&salt.to_le_bytes());
-    match guest_public {
-        Some((public, cookie)) => {
-            aad[9..9 + PUBLIC_KEY_BYTES].copy_from_slice(public);
-            aad[9 + PUBLIC_KEY_BYTES..].copy_from_slice(cookie);
-            (aad, aad.len())
-        }
-        None => (aad, 9),
-    }
-}
-
 /// A host or a guest.
 #[derive(Debug)]
 pub struct Endpoint {
@@ -275,8 +261,8 @@ pub struct Endpoint {
     keys: KeyPair,
     cookie_key: CookieKey,
     join_secret: JoinSecret,
-    /// A guest's session keys between its response and the host's accept.
-    pending_keys: Option<SessionKeys>,
+    /// A guest's half of the Noise handshake between its Response and the host's Accepted.
+    pending_handshake: Option<Box<GuestHandshake>>,
     slots: Vec<Option<Connection>>,
     events: VecDeque<EndpointEvent>,
     /// The bytes of each `Received` in `events`, in the same order.
@@ -364,7 +350,7 @@ impl Endpoint {
             keys: KeyPair::random()?,
             cookie_key: CookieKey::random()?,
             join_secret,
-            pending_keys: None,
+            pending_handshake: None,
             slots: vec![None; slots],
             events: VecDeque::new(),
             payloads: VecDeque::new(),
@@ -458,7 +444,7 @@ impl Endpoint {
     /// feature, which the crate's own tests turn on: the attacker fuzzers seal hostile packets with a guest's keys;
     /// the game never has this.
     #[cfg(feature = "test-keys")]
-    pub fn peer_keys(&self, peer: PeerId) -> Option<SessionKeys> {
+    pub fn peer_keys(&self, peer: PeerId) -> Option<crate::crypto::SessionKeys> {
         self.slot(peer).map(|c| c.keys.clone())
     }
 
@@ -689,7 +675,7 @@ impl Endpoint {
             let waiting = matches!(state, GuestState::Requesting | GuestState::Responding { .. });
             if waiting && now_s - started_s >= self.config.timeout_s {
                 self.set_guest_state(GuestState::Failed);
-                self.pending_keys = None;
+                self.pending_handshake = None;
                 // Say why nobody let us in: a host of another version, only a host with another key answering, or
                 // no answer.
                 let reason = match self.refused {
@@ -838,7 +824,7 @@ impl Endpoint {
         client_salt: u64,
         public_key: &[u8; PUBLIC_KEY_BYTES],
         cookie: &[u8; COOKIE_BYTES],
-        proof: &[u8; TAG_BYTES],
+        proof: &[u8; HANDSHAKE_FIRST_BYTES],
     ) {
         if version != self.config.protocol_version {
             self.drops.wrong_version += 1;
@@ -873,51 +859,45 @@ impl Endpoint {
             self.deny_tagged(from, client_salt, DenyReason::Full, public_key);
             return;
         };
-        let host_public = self.keys.public;
-        let Some(keys) = session_keys(
-            &self.keys,
-            public_key,
-            &self.join_secret,
-            &host_public,
-            public_key,
-            client_salt,
-            true,
-        ) else {
-            self.drops.forged += 1;
-            return;
-        };
-        let (aad, n) = handshake_aad(version, client_salt, Some((public_key, cookie)));
-        if !keys.receive.open(HANDSHAKE_COUNTER, &aad[..n], &mut [], proof) {
-            self.drops.wrong_secret += 1;
-            self.deny_tagged(from, client_salt, DenyReason::WrongSecret, public_key);
-            return;
-        }
-        self.used_cookies.insert(issued, *cookie);
         let index = (i as u8 + 1, self.slots.len() as u8 + 1);
-        self.slots[i] = Some(Connection::new(from, keys, client_salt, index, now_s));
+        let context = HandshakeContext {
+            version,
+            client_salt,
+            guest_public: public_key,
+            cookie,
+        };
+        let (accept, keys) = match host_handshake(&self.keys, &self.join_secret, context, proof, [index.0, index.1]) {
+            Ok(done) => done,
+            Err(crate::crypto::HandshakeError::DidNotOpen) => {
+                self.drops.wrong_secret += 1;
+                self.deny_tagged(from, client_salt, DenyReason::WrongSecret, public_key);
+                return;
+            }
+            Err(e) => {
+                tracing::error!("handshake with {from} failed: {e}");
+                self.drops.forged += 1;
+                return;
+            }
+        };
+        self.used_cookies.insert(issued, *cookie);
+        let mut conn = Connection::new(from, keys, client_salt, index, now_s);
+        conn.accept = accept;
+        self.slots[i] = Some(conn);
         tracing::debug!("guest {from} connected in slot {i}");
         self.resend_accept(i, client_salt);
         self.push_event(EndpointEvent::Connected { peer: PeerId(i as u8) });
     }
 
-    /// Answers a repeated handshake from a connected guest (its accept was lost); a different salt at the same
-    /// address is a new guest that must wait for the old connection to time out. The accept is sealed with the
-    /// handshake counter each time: the same plaintext under the same nonce gives the same bytes, which tell an
-    /// onlooker nothing new.
+    /// Answers a repeated handshake from a connected guest (its accept was lost) with the same accept, byte for
+    /// byte (a new Noise answer would carry other keys); a different salt at the same address is a new guest that
+    /// must wait for the old connection to time out.
     fn resend_accept(&mut self, slot: usize, client_salt: u64) {
-        let version = self.config.protocol_version;
         let Some(conn) = self.slots[slot].as_ref() else { return };
         if conn.client_salt != client_salt {
             self.drops.unexpected += 1;
             return;
         }
-        let mut sealed = [0u8; ACCEPT_SEALED_BYTES];
-        sealed[0] = conn.peer_index;
-        sealed[1] = conn.peer_count;
-        let (aad, n) = handshake_aad(version, client_salt, None);
-        let tag = conn.keys.send.seal(HANDSHAKE_COUNTER, &aad[..n], &mut sealed[..2]);
-        sealed[2..].copy_from_slice(&tag);
-        let addr = conn.addr;
+        let (addr, sealed) = (conn.addr, conn.accept);
         self.emit_packet(addr, &Packet::Accepted { client_salt, sealed });
     }
 
@@ -954,7 +934,7 @@ impl Endpoint {
         }
         tracing::warn!("host {host} refused us: {error}");
         self.set_guest_state(GuestState::Failed);
-        self.pending_keys = None;
+        self.pending_handshake = None;
         self.push_event(EndpointEvent::ConnectFailed { reason: error });
     }
 
@@ -985,21 +965,22 @@ impl Endpoint {
                     return;
                 }
                 let own_public = self.keys.public;
-                let Some(keys) = session_keys(
-                    &self.keys,
-                    &host_public,
-                    &self.join_secret,
-                    &host_public,
-                    &own_public,
-                    salt,
-                    false,
-                ) else {
-                    self.drops.forged += 1;
-                    return;
+                let context = HandshakeContext {
+                    version,
+                    client_salt: salt,
+                    guest_public: &own_public,
+                    cookie: &cookie,
                 };
-                let (aad, n) = handshake_aad(version, salt, Some((&own_public, &cookie)));
-                let proof = keys.send.seal(HANDSHAKE_COUNTER, &aad[..n], &mut []);
-                self.pending_keys = Some(keys);
+                let (half, proof) = match GuestHandshake::start(&host_public, &self.join_secret, context) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        // A low-order or otherwise unusable host key: not a host we can talk to.
+                        tracing::debug!("challenge from {host} not usable: {e}");
+                        self.drops.forged += 1;
+                        return;
+                    }
+                };
+                self.pending_handshake = Some(Box::new(half));
                 self.set_guest_state(GuestState::Responding {
                     cookie,
                     proof,
@@ -1019,27 +1000,24 @@ impl Endpoint {
                 }
             }
             Packet::Accepted { client_salt, sealed } if client_salt == salt => {
-                let Some(keys) = self
-                    .pending_keys
-                    .as_ref()
+                let Some(half) = self
+                    .pending_handshake
+                    .as_mut()
                     .filter(|_| matches!(state, GuestState::Responding { .. }))
                 else {
                     self.drops.unexpected += 1;
                     return;
                 };
-                let mut plain = [sealed[0], sealed[1]];
-                let tag: &[u8; TAG_BYTES] = sealed[2..].try_into().expect("fixed size");
-                let (aad, n) = handshake_aad(version, salt, None);
-                if !keys.receive.open(HANDSHAKE_COUNTER, &aad[..n], &mut plain, tag) {
+                let Ok((plain, keys)) = half.finish(&sealed) else {
                     self.drops.forged += 1;
                     return;
-                }
+                };
                 let [index, count] = plain;
                 if count == 0 || count > MAX_PEERS_LIMIT || index == 0 || index >= count {
                     self.drops.malformed += 1;
                     return;
                 }
-                let keys = self.pending_keys.take().expect("checked above");
+                self.pending_handshake = None;
                 self.slots[0] = Some(Connection::new(host, keys, salt, (index, count), now_s));
                 self.set_guest_state(GuestState::Connected);
                 tracing::debug!("connected to host {host} as peer {index} of {count}");

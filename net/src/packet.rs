@@ -19,7 +19,9 @@
 //! 4, the same 12 of sequence, acks and echo): the tag (16) less the key (4) and the 3 prefix bytes it no longer
 //! needs. The sequence is the low 16 bits of the nonce.
 
-use crate::crypto::{PacketKey, COOKIE_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES};
+use crate::crypto::{
+    PacketKey, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES, HANDSHAKE_SECOND_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
+};
 use crate::serialize::{ReadStream, SerializeError, Stream, WriteStream};
 
 /// Largest datagram we send or accept: below every realistic path MTU, so no IP fragmentation.
@@ -28,8 +30,9 @@ pub const MAX_PACKET_BYTES: usize = 1200;
 pub const PROTOCOL_ID: u16 = 0x7b1e;
 /// Bumped whenever the wire format changes; the prefix and the leading fields of `Request`/`Denied` never change.
 /// Version 2: encrypted and authenticated connected packets, an X25519 handshake. Version 3: a refusal for being
-/// full or for a wrong secret carries a tag the guest checks (`crypto::refusal_tag`).
-pub const PROTOCOL_VERSION: u8 = 3;
+/// full or for a wrong secret carries a tag the guest checks (`crypto::refusal_tag`). Version 4: the keys come
+/// from a Noise NKpsk0 handshake (`crypto::NOISE_PARAMS`) carried in the Response and the Accepted.
+pub const PROTOCOL_VERSION: u8 = 4;
 /// Guest handshake packets are padded to this size (bytes) so every host reply is smaller.
 pub const HANDSHAKE_REQUEST_BYTES: usize = 256;
 /// What a connected packet sends in clear and authenticates as associated data: its mark-and-type byte and the
@@ -47,8 +50,8 @@ pub const NO_ECHO: u16 = u16::MAX;
 pub const MAX_PAYLOAD_BYTES: usize = MAX_PACKET_BYTES - CONNECTED_HEADER_BYTES;
 /// How many peers an accept can name (host included); the endpoint's configured maximum must not exceed it.
 pub const MAX_PEERS_LIMIT: u8 = 64;
-/// The sealed part of an accept: the guest's peer index and the peer count, then the tag.
-pub const ACCEPT_SEALED_BYTES: usize = 2 + TAG_BYTES;
+/// The host's Noise message in an accept: its ephemeral key, then the guest's peer index and the peer count sealed.
+pub const ACCEPT_SEALED_BYTES: usize = HANDSHAKE_SECOND_BYTES;
 
 /// Packet types, numbered on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,13 +177,14 @@ pub enum Packet<'a> {
         client_salt: u64,
         public_key: [u8; PUBLIC_KEY_BYTES],
         cookie: [u8; COOKIE_BYTES],
-        /// An empty plaintext sealed under the guest-to-host key: proves the guest derived the session keys,
-        /// which takes the join secret.
-        proof: [u8; TAG_BYTES],
+        /// The guest's Noise message (its ephemeral key, and an empty payload sealed under keys that take the join
+        /// secret and the host's static key): only a guest with the secret writes one the host can read.
+        proof: [u8; HANDSHAKE_FIRST_BYTES],
     },
     Accepted {
         client_salt: u64,
-        /// Peer index and peer count, sealed under the host-to-guest key.
+        /// The host's Noise message: its ephemeral key, and the peer index and peer count sealed under keys only
+        /// the host with the pinned static key could derive.
         sealed: [u8; ACCEPT_SEALED_BYTES],
     },
     Denied {
@@ -207,17 +211,36 @@ pub struct Prefix {
 }
 
 /// Fixed-size fields of all packet types, serialized by one function in both directions.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 struct Fields {
     packet_type: u8,
     version: u8,
     client_salt: u64,
     public_key: [u8; PUBLIC_KEY_BYTES],
     cookie: [u8; COOKIE_BYTES],
-    proof: [u8; TAG_BYTES],
+    proof: [u8; HANDSHAKE_FIRST_BYTES],
+    tag: [u8; TAG_BYTES],
     accept: [u8; ACCEPT_SEALED_BYTES],
     reason: u8,
     reason_arg: u8,
+}
+
+impl Default for Fields {
+    /// All zeros (arrays of over 32 bytes have no derived `Default`).
+    fn default() -> Self {
+        Fields {
+            packet_type: 0,
+            version: 0,
+            client_salt: 0,
+            public_key: [0; PUBLIC_KEY_BYTES],
+            cookie: [0; COOKIE_BYTES],
+            proof: [0; HANDSHAKE_FIRST_BYTES],
+            tag: [0; TAG_BYTES],
+            accept: [0; ACCEPT_SEALED_BYTES],
+            reason: 0,
+            reason_arg: 0,
+        }
+    }
 }
 
 impl Fields {
@@ -258,7 +281,7 @@ impl Fields {
                 if self.reason == VERSION_MISMATCH_CODE {
                     Ok(())
                 } else {
-                    s.serialize_bytes(&mut self.proof)
+                    s.serialize_bytes(&mut self.tag)
                 }
             }
             PacketType::KeepAlive | PacketType::Payload | PacketType::Disconnect => {
@@ -326,7 +349,7 @@ pub fn write_packet(packet: &Packet<'_>, version: u8, buf: &mut [u8]) -> Result<
             tag,
         } => {
             f.packet_type = PacketType::Denied as u8;
-            (f.client_salt, f.proof) = (client_salt, tag);
+            (f.client_salt, f.tag) = (client_salt, tag);
             (f.reason, f.reason_arg) = deny_reason_code(reason);
         }
         Packet::Connected {
@@ -513,7 +536,7 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                     Packet::Denied {
                         client_salt: f.client_salt,
                         reason,
-                        tag: f.proof,
+                        tag: f.tag,
                     }
                 }
                 _ => unreachable!("handled above"),
@@ -547,7 +570,7 @@ mod tests {
                 client_salt: 0,
                 public_key: [2; 32],
                 cookie: [3; 16],
-                proof: [4; 16],
+                proof: [4; HANDSHAKE_FIRST_BYTES],
             },
             Packet::Accepted {
                 client_salt: 3,

@@ -435,10 +435,10 @@ fn flooded_host() -> (Net, Vec<u8>) {
 fn a_flood_of_forged_requests_does_not_keep_a_real_guest_out() {
     let (mut n, template) = flooded_host();
     let forged_response = {
-        // A response (type 2) with a made-up cookie and proof: prefix 4, salt 8, key 32, cookie 16, proof 16.
+        // A response (type 2) with a made-up cookie and proof: prefix 4, salt 8, key 32, cookie 16, proof 48.
         let mut r = template.clone();
         r[3] = 2;
-        r[44..76].fill(0x5a);
+        r[44..108].fill(0x5a);
         r
     };
     // One second of flood before the guest starts, then the guest joins under it.
@@ -782,7 +782,7 @@ fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() 
                 client_salt,
                 public_key,
                 cookie,
-                proof: [0x5a; 16],
+                proof: [0x5a; tumble_net::crypto::HANDSHAKE_FIRST_BYTES],
             };
             let len = write_packet(&response, PROTOCOL_VERSION, &mut buf).unwrap();
             n.host.receive(n.now, from, &buf[..len]);

@@ -18,7 +18,7 @@ use serde_json::json;
 use tumble::harness::loopback::{run_loopback_recorded, LoopbackConfig, IP_UDP_HEADER_BYTES};
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
-use tumble_net::crypto::{session_keys, JoinSecret, KeyPair};
+use tumble_net::crypto::{handshake_in_memory, JoinSecret};
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::{ACK_FIELDS_BYTES, CONNECTED_HEADER_BYTES, MAX_PAYLOAD_BYTES};
@@ -67,10 +67,7 @@ fn time_us(mut f: impl FnMut(u64)) -> f64 {
 
 /// Seal and open of one packet's sealed part (ack fields and `payload` bytes), in µs.
 fn seal_open_us(payload: usize) -> Result<(f64, f64)> {
-    let (host, guest) = (KeyPair::random()?, KeyPair::random()?);
-    let secret = JoinSecret::OPEN;
-    let h = session_keys(&host, &guest.public, &secret, &host.public, &guest.public, 1, true).context("keys")?;
-    let g = session_keys(&guest, &host.public, &secret, &host.public, &guest.public, 1, false).context("keys")?;
+    let (h, g) = handshake_in_memory(&JoinSecret::OPEN).context("keys")?;
     let plain = vec![0x5au8; ACK_FIELDS_BYTES + payload];
     let mut buf = plain.clone();
     let seal = time_us(|counter| {
