@@ -52,7 +52,7 @@ use crate::packet::{
     PacketType, ACK_FIELDS_BYTES, CONNECTED_CLEAR_BYTES, CONNECTED_HEADER_BYTES, MAX_PACKET_BYTES, MAX_PAYLOAD_BYTES,
     MAX_PEERS_LIMIT, PROTOCOL_VERSION,
 };
-use crate::rate_limit::{AddressLimiter, TokenBucket};
+use crate::rate_limit::{address_key, AddressLimiter, TokenBucket};
 use crate::serialize::ReadStream;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -107,6 +107,10 @@ pub struct EndpointConfig {
     /// On a guest: the host's key hash from the join code ([`crate::crypto::host_key_hash`]); a Challenge from any
     /// other key is dropped (counted as `wrong_host`). `None` (joining by address) takes whichever host answers.
     pub host_key_hash: Option<[u8; HOST_KEY_HASH_BYTES]>,
+    /// On a host: the most guests one IP address (an IPv6 address's /64) may have connected at once; `None` takes
+    /// any number. An open game takes one, so a single machine cannot fill it from many ports. Loopback (the host's
+    /// own bots) is never limited.
+    pub max_guests_per_address: Option<usize>,
 }
 
 impl Default for EndpointConfig {
@@ -124,6 +128,7 @@ impl Default for EndpointConfig {
             response_rate_per_s: 256.0,
             join_secret: None,
             host_key_hash: None,
+            max_guests_per_address: None,
         }
     }
 }
@@ -137,6 +142,11 @@ pub struct PeerId(pub u8);
 pub enum ConnectError {
     #[error("the host is full")]
     Full,
+    #[error(
+        "the host already has as many players from this IP address as it takes from one (an open game takes one): \
+         ask the host for a join code"
+    )]
+    AddressFull,
     #[error("protocol version mismatch: host speaks {host_version}, we speak {ours}")]
     VersionMismatch { host_version: u8, ours: u8 },
     #[error("the host refused our join code: it is wrong or from an earlier game (ask the host for the current one)")]
@@ -756,6 +766,24 @@ impl Endpoint {
         (now_s / CHALLENGE_BUCKET_S).floor() as i64
     }
 
+    /// Whether `from`'s IP address (its /64) has all the guests `max_guests_per_address` lets it have.
+    fn address_is_full(&self, from: SocketAddr) -> bool {
+        let Some(limit) = self.config.max_guests_per_address else {
+            return false;
+        };
+        if from.ip().is_loopback() {
+            return false;
+        }
+        let key = address_key(from);
+        let connected = self
+            .slots
+            .iter()
+            .flatten()
+            .filter(|c| address_key(c.addr) == key)
+            .count();
+        connected >= limit
+    }
+
     fn find_by_addr(&self, addr: SocketAddr) -> Option<usize> {
         self.slots
             .iter()
@@ -859,6 +887,10 @@ impl Endpoint {
             self.deny_tagged(from, client_salt, DenyReason::Full, public_key);
             return;
         };
+        if self.address_is_full(from) {
+            self.deny_tagged(from, client_salt, DenyReason::AddressFull, public_key);
+            return;
+        }
         let index = (i as u8 + 1, self.slots.len() as u8 + 1);
         let context = HandshakeContext {
             version,
@@ -920,6 +952,7 @@ impl Endpoint {
                 return;
             }
             DenyReason::WrongSecret => ConnectError::WrongSecret,
+            DenyReason::AddressFull => ConnectError::AddressFull,
         };
         let GuestState::Responding { host_public, .. } = state else {
             self.drops.forged += 1;

@@ -100,6 +100,9 @@ pub enum DenyReason {
     VersionMismatch { host_version: u8 },
     /// The guest's sealed proof did not open: it does not have this game's join secret (a wrong or old code).
     WrongSecret,
+    /// The guest's IP address (an IPv6 address's /64) already has as many players as the host takes from one
+    /// address (an open game takes one).
+    AddressFull,
 }
 
 /// Why a connection ended; sent in `Disconnect` (a timeout is detected locally, never sent).
@@ -299,6 +302,7 @@ pub(crate) fn deny_reason_code(reason: DenyReason) -> (u8, u8) {
         DenyReason::Full => (0, 0),
         DenyReason::VersionMismatch { host_version } => (VERSION_MISMATCH_CODE, host_version),
         DenyReason::WrongSecret => (2, 0),
+        DenyReason::AddressFull => (3, 0),
     }
 }
 
@@ -531,6 +535,7 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                             host_version: f.reason_arg,
                         },
                         2 => DenyReason::WrongSecret,
+                        3 => DenyReason::AddressFull,
                         _ => return Err(SerializeError::ValueOutOfRange),
                     };
                     Packet::Denied {

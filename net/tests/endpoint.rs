@@ -888,6 +888,7 @@ fn forged_refusals_change_nothing() {
         for reason in [
             DenyReason::Full,
             DenyReason::WrongSecret,
+            DenyReason::AddressFull,
             DenyReason::VersionMismatch { host_version: 1 },
         ] {
             let p = Packet::Denied {
@@ -908,7 +909,61 @@ fn forged_refusals_change_nothing() {
     n.guests[0].receive(0.0, addr(HOST), &challenge);
     forge(&mut n.guests[0], 0.0);
     assert!(events(&mut n.guests[0]).is_empty(), "a forged refusal ended the join");
-    assert_eq!(n.guests[0].drops().forged, 4, "the tagless ones are counted as forged");
+    assert_eq!(n.guests[0].drops().forged, 6, "the tagless ones are counted as forged");
     n.run(0.5);
     assert!(n.guests[0].is_connected(), "{:?}", n.guests[0].drops());
+}
+
+/// An open game takes one guest per IP address (`max_guests_per_address`): a second join from the same machine on
+/// another port is refused with its own reason, and a guest from another address still gets in. Without the
+/// limit, both from one machine get in.
+#[test]
+fn an_open_game_takes_one_guest_per_address() {
+    let run = |limit: Option<usize>| {
+        let host_config = EndpointConfig {
+            join_secret: Some(JoinSecret::OPEN),
+            max_guests_per_address: limit,
+            ..EndpointConfig::default()
+        };
+        let mut host = Endpoint::host(host_config, 0.0).unwrap();
+        let guest_addrs: [SocketAddr; 3] = [
+            "192.0.2.7:4000".parse().unwrap(),
+            "192.0.2.7:4001".parse().unwrap(),
+            "192.0.2.8:4000".parse().unwrap(),
+        ];
+        let mut guests: Vec<Endpoint> = guest_addrs
+            .iter()
+            .map(|_| Endpoint::join(EndpointConfig::default(), addr(HOST), 0.0).unwrap())
+            .collect();
+        let mut net = MemoryNetwork::new(LinkConfig::default(), 3);
+        let mut now = 0.0;
+        while now < 1.0 {
+            now += TICK_S;
+            host.update(now);
+            for g in &mut guests {
+                g.update(now);
+            }
+            let mut nodes: Vec<(SocketAddr, &mut Endpoint)> = vec![(addr(HOST), &mut host)];
+            for (a, g) in guest_addrs.iter().zip(guests.iter_mut()) {
+                nodes.push((*a, g));
+            }
+            net.pump(now, &mut nodes);
+        }
+        let connected: Vec<bool> = guests.iter().map(Endpoint::is_connected).collect();
+        let second_refusal = events(&mut guests[1])
+            .into_iter()
+            .find(|e| matches!(e, EndpointEvent::ConnectFailed { .. }));
+        (connected, second_refusal)
+    };
+    let (connected, refusal) = run(Some(1));
+    assert_eq!(connected, [true, false, true]);
+    assert_eq!(
+        refusal,
+        Some(EndpointEvent::ConnectFailed {
+            reason: ConnectError::AddressFull
+        })
+    );
+    let (connected, refusal) = run(None);
+    assert_eq!(connected, [true, true, true]);
+    assert_eq!(refusal, None);
 }

@@ -82,7 +82,7 @@ fn random_packet<'a>(rng: &mut Rng, sealed: &'a [u8]) -> Packet<'a> {
         },
         4 => Packet::Denied {
             client_salt: salt,
-            reason: [DenyReason::Full, DenyReason::WrongSecret][rng.below(2)],
+            reason: [DenyReason::Full, DenyReason::WrongSecret, DenyReason::AddressFull][rng.below(3)],
             tag: bytes::<16>(rng),
         },
         5 => Packet::Connected {

@@ -231,8 +231,13 @@ impl NetPlay {
             source,
         })?;
         let secret = if options.open { Some(JoinSecret::OPEN) } else { None };
-        let endpoint =
-            Endpoint::host(endpoint_config(secret, None), 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
+        // An open game takes one player per IP address: nothing proves who a guest is, so one machine must not take
+        // every seat from several ports. (The host's own bots join over loopback, which is never limited.)
+        let settings = EndpointConfig {
+            max_guests_per_address: options.open.then_some(1),
+            ..endpoint_config(secret, None)
+        };
+        let endpoint = Endpoint::host(settings, 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
         let secret = endpoint.join_secret();
         let key_hash = endpoint.key_hash();
         let advertised = match options.public_addr {
@@ -266,7 +271,7 @@ impl NetPlay {
             sockets.push(bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?);
         }
         if options.open {
-            tracing::warn!(port, bots = options.bots, scene = %name, "hosting an open game: anyone who reaches port {port} can join with `tumble join ADDR:{port}`, and nothing is authenticated: a machine on the way can read and change the game (a join code prevents both)");
+            tracing::warn!(port, bots = options.bots, scene = %name, "hosting an open game: anyone who reaches port {port} can join with `tumble join ADDR:{port}` (one player per IP address), and nothing is authenticated: a machine on the way can read and change the game (a join code prevents both)");
         } else {
             tracing::info!(port, bots = options.bots, playing = options.playing, scene = %name, "hosting: players join with `tumble join {join_code}`");
         }
