@@ -34,6 +34,8 @@ pub struct ConnectionStats {
     /// Datagram bytes (UDP payload) since the connection opened.
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Times the peer moved to a new address (its NAT rebound) and the connection followed.
+    pub address_changes: u64,
 }
 
 /// Bytes counted over a fixed window, reported as kilobits per second for the last complete window.
@@ -73,6 +75,8 @@ pub struct Connection {
     /// Peers in the session, the host included (what the accept told the guest).
     pub peer_count: u8,
     pub acks: AckTracker,
+    /// Times the peer's address changed under this connection (a NAT rebinding; see `Endpoint`).
+    pub address_changes: u64,
     /// On a host: the accept this guest was sent (the Noise answer), sent again byte for byte if it was lost.
     pub accept: [u8; ACCEPT_SEALED_BYTES],
     pub last_send_s: f64,
@@ -105,6 +109,7 @@ impl Connection {
             peer_index,
             peer_count,
             acks: AckTracker::new(),
+            address_changes: 0,
             accept: [0; ACCEPT_SEALED_BYTES],
             last_send_s: now_s,
             last_receive_s: now_s,
@@ -120,6 +125,7 @@ impl Connection {
         let mut s = self.stats;
         s.packets_acked = self.acks.acked_total;
         s.packets_lost = self.acks.lost_total;
+        s.address_changes = self.address_changes;
         s
     }
 

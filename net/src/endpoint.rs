@@ -1060,6 +1060,39 @@ impl Endpoint {
         }
     }
 
+    /// On a host, a connected packet from an address no guest has: a guest whose NAT gave it a new address (port)
+    /// keeps its connection if the packet opens under its key and is newer than anything it sent before — then the
+    /// connection moves to the new address, as QUIC moves a connection on its newest authenticated packet. Nobody
+    /// without the guest's key can move it; an authentic packet replayed from elsewhere is not newer than what
+    /// arrived, and the guest's next packet from its real address moves it back. Tried only within the address's
+    /// handshake rate, so junk from strangers costs at most a few tag checks per allowed packet.
+    fn rebound_slot(
+        &mut self,
+        now_s: f64,
+        from: SocketAddr,
+        sequence: u16,
+        clear: &[u8],
+        sealed: &[u8],
+    ) -> Option<usize> {
+        if !self.is_host() || !self.address_limits.allow(from, now_s) {
+            return None;
+        }
+        let plain_len = sealed.len() - TAG_BYTES;
+        let tag: &[u8; TAG_BYTES] = sealed[plain_len..].try_into().ok()?;
+        let slot = self.slots.iter().position(|c| {
+            let Some(conn) = c else { return false };
+            let counter = restore_counter(conn.newest_received, sequence);
+            let plain = &mut self.scratch[..plain_len];
+            plain.copy_from_slice(&sealed[..plain_len]);
+            conn.newest_received.is_none_or(|n| counter > n) && conn.keys.receive.open(counter, clear, plain, tag)
+        })?;
+        let conn = self.slots[slot].as_mut()?;
+        tracing::info!("guest {slot} moved from {} to {from} (its NAT rebound)", conn.addr);
+        conn.addr = from;
+        conn.address_changes += 1;
+        Some(slot)
+    }
+
     /// Opens a sealed packet from `from`; only what opens under that connection's key and is new changes anything.
     #[allow(clippy::too_many_arguments)]
     fn connected_receive(
@@ -1076,9 +1109,15 @@ impl Endpoint {
             self.drops.wrong_version += 1;
             return;
         }
-        let Some(slot) = self.find_by_addr(from) else {
-            self.drops.unknown_sender += 1;
-            return;
+        let slot = match self.find_by_addr(from) {
+            Some(slot) => slot,
+            None => match self.rebound_slot(now_s, from, sequence, clear, sealed) {
+                Some(slot) => slot,
+                None => {
+                    self.drops.unknown_sender += 1;
+                    return;
+                }
+            },
         };
         let peer = PeerId(slot as u8);
         let Some(conn) = self.slots[slot].as_mut() else { return };

@@ -967,3 +967,72 @@ fn an_open_game_takes_one_guest_per_address() {
     assert_eq!(connected, [true, true, true]);
     assert_eq!(refusal, None);
 }
+
+/// A guest whose NAT gives it a new port mid-game keeps its connection: the host moves it to the new address on its
+/// first newer authenticated packet from there, and traffic flows both ways past the timeout. A packet of the
+/// guest's replayed from a third address, and a forged one, move nothing.
+#[test]
+fn a_guest_whose_nat_rebinds_keeps_its_connection() {
+    let mut host = Endpoint::host(config(), 0.0).unwrap();
+    let mut guest = Endpoint::join(config(), addr(HOST), 0.0).unwrap();
+    let before: SocketAddr = "192.0.2.7:4000".parse().unwrap();
+    let after: SocketAddr = "192.0.2.7:5123".parse().unwrap();
+    let stranger: SocketAddr = "198.51.100.9:4000".parse().unwrap();
+    let mut net = MemoryNetwork::new(LinkConfig::default(), 4);
+    let mut now = 0.0;
+    let mut recorded = None;
+    let mut replayed = false;
+    let (mut host_got_after, mut guest_got_after) = (0, 0);
+    while now < 8.0 {
+        now += TICK_S;
+        host.update(now);
+        guest.update(now);
+        if guest.is_connected() {
+            guest.send(now, PeerId(0), b"from the guest").unwrap();
+            if recorded.is_none() {
+                // One of the guest's packets, recorded on the way to replay it later from elsewhere.
+                let (_, bytes) = guest.pop_outgoing().unwrap();
+                let bytes = bytes.to_vec();
+                host.receive(now, before, &bytes);
+                recorded = Some(bytes);
+            }
+        }
+        if host.peers().count() == 1 {
+            host.send(now, PeerId(0), b"from the host").unwrap();
+        }
+        let moved = now >= 1.0;
+        if moved && !replayed {
+            replayed = true;
+            let replay = recorded.as_ref().expect("connected within a second");
+            host.receive(now, stranger, replay);
+            let mut forged = replay.clone();
+            forged[5] ^= 0x40; // a bit of the sealed part
+            host.receive(now, stranger, &forged);
+            assert_eq!(
+                host.peer_addr(PeerId(0)),
+                Some(before),
+                "a replay or a forgery moved the guest"
+            );
+        }
+        let guest_at = if moved { after } else { before };
+        net.pump(now, &mut [(addr(HOST), &mut host), (guest_at, &mut guest)]);
+        for (e, data) in received(&mut host) {
+            if moved && matches!(e, EndpointEvent::Received { .. }) && data == b"from the guest" {
+                host_got_after += 1;
+            }
+        }
+        for (e, data) in received(&mut guest) {
+            if moved && matches!(e, EndpointEvent::Received { .. }) && data == b"from the host" {
+                guest_got_after += 1;
+            }
+        }
+    }
+    assert!(guest.is_connected(), "the guest timed out: {:?}", host.drops());
+    assert_eq!(host.peer_addr(PeerId(0)), Some(after));
+    assert_eq!(host.stats(PeerId(0)).unwrap().address_changes, 1);
+    // Seven seconds at 90 a second each way, less the few in flight at the move.
+    assert!(
+        host_got_after > 600 && guest_got_after > 600,
+        "{host_got_after} {guest_got_after}"
+    );
+}
