@@ -83,6 +83,10 @@ bench: system-packages toolchain
 		> target/bench-report/network-models.json
 	cargo bench -p tumble-benches --benches
 	cargo bench -p tumble-net --bench net
+	@# The transport's fuzzers at a million cases each (make test runs them shorter), seeded: a failure prints the
+	@# TUMBLE_FUZZ_SEED that reproduces it. Their per-run figures go to target/bench-report/fuzz.log.
+	TUMBLE_FUZZ_CASES=1000000 cargo test --release -p tumble-net --test fuzz -- --nocapture \
+		2> target/bench-report/fuzz.log
 
 # Tumble on an OpenXR headset: start SteamVR or Monado first (README). The loader and Vulkan are opened at run time.
 vr: system-packages toolchain

@@ -43,16 +43,89 @@ pub const HOST_KEY_HASH_BYTES: usize = 10;
 #[error("the operating system's random source failed: {0}")]
 pub struct RandomError(String);
 
-/// `N` bytes from the operating system's random source.
-pub fn os_random<const N: usize>() -> Result<[u8; N], RandomError> {
-    let mut bytes = [0u8; N];
-    getrandom::fill(&mut bytes).map_err(|e| RandomError(e.to_string()))?;
-    Ok(bytes)
+/// Where an endpoint's secrets come from: the operating system's random source — always, in the game — or, with
+/// the `test-keys` feature only, a seed, so that a fuzzer's failure reproduces from its input and its seed.
+#[derive(Debug, Clone)]
+pub enum Randomness {
+    Os,
+    /// A BLAKE2b stream keyed by `seed`; `drawn` counts the 64-byte blocks taken.
+    #[cfg(feature = "test-keys")]
+    Seeded {
+        seed: u64,
+        drawn: u64,
+    },
 }
 
-/// A 64-bit value from the operating system's random source.
-pub fn os_random_u64() -> Result<u64, RandomError> {
-    os_random::<8>().map(u64::from_le_bytes)
+impl Randomness {
+    /// Fills `out`.
+    pub fn fill(&mut self, out: &mut [u8]) -> Result<(), RandomError> {
+        match self {
+            Randomness::Os => getrandom::fill(out).map_err(|e| RandomError(e.to_string())),
+            #[cfg(feature = "test-keys")]
+            Randomness::Seeded { seed, drawn } => {
+                for chunk in out.chunks_mut(64) {
+                    let mut h = blake2::Blake2b512::default();
+                    Update::update(&mut h, b"tumble seeded randomness");
+                    Update::update(&mut h, &seed.to_le_bytes());
+                    Update::update(&mut h, &drawn.to_le_bytes());
+                    chunk.copy_from_slice(&h.finalize_fixed()[..chunk.len()]);
+                    *drawn += 1;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    pub fn bytes<const N: usize>(&mut self) -> Result<[u8; N], RandomError> {
+        let mut out = [0u8; N];
+        self.fill(&mut out)?;
+        Ok(out)
+    }
+
+    /// A `snow` handshake builder whose ephemeral keys come from this source.
+    fn noise_builder<'a>(&mut self, params: snow::params::NoiseParams) -> Result<snow::Builder<'a>, HandshakeError> {
+        match self {
+            Randomness::Os => Ok(snow::Builder::new(params)),
+            #[cfg(feature = "test-keys")]
+            Randomness::Seeded { .. } => {
+                let seed = self.bytes::<32>().map_err(|e| HandshakeError::Setup(e.to_string()))?;
+                Ok(snow::Builder::with_resolver(params, Box::new(SeededResolver { seed })))
+            }
+        }
+    }
+}
+
+/// `snow`'s default primitives with a seeded random source (the ephemeral keys), for the fuzzers.
+#[cfg(feature = "test-keys")]
+struct SeededResolver {
+    seed: [u8; 32],
+}
+
+#[cfg(feature = "test-keys")]
+impl snow::resolvers::CryptoResolver for SeededResolver {
+    fn resolve_rng(&self) -> Option<Box<dyn snow::types::Random>> {
+        let seed = u64::from_le_bytes(self.seed[..8].try_into().expect("8 bytes"));
+        Some(Box::new(SeededRandom(Randomness::Seeded { seed, drawn: 0 })))
+    }
+    fn resolve_dh(&self, choice: &snow::params::DHChoice) -> Option<Box<dyn snow::types::Dh>> {
+        snow::resolvers::DefaultResolver.resolve_dh(choice)
+    }
+    fn resolve_hash(&self, choice: &snow::params::HashChoice) -> Option<Box<dyn snow::types::Hash>> {
+        snow::resolvers::DefaultResolver.resolve_hash(choice)
+    }
+    fn resolve_cipher(&self, choice: &snow::params::CipherChoice) -> Option<Box<dyn snow::types::Cipher>> {
+        snow::resolvers::DefaultResolver.resolve_cipher(choice)
+    }
+}
+
+#[cfg(feature = "test-keys")]
+struct SeededRandom(Randomness);
+
+#[cfg(feature = "test-keys")]
+impl snow::types::Random for SeededRandom {
+    fn try_fill_bytes(&mut self, dest: &mut [u8]) -> Result<(), snow::Error> {
+        self.0.fill(dest).map_err(|_| snow::Error::Rng)
+    }
 }
 
 /// The secret a host gives its players (in the join code). All zeros is the open game: anyone who reaches the
@@ -64,8 +137,12 @@ impl JoinSecret {
     pub const OPEN: JoinSecret = JoinSecret([0; JOIN_SECRET_BYTES]);
 
     pub fn random() -> Result<Self, RandomError> {
+        Self::from_randomness(&mut Randomness::Os)
+    }
+
+    pub fn from_randomness(randomness: &mut Randomness) -> Result<Self, RandomError> {
         loop {
-            let s = JoinSecret(os_random()?);
+            let s = JoinSecret(randomness.bytes()?);
             if s != Self::OPEN {
                 return Ok(s);
             }
@@ -98,7 +175,11 @@ pub struct KeyPair {
 
 impl KeyPair {
     pub fn random() -> Result<Self, RandomError> {
-        let secret = StaticSecret::from(os_random::<32>()?);
+        Self::from_randomness(&mut Randomness::Os)
+    }
+
+    pub fn from_randomness(randomness: &mut Randomness) -> Result<Self, RandomError> {
+        let secret = StaticSecret::from(randomness.bytes::<32>()?);
         let public = PublicKey::from(&secret).to_bytes();
         Ok(KeyPair { secret, public })
     }
@@ -206,9 +287,14 @@ fn noise_psk(secret: &JoinSecret) -> [u8; 32] {
 /// Bytes of the prologue: a label, the version, the salt, the guest's key, the cookie.
 const PROLOGUE_BYTES: usize = 6 + 1 + 8 + PUBLIC_KEY_BYTES + COOKIE_BYTES;
 
-fn noise_builder<'a>(psk: &'a [u8; 32], prologue: &'a [u8]) -> Result<snow::Builder<'a>, HandshakeError> {
+fn noise_builder<'a>(
+    randomness: &mut Randomness,
+    psk: &'a [u8; 32],
+    prologue: &'a [u8],
+) -> Result<snow::Builder<'a>, HandshakeError> {
     let params: snow::params::NoiseParams = NOISE_PARAMS.parse().map_err(setup_error)?;
-    snow::Builder::new(params)
+    randomness
+        .noise_builder(params)?
         .psk(0, psk)
         .and_then(|b| b.prologue(prologue))
         .map_err(setup_error)
@@ -268,13 +354,14 @@ impl std::fmt::Debug for GuestHandshake {
 impl GuestHandshake {
     /// Starts the handshake with the host whose static key is `host_public`; returns the message for the Response.
     pub fn start(
+        randomness: &mut Randomness,
         host_public: &[u8; PUBLIC_KEY_BYTES],
         secret: &JoinSecret,
         context: HandshakeContext<'_>,
     ) -> Result<(GuestHandshake, [u8; HANDSHAKE_FIRST_BYTES]), HandshakeError> {
         let psk = noise_psk(secret);
         let prologue = context.prologue();
-        let mut state = noise_builder(&psk, &prologue)?
+        let mut state = noise_builder(randomness, &psk, &prologue)?
             .remote_public_key(host_public)
             .and_then(|b| b.build_initiator())
             .map_err(setup_error)?;
@@ -308,6 +395,7 @@ impl GuestHandshake {
 /// The host's half, in one step (the host keeps nothing between a guest's messages): reads the guest's message and
 /// answers with `payload`. `DidNotOpen` means the guest lacks the join secret (or the message was forged).
 pub fn host_handshake(
+    randomness: &mut Randomness,
     host: &KeyPair,
     secret: &JoinSecret,
     context: HandshakeContext<'_>,
@@ -317,7 +405,7 @@ pub fn host_handshake(
     let psk = noise_psk(secret);
     let prologue = context.prologue();
     let private = host.secret.to_bytes();
-    let mut state = noise_builder(&psk, &prologue)?
+    let mut state = noise_builder(randomness, &psk, &prologue)?
         .local_private_key(&private)
         .and_then(|b| b.build_responder())
         .map_err(setup_error)?;
@@ -344,8 +432,9 @@ pub fn handshake_in_memory(secret: &JoinSecret) -> Result<(SessionKeys, SessionK
         guest_public: &guest.public,
         cookie: &[0; COOKIE_BYTES],
     };
-    let (mut guest_half, first) = GuestHandshake::start(&host.public, secret, context)?;
-    let (second, host_keys) = host_handshake(&host, secret, context, &first, [1, 2])?;
+    let os = &mut Randomness::Os;
+    let (mut guest_half, first) = GuestHandshake::start(os, &host.public, secret, context)?;
+    let (second, host_keys) = host_handshake(os, &host, secret, context, &first, [1, 2])?;
     let (_, guest_keys) = guest_half.finish(&second)?;
     Ok((host_keys, guest_keys))
 }
@@ -399,7 +488,11 @@ impl std::fmt::Debug for CookieKey {
 
 impl CookieKey {
     pub fn random() -> Result<Self, RandomError> {
-        Ok(CookieKey(os_random()?))
+        Self::from_randomness(&mut Randomness::Os)
+    }
+
+    pub fn from_randomness(randomness: &mut Randomness) -> Result<Self, RandomError> {
+        Ok(CookieKey(randomness.bytes()?))
     }
 
     /// A keyed BLAKE2s over the requester's address, its salt and public key, and the time bucket.
@@ -477,8 +570,17 @@ mod tests {
         let guest = KeyPair::random().unwrap();
         let secret = JoinSecret::random().unwrap();
         let cookie = [3u8; COOKIE_BYTES];
-        let (mut half, first) = GuestHandshake::start(&host.public, &secret, context(&guest, &cookie)).unwrap();
-        let (second, h) = host_handshake(&host, &secret, context(&guest, &cookie), &first, [1, 4]).unwrap();
+        let (mut half, first) =
+            GuestHandshake::start(&mut Randomness::Os, &host.public, &secret, context(&guest, &cookie)).unwrap();
+        let (second, h) = host_handshake(
+            &mut Randomness::Os,
+            &host,
+            &secret,
+            context(&guest, &cookie),
+            &first,
+            [1, 4],
+        )
+        .unwrap();
         let (payload, g) = half.finish(&second).unwrap();
         assert_eq!(payload, [1, 4]);
         let mut buf = *b"hello host";
@@ -497,17 +599,41 @@ mod tests {
         // The wrong secret, another cookie or another salt: the guest's message does not open at the host.
         let other = JoinSecret::random().unwrap();
         assert_eq!(
-            host_handshake(&host, &other, context(&guest, &cookie), &first, [1, 4]).unwrap_err(),
+            host_handshake(
+                &mut Randomness::Os,
+                &host,
+                &other,
+                context(&guest, &cookie),
+                &first,
+                [1, 4]
+            )
+            .unwrap_err(),
             HandshakeError::DidNotOpen
         );
         let other_cookie = [4u8; COOKIE_BYTES];
-        assert!(host_handshake(&host, &secret, context(&guest, &other_cookie), &first, [1, 4]).is_err());
+        assert!(host_handshake(
+            &mut Randomness::Os,
+            &host,
+            &secret,
+            context(&guest, &other_cookie),
+            &first,
+            [1, 4]
+        )
+        .is_err());
         let mut salted = context(&guest, &cookie);
         salted.client_salt = 8;
-        assert!(host_handshake(&host, &secret, salted, &first, [1, 4]).is_err());
+        assert!(host_handshake(&mut Randomness::Os, &host, &secret, salted, &first, [1, 4]).is_err());
         // A host with another static key cannot read it either: only the pinned host can accept.
         let impostor = KeyPair::random().unwrap();
-        assert!(host_handshake(&impostor, &secret, context(&guest, &cookie), &first, [1, 4]).is_err());
+        assert!(host_handshake(
+            &mut Randomness::Os,
+            &impostor,
+            &secret,
+            context(&guest, &cookie),
+            &first,
+            [1, 4]
+        )
+        .is_err());
     }
 
     #[test]
@@ -518,9 +644,26 @@ mod tests {
         let guest = KeyPair::random().unwrap();
         let secret = JoinSecret::random().unwrap();
         let cookie = [9u8; COOKIE_BYTES];
-        let (mut half, first) = GuestHandshake::start(&host.public, &secret, context(&guest, &cookie)).unwrap();
-        let (second_a, keys_a) = host_handshake(&host, &secret, context(&guest, &cookie), &first, [1, 2]).unwrap();
-        let (second_b, keys_b) = host_handshake(&host, &secret, context(&guest, &cookie), &first, [1, 2]).unwrap();
+        let (mut half, first) =
+            GuestHandshake::start(&mut Randomness::Os, &host.public, &secret, context(&guest, &cookie)).unwrap();
+        let (second_a, keys_a) = host_handshake(
+            &mut Randomness::Os,
+            &host,
+            &secret,
+            context(&guest, &cookie),
+            &first,
+            [1, 2],
+        )
+        .unwrap();
+        let (second_b, keys_b) = host_handshake(
+            &mut Randomness::Os,
+            &host,
+            &secret,
+            context(&guest, &cookie),
+            &first,
+            [1, 2],
+        )
+        .unwrap();
         assert_ne!(second_a, second_b);
         let mut buf = *b"same plaintext";
         let tag = keys_a.send.seal(0, b"", &mut buf);

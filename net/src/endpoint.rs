@@ -44,8 +44,8 @@ use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
     host_handshake, host_key_hash, refusal_tag, restore_counter, same_bytes, CookieKey, GuestHandshake,
-    HandshakeContext, JoinSecret, KeyPair, RandomError, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES, HOST_KEY_HASH_BYTES,
-    PUBLIC_KEY_BYTES, TAG_BYTES,
+    HandshakeContext, JoinSecret, KeyPair, RandomError, Randomness, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES,
+    HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
     deny_reason_code, read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet,
@@ -111,6 +111,11 @@ pub struct EndpointConfig {
     /// any number. An open game takes one, so a single machine cannot fill it from many ports. Loopback (the host's
     /// own bots) is never limited.
     pub max_guests_per_address: Option<usize>,
+    /// Only with the `test-keys` feature (the fuzzers): every secret this endpoint draws — its keys, cookie key,
+    /// join secret, salt and handshake ephemerals — comes from this seed instead of the operating system, so a
+    /// failure reproduces. `None`: the operating system's, as always in the game.
+    #[cfg(feature = "test-keys")]
+    pub key_seed: Option<u64>,
 }
 
 impl Default for EndpointConfig {
@@ -129,6 +134,8 @@ impl Default for EndpointConfig {
             join_secret: None,
             host_key_hash: None,
             max_guests_per_address: None,
+            #[cfg(feature = "test-keys")]
+            key_seed: None,
         }
     }
 }
@@ -271,6 +278,8 @@ pub struct Endpoint {
     keys: KeyPair,
     cookie_key: CookieKey,
     join_secret: JoinSecret,
+    /// Where this endpoint's secrets come from (the operating system, except in the fuzzers).
+    randomness: Randomness,
     /// A guest's half of the Noise handshake between its Response and the host's Accepted.
     pending_handshake: Option<Box<GuestHandshake>>,
     slots: Vec<Option<Connection>>,
@@ -339,17 +348,27 @@ impl UsedCookies {
 
 impl Endpoint {
     fn new(config: EndpointConfig, role: Role, slots: usize, now_s: f64) -> Result<Self, EndpointError> {
+        let is_host = matches!(role, Role::Host);
+        #[cfg(feature = "test-keys")]
+        let mut randomness = match config.key_seed {
+            Some(seed) => Randomness::Seeded { seed, drawn: 0 },
+            None => Randomness::Os,
+        };
+        #[cfg(not(feature = "test-keys"))]
+        let mut randomness = Randomness::Os;
+        let join_secret = match config.join_secret {
+            Some(secret) => secret,
+            None if is_host => JoinSecret::from_randomness(&mut randomness)?,
+            None => JoinSecret::OPEN,
+        };
+        let keys = KeyPair::from_randomness(&mut randomness)?;
+        let cookie_key = CookieKey::from_randomness(&mut randomness)?;
         let address_limits = AddressLimiter::new(
             config.handshake_rate_per_address_per_s,
             config.handshake_burst_per_address,
             now_s,
+            randomness.bytes()?,
         );
-        let is_host = matches!(role, Role::Host);
-        let join_secret = match config.join_secret {
-            Some(secret) => secret,
-            None if is_host => JoinSecret::random()?,
-            None => JoinSecret::OPEN,
-        };
         Ok(Endpoint {
             challenge_tokens: TokenBucket::full(config.challenge_rate_per_s, now_s),
             response_tokens: TokenBucket::full(config.response_rate_per_s, now_s),
@@ -357,8 +376,9 @@ impl Endpoint {
             refused: None,
             config,
             role,
-            keys: KeyPair::random()?,
-            cookie_key: CookieKey::random()?,
+            keys,
+            cookie_key,
+            randomness,
             join_secret,
             pending_handshake: None,
             slots: vec![None; slots],
@@ -382,15 +402,18 @@ impl Endpoint {
 
     /// A guest that starts its handshake with `host` at once.
     pub fn join(config: EndpointConfig, host: SocketAddr, now_s: f64) -> Result<Self, EndpointError> {
-        let salt = crate::crypto::os_random_u64()?;
         let role = Role::Guest {
             host,
-            salt,
+            salt: 0,
             state: GuestState::Requesting,
             started_s: now_s,
             last_handshake_s: now_s,
         };
         let mut e = Self::new(config, role, 1, now_s)?;
+        let salt = u64::from_le_bytes(e.randomness.bytes()?);
+        if let Role::Guest { salt: s, .. } = &mut e.role {
+            *s = salt;
+        }
         let public_key = e.keys.public;
         e.emit_packet(
             host,
@@ -898,7 +921,15 @@ impl Endpoint {
             guest_public: public_key,
             cookie,
         };
-        let (accept, keys) = match host_handshake(&self.keys, &self.join_secret, context, proof, [index.0, index.1]) {
+        let handshake = host_handshake(
+            &mut self.randomness,
+            &self.keys,
+            &self.join_secret,
+            context,
+            proof,
+            [index.0, index.1],
+        );
+        let (accept, keys) = match handshake {
             Ok(done) => done,
             Err(crate::crypto::HandshakeError::DidNotOpen) => {
                 self.drops.wrong_secret += 1;
@@ -1004,15 +1035,16 @@ impl Endpoint {
                     guest_public: &own_public,
                     cookie: &cookie,
                 };
-                let (half, proof) = match GuestHandshake::start(&host_public, &self.join_secret, context) {
-                    Ok(started) => started,
-                    Err(e) => {
-                        // A low-order or otherwise unusable host key: not a host we can talk to.
-                        tracing::debug!("challenge from {host} not usable: {e}");
-                        self.drops.forged += 1;
-                        return;
-                    }
-                };
+                let (half, proof) =
+                    match GuestHandshake::start(&mut self.randomness, &host_public, &self.join_secret, context) {
+                        Ok(started) => started,
+                        Err(e) => {
+                            // A low-order or otherwise unusable host key: not a host we can talk to.
+                            tracing::debug!("challenge from {host} not usable: {e}");
+                            self.drops.forged += 1;
+                            return;
+                        }
+                    };
                 self.pending_handshake = Some(Box::new(half));
                 self.set_guest_state(GuestState::Responding {
                     cookie,

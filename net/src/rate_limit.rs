@@ -13,7 +13,7 @@
 //!
 //! Nothing here allocates after construction.
 
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{DefaultHasher, Hasher};
 use std::net::{IpAddr, SocketAddr};
 
 /// Buckets in the per-address table. An address uses two, so 1,000 flooding addresses (2,000 buckets emptied) leave
@@ -60,8 +60,9 @@ impl TokenBucket {
 #[derive(Debug)]
 pub struct AddressLimiter {
     buckets: Vec<TokenBucket>,
-    /// SipHash with keys from the process's random state: which addresses share a bucket is unknowable outside.
-    hasher: RandomState,
+    /// SipHash over a secret from the endpoint's random source and the address: which addresses share a bucket is
+    /// unknowable outside, so nobody can aim a flood at another's bucket.
+    hash_key: [u8; 16],
     /// Each bucket's: half an address's, as an address has two.
     rate_per_s: f64,
     burst: f64,
@@ -80,11 +81,11 @@ pub fn address_key(addr: SocketAddr) -> [u8; 8] {
 }
 
 impl AddressLimiter {
-    /// An address may send `rate_per_s` a second and save up `burst`.
-    pub fn new(rate_per_s: f64, burst: f64, now_s: f64) -> Self {
+    /// An address may send `rate_per_s` a second and save up `burst`; `hash_key` is secret (random).
+    pub fn new(rate_per_s: f64, burst: f64, now_s: f64, hash_key: [u8; 16]) -> Self {
         AddressLimiter {
             buckets: vec![TokenBucket::full(burst / 2.0, now_s); ADDRESS_BUCKETS],
-            hasher: RandomState::new(),
+            hash_key,
             rate_per_s: rate_per_s / 2.0,
             burst: burst / 2.0,
         }
@@ -92,7 +93,10 @@ impl AddressLimiter {
 
     /// `addr`'s two buckets.
     fn buckets_of(&self, addr: SocketAddr) -> (usize, usize) {
-        let h = self.hasher.hash_one(address_key(addr));
+        let mut hasher = DefaultHasher::new();
+        hasher.write(&self.hash_key);
+        hasher.write(&address_key(addr));
+        let h = hasher.finish();
         ((h as usize) % ADDRESS_BUCKETS, ((h >> 32) as usize) % ADDRESS_BUCKETS)
     }
 
@@ -117,7 +121,7 @@ mod tests {
 
     #[test]
     fn a_flooding_address_is_held_to_its_rate_and_others_are_not_touched() {
-        let mut limiter = AddressLimiter::new(10.0, 20.0, 0.0);
+        let mut limiter = AddressLimiter::new(10.0, 20.0, 0.0, [5; 16]);
         let flooder: SocketAddr = "10.0.0.1:9".parse().unwrap();
         let quiet: SocketAddr = "10.0.0.2:9".parse().unwrap();
         let mut allowed = 0;
@@ -137,7 +141,7 @@ mod tests {
     /// An address sharing one of its buckets with a flooding one still gets in through its other.
     #[test]
     fn an_address_sharing_a_bucket_with_a_flooder_has_its_other() {
-        let mut limiter = AddressLimiter::new(10.0, 20.0, 0.0);
+        let mut limiter = AddressLimiter::new(10.0, 20.0, 0.0, [5; 16]);
         let flooder: SocketAddr = "10.0.0.1:9".parse().unwrap();
         let (f0, f1) = limiter.buckets_of(flooder);
         let neighbour = (0..1_000_000u32)

@@ -10,7 +10,9 @@
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use tumble_net::crypto::JoinSecret;
+use tumble_net::crypto::{
+    host_handshake, host_key_hash, GuestHandshake, HandshakeContext, JoinSecret, KeyPair, Randomness,
+};
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::packet::{
@@ -28,9 +30,34 @@ fn addr(last: u8, port: u16) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, last], port))
 }
 
-fn config() -> EndpointConfig {
+/// The run's seed: `TUMBLE_FUZZ_SEED` (decimal or 0x-hex), else a fixed one. Every endpoint draws its keys, salts
+/// and ephemerals from it (`EndpointConfig::key_seed`) and every fuzzer its inputs, so a failure reproduces from
+/// the seed the test prints.
+fn run_seed() -> u64 {
+    let seed = std::env::var("TUMBLE_FUZZ_SEED")
+        .ok()
+        .and_then(|v| match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        });
+    let seed = seed.unwrap_or(0x7b1e_5eed);
+    eprintln!("fuzz seed {seed:#x} (rerun with TUMBLE_FUZZ_SEED={seed:#x})");
+    seed
+}
+
+/// Cases for a fuzzer: `TUMBLE_FUZZ_CASES` when set (`make bench` runs a million of each), else `default`.
+fn cases(default: usize) -> usize {
+    std::env::var("TUMBLE_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// An endpoint's settings with its secrets drawn from `seed` (each endpoint of a test its own).
+fn config(seed: u64) -> EndpointConfig {
     EndpointConfig {
         join_secret: Some(SECRET),
+        key_seed: Some(seed),
         ..Default::default()
     }
 }
@@ -164,13 +191,15 @@ fn run_until(
 #[test]
 fn a_million_garbage_and_handshake_packets_change_nothing() {
     let start = std::time::Instant::now();
+    let seed = run_seed();
+    let packets = cases(PACKETS);
     let (host_addr, guest_addr, pending_addr) = (addr(1, 1), addr(2, 1), addr(3, 1));
-    let mut host = Endpoint::host(config(), 0.0).unwrap();
-    let mut guest = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let mut host = Endpoint::host(config(seed), 0.0).unwrap();
+    let mut guest = Endpoint::join(config(seed ^ 1), host_addr, 0.0).unwrap();
     let mut net = MemoryNetwork::new(LinkConfig::default(), 1);
     let mut corpus: Vec<Vec<u8>> = Vec::new();
     // A guest that will stay halfway: its request is answered, its response never delivered.
-    let mut pending = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let mut pending = Endpoint::join(config(seed ^ 2), host_addr, 0.0).unwrap();
     let (_, request) = pending.pop_outgoing().unwrap();
     corpus.push(request.to_vec());
     let request = request.to_vec();
@@ -198,18 +227,28 @@ fn a_million_garbage_and_handshake_packets_change_nothing() {
     while let Some((_, d)) = guest.pop_outgoing() {
         connected_seeds.push(d.to_vec());
     }
+    let from_guest = connected_seeds.len();
     while let Some((_, d)) = host.pop_outgoing() {
         connected_seeds.push(d.to_vec());
     }
+    // Delivered first: a guest's packet the host never had, arriving from elsewhere, would rightly move the
+    // connection there (a NAT rebinding); once delivered, a copy from elsewhere is stale and must change nothing.
+    for (i, d) in connected_seeds.iter().enumerate() {
+        if i < from_guest {
+            host.receive(now, guest_addr, d);
+        } else {
+            guest.receive(now, host_addr, d);
+        }
+    }
     let mut buf = [0u8; MAX_PACKET_BYTES];
-    let mut rng = Rng::new(0xf022);
+    let mut rng = Rng::new(seed ^ 0xf022);
     let sealed = vec![0xaa; MAX_PAYLOAD_BYTES];
     while host.pop_event().is_some() || guest.pop_event().is_some() {}
     let host_before = fingerprint(&host);
     let guest_before = fingerprint(&guest);
     let (mut parsed, mut canonical) = (0u64, 0u64);
     let mut packet = Vec::with_capacity(2048);
-    for n in 0..PACKETS {
+    for n in 0..packets {
         now += 1e-5;
         packet.clear();
         let kind = rng.below(10);
@@ -301,9 +340,9 @@ fn a_million_garbage_and_handshake_packets_change_nothing() {
     net.pump(now, &mut [(host_addr, &mut host), (guest_addr, &mut guest)]);
     let got = std::iter::from_fn(|| host.pop_event()).any(|e| matches!(e, EndpointEvent::Received { .. }));
     assert!(got && host.payload() == b"still here", "sequence {seq} not delivered");
-    // The pending guest's address shares its rate-limit bucket with one of the 150 flooding strangers in about one
-    // run in 27 (a keyed hash with a key from the OS puts addresses in 4,096 buckets); a shared bucket still lets
-    // it through once a token comes back (16 a second). The challenge stays valid (10 to 20 s after it was made).
+    // The pending guest's address shares its rate-limit bucket with one of the 150 flooding strangers for about one
+    // seed in 27 (a keyed hash puts addresses in 4,096 buckets); a shared bucket still lets it through once a token
+    // comes back (16 a second). The challenge stays valid (10 to 20 s after it was made).
     now += 0.1;
     host.receive(now, pending_addr, &response);
     assert_eq!(
@@ -312,7 +351,7 @@ fn a_million_garbage_and_handshake_packets_change_nothing() {
         "the halfway guest's own response still opens a slot"
     );
     eprintln!(
-        "fuzz slice: {PACKETS} packets in {:.2} s; {parsed} parsed, {canonical} canonical; host drops {:?}",
+        "fuzz slice: {packets} packets in {:.2} s; {parsed} parsed, {canonical} canonical; host drops {:?}",
         start.elapsed().as_secs_f64(),
         host.drops()
     );
@@ -321,11 +360,13 @@ fn a_million_garbage_and_handshake_packets_change_nothing() {
 #[test]
 fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     let start = std::time::Instant::now();
+    let seed = run_seed();
+    let packets = cases(PACKETS);
     let (host_addr, a_addr, b_addr) = (addr(1, 1), addr(2, 1), addr(3, 1));
-    let mut host = Endpoint::host(config(), 0.0).unwrap();
+    let mut host = Endpoint::host(config(seed), 0.0).unwrap();
     let mut net = MemoryNetwork::new(LinkConfig::default(), 2);
-    let mut a = Endpoint::join(config(), host_addr, 0.0).unwrap();
-    let mut b = Endpoint::join(config(), host_addr, 0.0).unwrap();
+    let mut a = Endpoint::join(config(seed ^ 1), host_addr, 0.0).unwrap();
+    let mut b = Endpoint::join(config(seed ^ 2), host_addr, 0.0).unwrap();
     let mut now = run_until(
         &mut net,
         0.0,
@@ -335,7 +376,7 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     let a_peer = PeerId(host.peers().find(|&p| host.peer_addr(p) == Some(a_addr)).unwrap().0);
     let b_peer = PeerId(host.peers().find(|&p| host.peer_addr(p) == Some(b_addr)).unwrap().0);
     let mut keys = a.peer_keys(PeerId(0)).unwrap();
-    let mut rng = Rng::new(0xa77ac);
+    let mut rng = Rng::new(seed ^ 0xa77ac);
     let payload: Vec<u8> = (0..MAX_PAYLOAD_BYTES).map(|i| (i * 7) as u8).collect();
     let mut packet = Vec::with_capacity(MAX_PACKET_BYTES + 16);
     // Sent packets with their counters, for replays.
@@ -343,7 +384,7 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     let mut newest = 0u64;
     let mut delivered: HashSet<u64> = HashSet::new();
     let (mut opened, mut reconnects, mut b_sent, mut b_acked) = (0u64, 0u32, 0u64, 0u64);
-    for n in 0..PACKETS {
+    for n in 0..packets {
         now += 1e-5;
         // The attacker's counter: mostly ahead of or near the newest, sometimes anywhere, sometimes a replay.
         let mut counter = match rng.below(10) {
@@ -424,7 +465,7 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
         }
         if host.peer_addr(a_peer).is_none() {
             // The attacker's disconnect opened (it is the guest, after all): it joins again with fresh keys.
-            a = Endpoint::join(config(), host_addr, now).unwrap();
+            a = Endpoint::join(config(seed ^ (3 + u64::from(reconnects))), host_addr, now).unwrap();
             now = run_until(
                 &mut net,
                 now,
@@ -466,13 +507,395 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     );
     assert!(b_acked > 0 && b_sent > 1000);
     assert!(
-        opened > (PACKETS / 4) as u64,
+        opened > (packets / 4) as u64,
         "only {opened} sealed packets opened ({reconnects} reconnects): the fuzzer is not reaching the game; {:?}",
         host.drops()
     );
     eprintln!(
-        "attacker slice: {PACKETS} packets in {:.2} s; {opened} delivered, {reconnects} reconnects; host drops {:?}",
+        "attacker slice: {packets} packets in {:.2} s; {opened} delivered, {reconnects} reconnects; host drops {:?}",
         start.elapsed().as_secs_f64(),
         host.drops()
+    );
+}
+
+/// Settings that let every handshake packet through the rate limits, so the fuzzers reach the code behind them.
+fn unlimited(seed: u64) -> EndpointConfig {
+    EndpointConfig {
+        handshake_rate_per_address_per_s: 1e12,
+        handshake_burst_per_address: 1e12,
+        challenge_rate_per_s: 1e12,
+        response_rate_per_s: 1e12,
+        ..config(seed)
+    }
+}
+
+/// Responses with a valid cookie (the post-cookie path: the Noise message, the guest key, the salt) that are not
+/// the guest's own: random or mutated Noise messages, low-order keys, a Noise message made with a wrong secret,
+/// the guest's message under another key. The host opens no slot, answers only the sender and never with more
+/// bytes, and the real Response still connects at the end. Each case costs the host X25519 operations (~100 µs),
+/// so `cargo test` runs 20,000 and `make bench` a million.
+#[test]
+fn responses_with_a_valid_cookie_open_nothing() {
+    let start = std::time::Instant::now();
+    let seed = run_seed();
+    let n_cases = cases(20_000);
+    let (host_addr, guest_addr) = (addr(1, 1), addr(2, 1));
+    let mut host = Endpoint::host(unlimited(seed), 0.0).unwrap();
+    let mut guest = Endpoint::join(config(seed ^ 1), host_addr, 0.0).unwrap();
+    let request = guest.pop_outgoing().unwrap().1.to_vec();
+    host.receive(0.0, guest_addr, &request);
+    let challenge = host.pop_outgoing().unwrap().1.to_vec();
+    guest.receive(0.0, host_addr, &challenge);
+    let response = guest.pop_outgoing().unwrap().1.to_vec();
+    let Ok((
+        _,
+        Packet::Response {
+            client_salt,
+            public_key,
+            cookie,
+            proof,
+        },
+    )) = read_packet(&response)
+    else {
+        panic!("a response")
+    };
+    let Ok((
+        _,
+        Packet::Challenge {
+            public_key: host_public,
+            ..
+        },
+    )) = read_packet(&challenge)
+    else {
+        panic!("a challenge")
+    };
+    // The guest's key with a Noise message made under a wrong secret (the one expensive-to-make input).
+    let wrong_secret = {
+        let context = HandshakeContext {
+            version: PROTOCOL_VERSION,
+            client_salt,
+            guest_public: &public_key,
+            cookie: &cookie,
+        };
+        let mut randomness = Randomness::Seeded { seed, drawn: 0 };
+        GuestHandshake::start(&mut randomness, &host_public, &JoinSecret([1; 10]), context)
+            .unwrap()
+            .1
+    };
+    let low_order: [[u8; 32]; 3] = [[0; 32], std::array::from_fn(|i| u8::from(i == 0)), [0xff; 32]];
+    let mut rng = Rng::new(seed ^ 0x9e5);
+    let mut buf = [0u8; MAX_PACKET_BYTES];
+    let mut replies = 0u64;
+    for n in 0..n_cases {
+        let now = 1.0 + n as f64 * 1e-6;
+        let mut proof_n = proof;
+        let mut key_n = public_key;
+        match rng.below(6) {
+            0 => proof_n = bytes(&mut rng),
+            1 => {
+                for _ in 0..1 + rng.below(3) {
+                    let i = rng.below(proof_n.len());
+                    proof_n[i] ^= 1 << rng.below(8);
+                }
+            }
+            2 => proof_n[..32].copy_from_slice(&low_order[rng.below(3)]),
+            3 => proof_n = wrong_secret,
+            4 => {
+                // Another guest key: the cookie no longer matches (it binds the key).
+                key_n = bytes(&mut rng);
+            }
+            _ => {
+                proof_n[32..].copy_from_slice(&bytes::<16>(&mut rng));
+            }
+        }
+        if proof_n == proof && key_n == public_key {
+            continue;
+        }
+        let p = Packet::Response {
+            client_salt,
+            public_key: key_n,
+            cookie,
+            proof: proof_n,
+        };
+        let len = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
+        host.receive(now, guest_addr, &buf[..len]);
+        while let Some((to, reply)) = host.pop_outgoing() {
+            assert_eq!(to, guest_addr);
+            assert!(reply.len() <= len, "amplification at case {n}");
+            replies += 1;
+        }
+        assert_eq!(host.peers().count(), 0, "case {n} opened a slot");
+        assert!(host.pop_event().is_none(), "case {n} made an event");
+    }
+    let drops = host.drops();
+    assert!(
+        drops.wrong_secret > (n_cases / 2) as u64,
+        "the fuzzer did not reach the Noise message: {drops:?}"
+    );
+    // The guest's own Response still connects (no case used up its cookie).
+    host.receive(2.0, guest_addr, &response);
+    let accepted = host.pop_outgoing().unwrap().1.to_vec();
+    guest.receive(2.0, host_addr, &accepted);
+    assert!(guest.is_connected() && host.peers().count() == 1);
+    eprintln!(
+        "post-cookie responses: {n_cases} in {:.2} s, {replies} refusals; host drops {drops:?}",
+        start.elapsed().as_secs_f64()
+    );
+}
+
+/// Accepted packets to a guest halfway through its handshake with the host its code pins: random, mutated and
+/// truncated Noise answers, answers to another salt, and genuine answers (sealed by the pinned host's key) with
+/// hostile fields — peer index and count out of range. Nothing connects the guest or ends its join but a genuine
+/// answer with valid fields. `cargo test` runs 20,000; `make bench` a million.
+#[test]
+fn hostile_accepts_connect_nothing() {
+    let start = std::time::Instant::now();
+    let seed = run_seed();
+    let n_cases = cases(20_000);
+    let host_addr = addr(1, 1);
+    let mut randomness = Randomness::Seeded { seed, drawn: 0 };
+    let host = KeyPair::from_randomness(&mut randomness).unwrap();
+    let mut rng = Rng::new(seed ^ 0xacc);
+    let guest_config = |k: u64| EndpointConfig {
+        host_key_hash: Some(host_key_hash(&host.public)),
+        ..config(seed ^ (10 + k))
+    };
+    // A guest, answered by the fake host: returns it with its Response's fields.
+    let halfway = |k: u64| {
+        let mut guest = Endpoint::join(guest_config(k), host_addr, 0.0).unwrap();
+        let request = guest.pop_outgoing().unwrap().1.to_vec();
+        let Ok((_, Packet::Request { client_salt, .. })) = read_packet(&request) else {
+            panic!("a request")
+        };
+        let challenge = Packet::Challenge {
+            client_salt,
+            cookie: [k as u8; 16],
+            public_key: host.public,
+        };
+        let mut buf = [0u8; MAX_PACKET_BYTES];
+        let len = write_packet(&challenge, PROTOCOL_VERSION, &mut buf).unwrap();
+        guest.receive(0.0, host_addr, &buf[..len]);
+        let response = guest.pop_outgoing().unwrap().1.to_vec();
+        let Ok((
+            _,
+            Packet::Response {
+                client_salt,
+                public_key,
+                cookie,
+                proof,
+            },
+        )) = read_packet(&response)
+        else {
+            panic!("a response")
+        };
+        (guest, client_salt, public_key, cookie, proof)
+    };
+    let (mut guest, mut salt, mut key, mut cookie, mut proof) = halfway(0);
+    let mut guests = 1u64;
+    let mut buf = [0u8; MAX_PACKET_BYTES];
+    let mut genuine_hostile = 0u64;
+    for n in 0..n_cases {
+        let now = 0.001 + n as f64 * 1e-7;
+        let context = HandshakeContext {
+            version: PROTOCOL_VERSION,
+            client_salt: salt,
+            guest_public: &key,
+            cookie: &cookie,
+        };
+        let kind = rng.below(32);
+        let (sealed, to_salt) = match kind {
+            0 => {
+                // Genuine, from the pinned host, with fields out of range.
+                let fields = match rng.below(4) {
+                    0 => [0, rng.next_u32() as u8],
+                    1 => {
+                        let count = rng.below(65) as u8;
+                        [count.saturating_add(rng.below(3) as u8), count]
+                    }
+                    2 => [1 + rng.below(254) as u8, 65 + rng.below(190) as u8],
+                    _ => [rng.next_u32() as u8, 0],
+                };
+                let (sealed, _) = host_handshake(&mut randomness, &host, &SECRET, context, &proof, fields).unwrap();
+                genuine_hostile += 1;
+                (sealed, salt)
+            }
+            1..=10 => (bytes(&mut rng), salt),
+            11..=28 => {
+                let (genuine, _) = host_handshake(&mut randomness, &host, &SECRET, context, &proof, [1, 4]).unwrap();
+                let mut sealed = genuine;
+                while sealed == genuine {
+                    // (Two flips of one bit would give the genuine answer back.)
+                    for _ in 0..1 + rng.below(3) {
+                        let i = rng.below(sealed.len());
+                        sealed[i] ^= 1 << rng.below(8);
+                    }
+                }
+                (sealed, salt)
+            }
+            _ => {
+                let (sealed, _) = host_handshake(&mut randomness, &host, &SECRET, context, &proof, [1, 4]).unwrap();
+                (sealed, salt ^ (1 + rng.next_u64() % 1000))
+            }
+        };
+        let len = write_packet(
+            &Packet::Accepted {
+                client_salt: to_salt,
+                sealed,
+            },
+            PROTOCOL_VERSION,
+            &mut buf,
+        )
+        .unwrap();
+        let cut = if rng.chance_pct(3.0) { rng.below(len) } else { len };
+        guest.receive(now, host_addr, &buf[..cut]);
+        assert!(!guest.is_connected(), "case {n} (kind {kind}) connected the guest");
+        assert!(guest.pop_event().is_none(), "case {n} (kind {kind}) made an event");
+        assert!(guest.pop_outgoing().is_none());
+        if kind == 0 {
+            // A genuine answer finishes the guest's handshake, valid fields or not: the next case needs a new one.
+            (guest, salt, key, cookie, proof) = halfway(guests);
+            guests += 1;
+        }
+    }
+    // The genuine answer with valid fields connects.
+    let context = HandshakeContext {
+        version: PROTOCOL_VERSION,
+        client_salt: salt,
+        guest_public: &key,
+        cookie: &cookie,
+    };
+    let (sealed, _) = host_handshake(&mut randomness, &host, &SECRET, context, &proof, [2, 4]).unwrap();
+    let len = write_packet(
+        &Packet::Accepted {
+            client_salt: salt,
+            sealed,
+        },
+        PROTOCOL_VERSION,
+        &mut buf,
+    )
+    .unwrap();
+    guest.receive(1.0, host_addr, &buf[..len]);
+    assert!(guest.is_connected(), "{:?}", guest.drops());
+    assert!(genuine_hostile > 0);
+    eprintln!(
+        "hostile accepts: {n_cases} in {:.2} s ({genuine_hostile} genuine with bad fields, {guests} guests); last guest's drops {:?}",
+        start.elapsed().as_secs_f64(),
+        guest.drops()
+    );
+}
+
+/// The host's side of the attacker slice: a million connected packets to a guest from an attacker holding the
+/// host's keys for that guest (every sequence, ack, echo and payload, replays and tampered copies). No panic; no
+/// counter delivered twice; the guest's estimates stay finite and it sends only to its host.
+#[test]
+fn a_million_packets_to_a_guest_from_an_attacker_with_the_hosts_keys_break_nothing() {
+    let start = std::time::Instant::now();
+    let seed = run_seed();
+    let packets = cases(PACKETS);
+    let (host_addr, guest_addr) = (addr(1, 1), addr(2, 1));
+    let mut host = Endpoint::host(config(seed), 0.0).unwrap();
+    let mut guest = Endpoint::join(config(seed ^ 1), host_addr, 0.0).unwrap();
+    let mut net = MemoryNetwork::new(LinkConfig::default(), 2);
+    let mut now = run_until(
+        &mut net,
+        0.0,
+        &mut [(host_addr, &mut host), (guest_addr, &mut guest)],
+        |n| n[1].1.is_connected(),
+    );
+    let keys = host.peer_keys(PeerId(0)).unwrap();
+    let mut rng = Rng::new(seed ^ 0x6e57);
+    let payload: Vec<u8> = (0..MAX_PAYLOAD_BYTES).map(|i| (i * 13) as u8).collect();
+    let mut packet = Vec::with_capacity(MAX_PACKET_BYTES + 16);
+    let mut history: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut newest = 0u64;
+    let mut delivered: HashSet<u64> = HashSet::new();
+    let mut opened = 0u64;
+    for n in 0..packets {
+        now += 1e-5;
+        let mut counter = match rng.below(10) {
+            0..=5 => newest + 1 + rng.below(4) as u64,
+            6 | 7 => newest.saturating_sub(rng.below(700) as u64),
+            8 => rng.next_u64() >> rng.below(64),
+            _ => newest + rng.below(70_000) as u64,
+        };
+        let replay = !history.is_empty() && rng.chance_pct(5.0);
+        if replay {
+            let (c, bytes) = &history[rng.below(history.len())];
+            counter = *c;
+            packet.clear();
+            packet.extend_from_slice(bytes);
+        } else {
+            // Never a disconnect: the guest would (rightly) close, and the slice is about what it survives.
+            let packet_type = if rng.chance_pct(20.0) {
+                PacketType::KeepAlive
+            } else {
+                PacketType::Payload
+            };
+            let mut header = ConnectedHeader {
+                sequence: counter as u16,
+                ack: rng.next_u32() as u16,
+                ack_bits: rng.next_u32(),
+                echo_sequence: rng.next_u32() as u16,
+                echo_delay_100us: rng.next_u32() as u16,
+            };
+            let body = match packet_type {
+                PacketType::Payload => &payload[..rng.below(MAX_PAYLOAD_BYTES + 1)],
+                _ => &[][..],
+            };
+            write_sealed(&keys.send, packet_type, counter, &mut header, body, &mut packet).unwrap();
+            if rng.chance_pct(10.0) {
+                let i = rng.below(packet.len());
+                packet[i] ^= 1 << rng.below(8);
+            }
+            if history.len() < 256 {
+                history.push((counter, packet.clone()));
+            } else {
+                let i = rng.below(256);
+                history[i].0 = counter;
+                history[i].1.clone_from(&packet);
+            }
+        }
+        let before = guest.stats(PeerId(0)).unwrap().packets_received;
+        guest.receive(now, host_addr, &packet);
+        if guest.stats(PeerId(0)).unwrap().packets_received > before {
+            newest = newest.max(counter);
+        }
+        while let Some(e) = guest.pop_event() {
+            if let EndpointEvent::Received { peer, sequence } = e {
+                assert_eq!(sequence, counter as u16, "delivered a packet that was not just sent");
+                assert!(
+                    delivered.insert(counter),
+                    "counter {counter} delivered twice (replay: {replay})"
+                );
+                guest.accept(peer, sequence);
+                opened += 1;
+            }
+            assert!(
+                !matches!(e, EndpointEvent::Disconnected { .. }),
+                "the guest was disconnected at {n}"
+            );
+        }
+        if n % 64 == 0 {
+            guest.update(now);
+        }
+        while let Some((to, _)) = guest.pop_outgoing() {
+            assert_eq!(to, host_addr, "the guest sent to {to}");
+        }
+        let s = guest.stats(PeerId(0)).unwrap();
+        assert!(
+            s.rtt_ms.is_finite() && s.rtt_ms >= 0.0 && (0.0..=100.0).contains(&s.loss_pct),
+            "{s:?}"
+        );
+    }
+    assert!(guest.is_connected());
+    assert!(
+        opened > (packets / 4) as u64,
+        "only {opened} opened: {:?}",
+        guest.drops()
+    );
+    eprintln!(
+        "attacker to a guest: {packets} packets in {:.2} s; {opened} delivered; guest drops {:?}",
+        start.elapsed().as_secs_f64(),
+        guest.drops()
     );
 }

@@ -15,10 +15,15 @@ use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 fuzz_target!(|data: &[u8]| {
     let host_addr = SocketAddr::from(([10, 0, 0, 1], 1));
     let guest_addr = SocketAddr::from(([10, 0, 0, 2], 1));
-    let mut host = Endpoint::host(EndpointConfig::default(), 0.0).unwrap();
+    // Seeded secrets: the input alone decides what happens.
+    let seeded = |seed| EndpointConfig {
+        key_seed: Some(seed),
+        ..Default::default()
+    };
+    let mut host = Endpoint::host(seeded(1), 0.0).unwrap();
     let config = EndpointConfig {
         join_secret: Some(host.join_secret()),
-        ..Default::default()
+        ..seeded(2)
     };
     let mut guest = Endpoint::join(config, host_addr, 0.0).unwrap();
     let mut net = MemoryNetwork::new(LinkConfig::default(), 1);
