@@ -21,10 +21,13 @@
 //!    forged, corrupted, replayed from far back or sealed under another peer's key — is dropped and counted as
 //!    `forged`. An authentic replay within the window is a `duplicate` or `too_old`.
 //!
-//! Rate limits (see `rate_limit`): each source address has its own handshake bucket, and two global buckets cap
-//! the challenges sent and the proofs opened per second, the second reachable only with a valid cookie. The cost
-//! falls on the requester: it sends more bytes than it gets back and must complete a round trip at its own
-//! address before the host does any expensive work.
+//! Rate limits (see `rate_limit`): each source IP address has its own handshake bucket, and two global buckets cap
+//! the challenges sent and the Responses answered per second, the second reachable only with a valid cookie. A
+//! guest's Request and Response carry a join MAC (`crypto::JoinMacKey`, keyed by the join secret), checked first
+//! for the cost of one hash: packets with a valid one draw on a second, separate set of these limits, so machines
+//! without the code — any number of them — cannot use up what players with the code need. The cost falls on the
+//! requester: it sends more bytes than it gets back and must complete a round trip at its own address before the
+//! host does any expensive work.
 //!
 //! Acks: a received payload is handed up as `Received` and acked only once the caller `accept`s it, so what the
 //! peer sees acked is what the game took (keep-alives and disconnects are accepted here).
@@ -44,7 +47,7 @@ use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
     host_handshake, host_key_hash, refusal_tag, restore_counter, same_bytes, CookieKey, GuestHandshake,
-    HandshakeContext, JoinSecret, KeyPair, RandomError, Randomness, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES,
+    HandshakeContext, JoinMacKey, JoinSecret, KeyPair, RandomError, Randomness, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES,
     HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
@@ -295,13 +298,39 @@ pub struct Endpoint {
     /// Where a sealed packet is opened (a copy: the datagram is the caller's).
     scratch: Box<[u8; MAX_PACKET_BYTES]>,
     drops: DropCounters,
-    address_limits: AddressLimiter,
-    challenge_tokens: TokenBucket,
-    response_tokens: TokenBucket,
+    /// Handshake limits: `[0]` for packets without a valid join MAC (strangers, wrong codes, open games), `[1]` for
+    /// those with one — which nobody without the code can make, so no flood of theirs can use these up.
+    limits: [HandshakeLimits; 2],
+    /// The join MAC's key, from the join secret (see `crypto::JoinMacKey`).
+    join_mac: JoinMacKey,
     /// The cookies that opened a connection while they are valid: a cookie opens one (see [`UsedCookies`]).
     used_cookies: UsedCookies,
     /// On a guest: a refusal that could not be checked (a version mismatch), the reason given if the join times out.
     refused: Option<ConnectError>,
+}
+
+/// One set of handshake limits: per source address, and over all addresses for challenges sent and Responses
+/// answered (each of those costs X25519 operations).
+#[derive(Debug)]
+struct HandshakeLimits {
+    address: AddressLimiter,
+    challenges: TokenBucket,
+    responses: TokenBucket,
+}
+
+impl HandshakeLimits {
+    fn new(config: &EndpointConfig, now_s: f64, hash_key: [u8; 16]) -> Self {
+        HandshakeLimits {
+            address: AddressLimiter::new(
+                config.handshake_rate_per_address_per_s,
+                config.handshake_burst_per_address,
+                now_s,
+                hash_key,
+            ),
+            challenges: TokenBucket::full(config.challenge_rate_per_s, now_s),
+            responses: TokenBucket::full(config.response_rate_per_s, now_s),
+        }
+    }
 }
 
 /// The cookies that opened a connection, with the bucket each was issued in, kept until it expires. A recorded
@@ -363,15 +392,13 @@ impl Endpoint {
         };
         let keys = KeyPair::from_randomness(&mut randomness)?;
         let cookie_key = CookieKey::from_randomness(&mut randomness)?;
-        let address_limits = AddressLimiter::new(
-            config.handshake_rate_per_address_per_s,
-            config.handshake_burst_per_address,
-            now_s,
-            randomness.bytes()?,
-        );
+        let limits = [
+            HandshakeLimits::new(&config, now_s, randomness.bytes()?),
+            HandshakeLimits::new(&config, now_s, randomness.bytes()?),
+        ];
         Ok(Endpoint {
-            challenge_tokens: TokenBucket::full(config.challenge_rate_per_s, now_s),
-            response_tokens: TokenBucket::full(config.response_rate_per_s, now_s),
+            limits,
+            join_mac: JoinMacKey::new(&join_secret),
             used_cookies: UsedCookies::new(if is_host { config.response_rate_per_s } else { 0.0 }),
             refused: None,
             config,
@@ -390,7 +417,6 @@ impl Endpoint {
             pool: prefilled_pool(),
             scratch: Box::new([0; MAX_PACKET_BYTES]),
             drops: DropCounters::default(),
-            address_limits,
         })
     }
 
@@ -414,15 +440,48 @@ impl Endpoint {
         if let Role::Guest { salt: s, .. } = &mut e.role {
             *s = salt;
         }
-        let public_key = e.keys.public;
-        e.emit_packet(
-            host,
-            &Packet::Request {
-                client_salt: salt,
-                public_key,
-            },
-        );
+        let request = e.request(salt);
+        e.emit_packet(host, &request);
         Ok(e)
+    }
+
+    /// A guest's Request, with its join MAC.
+    fn request(&self, client_salt: u64) -> Packet<'static> {
+        let version = self.config.protocol_version;
+        let public_key = self.keys.public;
+        let mac = self
+            .join_mac
+            .mac(version, PacketType::Request as u8, client_salt, &public_key, None);
+        Packet::Request {
+            client_salt,
+            public_key,
+            mac,
+        }
+    }
+
+    /// A guest's Response to a challenge, with its join MAC.
+    fn response(
+        &self,
+        client_salt: u64,
+        cookie: [u8; COOKIE_BYTES],
+        proof: [u8; HANDSHAKE_FIRST_BYTES],
+    ) -> Packet<'static> {
+        let version = self.config.protocol_version;
+        let public_key = self.keys.public;
+        let mac = self.join_mac.mac(
+            version,
+            PacketType::Response as u8,
+            client_salt,
+            &public_key,
+            Some((&cookie, &proof)),
+        );
+        Packet::Response {
+            client_salt,
+            public_key,
+            cookie,
+            proof,
+            mac,
+        }
     }
 
     /// The hash of this endpoint's public key, which a host's join code carries.
@@ -718,18 +777,9 @@ impl Endpoint {
                 };
                 self.push_event(EndpointEvent::ConnectFailed { reason });
             } else if waiting && now_s - last_handshake_s >= self.config.handshake_resend_s {
-                let public_key = self.keys.public;
                 let packet = match state {
-                    GuestState::Responding { cookie, proof, .. } => Packet::Response {
-                        client_salt: salt,
-                        public_key,
-                        cookie,
-                        proof,
-                    },
-                    _ => Packet::Request {
-                        client_salt: salt,
-                        public_key,
-                    },
+                    GuestState::Responding { cookie, proof, .. } => self.response(salt, cookie, proof),
+                    _ => self.request(salt),
                 };
                 self.emit_packet(host, &packet);
                 if let Role::Guest { last_handshake_s, .. } = &mut self.role {
@@ -818,8 +868,14 @@ impl Endpoint {
             Packet::Request {
                 client_salt,
                 public_key,
+                mac,
             } => {
-                if !self.address_limits.allow(from, now_s) {
+                // The join MAC first (one hash): it decides which limits the request draws on.
+                let expected = self
+                    .join_mac
+                    .mac(version, PacketType::Request as u8, client_salt, &public_key, None);
+                let coded = usize::from(same_bytes(&mac, &expected));
+                if !self.limits[coded].address.allow(from, now_s) {
                     self.drops.rate_limited += 1;
                     return;
                 }
@@ -834,11 +890,8 @@ impl Endpoint {
                 }
                 // A full host still challenges: its refusal comes after the Response, with a tag the guest can
                 // check (it has the host's key by then), so a stranger's "full" ends no one's join.
-                if !self.challenge_tokens.take(
-                    now_s,
-                    self.config.challenge_rate_per_s,
-                    self.config.challenge_rate_per_s,
-                ) {
+                let rate = self.config.challenge_rate_per_s;
+                if !self.limits[coded].challenges.take(now_s, rate, rate) {
                     self.drops.rate_limited += 1;
                     return;
                 }
@@ -859,7 +912,18 @@ impl Endpoint {
                 public_key,
                 cookie,
                 proof,
-            } => self.host_receive_response(now_s, from, version, client_salt, &public_key, &cookie, &proof),
+                mac,
+            } => {
+                let expected = self.join_mac.mac(
+                    version,
+                    PacketType::Response as u8,
+                    client_salt,
+                    &public_key,
+                    Some((&cookie, &proof)),
+                );
+                let coded = usize::from(same_bytes(&mac, &expected));
+                self.host_receive_response(now_s, from, version, coded, client_salt, &public_key, &cookie, &proof)
+            }
             Packet::Challenge { .. } | Packet::Accepted { .. } | Packet::Denied { .. } | Packet::Connected { .. } => {
                 self.drops.unexpected += 1
             }
@@ -872,6 +936,7 @@ impl Endpoint {
         now_s: f64,
         from: SocketAddr,
         version: u8,
+        coded: usize,
         client_salt: u64,
         public_key: &[u8; PUBLIC_KEY_BYTES],
         cookie: &[u8; COOKIE_BYTES],
@@ -881,7 +946,7 @@ impl Endpoint {
             self.drops.wrong_version += 1;
             return;
         }
-        if !self.address_limits.allow(from, now_s) {
+        if !self.limits[coded].address.allow(from, now_s) {
             self.drops.rate_limited += 1;
             return;
         }
@@ -902,7 +967,7 @@ impl Endpoint {
             return;
         }
         let rate = self.config.response_rate_per_s;
-        if !self.response_tokens.take(now_s, rate, rate) {
+        if !self.limits[coded].responses.take(now_s, rate, rate) {
             self.drops.rate_limited += 1;
             return;
         }
@@ -1051,15 +1116,8 @@ impl Endpoint {
                     proof,
                     host_public,
                 });
-                self.emit_packet(
-                    host,
-                    &Packet::Response {
-                        client_salt: salt,
-                        public_key: own_public,
-                        cookie,
-                        proof,
-                    },
-                );
+                let response = self.response(salt, cookie, proof);
+                self.emit_packet(host, &response);
                 if let Role::Guest { last_handshake_s, .. } = &mut self.role {
                     *last_handshake_s = now_s;
                 }
@@ -1106,7 +1164,7 @@ impl Endpoint {
         clear: &[u8],
         sealed: &[u8],
     ) -> Option<usize> {
-        if !self.is_host() || !self.address_limits.allow(from, now_s) {
+        if !self.is_host() || !self.limits[0].address.allow(from, now_s) {
             return None;
         }
         let plain_len = sealed.len() - TAG_BYTES;

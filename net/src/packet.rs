@@ -20,7 +20,7 @@
 //! needs. The sequence is the low 16 bits of the nonce.
 
 use crate::crypto::{
-    PacketKey, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES, HANDSHAKE_SECOND_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
+    PacketKey, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES, HANDSHAKE_SECOND_BYTES, JOIN_MAC_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::serialize::{ReadStream, SerializeError, Stream, WriteStream};
 
@@ -169,6 +169,8 @@ pub enum Packet<'a> {
         client_salt: u64,
         /// The guest's X25519 public key for this join.
         public_key: [u8; PUBLIC_KEY_BYTES],
+        /// The join MAC (`crypto::JoinMacKey`): shows the host, for one hash, that the guest has the code.
+        mac: [u8; JOIN_MAC_BYTES],
     },
     Challenge {
         client_salt: u64,
@@ -183,6 +185,8 @@ pub enum Packet<'a> {
         /// The guest's Noise message (its ephemeral key, and an empty payload sealed under keys that take the join
         /// secret and the host's static key): only a guest with the secret writes one the host can read.
         proof: [u8; HANDSHAKE_FIRST_BYTES],
+        /// The join MAC over all of the above.
+        mac: [u8; JOIN_MAC_BYTES],
     },
     Accepted {
         client_salt: u64,
@@ -222,6 +226,7 @@ struct Fields {
     public_key: [u8; PUBLIC_KEY_BYTES],
     cookie: [u8; COOKIE_BYTES],
     proof: [u8; HANDSHAKE_FIRST_BYTES],
+    mac: [u8; JOIN_MAC_BYTES],
     tag: [u8; TAG_BYTES],
     accept: [u8; ACCEPT_SEALED_BYTES],
     reason: u8,
@@ -238,6 +243,7 @@ impl Default for Fields {
             public_key: [0; PUBLIC_KEY_BYTES],
             cookie: [0; COOKIE_BYTES],
             proof: [0; HANDSHAKE_FIRST_BYTES],
+            mac: [0; JOIN_MAC_BYTES],
             tag: [0; TAG_BYTES],
             accept: [0; ACCEPT_SEALED_BYTES],
             reason: 0,
@@ -258,7 +264,8 @@ impl Fields {
         match PacketType::from_u8(self.packet_type)? {
             PacketType::Request => {
                 s.serialize_u64(&mut self.client_salt)?;
-                s.serialize_bytes(&mut self.public_key)
+                s.serialize_bytes(&mut self.public_key)?;
+                s.serialize_bytes(&mut self.mac)
             }
             PacketType::Challenge => {
                 s.serialize_u64(&mut self.client_salt)?;
@@ -269,7 +276,8 @@ impl Fields {
                 s.serialize_u64(&mut self.client_salt)?;
                 s.serialize_bytes(&mut self.public_key)?;
                 s.serialize_bytes(&mut self.cookie)?;
-                s.serialize_bytes(&mut self.proof)
+                s.serialize_bytes(&mut self.proof)?;
+                s.serialize_bytes(&mut self.mac)
             }
             PacketType::Accepted => {
                 s.serialize_u64(&mut self.client_salt)?;
@@ -320,9 +328,10 @@ pub fn write_packet(packet: &Packet<'_>, version: u8, buf: &mut [u8]) -> Result<
         Packet::Request {
             client_salt,
             public_key,
+            mac,
         } => {
             f.packet_type = PacketType::Request as u8;
-            (f.client_salt, f.public_key) = (client_salt, public_key);
+            (f.client_salt, f.public_key, f.mac) = (client_salt, public_key, mac);
             pad_to = HANDSHAKE_REQUEST_BYTES;
         }
         Packet::Challenge {
@@ -338,9 +347,11 @@ pub fn write_packet(packet: &Packet<'_>, version: u8, buf: &mut [u8]) -> Result<
             public_key,
             cookie,
             proof,
+            mac,
         } => {
             f.packet_type = PacketType::Response as u8;
             (f.client_salt, f.public_key, f.cookie, f.proof) = (client_salt, public_key, cookie, proof);
+            f.mac = mac;
             pad_to = HANDSHAKE_REQUEST_BYTES;
         }
         Packet::Accepted { client_salt, sealed } => {
@@ -506,6 +517,7 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                 Packet::Request {
                     client_salt: f.client_salt,
                     public_key: f.public_key,
+                    mac: f.mac,
                 }
             } else {
                 Packet::Response {
@@ -513,6 +525,7 @@ pub fn read_packet(data: &[u8]) -> Result<(u8, Packet<'_>), SerializeError> {
                     public_key: f.public_key,
                     cookie: f.cookie,
                     proof: f.proof,
+                    mac: f.mac,
                 }
             }
         }
@@ -565,6 +578,7 @@ mod tests {
             Packet::Request {
                 client_salt: u64::MAX,
                 public_key: [7; 32],
+                mac: [8; JOIN_MAC_BYTES],
             },
             Packet::Challenge {
                 client_salt: 1,
@@ -576,6 +590,7 @@ mod tests {
                 public_key: [2; 32],
                 cookie: [3; 16],
                 proof: [4; HANDSHAKE_FIRST_BYTES],
+                mac: [6; JOIN_MAC_BYTES],
             },
             Packet::Accepted {
                 client_salt: 3,

@@ -188,6 +188,7 @@ fn a_wrong_cookie_never_connects() {
             public_key,
             cookie,
             proof,
+            mac,
         },
     )) = read_packet(&response)
     else {
@@ -207,6 +208,7 @@ fn a_wrong_cookie_never_connects() {
             public_key,
             cookie: c,
             proof,
+            mac,
         };
         let n = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
         host.receive(0.1, from, &buf[..n]);
@@ -783,6 +785,8 @@ fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() 
                 public_key,
                 cookie,
                 proof: [0x5a; tumble_net::crypto::HANDSHAKE_FIRST_BYTES],
+                // The flooder has no code, so no valid join MAC.
+                mac: [0x5a; 16],
             };
             let len = write_packet(&response, PROTOCOL_VERSION, &mut buf).unwrap();
             n.host.receive(n.now, from, &buf[..len]);
@@ -1035,4 +1039,96 @@ fn a_guest_whose_nat_rebinds_keeps_its_connection() {
         host_got_after > 600 && guest_got_after > 600,
         "{host_got_after} {guest_got_after}"
     );
+}
+
+/// Issue 31: a botnet without the code — 4,000 machines, each asking 8 times a second and answering every challenge
+/// it gets back with a Response (a valid cookie, a made-up proof), far above the host's global limits on
+/// challenges and on the Responses it answers (each costs X25519 operations) — does not keep a real guest with the
+/// code (100 ms round trip) from joining within 1 s: its join MAC (one keyed hash, checked first) puts it on limits
+/// of its own, which no machine without the code can draw on. With one set of limits for everyone the guest's
+/// Responses wait behind the botnet's for the 256 answers a second.
+#[test]
+fn a_botnet_without_the_code_does_not_keep_a_real_guest_out() {
+    let (mut n, template) = flooded_host();
+    n.host = Endpoint::host(
+        EndpointConfig {
+            key_seed: Some(31),
+            ..config()
+        },
+        0.0,
+    )
+    .unwrap();
+    let Ok((_, Packet::Request { public_key, .. })) = read_packet(&template) else {
+        panic!("the template is a request")
+    };
+    let bot = |k: usize| SocketAddr::from(([10, 50, (k / 250) as u8, (k % 250) as u8], 40_000));
+    const BOTS: usize = 4000;
+    let per_tick = (BOTS as f64 * 8.0 * TICK_S).round() as usize;
+    let mut buf = [0u8; 1200];
+    let mut k = 0usize;
+    let mut challenges: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
+    let (mut requests, mut responses) = (0usize, 0usize);
+    let start = 1.0;
+    let mut joined_after = None;
+    while n.now < start + 2.0 {
+        if n.now >= start && n.guests.is_empty() {
+            n.guests.push(Endpoint::join(config(), addr(HOST), n.now).unwrap());
+        }
+        n.now += TICK_S;
+        for _ in 0..per_tick {
+            let request = Packet::Request {
+                client_salt: k as u64,
+                public_key,
+                mac: [0; 16],
+            };
+            let len = write_packet(&request, PROTOCOL_VERSION, &mut buf).unwrap();
+            n.host.receive(n.now, bot(k % BOTS), &buf[..len]);
+            requests += 1;
+            k += 1;
+        }
+        for (from, challenge) in challenges.drain(..) {
+            let Ok((
+                _,
+                Packet::Challenge {
+                    client_salt, cookie, ..
+                },
+            )) = read_packet(&challenge)
+            else {
+                continue;
+            };
+            let response = Packet::Response {
+                client_salt,
+                public_key,
+                cookie,
+                proof: [0x5a; tumble_net::crypto::HANDSHAKE_FIRST_BYTES],
+                mac: [0x5a; 16],
+            };
+            let len = write_packet(&response, PROTOCOL_VERSION, &mut buf).unwrap();
+            n.host.receive(n.now, from, &buf[..len]);
+            responses += 1;
+        }
+        let mut keep = Vec::new();
+        while let Some((to, bytes)) = n.host.pop_outgoing() {
+            if to.ip().to_string().starts_with("10.50.") {
+                challenges.push((to, bytes.to_vec()));
+            } else {
+                keep.push((to, bytes.to_vec()));
+            }
+        }
+        for (to, bytes) in keep {
+            n.net.inject(n.now, addr(HOST), to, &bytes);
+        }
+        n.exchange();
+        if joined_after.is_none() && n.guests.first().is_some_and(Endpoint::is_connected) {
+            joined_after = Some(n.now - start);
+        }
+    }
+    eprintln!(
+        "{requests} requests and {responses} responses from {BOTS} machines; real guest joined after {joined_after:?} \
+         s; host drops {:?}",
+        n.host.drops()
+    );
+    let joined_after = joined_after.expect("the real guest never joined");
+    assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
+    assert_eq!(n.host.peers().count(), 1);
 }

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use tumble_net::crypto::{
-    host_handshake, host_key_hash, GuestHandshake, HandshakeContext, JoinSecret, KeyPair, Randomness,
+    host_handshake, host_key_hash, GuestHandshake, HandshakeContext, JoinMacKey, JoinSecret, KeyPair, Randomness,
 };
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
@@ -91,6 +91,7 @@ fn random_packet<'a>(rng: &mut Rng, sealed: &'a [u8]) -> Packet<'a> {
         0 => Packet::Request {
             client_salt: salt,
             public_key: bytes(rng),
+            mac: bytes(rng),
         },
         1 => Packet::Challenge {
             client_salt: salt,
@@ -102,6 +103,7 @@ fn random_packet<'a>(rng: &mut Rng, sealed: &'a [u8]) -> Packet<'a> {
             public_key: bytes(rng),
             cookie: bytes(rng),
             proof: bytes(rng),
+            mac: bytes(rng),
         },
         3 => Packet::Accepted {
             client_salt: salt,
@@ -554,6 +556,7 @@ fn responses_with_a_valid_cookie_open_nothing() {
             public_key,
             cookie,
             proof,
+            ..
         },
     )) = read_packet(&response)
     else {
@@ -582,6 +585,7 @@ fn responses_with_a_valid_cookie_open_nothing() {
             .unwrap()
             .1
     };
+    let join_mac = JoinMacKey::new(&SECRET);
     let low_order: [[u8; 32]; 3] = [[0; 32], std::array::from_fn(|i| u8::from(i == 0)), [0xff; 32]];
     let mut rng = Rng::new(seed ^ 0x9e5);
     let mut buf = [0u8; MAX_PACKET_BYTES];
@@ -611,11 +615,19 @@ fn responses_with_a_valid_cookie_open_nothing() {
         if proof_n == proof && key_n == public_key {
             continue;
         }
+        // Half with a valid join MAC over the changed fields (someone with the code: the host's limits for players
+        // with the code, and its Noise check), half without.
+        let mac = if rng.chance_pct(50.0) {
+            join_mac.mac(PROTOCOL_VERSION, 2, client_salt, &key_n, Some((&cookie, &proof_n)))
+        } else {
+            bytes(&mut rng)
+        };
         let p = Packet::Response {
             client_salt,
             public_key: key_n,
             cookie,
             proof: proof_n,
+            mac,
         };
         let len = write_packet(&p, PROTOCOL_VERSION, &mut buf).unwrap();
         host.receive(now, guest_addr, &buf[..len]);
@@ -683,6 +695,7 @@ fn hostile_accepts_connect_nothing() {
                 public_key,
                 cookie,
                 proof,
+                ..
             },
         )) = read_packet(&response)
         else {
