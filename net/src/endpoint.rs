@@ -335,10 +335,9 @@ impl HandshakeLimits {
 
 /// The cookies that opened a connection, with the bucket each was issued in, kept until it expires. A recorded
 /// Response replayed from the guest's address after the guest timed out (or left) carries a cookie still valid
-/// for up to 20 s; without this it would open a slot with the dead connection's keys (the host's key, the
-/// guest's, the salt and the secret all the same) and counters from 0, and the host would seal new packets under
-/// nonces it had used. Sized once for every proof the rate limit lets open in a cookie's life, so nothing valid is
-/// forgotten and nothing is allocated per packet.
+/// for up to 20 s; without this it would open a slot again (with fresh keys — the host's ephemeral is new, so
+/// nothing recorded opens under them — but a seat held by nobody until it times out). Sized once for every proof
+/// the rate limit lets open in a cookie's life, so nothing valid is forgotten and nothing is allocated per packet.
 #[derive(Debug)]
 struct UsedCookies {
     entries: VecDeque<(i64, [u8; COOKIE_BYTES])>,
