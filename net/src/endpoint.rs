@@ -398,7 +398,8 @@ impl Endpoint {
         Ok(Endpoint {
             limits,
             join_mac: JoinMacKey::new(&join_secret),
-            used_cookies: UsedCookies::new(if is_host { config.response_rate_per_s } else { 0.0 }),
+            // Both sets of limits answer Responses at `response_rate_per_s`.
+            used_cookies: UsedCookies::new(if is_host { 2.0 * config.response_rate_per_s } else { 0.0 }),
             refused: None,
             config,
             role,
