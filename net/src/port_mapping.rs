@@ -580,10 +580,14 @@ fn upnp_map(
 
 fn upnp_add_error(e: &igd_next::AddPortError) -> MethodError {
     use igd_next::{AddPortError, RequestError};
+    // igd-next turns the UPnP error codes it knows into variants: named here with their codes again.
+    let refused = |what: &str, code: u16| MethodError::Refused(format!("{what} (code {code})"));
     match e {
-        AddPortError::RequestError(RequestError::ErrorCode(code, text)) => {
-            MethodError::Refused(format!("{text} (code {code})"))
-        }
+        AddPortError::ActionNotAuthorized => refused("not authorized", 606),
+        AddPortError::PortInUse => refused("the port is mapped to another machine", 718),
+        AddPortError::SamePortValuesRequired => refused("external and internal ports must be the same", 724),
+        AddPortError::OnlyPermanentLeasesSupported => refused("only permanent leases", 725),
+        AddPortError::RequestError(RequestError::ErrorCode(code, text)) => refused(text, *code),
         AddPortError::RequestError(other) => MethodError::Failed(other.to_string()),
         other => MethodError::Refused(other.to_string()),
     }
