@@ -12,7 +12,7 @@ BENCH_PACKAGES := cmake g++ libclang-dev
 # `make vr`: the OpenXR loader (the runtime itself, SteamVR or Monado, is the user's).
 VR_PACKAGES := libopenxr-loader1
 
-.PHONY: run test test-vr test-vr-realtime bench vr system-packages toolchain
+.PHONY: run test test-vr test-nat test-vr-realtime bench vr system-packages toolchain
 
 run: system-packages toolchain
 	cargo run --release
@@ -39,10 +39,24 @@ test: system-packages toolchain
 		echo "# Debian trixie root (debootstrap, chroot, mounts). CI runs it; run it as root. #" >&2; \
 		echo "################################################################################" >&2; \
 	fi
+	@if [ "$$(id -u)" -eq 0 ]; then \
+		$(MAKE) --no-print-directory test-nat; \
+	else \
+		echo "################################################################################" >&2; \
+		echo "# SKIPPED: make test-nat (a host behind miniupnpd, a guest outside) needs root  #" >&2; \
+		echo "# for its network namespaces and nftables. CI runs it; run it as root.         #" >&2; \
+		echo "################################################################################" >&2; \
+	fi
 
 # The VR path against Monado's simulated headset in a cached Debian trixie root (root only; see docs/vr-test-bed.md).
 test-vr: system-packages toolchain
 	scripts/test-vr.sh 300
+
+# A host behind a router running miniupnpd, a guest outside it, in network namespaces (root only): the host maps
+# its port by PCP and by UPnP-IGD and the guest joins; a router that denies, and a host with --no-port-mapping, leave
+# the guest out with an error that says what to forward (scripts/test-nat.sh; about 40 s).
+test-nat: system-packages toolchain
+	scripts/test-nat.sh
 
 # Whether this machine holds 120 Hz on a real runtime (release build, Monado's main compositor in an Xvfb window):
 # a report on stdout (target/vr-realtime/), never a failure for speed. Root only, as test-vr.

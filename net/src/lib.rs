@@ -6,6 +6,8 @@
 //! - `ack`: which of our packets the peer received (acked / lost events), RTT, loss and bandwidth estimates.
 //! - `connection`: one peer's state; `endpoint`: the host or the guest, sans I/O (time and bytes passed in).
 //! - `link_sim`: a seeded, deterministic lossy link; `socket`: the mio UDP socket; `memory`: in-process routing.
+//! - `port_mapping`: asks the home router to forward a UDP port (PCP, NAT-PMP, UPnP-IGD), so a host behind it is
+//!   reachable from outside.
 //!
 //! It never depends on the engine or the game.
 
@@ -18,6 +20,7 @@ pub mod join_code;
 pub mod link_sim;
 pub mod memory;
 pub mod packet;
+pub mod port_mapping;
 pub mod rate_limit;
 pub mod rng;
 pub mod sequence;

@@ -21,6 +21,7 @@ use tumble_net::crypto::{JoinSecret, HOST_KEY_HASH_BYTES};
 use tumble_net::endpoint::ConnectError;
 use tumble_net::join_code::{self, JoinTarget};
 use tumble_net::memory::MemoryNetwork;
+use tumble_net::port_mapping::{self, KeptMapping, MappingInfo, MappingOptions};
 use tumble_net::{Endpoint, EndpointConfig, EndpointEvent, LinkConfig, SocketError, UdpTransport};
 
 use super::fixed_step::{FixedStep, STEP_S};
@@ -58,6 +59,15 @@ pub enum NetPlayError {
     Join { addr: SocketAddr, reason: ConnectError },
     #[error("the host at {addr} needs a join code: ask the host for it and run `tumble join CODE`")]
     NeedsCode { addr: SocketAddr },
+    /// No answer from a private address (RFC 1918, CGNAT, link-local, ULA): from outside the host's network, its
+    /// router did not forward the port.
+    #[error(
+        "could not join {addr}: no answer from {addr}, a private address (reachable only inside the host's own \
+         network): the host's router did not map the port; the host must forward UDP port {port} on its router to \
+         its machine and pass --public-addr PUBLIC:{port} (see its log), then give you the new join code",
+        port = .addr.port()
+    )]
+    PrivateNoAnswer { addr: SocketAddr },
     #[error(transparent)]
     Peer(#[from] PeerError),
     #[error("{0}")]
@@ -81,9 +91,17 @@ pub struct HostOptions {
     /// players need the join code.
     pub open: bool,
     /// The address the join code names (what players reach: a public address with a forwarded port; port 0: the
-    /// port bound); `None`: this machine's LAN address.
+    /// port bound); `None`: the router's mapping if it made one, else this machine's LAN address.
     pub public_addr: Option<SocketAddr>,
+    /// Ask the router to forward the port (PCP, NAT-PMP, UPnP-IGD) when `public_addr` is `None` and this machine
+    /// has a private address (`tumble host --no-port-mapping`: false).
+    pub port_mapping: bool,
+    /// The lifetime asked of the router; the mapping is renewed at half what it grants.
+    pub port_mapping_lifetime: Duration,
 }
+
+/// The lifetime `tumble host` asks of its router for the port mapping (renewed at half of it while the game runs).
+pub const PORT_MAPPING_LIFETIME: Duration = Duration::from_secs(1800);
 
 /// `tumble join`.
 #[derive(Clone, Debug, PartialEq)]
@@ -148,6 +166,13 @@ pub struct NetPlay {
     step_ms: f32,
     /// Bots play while true; false: they put down what they hold and stand still (so a world can come to rest).
     pub bots_active: bool,
+    /// A host's port mapping on its router: how it was made and where players reach it.
+    pub port_mapping: Option<MappingInfo>,
+    /// Why a host has no port mapping (every method's answer, or why none was tried); `None` with a mapping, with
+    /// `--public-addr` or `--no-port-mapping`, and on a guest.
+    pub port_mapping_error: Option<String>,
+    /// The mapping's keeper: renews it on its own thread, removes it when dropped (after the goodbyes).
+    kept_mapping: Option<KeptMapping>,
     /// The controlled seat's grabs and releases since they were last taken ([`NetPlay::take_events`]), oldest
     /// first; at most [`MAX_KEPT_EVENTS`] (a headset's haptics read them once a frame).
     events: Vec<InteractionEvent>,
@@ -199,6 +224,51 @@ fn lan_address() -> std::net::IpAddr {
         .map_or(std::net::IpAddr::V4(Ipv4Addr::LOCALHOST), |a| a.ip())
 }
 
+/// Asks the router to forward UDP `port` to this machine (before the game starts: at most
+/// [`MappingOptions::timeout`]), and hands the mapping to a thread that renews it. Not tried when this machine's
+/// address is not a private one (a public address needs no mapping; loopback has no router). Logs what it got, or
+/// exactly what to forward by hand. Returns the kept mapping, or why there is none.
+fn map_port(port: u16, lifetime: Duration) -> (Option<KeptMapping>, Option<String>) {
+    let lan = lan_address();
+    if !port_mapping::is_private(lan) {
+        let why = if lan.is_loopback() {
+            "no network (no route from this machine)".to_string()
+        } else {
+            format!("this machine's address {lan} is not a private one: nothing to map")
+        };
+        tracing::info!("no port mapping asked for: {why}");
+        return (None, Some(format!("not tried: {why}")));
+    }
+    match port_mapping::map_udp(port, lifetime, &MappingOptions::default()) {
+        Ok(mapping) => {
+            let info = mapping.info();
+            tracing::info!(
+                method = %info.method,
+                external = %info.external,
+                lifetime_s = info.lifetime.as_secs(),
+                "the router maps {} to this machine ({}, by {}): players outside this network reach the host there",
+                info.external,
+                info.local,
+                info.method.label()
+            );
+            (Some(mapping.keep()), None)
+        }
+        Err(e) => {
+            tracing::warn!("{}", no_mapping_advice(&e, lan, port));
+            (None, Some(e.to_string()))
+        }
+    }
+}
+
+/// What a host is told when its router mapped nothing: every method's answer, and what to forward by hand.
+fn no_mapping_advice(e: &port_mapping::MappingError, lan: std::net::IpAddr, port: u16) -> String {
+    format!(
+        "no port mapping ({e}): forward UDP port {port} on your router to {} and pass --public-addr PUBLIC:{port} \
+         (PUBLIC: the router's public address); players on this network can join with the code as it is",
+        SocketAddr::new(lan, port)
+    )
+}
+
 fn bind(addr: SocketAddr) -> Result<UdpTransport, NetPlayError> {
     UdpTransport::bind(addr).map_err(|source| NetPlayError::Socket { addr, source })
 }
@@ -240,10 +310,16 @@ impl NetPlay {
         let endpoint = Endpoint::host(settings, 0.0).map_err(|e| NetPlayError::Bad(e.to_string()))?;
         let secret = endpoint.join_secret();
         let key_hash = endpoint.key_hash();
-        let advertised = match options.public_addr {
-            Some(a) if a.port() == 0 => SocketAddr::new(a.ip(), port),
-            Some(a) => a,
-            None => SocketAddr::new(lan_address(), port),
+        let (kept_mapping, port_mapping_error) = match options.public_addr {
+            None if options.port_mapping => map_port(port, options.port_mapping_lifetime),
+            _ => (None, None),
+        };
+        let mapped = kept_mapping.as_ref().map(KeptMapping::info);
+        let advertised = match (options.public_addr, mapped) {
+            (Some(a), _) if a.port() == 0 => SocketAddr::new(a.ip(), port),
+            (Some(a), _) => a,
+            (None, Some(m)) => m.external,
+            (None, None) => SocketAddr::new(lan_address(), port),
         };
         let join_code = join_code::encode(advertised, &secret, &key_hash);
         let mut host = Peer::host(world, endpoint, config, options.playing)?;
@@ -282,6 +358,9 @@ impl NetPlay {
         };
         let mut play = NetPlay::new(seats, Transport::Udp { sockets, clock }, name, role);
         play.join_code = (!options.open).then_some(join_code);
+        play.port_mapping = mapped;
+        play.port_mapping_error = port_mapping_error;
+        play.kept_mapping = kept_mapping;
         Ok(play)
     }
 
@@ -303,6 +382,9 @@ impl NetPlay {
         tracing::info!(%host, "joining");
         handshake(&mut socket, &mut endpoint, clock).map_err(|e| match e {
             HandshakeError::Refused(ConnectError::WrongSecret) if open => NetPlayError::NeedsCode { addr: host },
+            HandshakeError::Refused(ConnectError::TimedOut) if port_mapping::is_private(host.ip()) => {
+                NetPlayError::PrivateNoAnswer { addr: host }
+            }
             HandshakeError::Refused(reason) => NetPlayError::Join { addr: host, reason },
             HandshakeError::Io(e) => NetPlayError::Io(e),
         })?;
@@ -424,6 +506,9 @@ impl NetPlay {
             scene_name,
             role,
             join_code: None,
+            port_mapping: None,
+            port_mapping_error: None,
+            kept_mapping: None,
             step_ms: 0.0,
             bots_active: true,
             events: Vec::with_capacity(MAX_KEPT_EVENTS),
@@ -919,6 +1004,39 @@ mod tests {
         assert_eq!(play.shown().player(), 1);
     }
 
+    /// What a host and a guest are told when the router mapped nothing: the host, every method's answer and what to
+    /// forward; a guest whose join to a private address got no answer, why and what the host must do.
+    #[test]
+    fn without_a_port_mapping_both_ends_are_told_what_to_forward() {
+        use tumble_net::port_mapping::{MappingError, Method, MethodError};
+        let e = MappingError {
+            attempts: vec![
+                (Method::Pcp, MethodError::NoAnswer(Duration::from_millis(750))),
+                (Method::NatPmp, MethodError::Refused("not authorized (code 2)".into())),
+                (Method::UpnpIgd, MethodError::NoAnswer(Duration::from_secs(2))),
+            ],
+        };
+        let advice = no_mapping_advice(&e, "192.168.77.2".parse().unwrap(), 40_000);
+        assert!(
+            advice.starts_with(
+                "no port mapping (PCP: no answer in 0.75 s, NAT-PMP: refused: not authorized (code 2), UPnP: no \
+                 answer in 2.00 s): forward UDP port 40000 on your router to 192.168.77.2:40000 and pass \
+                 --public-addr PUBLIC:40000"
+            ),
+            "{advice}"
+        );
+        let guest = NetPlayError::PrivateNoAnswer {
+            addr: "10.0.0.2:40000".parse().unwrap(),
+        }
+        .to_string();
+        assert!(
+            guest.starts_with("could not join 10.0.0.2:40000: no answer from 10.0.0.2:40000, a private address"),
+            "{guest}"
+        );
+        assert!(guest.contains("the host must forward UDP port 40000"), "{guest}");
+        assert!(guest.contains("--public-addr PUBLIC:40000"), "{guest}");
+    }
+
     /// A host with two bots over UDP on 127.0.0.1, in a thread of its own (it must answer while a guest's
     /// handshake blocks): a third guest is welcomed as player 4, a fourth is told the host is full.
     #[test]
@@ -937,6 +1055,8 @@ mod tests {
                 kbps_budget: PLAY_KBPS_BUDGET,
                 open: false,
                 public_addr: Some(SocketAddr::from((Ipv4Addr::LOCALHOST, 0))),
+                port_mapping: false,
+                port_mapping_lifetime: PORT_MAPPING_LIFETIME,
             };
             let mut play = NetPlay::host(&options).unwrap();
             let mut told = false;

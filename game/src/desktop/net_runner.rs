@@ -224,6 +224,8 @@ mod tests {
                 kbps_budget: PLAY_KBPS_BUDGET,
                 open: false,
                 public_addr: Some("127.0.0.1:0".parse().unwrap()),
+                port_mapping: false,
+                port_mapping_lifetime: super::super::net_play::PORT_MAPPING_LIFETIME,
             })
             .unwrap();
             let code = host.join_code.clone().expect("a join code");

@@ -12,7 +12,10 @@ use tumble_net::join_code::JoinTarget;
 use tumble_net::LinkConfig;
 
 use super::mode::{Mode, NetView};
-use super::net_play::{HostOptions, JoinOptions, LocalOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET};
+use super::net_play::{
+    HostOptions, JoinOptions, LocalOptions, NetPlay, NetPlayError, DEFAULT_PORT, PLAY_KBPS_BUDGET,
+    PORT_MAPPING_LIFETIME,
+};
 use super::DesktopError;
 use crate::harness::session_cli::default_scene;
 use crate::session::peer::MAX_PLAYERS;
@@ -46,6 +49,13 @@ pub struct HostArgs {
     /// public address with the port forwarded); a port of 0 means the port bound
     #[arg(long, value_name = "ADDR:PORT", value_parser = parse_host_address)]
     pub public_addr: Option<SocketAddr>,
+    /// Do not ask the router to forward the port (PCP, NAT-PMP, UPnP-IGD; asked by default when this machine has a
+    /// private address and no --public-addr is given): the join code names the LAN address
+    #[arg(long)]
+    pub no_port_mapping: bool,
+    /// The lifetime asked of the router for the port mapping (s); it is renewed at half of what it grants
+    #[arg(long, value_name = "S", hide = true, default_value_t = PORT_MAPPING_LIFETIME.as_secs())]
+    pub port_mapping_lifetime: u64,
     /// Close the window after N frames (smoke tests)
     #[arg(long, value_name = "N", hide = true)]
     pub frames: Option<u64>,
@@ -189,6 +199,8 @@ impl HostArgs {
             kbps_budget: self.kbps_budget,
             open: self.open,
             public_addr: self.public_addr,
+            port_mapping: !self.no_port_mapping,
+            port_mapping_lifetime: std::time::Duration::from_secs(self.port_mapping_lifetime.max(1)),
         }
     }
 }
@@ -285,10 +297,20 @@ fn summary(play: &NetPlay) -> Value {
             })
         })
         .collect();
+    let mapping = play.port_mapping.map(|m| {
+        json!({
+            "method": m.method.name(),
+            "external": m.external.to_string(),
+            "local": m.local.to_string(),
+            "lifetime_s": m.lifetime.as_secs(),
+        })
+    });
     json!({
         "role": play.role,
         "port": play.host_port(),
         "join_code": play.join_code,
+        "port_mapping": mapping,
+        "port_mapping_error": play.port_mapping_error,
         "seats": seats,
         "worlds_identical": play.worlds_identical(),
     })
@@ -321,6 +343,15 @@ mod tests {
             panic!()
         };
         assert!(!h.options().playing, "a headless host is a dedicated host");
+        assert!(
+            h.options().port_mapping,
+            "a host asks its router for a port mapping by default"
+        );
+        assert_eq!(h.options().port_mapping_lifetime, PORT_MAPPING_LIFETIME);
+        let Cli::Host(h) = parse(&["host", "--open", "--no-port-mapping"]).unwrap() else {
+            panic!()
+        };
+        assert!(!h.options().port_mapping);
         let Cli::Join(j) = parse(&["join", "127.0.0.1:40000"]).unwrap() else {
             panic!()
         };

@@ -203,6 +203,8 @@ pub fn start_net(scene: &std::path::Path, net: &VrNet) -> Result<Option<NetPlay>
             kbps_budget: PLAY_KBPS_BUDGET,
             open: false,
             public_addr: None,
+            port_mapping: true,
+            port_mapping_lifetime: crate::desktop::net_play::PORT_MAPPING_LIFETIME,
         })?),
         VrNet::Join(host) => Some(NetPlay::join(&JoinOptions {
             scene: scene.to_path_buf(),
