@@ -81,7 +81,7 @@ check "resolved straight into the swapchain images: no copy pass (nothing after 
 # own thread (issue 30): the headset's frames hand it the hands and draw what its steps left, and the scripted
 # grips still grab through it, with nothing allocated per frame on the frame loop's thread.
 report=target/vr/report-host.json
-scripts/vr-root.sh run -- target/debug/tumble vr --host --port 0 --bots 1 --frames 200 --max-seconds "$MAX_SECONDS" \
+scripts/vr-root.sh run -- target/debug/tumble vr --host --no-port-mapping --port 0 --bots 1 --frames 200 --max-seconds "$MAX_SECONDS" \
     --scripted-grab --json >"$report" 2>target/vr/vr-host.log
 echo "test-vr: host: $(jq -c '{frames_submitted, physics_steps, grabs, steady_frames, steady_frame_allocations,
     repeated_cube_poses, validation_messages}' "$report")" >&2

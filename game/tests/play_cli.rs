@@ -105,7 +105,17 @@ fn start_host(seconds: &str) -> (Child, u16, String) {
 /// [`start_host`], and every line the host logs from then on.
 fn start_host_logging(seconds: &str) -> (Child, u16, String, std::sync::mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tumble"))
-        .args(["host", "--headless", "--port", "0", "--bots", "2", "--seconds", seconds])
+        .args([
+            "host",
+            "--headless",
+            "--port",
+            "0",
+            "--bots",
+            "2",
+            "--seconds",
+            seconds,
+            "--no-port-mapping",
+        ])
         .env("RUST_LOG", "info")
         .env_remove("DISPLAY")
         .stdout(Stdio::piped())

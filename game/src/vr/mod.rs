@@ -88,10 +88,12 @@ pub struct VrOptions {
 #[derive(Clone, Debug, PartialEq)]
 pub enum VrNet {
     Alone,
-    /// Host on `port` with `bots` guest seats filled by bots (as `tumble host`).
+    /// Host on `port` with `bots` guest seats filled by bots (as `tumble host`), asking the router for a port
+    /// mapping unless `port_mapping` is false.
     Host {
         port: u16,
         bots: usize,
+        port_mapping: bool,
     },
     Join(tumble_net::join_code::JoinTarget),
 }
@@ -174,6 +176,9 @@ pub struct VrArgs {
     /// With --host: guest seats filled by bots in this process (0 to 3)
     #[arg(long, value_name = "N", default_value_t = 0, requires = "host", value_parser = clap::value_parser!(u8).range(0..=3))]
     pub bots: u8,
+    /// With --host: do not ask the router for a port mapping (as `tumble host --no-port-mapping`)
+    #[arg(long, requires = "host")]
+    pub no_port_mapping: bool,
 }
 
 impl VrArgs {
@@ -183,6 +188,7 @@ impl VrArgs {
             (true, _) => VrNet::Host {
                 port: self.port,
                 bots: usize::from(self.bots),
+                port_mapping: !self.no_port_mapping,
             },
             (false, Some(addr)) => VrNet::Join(addr),
             (false, None) => VrNet::Alone,
@@ -195,7 +201,11 @@ impl VrArgs {
 pub fn start_net(scene: &std::path::Path, net: &VrNet) -> Result<Option<NetPlay>, NetPlayError> {
     Ok(match net {
         VrNet::Alone => None,
-        VrNet::Host { port, bots } => Some(NetPlay::host(&HostOptions {
+        VrNet::Host {
+            port,
+            bots,
+            port_mapping,
+        } => Some(NetPlay::host(&HostOptions {
             scene: scene.to_path_buf(),
             port: *port,
             bots: *bots,
@@ -203,7 +213,7 @@ pub fn start_net(scene: &std::path::Path, net: &VrNet) -> Result<Option<NetPlay>
             kbps_budget: PLAY_KBPS_BUDGET,
             open: false,
             public_addr: None,
-            port_mapping: true,
+            port_mapping: *port_mapping,
             port_mapping_lifetime: crate::desktop::net_play::PORT_MAPPING_LIFETIME,
         })?),
         VrNet::Join(host) => Some(NetPlay::join(&JoinOptions {
@@ -1070,12 +1080,25 @@ mod tests {
             parse(&["--host"]).unwrap(),
             VrNet::Host {
                 port: DEFAULT_PORT,
-                bots: 0
+                bots: 0,
+                port_mapping: true
+            }
+        );
+        assert_eq!(
+            parse(&["--host", "--no-port-mapping"]).unwrap(),
+            VrNet::Host {
+                port: DEFAULT_PORT,
+                bots: 0,
+                port_mapping: false
             }
         );
         assert_eq!(
             parse(&["--host", "--port", "5000", "--bots", "3"]).unwrap(),
-            VrNet::Host { port: 5000, bots: 3 }
+            VrNet::Host {
+                port: 5000,
+                bots: 3,
+                port_mapping: true
+            }
         );
         assert_eq!(
             parse(&["--join", "192.168.1.20:40000"]).unwrap(),
@@ -1101,9 +1124,16 @@ mod tests {
     fn alone_starts_no_network_and_a_missing_scene_is_named() {
         let scene = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/table64.toml");
         assert!(start_net(&scene, &VrNet::Alone).unwrap().is_none());
-        let e = start_net(std::path::Path::new("/no/such.toml"), &VrNet::Host { port: 0, bots: 0 })
-            .err()
-            .unwrap();
+        let e = start_net(
+            std::path::Path::new("/no/such.toml"),
+            &VrNet::Host {
+                port: 0,
+                bots: 0,
+                port_mapping: false,
+            },
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("/no/such.toml"), "{e}");
     }
 }
