@@ -5,6 +5,8 @@
 //! - `packet`: the wire format (prefix with protocol id and version, handshake packets, connected header with acks).
 //! - `ack`: which of our packets the peer received (acked / lost events), RTT, loss and bandwidth estimates.
 //! - `connection`: one peer's state; `endpoint`: the host or the guest, sans I/O (time and bytes passed in).
+//! - `crypto`: the Noise NKpsk0 handshake (through `snow`), packet sealing, cookies, the join MAC; `join_code`: what
+//!   a host gives its players; `rate_limit`: handshake token buckets per IP address.
 //! - `link_sim`: a seeded, deterministic lossy link; `socket`: the mio UDP socket; `memory`: in-process routing.
 //! - `port_mapping`: asks the home router to forward a UDP port (PCP, NAT-PMP, UPnP-IGD), so a host behind it is
 //!   reachable from outside.
