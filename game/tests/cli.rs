@@ -441,6 +441,21 @@ fn compare_all_prints_one_object_per_model() {
     assert_eq!(models, ["lockstep", "snapshots", "predict", "authority"]);
     for line in &lines {
         assert_has_compare_figures(line);
+        // A quantity that does not apply to a model is null, never a literal 0.
+        let not_applicable: &[&str] = match line["model"].as_str() {
+            Some("lockstep") => &["corrections", "correction_max_m"],
+            Some("predict") => &["hitch_frames", "hitch_fraction", "desyncs"],
+            Some("authority") => &["hitch_frames", "hitch_fraction"],
+            _ => &[],
+        };
+        for field in not_applicable {
+            assert!(
+                line[*field].is_null(),
+                "{field} of {} is {}",
+                line["model"],
+                line[*field]
+            );
+        }
     }
 }
 

@@ -77,6 +77,16 @@ fn num(v: &Value, key: &str) -> f64 {
     v[key].as_f64().unwrap_or(f64::NAN)
 }
 
+/// A table cell: the figure with `decimals` decimals, or "—" where the model reports null (the quantity does not
+/// apply to it).
+fn cell(v: &Value, key: &str, decimals: usize) -> String {
+    match &v[key] {
+        Value::Null => "—".to_string(),
+        Value::Number(n) if n.is_f64() => format!("{:.*}", decimals, n.as_f64().unwrap_or(f64::NAN)),
+        other => other.to_string(),
+    }
+}
+
 fn run(args: &Args) -> Result<()> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut runs = Vec::new();
@@ -101,18 +111,18 @@ fn run(args: &Args) -> Result<()> {
     for r in &runs {
         let _ = writeln!(
             md,
-            "| {} | {} | {:.1} | {:.0} | {:.0} | {} | {} | {:.3} | {} | {} | {:.3} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r["model"].as_str().unwrap_or("?"),
             num(r, "loss_pct"),
-            num(r, "kbps_mean"),
-            num(r, "input_to_screen_ms"),
-            num(r, "remote_delay_ms"),
-            r["hitch_frames"],
-            r["corrections"],
-            num(r, "correction_max_m"),
-            r["desyncs"],
-            r["bit_identical_at_end"],
-            num(r, "cpu_ms_per_step"),
+            cell(r, "kbps_mean", 1),
+            cell(r, "input_to_screen_ms", 0),
+            cell(r, "remote_delay_ms", 0),
+            cell(r, "hitch_frames", 0),
+            cell(r, "corrections", 0),
+            cell(r, "correction_max_m", 3),
+            cell(r, "desyncs", 0),
+            cell(r, "bit_identical_at_end", 0),
+            cell(r, "cpu_ms_per_step", 3),
         );
     }
     let panel = |title: &str, y_desc: &str, key: &str| Panel {

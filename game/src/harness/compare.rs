@@ -24,7 +24,8 @@
 //!   step n at the same time) to simulating it; the largest of them.
 //! - `hitch_frames`: frames, on all machines, that had a step due and waited for a missing input
 //!   (`hitch_fraction` of all frames counted, from each machine's first step).
-//! - `corrections`, `correction_max_m`: 0 (lockstep corrects nothing; a desync is counted instead).
+//! - `corrections`, `correction_max_m`: null — lockstep corrects nothing (a desync is counted instead), so there is
+//!   nothing to measure.
 //! - `desyncs`: checksum exchanges found different (each machine's over its connections; the largest count).
 //! - `bit_identical_at_end`: every machine at the same step with the same game checksum (every body's bits and
 //!   the colours).
@@ -277,8 +278,8 @@ impl LockstepReport {
             "frames_counted_per_player": self.counted_frames,
             "catchup_frames_per_player": self.catchup_frames,
             "idle_frames_per_player": self.idle_frames,
-            "corrections": 0,
-            "correction_max_m": 0.0,
+            "corrections": null,
+            "correction_max_m": null,
             "desyncs": self.desyncs,
             "first_desync_step": self.first_desync_step,
             "checksums_compared_per_player": self.checksums_compared,

@@ -19,7 +19,8 @@
 //! - `remote_error_m_mean` / `remote_error_m_max`: each frame on each machine, the distance between where another
 //!   player's cube is drawn here and where its own machine has it at that step: what the delay and the
 //!   extrapolation through it cost.
-//! - `hitch_frames`: 0 — no machine ever waits for data; a lost state means a remote cube is simulated on.
+//! - `hitch_frames`, `hitch_fraction`: null — no machine ever waits for data (a lost state means a remote cube is
+//!   simulated on), so there is nothing to count.
 //! - `corrections`, `correction_max_m`: claims of a guest that the host's word overrode (a conflict lost, a stale
 //!   claim corrected), and the largest move such an override made; `handover_pop_m_max`: the largest drawn jump
 //!   of a cube when its authority changed (the session harness's pop meter).
@@ -190,8 +191,8 @@ impl AuthorityReport {
             "remote_delay_ms": self.remote_delay_ms,
             "remote_error_m_mean": self.remote_error_m_mean,
             "remote_error_m_max": self.remote_error_m_max,
-            "hitch_frames": 0,
-            "hitch_fraction": 0.0,
+            "hitch_frames": null,
+            "hitch_fraction": null,
             "corrections": self.corrections,
             "correction_max_m": self.correction_max_m,
         });

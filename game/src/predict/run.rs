@@ -12,8 +12,10 @@
 //!   a step to simulating that step (0: the same frame). The server's own player has 0 as well.
 //! - `remote_delay_ms`: on the server, how far behind the client's sampling its cube is simulated and shown: the
 //!   offset, in steps of 1/90 s (one-way latency plus the server's input buffer).
-//! - `hitch_frames`, `hitch_fraction`: 0 — neither side ever waits; a client input late at the server is replaced
-//!   by the last one (`late_inputs`), which the client sees as a correction.
+//! - `hitch_frames`, `hitch_fraction`: null — neither side ever waits; a client input late at the server is
+//!   replaced by the last one (`late_inputs`), which the client sees as a correction.
+//! - `desyncs`: null — the two sides compare no checksums (the client's cube is compared state by state instead:
+//!   `states_compared`, `states_exact`).
 //! - `corrections`: server states whose client cube differed from the prediction for its step by more than
 //!   5 mm or 0.01 rad, each a rewind and replay (the first state, the join, rewinds uncounted unless it is the
 //!   prediction to the bit — both machines hold the client's cube still until its first step, so it is).
@@ -156,8 +158,8 @@ impl PredictReport {
             "input_to_screen_ms": self.input_to_screen_ms(),
             "input_to_screen_on": "client (the predicting player)",
             "remote_delay_ms": self.remote_delay_ms(),
-            "hitch_frames": 0,
-            "hitch_fraction": 0.0,
+            "hitch_frames": null,
+            "hitch_fraction": null,
             "corrections": c.corrections,
             "correction_max_m": c.correction_max_m,
             "correction_angle_max_rad": c.correction_angle_max_rad,
@@ -172,7 +174,7 @@ impl PredictReport {
             "inexact_after_replay": c.inexact_after_replay,
         });
         let more = json!({
-            "desyncs": 0,
+            "desyncs": null,
             "bit_identical_at_end": c.last_state_exact,
             "cpu_ms_per_step": Self::cpu_ms(c.step_cpu_s + s.step_cpu_s, c.steps + s.steps),
             "cpu_ms_per_step_client": Self::cpu_ms(c.step_cpu_s, c.steps),
