@@ -229,6 +229,16 @@ mod tests {
         for _ in 0..120 {
             game.step(&mut world, &[forward]).unwrap();
         }
+        // The cubes within the blow's reach, and how far each is from the player across the ground.
+        let centre = world.state(id).unwrap().position;
+        let across = |p: Vec3| Vec3::new(p.x - centre.x, 0.0, p.z - centre.z).length();
+        let reach: Vec<(BodyId, f32)> = (0..world.body_count() as u32)
+            .map(BodyId)
+            .filter(|&c| c != id)
+            .map(|c| (c, across(world.state(c).unwrap().position)))
+            .filter(|&(_, d)| d < forces::BLOW_RADIUS_M - 1.0)
+            .collect();
+        assert!(reach.len() >= 4, "only {} cubes in reach", reach.len());
         let hover = CubeInput::from_bits(CubeInput::HOVER);
         let mut highest = 0.0f32;
         for _ in 0..90 {
@@ -236,7 +246,16 @@ mod tests {
             highest = highest.max(world.state(id).unwrap().position.y);
         }
         assert!(highest > forces::HOVER_HEIGHT_M - 0.5, "hovered at {highest} m");
-        assert!(game.coloured_count() > 0 || !world.all_at_rest(), "it moved cubes");
+        // The blow pushed the cubes in reach away from where the player rose (not merely disturbed them).
+        let pushed_away = reach
+            .iter()
+            .filter(|&&(c, before)| across(world.state(c).unwrap().position) > before + 0.25)
+            .count();
+        assert!(
+            pushed_away * 2 >= reach.len(),
+            "{pushed_away} of {} cubes in reach blown away",
+            reach.len()
+        );
         let pull = CubeInput::from_bits(CubeInput::PULL);
         for _ in 0..180 {
             game.step(&mut world, &[pull]).unwrap();
