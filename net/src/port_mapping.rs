@@ -259,7 +259,7 @@ impl Mapping {
     pub fn renew(&mut self) -> Result<(), MethodError> {
         match &mut self.handle {
             Handle::Crab(mapping) => {
-                block_on(mapping.renew()).map_err(|e| crab_error(&e))?;
+                block_on(mapping.renew())?.map_err(|e| crab_error(&e))?;
                 let (external, lifetime) = crab_external(mapping, self.info.external.ip())?;
                 self.info.external = external;
                 self.info.lifetime = lifetime;
@@ -283,7 +283,7 @@ impl Mapping {
     /// Asks the router to drop the mapping.
     pub fn remove(self) -> Result<(), MethodError> {
         match self.handle {
-            Handle::Crab(mapping) => block_on(mapping.try_drop()).map_err(|(e, _)| crab_error(&e)),
+            Handle::Crab(mapping) => block_on(mapping.try_drop())?.map_err(|(e, _)| crab_error(&e)),
             Handle::Upnp { gateway, .. } => gateway
                 .remove_port(igd_next::PortMappingProtocol::UDP, self.info.external.port())
                 .map_err(|e| MethodError::Failed(e.to_string())),
@@ -365,13 +365,15 @@ impl Drop for KeptMapping {
     }
 }
 
-fn block_on<F: std::future::Future>(future: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread()
+/// Runs `future` on a current-thread runtime made for it; a runtime that cannot be made (no epoll instance or timer
+/// left to this process) is the method's failure, not a panic.
+fn block_on<F: std::future::Future>(future: F) -> Result<F::Output, MethodError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .enable_time()
         .build()
-        .expect("a current-thread tokio runtime (an epoll instance and a timer)")
-        .block_on(future)
+        .map_err(|e| MethodError::Failed(format!("no async runtime for the request: {e}")))?;
+    Ok(runtime.block_on(future))
 }
 
 /// PCP or NAT-PMP on `gateway`'s port 5351.
@@ -394,15 +396,15 @@ fn map_on_gateway(
             None,
             None,
             options,
-        ))
+        ))?
         .map_err(|e| crab_error(&crab_nat::MappingFailure::Pcp(e)))?,
-        _ => block_on(crab_nat::natpmp::port_mapping(gw, InternetProtocol::Udp, port, options))
+        _ => block_on(crab_nat::natpmp::port_mapping(gw, InternetProtocol::Udp, port, options))?
             .map_err(|e| crab_error(&crab_nat::MappingFailure::NatPmp(e)))?,
     };
     let external_ip = match mapping.mapping_type() {
         PortMappingType::Pcp { external_ip, .. } => external_ip,
         PortMappingType::NatPmp => IpAddr::V4(
-            block_on(crab_nat::natpmp::external_address(gw, Some(GATEWAY_TIMEOUTS)))
+            block_on(crab_nat::natpmp::external_address(gw, Some(GATEWAY_TIMEOUTS)))?
                 .map_err(|e| crab_error(&crab_nat::MappingFailure::NatPmp(e)))?,
         ),
     };
