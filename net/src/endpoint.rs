@@ -48,7 +48,7 @@ use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
     host_handshake, host_key_hash, refusal_tag, restore_counter, same_bytes, CookieKey, GuestHandshake,
     HandshakeContext, JoinMacKey, JoinSecret, KeyPair, RandomError, Randomness, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES,
-    HOST_KEY_HASH_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
+    HOST_KEY_HASH_BYTES, JOIN_MAC_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
     deny_reason_code, read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet,
@@ -333,6 +333,40 @@ impl HandshakeLimits {
     }
 }
 
+/// The join MAC a guest's Request or Response should carry, over all its fields but the MAC (`None` for other
+/// packets). The guest writes it and the host checks it with this one function.
+fn expected_join_mac(key: &JoinMacKey, version: u8, packet: &Packet<'_>) -> Option<[u8; JOIN_MAC_BYTES]> {
+    match *packet {
+        Packet::Request {
+            client_salt,
+            public_key,
+            ..
+        } => Some(key.mac(version, PacketType::Request as u8, client_salt, &public_key, None)),
+        Packet::Response {
+            client_salt,
+            public_key,
+            cookie,
+            proof,
+            ..
+        } => Some(key.mac(
+            version,
+            PacketType::Response as u8,
+            client_salt,
+            &public_key,
+            Some((&cookie, &proof)),
+        )),
+        _ => None,
+    }
+}
+
+/// Whether `packet` carries the join MAC its fields call for: its sender has the join secret.
+fn has_join_mac(key: &JoinMacKey, version: u8, packet: &Packet<'_>) -> bool {
+    let (Packet::Request { mac, .. } | Packet::Response { mac, .. }) = packet else {
+        return false;
+    };
+    expected_join_mac(key, version, packet).is_some_and(|expected| same_bytes(&expected, mac))
+}
+
 /// The cookies that opened a connection, with the bucket each was issued in, kept until it expires. A recorded
 /// Response replayed from the guest's address after the guest timed out (or left) carries a cookie still valid
 /// for up to 20 s; without this it would open a slot again (with fresh keys — the host's ephemeral is new, so
@@ -447,16 +481,11 @@ impl Endpoint {
 
     /// A guest's Request, with its join MAC.
     fn request(&self, client_salt: u64) -> Packet<'static> {
-        let version = self.config.protocol_version;
-        let public_key = self.keys.public;
-        let mac = self
-            .join_mac
-            .mac(version, PacketType::Request as u8, client_salt, &public_key, None);
-        Packet::Request {
+        self.with_join_mac(Packet::Request {
             client_salt,
-            public_key,
-            mac,
-        }
+            public_key: self.keys.public,
+            mac: [0; JOIN_MAC_BYTES],
+        })
     }
 
     /// A guest's Response to a challenge, with its join MAC.
@@ -466,22 +495,22 @@ impl Endpoint {
         cookie: [u8; COOKIE_BYTES],
         proof: [u8; HANDSHAKE_FIRST_BYTES],
     ) -> Packet<'static> {
-        let version = self.config.protocol_version;
-        let public_key = self.keys.public;
-        let mac = self.join_mac.mac(
-            version,
-            PacketType::Response as u8,
+        self.with_join_mac(Packet::Response {
             client_salt,
-            &public_key,
-            Some((&cookie, &proof)),
-        );
-        Packet::Response {
-            client_salt,
-            public_key,
+            public_key: self.keys.public,
             cookie,
             proof,
-            mac,
+            mac: [0; JOIN_MAC_BYTES],
+        })
+    }
+
+    /// `packet` (a Request or Response) with the join MAC its fields call for.
+    fn with_join_mac(&self, mut packet: Packet<'static>) -> Packet<'static> {
+        let expected = expected_join_mac(&self.join_mac, self.config.protocol_version, &packet);
+        if let (Some(m), Packet::Request { mac, .. } | Packet::Response { mac, .. }) = (expected, &mut packet) {
+            *mac = m;
         }
+        packet
     }
 
     /// The hash of this endpoint's public key, which a host's join code carries.
@@ -864,17 +893,14 @@ impl Endpoint {
     }
 
     fn host_receive(&mut self, now_s: f64, from: SocketAddr, version: u8, packet: &Packet<'_>) {
+        // The join MAC first (one hash): it decides which limits a Request or Response draws on.
+        let coded = usize::from(has_join_mac(&self.join_mac, version, packet));
         match *packet {
             Packet::Request {
                 client_salt,
                 public_key,
-                mac,
+                ..
             } => {
-                // The join MAC first (one hash): it decides which limits the request draws on.
-                let expected = self
-                    .join_mac
-                    .mac(version, PacketType::Request as u8, client_salt, &public_key, None);
-                let coded = usize::from(same_bytes(&mac, &expected));
                 if !self.limits[coded].address.allow(from, now_s) {
                     self.drops.rate_limited += 1;
                     return;
@@ -912,18 +938,8 @@ impl Endpoint {
                 public_key,
                 cookie,
                 proof,
-                mac,
-            } => {
-                let expected = self.join_mac.mac(
-                    version,
-                    PacketType::Response as u8,
-                    client_salt,
-                    &public_key,
-                    Some((&cookie, &proof)),
-                );
-                let coded = usize::from(same_bytes(&mac, &expected));
-                self.host_receive_response(now_s, from, version, coded, client_salt, &public_key, &cookie, &proof)
-            }
+                ..
+            } => self.host_receive_response(now_s, from, version, coded, client_salt, &public_key, &cookie, &proof),
             Packet::Challenge { .. } | Packet::Accepted { .. } | Packet::Denied { .. } | Packet::Connected { .. } => {
                 self.drops.unexpected += 1
             }
