@@ -11,7 +11,8 @@
 use std::collections::HashSet;
 use std::net::SocketAddr;
 use tumble_net::crypto::{
-    host_handshake, host_key_hash, GuestHandshake, HandshakeContext, JoinMacKey, JoinSecret, KeyPair, Randomness,
+    host_handshake, host_key_hash, GuestHandshake, HandshakeContext, JoinMacKey, JoinSecret, KeyPair, PacketKey,
+    Randomness,
 };
 use tumble_net::endpoint::{EndpointEvent, PeerId};
 use tumble_net::memory::MemoryNetwork;
@@ -359,6 +360,100 @@ fn a_million_garbage_and_handshake_packets_change_nothing() {
     );
 }
 
+/// An attacker that holds one direction's key of a connection and writes whatever it likes under it: every
+/// sequence (mostly ahead of or near the newest it got delivered, sometimes anywhere, sometimes a replay of one of
+/// its last 256 packets), random ack and echo fields, payloads of every length, and a tenth tampered after sealing.
+struct Attacker {
+    rng: Rng,
+    payload: Vec<u8>,
+    /// The packet last written.
+    packet: Vec<u8>,
+    /// Sent packets with their counters, for replays.
+    history: Vec<(u64, Vec<u8>)>,
+    /// The newest counter the receiver took.
+    newest: u64,
+    /// Whether it may send disconnects.
+    disconnects: bool,
+}
+
+impl Attacker {
+    fn new(seed: u64, disconnects: bool) -> Self {
+        Attacker {
+            rng: Rng::new(seed),
+            payload: (0..MAX_PAYLOAD_BYTES).map(|i| (i * 7) as u8).collect(),
+            packet: Vec::with_capacity(MAX_PACKET_BYTES + 16),
+            history: Vec::new(),
+            newest: 0,
+            disconnects,
+        }
+    }
+
+    /// Writes the next packet into `self.packet`; returns its counter and whether it is a replay.
+    fn next(&mut self, key: &PacketKey) -> (u64, bool) {
+        let rng = &mut self.rng;
+        let newest = self.newest;
+        let mut counter = match rng.below(10) {
+            0..=5 => newest + 1 + rng.below(4) as u64,
+            6 | 7 => newest.saturating_sub(rng.below(700) as u64),
+            8 => rng.next_u64() >> rng.below(64),
+            _ => newest + rng.below(70_000) as u64,
+        };
+        let replay = !self.history.is_empty() && rng.chance_pct(5.0);
+        if replay {
+            let (c, bytes) = &self.history[rng.below(self.history.len())];
+            counter = *c;
+            self.packet.clear();
+            self.packet.extend_from_slice(bytes);
+            return (counter, true);
+        }
+        let packet_type = match rng.below(1000) {
+            0 if self.disconnects => PacketType::Disconnect,
+            0..=200 => PacketType::KeepAlive,
+            _ => PacketType::Payload,
+        };
+        let mut header = ConnectedHeader {
+            sequence: counter as u16,
+            ack: rng.next_u32() as u16,
+            ack_bits: rng.next_u32(),
+            echo_sequence: rng.next_u32() as u16,
+            echo_delay_100us: if rng.chance_pct(20.0) {
+                u16::MAX
+            } else {
+                rng.next_u32() as u16
+            },
+        };
+        let body = match packet_type {
+            PacketType::Payload => &self.payload[..rng.below(MAX_PAYLOAD_BYTES + 1)],
+            PacketType::Disconnect => &self.payload[..1],
+            _ => &[][..],
+        };
+        write_sealed(key, packet_type, counter, &mut header, body, &mut self.packet).unwrap();
+        if rng.chance_pct(10.0) {
+            // Tampered after sealing.
+            let i = rng.below(self.packet.len());
+            self.packet[i] ^= 1 << rng.below(8);
+        }
+        if self.history.len() < 256 {
+            self.history.push((counter, self.packet.clone()));
+        } else {
+            let i = rng.below(256);
+            self.history[i].0 = counter;
+            self.history[i].1.clone_from(&self.packet);
+        }
+        (counter, false)
+    }
+
+    /// The receiver took `counter`.
+    fn taken(&mut self, counter: u64) {
+        self.newest = self.newest.max(counter);
+    }
+
+    /// A new connection: no newest, nothing to replay.
+    fn reset(&mut self) {
+        (self.newest, self.history) = (0, Vec::new());
+    }
+}
+
 #[test]
 fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     let start = std::time::Instant::now();
@@ -378,70 +473,18 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
     let a_peer = PeerId(host.peers().find(|&p| host.peer_addr(p) == Some(a_addr)).unwrap().0);
     let b_peer = PeerId(host.peers().find(|&p| host.peer_addr(p) == Some(b_addr)).unwrap().0);
     let mut keys = a.peer_keys(PeerId(0)).unwrap();
-    let mut rng = Rng::new(seed ^ 0xa77ac);
-    let payload: Vec<u8> = (0..MAX_PAYLOAD_BYTES).map(|i| (i * 7) as u8).collect();
-    let mut packet = Vec::with_capacity(MAX_PACKET_BYTES + 16);
-    // Sent packets with their counters, for replays.
-    let mut history: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut newest = 0u64;
+    let mut attacker = Attacker::new(seed ^ 0xa77ac, true);
     let mut delivered: HashSet<u64> = HashSet::new();
     let (mut opened, mut reconnects, mut b_sent, mut b_acked) = (0u64, 0u32, 0u64, 0u64);
     for n in 0..packets {
         now += 1e-5;
-        // The attacker's counter: mostly ahead of or near the newest, sometimes anywhere, sometimes a replay.
-        let mut counter = match rng.below(10) {
-            0..=5 => newest + 1 + rng.below(4) as u64,
-            6 | 7 => newest.saturating_sub(rng.below(700) as u64),
-            8 => rng.next_u64() >> rng.below(64),
-            _ => newest + rng.below(70_000) as u64,
-        };
-        let replay = !history.is_empty() && rng.chance_pct(5.0);
-        if replay {
-            let (c, bytes) = &history[rng.below(history.len())];
-            counter = *c;
-            packet.clear();
-            packet.extend_from_slice(bytes);
-        } else {
-            let packet_type = match rng.below(1000) {
-                0 => PacketType::Disconnect,
-                1..=200 => PacketType::KeepAlive,
-                _ => PacketType::Payload,
-            };
-            let mut header = ConnectedHeader {
-                sequence: counter as u16,
-                ack: rng.next_u32() as u16,
-                ack_bits: rng.next_u32(),
-                echo_sequence: rng.next_u32() as u16,
-                echo_delay_100us: if rng.chance_pct(20.0) {
-                    u16::MAX
-                } else {
-                    rng.next_u32() as u16
-                },
-            };
-            let body = match packet_type {
-                PacketType::Payload => &payload[..rng.below(MAX_PAYLOAD_BYTES + 1)],
-                PacketType::Disconnect => &payload[..1],
-                _ => &[][..],
-            };
-            write_sealed(&keys.send, packet_type, counter, &mut header, body, &mut packet).unwrap();
-            if rng.chance_pct(10.0) {
-                // Tampered after sealing.
-                let i = rng.below(packet.len());
-                packet[i] ^= 1 << rng.below(8);
-            }
-            if history.len() < 256 {
-                history.push((counter, packet.clone()));
-            } else {
-                let i = rng.below(256);
-                history[i].0 = counter;
-                history[i].1.clone_from(&packet);
-            }
-        }
+        let (counter, replay) = attacker.next(&keys.send);
+        let packet = &attacker.packet;
         let received = |host: &Endpoint| host.stats(a_peer).map_or(0, |s| s.packets_received);
         let before = received(&host);
-        host.receive(now, a_addr, &packet);
+        host.receive(now, a_addr, packet);
         if received(&host) > before {
-            newest = newest.max(counter);
+            attacker.taken(counter);
         }
         while let Some(e) = host.pop_event() {
             if let EndpointEvent::Received { peer, sequence } = e {
@@ -476,7 +519,7 @@ fn a_million_packets_from_an_attacker_with_a_guests_keys_break_nothing() {
             );
             assert_eq!(host.peer_addr(a_peer), Some(a_addr));
             keys = a.peer_keys(PeerId(0)).unwrap();
-            (newest, history) = (0, Vec::new());
+            attacker.reset();
             delivered.clear();
             reconnects += 1;
         }
@@ -816,62 +859,17 @@ fn a_million_packets_to_a_guest_from_an_attacker_with_the_hosts_keys_break_nothi
         |n| n[1].1.is_connected(),
     );
     let keys = host.peer_keys(PeerId(0)).unwrap();
-    let mut rng = Rng::new(seed ^ 0x6e57);
-    let payload: Vec<u8> = (0..MAX_PAYLOAD_BYTES).map(|i| (i * 13) as u8).collect();
-    let mut packet = Vec::with_capacity(MAX_PACKET_BYTES + 16);
-    let mut history: Vec<(u64, Vec<u8>)> = Vec::new();
-    let mut newest = 0u64;
+    // Never a disconnect: the guest would (rightly) close, and the slice is about what it survives.
+    let mut attacker = Attacker::new(seed ^ 0x6e57, false);
     let mut delivered: HashSet<u64> = HashSet::new();
     let mut opened = 0u64;
     for n in 0..packets {
         now += 1e-5;
-        let mut counter = match rng.below(10) {
-            0..=5 => newest + 1 + rng.below(4) as u64,
-            6 | 7 => newest.saturating_sub(rng.below(700) as u64),
-            8 => rng.next_u64() >> rng.below(64),
-            _ => newest + rng.below(70_000) as u64,
-        };
-        let replay = !history.is_empty() && rng.chance_pct(5.0);
-        if replay {
-            let (c, bytes) = &history[rng.below(history.len())];
-            counter = *c;
-            packet.clear();
-            packet.extend_from_slice(bytes);
-        } else {
-            // Never a disconnect: the guest would (rightly) close, and the slice is about what it survives.
-            let packet_type = if rng.chance_pct(20.0) {
-                PacketType::KeepAlive
-            } else {
-                PacketType::Payload
-            };
-            let mut header = ConnectedHeader {
-                sequence: counter as u16,
-                ack: rng.next_u32() as u16,
-                ack_bits: rng.next_u32(),
-                echo_sequence: rng.next_u32() as u16,
-                echo_delay_100us: rng.next_u32() as u16,
-            };
-            let body = match packet_type {
-                PacketType::Payload => &payload[..rng.below(MAX_PAYLOAD_BYTES + 1)],
-                _ => &[][..],
-            };
-            write_sealed(&keys.send, packet_type, counter, &mut header, body, &mut packet).unwrap();
-            if rng.chance_pct(10.0) {
-                let i = rng.below(packet.len());
-                packet[i] ^= 1 << rng.below(8);
-            }
-            if history.len() < 256 {
-                history.push((counter, packet.clone()));
-            } else {
-                let i = rng.below(256);
-                history[i].0 = counter;
-                history[i].1.clone_from(&packet);
-            }
-        }
+        let (counter, replay) = attacker.next(&keys.send);
         let before = guest.stats(PeerId(0)).unwrap().packets_received;
-        guest.receive(now, host_addr, &packet);
+        guest.receive(now, host_addr, &attacker.packet);
         if guest.stats(PeerId(0)).unwrap().packets_received > before {
-            newest = newest.max(counter);
+            attacker.taken(counter);
         }
         while let Some(e) = guest.pop_event() {
             if let EndpointEvent::Received { peer, sequence } = e {
