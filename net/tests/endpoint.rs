@@ -745,28 +745,72 @@ fn a_response_replayed_after_the_guest_timed_out_opens_nothing() {
 #[test]
 fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() {
     let (mut n, template) = flooded_host();
-    let flood_ip = [10, 9, 9, 9];
-    let port = |k: usize| SocketAddr::from((flood_ip, 30_000 + (k % 2000) as u16));
-    let requests_per_tick = (20_000.0 * TICK_S).round() as usize;
-    let mut k = 0usize;
+    let flood_ip = std::net::IpAddr::from([10, 9, 9, 9]);
+    let port = |k: usize| SocketAddr::new(flood_ip, 30_000 + (k % 2000) as u16);
+    let per_tick = (20_000.0 * TICK_S).round() as usize;
+    let Ok((_, Packet::Request { public_key, .. })) = read_packet(&template) else {
+        panic!("the template is a request")
+    };
+    let flood = join_under_flood(
+        &mut n,
+        per_tick,
+        public_key,
+        |k| (port(k), template.clone()),
+        |to| to.ip() == flood_ip,
+    );
+    eprintln!("one machine: {flood}; host drops {:?}", n.host.drops());
+    let joined_after = flood.joined_after.expect("the real guest never joined");
+    assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
+    assert_eq!(n.host.peers().count(), 1);
+}
+
+/// What a flood did while a real guest joined.
+struct Flood {
+    requests: usize,
+    responses: usize,
+    /// Seconds from the real guest's start to its connection, if it connected.
+    joined_after: Option<f64>,
+}
+
+impl std::fmt::Display for Flood {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} requests and {} responses; real guest joined after {:?} s",
+            self.requests, self.responses, self.joined_after
+        )
+    }
+}
+
+/// Floods `n`'s host for 3 s with `per_tick` Requests a tick (the `k`th from `request(k)`, all asking with
+/// `public_key`), answering every challenge that comes back to a flooder (`is_flooder`) with a Response carrying
+/// its cookie (valid: it binds that key) and a made-up proof and join MAC, while a real guest with the code starts joining at 1 s. The flood comes in at the same instants as
+/// the guest's packets, ahead of them: the host's global buckets get no time to refill in between.
+fn join_under_flood(
+    n: &mut Net,
+    per_tick: usize,
+    public_key: [u8; 32],
+    mut request: impl FnMut(usize) -> (SocketAddr, Vec<u8>),
+    is_flooder: impl Fn(SocketAddr) -> bool,
+) -> Flood {
+    let mut flood = Flood {
+        requests: 0,
+        responses: 0,
+        joined_after: None,
+    };
     let mut challenges: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
     let mut buf = [0u8; 1200];
-    let (mut requests, mut responses) = (0usize, 0usize);
     let start = 1.0;
-    let mut joined_after = None;
     while n.now < start + 2.0 {
         if n.now >= start && n.guests.is_empty() {
             n.guests.push(Endpoint::join(config(), addr(HOST), n.now).unwrap());
         }
-        // The flood comes in at the same instants as the guest's packets, ahead of them: the host's global buckets
-        // get no time to refill between the flooder's packets and the guest's.
         n.now += TICK_S;
-        for _ in 0..requests_per_tick {
-            n.host.receive(n.now, port(k), &template);
-            requests += 1;
-            k += 1;
+        for _ in 0..per_tick {
+            let (from, bytes) = request(flood.requests);
+            n.host.receive(n.now, from, &bytes);
+            flood.requests += 1;
         }
-        // Every challenge the flooder got back becomes a Response with its cookie and a made-up proof.
         for (from, challenge) in challenges.drain(..) {
             let Ok((
                 _,
@@ -776,9 +820,6 @@ fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() 
             )) = read_packet(&challenge)
             else {
                 continue;
-            };
-            let Ok((_, Packet::Request { public_key, .. })) = read_packet(&template) else {
-                panic!("the template is a request")
             };
             let response = Packet::Response {
                 client_salt,
@@ -790,11 +831,11 @@ fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() 
             };
             let len = write_packet(&response, PROTOCOL_VERSION, &mut buf).unwrap();
             n.host.receive(n.now, from, &buf[..len]);
-            responses += 1;
+            flood.responses += 1;
         }
         let mut keep = Vec::new();
         while let Some((to, bytes)) = n.host.pop_outgoing() {
-            if to.ip() == std::net::IpAddr::from(flood_ip) {
+            if is_flooder(to) {
                 challenges.push((to, bytes.to_vec()));
             } else {
                 keep.push((to, bytes.to_vec()));
@@ -804,18 +845,11 @@ fn a_join_flood_from_one_machine_on_2000_ports_does_not_keep_a_real_guest_out() 
             n.net.inject(n.now, addr(HOST), to, &bytes);
         }
         n.exchange();
-        if joined_after.is_none() && n.guests.first().is_some_and(Endpoint::is_connected) {
-            joined_after = Some(n.now - start);
+        if flood.joined_after.is_none() && n.guests.first().is_some_and(Endpoint::is_connected) {
+            flood.joined_after = Some(n.now - start);
         }
     }
-    eprintln!(
-        "{requests} requests and {responses} responses from one machine; real guest joined after {joined_after:?} s; \
-         host drops {:?}",
-        n.host.drops()
-    );
-    let joined_after = joined_after.expect("the real guest never joined");
-    assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
-    assert_eq!(n.host.peers().count(), 1);
+    flood
 }
 
 /// Issue 31: the join code pins the host's key. Someone on the path who sees a guest's Request and answers first
@@ -1049,7 +1083,7 @@ fn a_guest_whose_nat_rebinds_keeps_its_connection() {
 /// Responses wait behind the botnet's for the 256 answers a second.
 #[test]
 fn a_botnet_without_the_code_does_not_keep_a_real_guest_out() {
-    let (mut n, template) = flooded_host();
+    let (mut n, _) = flooded_host();
     n.host = Endpoint::host(
         EndpointConfig {
             key_seed: Some(31),
@@ -1058,77 +1092,23 @@ fn a_botnet_without_the_code_does_not_keep_a_real_guest_out() {
         0.0,
     )
     .unwrap();
-    let Ok((_, Packet::Request { public_key, .. })) = read_packet(&template) else {
-        panic!("the template is a request")
-    };
-    let bot = |k: usize| SocketAddr::from(([10, 50, (k / 250) as u8, (k % 250) as u8], 40_000));
     const BOTS: usize = 4000;
+    let bot = |k: usize| SocketAddr::from(([10, 50, (k / 250) as u8, (k % 250) as u8], 40_000));
     let per_tick = (BOTS as f64 * 8.0 * TICK_S).round() as usize;
-    let mut buf = [0u8; 1200];
-    let mut k = 0usize;
-    let mut challenges: Vec<(SocketAddr, Vec<u8>)> = Vec::new();
-    let (mut requests, mut responses) = (0usize, 0usize);
-    let start = 1.0;
-    let mut joined_after = None;
-    while n.now < start + 2.0 {
-        if n.now >= start && n.guests.is_empty() {
-            n.guests.push(Endpoint::join(config(), addr(HOST), n.now).unwrap());
-        }
-        n.now += TICK_S;
-        for _ in 0..per_tick {
-            let request = Packet::Request {
-                client_salt: k as u64,
-                public_key,
-                mac: [0; 16],
-            };
-            let len = write_packet(&request, PROTOCOL_VERSION, &mut buf).unwrap();
-            n.host.receive(n.now, bot(k % BOTS), &buf[..len]);
-            requests += 1;
-            k += 1;
-        }
-        for (from, challenge) in challenges.drain(..) {
-            let Ok((
-                _,
-                Packet::Challenge {
-                    client_salt, cookie, ..
-                },
-            )) = read_packet(&challenge)
-            else {
-                continue;
-            };
-            let response = Packet::Response {
-                client_salt,
-                public_key,
-                cookie,
-                proof: [0x5a; tumble_net::crypto::HANDSHAKE_FIRST_BYTES],
-                mac: [0x5a; 16],
-            };
-            let len = write_packet(&response, PROTOCOL_VERSION, &mut buf).unwrap();
-            n.host.receive(n.now, from, &buf[..len]);
-            responses += 1;
-        }
-        let mut keep = Vec::new();
-        while let Some((to, bytes)) = n.host.pop_outgoing() {
-            if to.ip().to_string().starts_with("10.50.") {
-                challenges.push((to, bytes.to_vec()));
-            } else {
-                keep.push((to, bytes.to_vec()));
-            }
-        }
-        for (to, bytes) in keep {
-            n.net.inject(n.now, addr(HOST), to, &bytes);
-        }
-        n.exchange();
-        if joined_after.is_none() && n.guests.first().is_some_and(Endpoint::is_connected) {
-            joined_after = Some(n.now - start);
-        }
-    }
-    eprintln!(
-        "{requests} requests and {responses} responses from {BOTS} machines; real guest joined after {joined_after:?} \
-         s; host drops {:?}",
-        n.host.drops()
-    );
-    let joined_after = joined_after.expect("the real guest never joined");
+    let request = |k: usize| {
+        let packet = Packet::Request {
+            client_salt: k as u64,
+            public_key: [0x33; 32],
+            mac: [0; 16],
+        };
+        let mut buf = [0u8; 1200];
+        let len = write_packet(&packet, PROTOCOL_VERSION, &mut buf).unwrap();
+        (bot(k % BOTS), buf[..len].to_vec())
+    };
+    let is_bot = |to: SocketAddr| matches!(to.ip(), std::net::IpAddr::V4(v4) if v4.octets()[..2] == [10, 50]);
+    let flood = join_under_flood(&mut n, per_tick, [0x33; 32], request, is_bot);
+    eprintln!("{BOTS} machines: {flood}; host drops {:?}", n.host.drops());
+    let joined_after = flood.joined_after.expect("the real guest never joined");
     assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
     assert_eq!(n.host.peers().count(), 1);
 }
