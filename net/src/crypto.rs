@@ -276,12 +276,22 @@ fn setup_error(e: snow::Error) -> HandshakeError {
     HandshakeError::Setup(e.to_string())
 }
 
+/// BLAKE2s of `bytes` after a label naming what the hash is for, so no two uses of one input give the same bytes.
+fn labelled_hash(label: &[u8], bytes: &[u8]) -> [u8; 32] {
+    let mut h = blake2::Blake2s256::default();
+    Update::update(&mut h, label);
+    Update::update(&mut h, bytes);
+    h.finalize_fixed().into()
+}
+
+/// A 16-byte keyed BLAKE2s under `key` (the cookie, the join MAC, the refusal tag).
+fn mac16(key: &[u8; 32]) -> Blake2sMac<U16> {
+    <Blake2sMac<U16> as blake2::digest::KeyInit>::new_from_slice(key).expect("32 bytes is a valid BLAKE2s key")
+}
+
 /// The 32-byte pre-shared key of a join secret (the open game's is public: all zeros hashed).
 fn noise_psk(secret: &JoinSecret) -> [u8; 32] {
-    let mut h = blake2::Blake2s256::default();
-    Update::update(&mut h, b"tumble join secret psk");
-    Update::update(&mut h, &secret.0);
-    h.finalize_fixed().into()
+    labelled_hash(b"tumble join secret psk", &secret.0)
 }
 
 /// Bytes of the prologue: a label, the version, the salt, the guest's key, the cookie.
@@ -442,10 +452,7 @@ pub fn handshake_in_memory(secret: &JoinSecret) -> Result<(SessionKeys, SessionK
 /// The hash of a host's X25519 public key that its join code carries: a guest given the code takes a Challenge
 /// only from the host with that key, so whoever else holds the code, or sits on the path, cannot be the host.
 pub fn host_key_hash(public: &[u8; PUBLIC_KEY_BYTES]) -> [u8; HOST_KEY_HASH_BYTES] {
-    let mut h = blake2::Blake2s256::default();
-    Update::update(&mut h, b"tumble host key");
-    Update::update(&mut h, public);
-    let out = h.finalize_fixed();
+    let out = labelled_hash(b"tumble host key", public);
     out[..HOST_KEY_HASH_BYTES].try_into().expect("32 bytes")
 }
 
@@ -463,11 +470,7 @@ pub fn refusal_tag(
     reason: [u8; 2],
 ) -> Option<[u8; TAG_BYTES]> {
     let shared = own.shared(their_public)?;
-    let mut key = blake2::Blake2s256::default();
-    Update::update(&mut key, b"tumble refusal key");
-    Update::update(&mut key, &shared);
-    let key = key.finalize_fixed();
-    let mut mac = <Blake2sMac<U16> as blake2::digest::KeyInit>::new_from_slice(&key).expect("32-byte key");
+    let mut mac = mac16(&labelled_hash(b"tumble refusal key", &shared));
     Mac::update(&mut mac, host_public);
     Mac::update(&mut mac, guest_public);
     Mac::update(&mut mac, &client_salt.to_le_bytes());
@@ -494,10 +497,7 @@ impl std::fmt::Debug for JoinMacKey {
 
 impl JoinMacKey {
     pub fn new(secret: &JoinSecret) -> Self {
-        let mut h = blake2::Blake2s256::default();
-        Update::update(&mut h, b"tumble join mac");
-        Update::update(&mut h, &secret.0);
-        JoinMacKey(h.finalize_fixed().into())
+        JoinMacKey(labelled_hash(b"tumble join mac", &secret.0))
     }
 
     /// The MAC over a handshake packet's fields: its version and type, the salt, the guest's key, and for a Response
@@ -510,7 +510,7 @@ impl JoinMacKey {
         guest_public: &[u8; PUBLIC_KEY_BYTES],
         response: Option<(&[u8; COOKIE_BYTES], &[u8; HANDSHAKE_FIRST_BYTES])>,
     ) -> [u8; JOIN_MAC_BYTES] {
-        let mut mac = <Blake2sMac<U16> as blake2::digest::KeyInit>::new_from_slice(&self.0).expect("32-byte key");
+        let mut mac = mac16(&self.0);
         Mac::update(&mut mac, &[version, packet_type]);
         Mac::update(&mut mac, &client_salt.to_le_bytes());
         Mac::update(&mut mac, guest_public);
@@ -550,7 +550,7 @@ impl CookieKey {
         guest_public: &[u8; PUBLIC_KEY_BYTES],
         bucket: i64,
     ) -> [u8; COOKIE_BYTES] {
-        let mut mac = <Blake2sMac<U16> as blake2::digest::KeyInit>::new_from_slice(&self.0).expect("32-byte key");
+        let mut mac = mac16(&self.0);
         let ip = match addr.ip() {
             std::net::IpAddr::V4(v4) => v4.to_ipv6_mapped().octets(),
             std::net::IpAddr::V6(v6) => v6.octets(),
