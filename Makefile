@@ -32,19 +32,12 @@ test: system-packages toolchain
 		echo "cargo test --workspace"; cargo test --workspace; \
 	fi
 	@if [ "$$(id -u)" -eq 0 ]; then \
-		$(MAKE) --no-print-directory test-vr; \
+		$(MAKE) --no-print-directory test-vr && $(MAKE) --no-print-directory test-nat; \
 	else \
 		echo "################################################################################" >&2; \
-		echo "# SKIPPED: make test-vr (the VR session against Monado) needs root for its     #" >&2; \
-		echo "# Debian trixie root (debootstrap, chroot, mounts). CI runs it; run it as root. #" >&2; \
-		echo "################################################################################" >&2; \
-	fi
-	@if [ "$$(id -u)" -eq 0 ]; then \
-		$(MAKE) --no-print-directory test-nat; \
-	else \
-		echo "################################################################################" >&2; \
-		echo "# SKIPPED: make test-nat (a host behind miniupnpd, a guest outside) needs root  #" >&2; \
-		echo "# for its network namespaces and nftables. CI runs it; run it as root.         #" >&2; \
+		echo "# SKIPPED: make test-vr (the VR session against Monado in a Debian trixie root:  #" >&2; \
+		echo "# debootstrap, chroot, mounts) and make test-nat (a host behind miniupnpd in     #" >&2; \
+		echo "# network namespaces, nftables) need root. CI runs them; run them as root.      #" >&2; \
 		echo "################################################################################" >&2; \
 	fi
 
