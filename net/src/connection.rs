@@ -75,8 +75,6 @@ pub struct Connection {
     /// Peers in the session, the host included (what the accept told the guest).
     pub peer_count: u8,
     pub acks: AckTracker,
-    /// Times the peer's address changed under this connection (a NAT rebinding; see `Endpoint`).
-    pub address_changes: u64,
     /// On a host: the accept this guest was sent (the Noise answer), sent again byte for byte if it was lost.
     pub accept: [u8; ACCEPT_SEALED_BYTES],
     pub last_send_s: f64,
@@ -109,7 +107,6 @@ impl Connection {
             peer_index,
             peer_count,
             acks: AckTracker::new(),
-            address_changes: 0,
             accept: [0; ACCEPT_SEALED_BYTES],
             last_send_s: now_s,
             last_receive_s: now_s,
@@ -121,11 +118,16 @@ impl Connection {
         }
     }
 
+    /// The peer now sends from `addr` (its NAT rebound; see `Endpoint`): we answer there.
+    pub fn moved_to(&mut self, addr: SocketAddr) {
+        self.addr = addr;
+        self.stats.address_changes += 1;
+    }
+
     pub fn stats(&self) -> ConnectionStats {
         let mut s = self.stats;
         s.packets_acked = self.acks.acked_total;
         s.packets_lost = self.acks.lost_total;
-        s.address_changes = self.address_changes;
         s
     }
 

@@ -1194,8 +1194,7 @@ impl Endpoint {
         })?;
         let conn = self.slots[slot].as_mut()?;
         tracing::info!("guest {slot} moved from {} to {from} (its NAT rebound)", conn.addr);
-        conn.addr = from;
-        conn.address_changes += 1;
+        conn.moved_to(from);
         Some(slot)
     }
 
