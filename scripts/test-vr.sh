@@ -4,7 +4,7 @@
 # (scripts/vr-root.sh), and checks the report: at least N stereo frames submitted while FOCUSED with both hands
 # tracked, and grabs, a hand-to-hand pass and releases through game::interaction with a haptic pulse per grab
 # (Monado's simulated simple controllers cannot squeeze, so the grip is scripted on their tracked poses; see
-# game/src/vr/scripted.rs). The scene is drawn by engine::render on the runtime's Vulkan device, on the default
+# game/product/src/vr/scripted.rs). The scene is drawn by engine::render on the runtime's Vulkan device, on the default
 # path (both eyes in one multiview pass), with its depth submitted as a depth layer every frame, under the Vulkan
 # validation layers. Then the runtime going away mid-game (a new session is made), and the headset's loop at
 # 120 Hz asked of Monado's main compositor in an Xvfb window (every frame recorded and checked for moving cubes

@@ -12,17 +12,17 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use serde_json::json;
-use tumble::harness::loopback::{LinkKind, LoopbackConfig, LoopbackSession, DEFAULT_KBPS_BUDGET};
-use tumble::screenshot;
-use tumble::sync::codec::quantize::quantize_world;
-use tumble::sync::codec::state_packet::PacketCoding;
 use tumble_engine::physics::{BodyId, WorldConfig};
 use tumble_engine::render::RenderError;
 use tumble_engine::scene::load_scene;
+use tumble_game::screenshot;
+use tumble_game::sync::codec::quantize::quantize_world;
+use tumble_game::sync::codec::state_packet::PacketCoding;
+use tumble_harness::loopback::{LinkKind, LoopbackConfig, LoopbackSession, DEFAULT_KBPS_BUDGET};
 
 /// Counts heap allocations, so `tumble vr` can report those in its steady frame loop (there should be none).
 #[global_allocator]
-static ALLOCATOR: tumble::alloc_count::Counting = tumble::alloc_count::Counting;
+static ALLOCATOR: tumble_game::alloc_count::Counting = tumble_game::alloc_count::Counting;
 
 /// Steps `simulate` runs unless told otherwise: 10 s at the fixed 90 Hz step.
 const DEFAULT_STEPS: u64 = 900;
@@ -64,26 +64,26 @@ enum Command {
     Loopback(LoopbackArgs),
     /// The cube game played by two seeded bots over one network model (lockstep so far) through the link
     /// simulator; one JSON object of figures
-    Compare(tumble::harness::compare::CompareArgs),
+    Compare(tumble_harness::compare::CompareArgs),
     /// Step a scene headless, render it offscreen (no display needed) and write a PNG
     Screenshot(ScreenshotArgs),
     /// The renderer measured: GPU time per pass, CPU record+submit, shader invocations, at a chosen size; JSON
-    RenderBench(tumble::render_bench::RenderBenchArgs),
+    RenderBench(tumble_game::render_bench::RenderBenchArgs),
     /// A host and N-1 guests with distributed authority, bots in every seat; JSON report
-    Session(tumble::harness::session_cli::SessionArgs),
+    Session(tumble_harness::session_cli::SessionArgs),
     /// One player's process of `tumble session --processes` (started by it)
     #[command(hide = true)]
-    SessionPeer(tumble::harness::processes::PeerProcessArgs),
+    SessionPeer(tumble_harness::processes::PeerProcessArgs),
     /// Play on an OpenXR headset (SteamVR, Monado, ...); JSON report on stdout with --json
-    Vr(tumble::vr::VrArgs),
+    Vr(tumble_game::vr::VrArgs),
     /// VR frames at a given refresh rate against 90 Hz physics, drawn as `tumble vr` draws them; JSON report
-    VrPacing(tumble::vr::pacing::PacingArgs),
+    VrPacing(tumble_game::vr::pacing::PacingArgs),
     /// Host a game over UDP, logging its join code (--headless: a dedicated host; --bots N fills guest seats)
-    Host(tumble::desktop::play_cli::HostArgs),
+    Host(tumble_game::desktop::play_cli::HostArgs),
     /// Join a game by its join code (or an open one at ADDR:PORT) in the desktop view
-    Join(tumble::desktop::play_cli::JoinArgs),
+    Join(tumble_game::desktop::play_cli::JoinArgs),
     /// N players in one window, joined through the link simulator; keys 1-N take over a player's hands
-    Local(tumble::desktop::play_cli::LocalArgs),
+    Local(tumble_game::desktop::play_cli::LocalArgs),
 }
 
 #[derive(Args, Debug)]
@@ -216,18 +216,18 @@ fn main() -> ExitCode {
         None | Some(Command::Vr(_) | Command::Host(_) | Command::Join(_) | Command::Local(_))
     );
     if plays {
-        tumble::quit::install();
+        tumble_game::quit::install();
     }
     match cli.command {
         None => desktop_view(cli.scene, cli.frames),
-        Some(Command::Vr(args)) => match tumble::vr::run_cli(&args) {
+        Some(Command::Vr(args)) => match tumble_game::vr::run_cli(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("tumble: {e}");
                 ExitCode::from(if e.is_unavailable() { EXIT_UNAVAILABLE } else { 1 })
             }
         },
-        Some(Command::VrPacing(args)) => match tumble::vr::pacing::run_cli(&args) {
+        Some(Command::VrPacing(args)) => match tumble_game::vr::pacing::run_cli(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("tumble: error: {e}");
@@ -241,8 +241,8 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::Compare(args)) if args.view => view_exit(tumble::desktop::compare_view::run(&args)),
-        Some(Command::Compare(args)) => match tumble::harness::compare::run_cli(&args) {
+        Some(Command::Compare(args)) if args.view => view_exit(tumble_harness::compare_view::run(&args)),
+        Some(Command::Compare(args)) => match tumble_harness::compare::run_cli(&args) {
             Ok(serde_json::Value::Array(reports)) => {
                 // `--model all`: one JSON object per model, a line each.
                 for report in reports {
@@ -259,7 +259,7 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        Some(Command::Session(args)) => match tumble::harness::session_cli::run(&args) {
+        Some(Command::Session(args)) => match tumble_harness::session_cli::run(&args) {
             Ok(report) => {
                 println!("{}", report.to_json());
                 ExitCode::SUCCESS
@@ -269,7 +269,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Some(Command::SessionPeer(args)) => match tumble::harness::processes::run_peer_process(&args) {
+        Some(Command::SessionPeer(args)) => match tumble_harness::processes::run_peer_process(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("tumble: error: {}", one_line(&e));
@@ -284,7 +284,7 @@ fn main() -> ExitCode {
                 ExitCode::from(if unavailable { EXIT_UNAVAILABLE } else { 1 })
             }
         },
-        Some(Command::RenderBench(args)) => match tumble::render_bench::run(&args) {
+        Some(Command::RenderBench(args)) => match tumble_game::render_bench::run(&args) {
             Ok(report) => {
                 println!("{}", serde_json::to_string(&report).expect("the report serializes"));
                 ExitCode::SUCCESS
@@ -295,9 +295,9 @@ fn main() -> ExitCode {
                 ExitCode::from(if unavailable { EXIT_UNAVAILABLE } else { 1 })
             }
         },
-        Some(Command::Host(args)) => play(tumble::desktop::play_cli::run_host(&args)),
-        Some(Command::Join(args)) => play(tumble::desktop::play_cli::run_join(&args)),
-        Some(Command::Local(args)) => play(tumble::desktop::play_cli::run_local(&args)),
+        Some(Command::Host(args)) => play(tumble_game::desktop::play_cli::run_host(&args)),
+        Some(Command::Join(args)) => play(tumble_game::desktop::play_cli::run_join(&args)),
+        Some(Command::Local(args)) => play(tumble_game::desktop::play_cli::run_local(&args)),
         Some(Command::Simulate(args)) => match simulate(&args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -334,19 +334,19 @@ fn init_logging() {
 
 /// The desktop debug view; with no display, say so, and say where the headless modes are.
 fn desktop_view(scene: Option<PathBuf>, frames: Option<u64>) -> ExitCode {
-    let options = tumble::desktop::DesktopOptions { scene, frames };
-    view_exit(tumble::desktop::run(&options))
+    let options = tumble_game::desktop::DesktopOptions { scene, frames };
+    view_exit(tumble_game::desktop::run(&options))
 }
 
 /// `host`, `join`, `local`: a headless run's JSON on stdout; the window's outcome as the desktop view's.
-fn play(outcome: Result<Option<serde_json::Value>, tumble::desktop::DesktopError>) -> ExitCode {
+fn play(outcome: Result<Option<serde_json::Value>, tumble_game::desktop::DesktopError>) -> ExitCode {
     match outcome {
         Ok(Some(summary)) => {
             println!("{summary}");
             ExitCode::SUCCESS
         }
         Ok(None) => ExitCode::SUCCESS,
-        Err(tumble::desktop::DesktopError::HostGone(report)) => {
+        Err(tumble_game::desktop::DesktopError::HostGone(report)) => {
             // A headless guest whose host went away: the JSON line says why.
             println!("{report}");
             eprintln!("tumble: {}", report["host_gone"].as_str().unwrap_or("the host is gone"));
@@ -360,10 +360,10 @@ fn play(outcome: Result<Option<serde_json::Value>, tumble::desktop::DesktopError
 const EXIT_HOST_GONE: u8 = 3;
 
 /// Exit code and message for the end of a window (no display: 2 with the headless modes named).
-fn view_exit(outcome: Result<(), tumble::desktop::DesktopError>) -> ExitCode {
+fn view_exit(outcome: Result<(), tumble_game::desktop::DesktopError>) -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
-        Err(tumble::desktop::DesktopError::NoDisplay(why)) => {
+        Err(tumble_game::desktop::DesktopError::NoDisplay(why)) => {
             eprintln!("tumble: no display found ({why}), so the desktop view cannot open.");
             eprintln!(
                 "Headless: `tumble simulate --scene assets/scenes/tower30.toml` runs a scene and reports how it ended"
@@ -376,7 +376,7 @@ fn view_exit(outcome: Result<(), tumble::desktop::DesktopError>) -> ExitCode {
             );
             ExitCode::from(EXIT_UNAVAILABLE)
         }
-        Err(tumble::desktop::DesktopError::Render(e)) if e.is_unavailable() => {
+        Err(tumble_game::desktop::DesktopError::Render(e)) if e.is_unavailable() => {
             eprintln!("tumble: {e}");
             ExitCode::from(EXIT_UNAVAILABLE)
         }
@@ -481,11 +481,11 @@ fn session_cubes(args: &ScreenshotArgs) -> anyhow::Result<Vec<tumble_engine::ren
         args.bots.clone()
     };
     let players = usize::from(args.players);
-    let options = tumble::desktop::net_play::LocalOptions {
+    let options = tumble_game::session::net_play::LocalOptions {
         scene: args
             .scene
             .clone()
-            .unwrap_or_else(tumble::harness::session_cli::default_scene),
+            .unwrap_or_else(tumble_harness::session_cli::default_scene),
         players,
         bots: bots.into_iter().take(players).collect(),
         link: tumble_net::LinkConfig {
@@ -494,9 +494,9 @@ fn session_cubes(args: &ScreenshotArgs) -> anyhow::Result<Vec<tumble_engine::ren
             ..tumble_net::LinkConfig::default()
         },
         seed: args.seed,
-        kbps_budget: tumble::desktop::net_play::PLAY_KBPS_BUDGET,
+        kbps_budget: tumble_game::session::net_play::PLAY_KBPS_BUDGET,
     };
-    let mut play = tumble::desktop::net_play::NetPlay::local(&options)?;
+    let mut play = tumble_game::session::net_play::NetPlay::local(&options)?;
     let cubes = screenshot::session_cubes(&mut play, args.seconds, args.view_player)?;
     let [none, p1, p2, p3, p4] = play.seats[args.view_player - 1].peer.table.counts();
     tracing::info!(players, seconds = args.seconds, view_player = args.view_player, cubes_by_authority = ?[none, p1, p2, p3, p4], "session played");

@@ -163,7 +163,7 @@ fn a_guest_with_another_scene_or_version_is_refused_naming_both() {
     let other_build = join(&["--pretend-protocol-version", "9"]);
     assert_eq!(other_build.status.code(), Some(1), "{}", stderr(&other_build));
     let said = stderr(&other_build);
-    let ours = format!("protocol {}", tumble::session::hello::PROTOCOL_VERSION);
+    let ours = format!("protocol {}", tumble_game::session::hello::PROTOCOL_VERSION);
     assert!(said.contains(&ours) && said.contains("this build 9"), "{said}");
     // The same build and scene is welcomed.
     let welcome = join(&[]);

@@ -14,9 +14,9 @@
 use std::path::{Path, PathBuf};
 
 use glam::Vec3;
-use tumble::screenshot::{project, render_cubes, world_cubes, write_png, Shot, ShotOptions};
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::parse_scene;
+use tumble_game::screenshot::{project, render_cubes, world_cubes, write_png, Shot, ShotOptions};
 
 /// ΔE*76 above which two pixels count as different.
 const PIXEL_DELTA_E: f32 = 6.0;

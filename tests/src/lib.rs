@@ -6,10 +6,10 @@ pub mod tipping;
 use std::path::PathBuf;
 
 use glam::{Mat3, Vec3};
-use tumble::sync::codec::quantize::quantize_body_state;
 use tumble_engine::physics::box_plane::OrientedBox;
 use tumble_engine::physics::{overlap, BodyId, World, WorldConfig};
 use tumble_engine::scene::load_scene;
+use tumble_game::sync::codec::quantize::quantize_body_state;
 
 /// Path of a shipped scene file.
 pub fn scene_path(name: &str) -> PathBuf {

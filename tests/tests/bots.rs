@@ -1,13 +1,13 @@
-//! Scripted bots (`tumble::bots`) playing in one shared world, no network: each bot has its own `Avatar` and
+//! Scripted bots (`tumble_game::bots`) playing in one shared world, no network: each bot has its own `Avatar` and
 //! `Interaction`, and every step goes bot → `Avatar::update` → `Interaction::update`, then one `World::step` — the
 //! path a session takes for each player.
 
 use glam::Vec3;
-use tumble::avatar::{Avatar, HandSide};
-use tumble::bots::ballistic;
-use tumble::bots::{Bot, BotKind, BotView, SeenHand};
-use tumble::interaction::{Interaction, InteractionEvent};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
+use tumble_game::avatar::{Avatar, HandSide};
+use tumble_game::bots::ballistic;
+use tumble_game::bots::{Bot, BotKind, BotView, SeenHand};
+use tumble_game::interaction::{Interaction, InteractionEvent};
 use tumble_tests::alloc::{thread_allocations, PerThreadCounting};
 use tumble_tests::scene_world;
 

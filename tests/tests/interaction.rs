@@ -2,10 +2,10 @@
 //! desktop view and VR use: script → `Avatar::update` → `Interaction::update` → `World::step`.
 
 use glam::{Quat, Vec3};
-use tumble::avatar::{Avatar, HandSide, Pose};
-use tumble::interaction::script::{AvatarScript, HandScript};
-use tumble::interaction::{Interaction, InteractionEvent};
 use tumble_engine::physics::{BodyDesc, BodyId, World};
+use tumble_game::avatar::{Avatar, HandSide, Pose};
+use tumble_game::interaction::script::{AvatarScript, HandScript};
+use tumble_game::interaction::{Interaction, InteractionEvent};
 use tumble_tests::{positions, scene_world};
 
 const DT: f32 = 1.0 / 90.0;

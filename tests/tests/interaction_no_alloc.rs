@@ -4,9 +4,9 @@
 use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};
 
 use glam::Vec3;
-use tumble::avatar::Avatar;
-use tumble::interaction::script::{AvatarScript, HandScript};
-use tumble::interaction::{Interaction, InteractionEvent};
+use tumble_game::avatar::Avatar;
+use tumble_game::interaction::script::{AvatarScript, HandScript};
+use tumble_game::interaction::{Interaction, InteractionEvent};
 use tumble_tests::scene_world;
 
 // Counted on this test's thread only: the harness's own threads may allocate meanwhile (a loaded machine made this

@@ -1,4 +1,4 @@
-//! Issue 29: the mirror path — the desktop window beside the headset (`tumble::vr::mirror_window`, its events on a
+//! Issue 29: the mirror path — the desktop window beside the headset (`tumble_game::vr::mirror_window`, its events on a
 //! thread of their own) and a frame's left eye blitted into its swapchain image and presented, as `tumble vr` does
 //! every frame — allocates nothing on the frame's thread once its swapchain is made, whatever the window system
 //! sends the window. In a real X window on an Xvfb of its own (installed by `make test`), with no headset;
@@ -9,11 +9,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use glam::{Quat, Vec3};
-use tumble::alloc_count::{thread_allocations, Counting};
-use tumble::vr::mirror_window::MirrorWindow;
 use tumble_engine::render::{
     authority_rgb, submit_with_mirror, CubeInstance, FrameInput, Gpu, Mirror, Renderer, View, CUBE_RESTING,
 };
+use tumble_game::alloc_count::{thread_allocations, Counting};
+use tumble_game::vr::mirror_window::MirrorWindow;
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;

@@ -7,11 +7,11 @@
 
 use std::path::Path;
 
-use tumble::cube_game::CubeBot;
-use tumble::predict::run::{world_config, PredictConfig, PredictRun};
-use tumble::predict::server::ServerConfig;
-use tumble::predict::{PredictClient, PredictServer};
 use tumble_engine::scene::load_scene;
+use tumble_game::cube_game::CubeBot;
+use tumble_harness::compare_predict::{world_config, PredictConfig, PredictRun};
+use tumble_models::predict::server::ServerConfig;
+use tumble_models::predict::{PredictClient, PredictServer};
 use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};
 
 #[global_allocator]

@@ -2,7 +2,7 @@
 //! offscreen stereo frames of 1,000 cubes (instance and uniform buffers are preallocated and stay mapped, the
 //! command buffers are reused). The driver's own allocations (C, e.g. lavapipe's) are not ours and not counted.
 
-use tumble::alloc_count::{allocations as allocations_so_far, Counting};
+use tumble_game::alloc_count::{allocations as allocations_so_far, Counting};
 
 use glam::{Quat, Vec3};
 use tumble_engine::render::{authority_rgb, CubeInstance, FrameInput, Offscreen, View, CUBE_RESTING};

@@ -6,9 +6,9 @@
 //! throwing and contending as in `tumble session`, over a lossy, jittery link.
 
 use std::net::SocketAddr;
-use tumble::harness::session::Driver;
-use tumble::harness::session_cli::{default_scene, make_driver, world_maker};
-use tumble::session::peer::{Peer, PeerConfig};
+use tumble_game::session::peer::{Peer, PeerConfig};
+use tumble_harness::session::Driver;
+use tumble_harness::session_cli::{default_scene, make_driver, world_maker};
 use tumble_net::memory::MemoryNetwork;
 use tumble_net::{Endpoint, EndpointConfig, LinkConfig};
 use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};

@@ -6,9 +6,9 @@
 
 use std::path::Path;
 
-use tumble::harness::compare_snapshots::{SnapshotConfig, SnapshotRun};
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
+use tumble_harness::compare_snapshots::{SnapshotConfig, SnapshotRun};
 use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};
 
 #[global_allocator]

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::{json, Value};
-use tumble::harness::compare::{run_cli, CompareArgs};
 use tumble_benches::line_chart::{self, Panel, Series};
+use tumble_harness::compare::{run_cli, CompareArgs};
 
 const MODELS: [&str; 4] = ["lockstep", "snapshots", "predict", "authority"];
 
@@ -98,7 +98,7 @@ fn run(args: &Args) -> Result<()> {
     }
     let mut md = format!(
         "# Network models side by side\n\nThe cube game on `{}`, the same seeded bots, {} s per run, {} ms round trip \
-         ±{} ms, seed {}: `tumble compare --model M` (how each figure is measured: `game/src/harness/compare.rs`).\n\n\
+         ±{} ms, seed {}: `tumble compare --model M` (how each figure is measured: `game/harness/src/compare.rs`).\n\n\
          | model | loss % | kbps (larger direction) | input to screen ms | remote delay ms | hitch frames | \
          corrections | largest correction m | desyncs | bit-identical | CPU ms/step |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use tumble::render_bench::{run, OutputArg, RenderBenchArgs};
+use tumble_game::render_bench::{run, OutputArg, RenderBenchArgs};
 
 #[derive(Parser, Debug)]
 #[command(about = "tumble render-bench at headset size, still and moving: GPU ms per pass (JSON on stdout)")]

@@ -13,9 +13,9 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 use serde_json::json;
-use tumble::harness::session::run_session;
-use tumble::harness::session::SessionConfig;
-use tumble::harness::session_cli::{make_driver, world_maker};
+use tumble_harness::session::run_session;
+use tumble_harness::session::SessionConfig;
+use tumble_harness::session_cli::{make_driver, world_maker};
 
 #[derive(Parser, Debug)]
 #[command(about = "Four-player session bandwidth per connection and direction (JSON on stdout)")]

@@ -1,6 +1,6 @@
 //! The state-sync bandwidth table for `make bench`: the loopback run the sync issue sets (table64, a throw every
 //! 2 s, 50 ms each way with ±5 ms jitter, 60 s) at 5 % and at 25 % loss, each recorded and priced stage by stage
-//! (`tumble::sync::bandwidth`). Prints one JSON object on stdout and writes `bandwidth.md` into the output folder.
+//! (`tumble_game::sync::bandwidth`). Prints one JSON object on stdout and writes `bandwidth.md` into the output folder.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use serde_json::json;
-use tumble::harness::bandwidth::{stage_costs, stage_costs_json, Recording, StageCost};
-use tumble::harness::loopback::{run_loopback_recorded, LoopbackConfig, LoopbackReport};
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
+use tumble_harness::bandwidth::{stage_costs, stage_costs_json, Recording, StageCost};
+use tumble_harness::loopback::{run_loopback_recorded, LoopbackConfig, LoopbackReport};
 
 #[derive(Parser, Debug)]
 #[command(about = "State-sync bandwidth per encoding stage on a recorded loopback run (JSON on stdout)")]

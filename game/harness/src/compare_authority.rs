@@ -1,0 +1,734 @@
+//! `tumble compare --model authority`: the cube game played over the state sync with distributed authority that
+//! the VR sessions use ([`tumble_game::session::Peer`]): every player's machine simulates the whole world; each player's
+//! cube is pinned to its player (authority rule 10: its machine simulates it and sends its state, whatever touches
+//! it); the cubes a player's cube touches, and those its blow and pull push, are taken by that player's machine
+//! as in the VR game (rules 3 and 11), and return to the host's default authority at rest. Player 1 hosts; the
+//! machines run in one process on a simulated clock through the session harness ([`super::session`]), joined by
+//! `tumble-net` endpoints and the link simulator, one 90 Hz frame at a time, each driven by a seeded
+//! [`CubeBot`]. After `--seconds` of play the bots stop and the run goes on [`SETTLE_S`] so the world rests and
+//! the copies converge; the figures of the play are taken when it ends.
+//!
+//! Figures (player 1 hosts; "up" is player 1 → a guest, "down" a guest → player 1, the busiest connection's):
+//! - `kbps_mean_up` / `kbps_mean_down`: datagrams with IP/UDP headers over the play, at most `--kbps-budget`
+//!   (the state sync sends the most important cube states that fit); `kbps_mean` the larger.
+//! - `input_to_screen_ms`: 0 on every machine — a player's machine is its cube's authority, so its input pushes
+//!   the cube in the step it is sampled (tested in this module: the cube answers that step).
+//! - `remote_delay_ms`: how old the other machines' states are when applied here: this machine's step less the
+//!   sender's, mean over every state message that was its sender's newest yet (one-way latency plus the wait for
+//!   the next packet); what is drawn of the other player is that state simulated on from there.
+//! - `remote_error_m_mean` / `remote_error_m_max`: each frame on each machine, the distance between where another
+//!   player's cube is drawn here and where its own machine has it at that step: what the delay and the
+//!   extrapolation through it cost.
+//! - `hitch_frames`, `hitch_fraction`: null — no machine ever waits for data (a lost state means a remote cube is
+//!   simulated on), so there is nothing to count.
+//! - `corrections`, `correction_max_m`: claims of a guest that the host's word overrode (a conflict lost, a stale
+//!   claim corrected), and the largest move such an override made; `handover_pop_m_max`: the largest drawn jump
+//!   of a cube when its authority changed (the session harness's pop meter).
+//! - `desyncs`: cubes whose state differs between a guest and the host at the end (after the settle).
+//! - `bit_identical_at_end`: every machine has every cube's state to the bit at the end.
+//! - `cpu_ms_per_step`: wall time per step of one machine's physics step with its authority bookkeeping and its
+//!   player's forces, mean over the machines.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use serde_json::{json, Value};
+use tumble_engine::physics::{BodyId, World, WorldConfig};
+
+use super::compare::{load_field, validate_run, CompareArgs};
+use super::loopback::body_differs;
+use super::session::{Driver, SessionConfig, SessionRun, DEFAULT_SESSION_KBPS_BUDGET, SETTLE_S};
+use tumble_game::authority::rules::{RejectCounts, RejectReason};
+use tumble_game::authority::NOBODY;
+use tumble_game::avatar::AvatarInput;
+use tumble_game::cube_game::{CubeBot, CubeGame, CubeInput};
+use tumble_game::session::peer::{Peer, MAX_PLAYERS, PACKETS_PER_S};
+
+/// Least per-connection budget accepted (kbps): below it a packet holds no cube update.
+const MIN_KBPS_BUDGET: u32 = 32;
+/// Most per-connection budget accepted (kbps).
+const MAX_KBPS_BUDGET: u32 = 100_000;
+
+/// One authority run's settings.
+#[derive(Debug, Clone)]
+pub struct AuthorityConfig {
+    /// 2 to [`MAX_PLAYERS`].
+    pub players: usize,
+    /// Seconds of play (the settle follows).
+    pub seconds: f64,
+    pub latency_ms: f64,
+    pub jitter_ms: f64,
+    pub loss_pct: f64,
+    pub dup_pct: f64,
+    pub seed: u64,
+    /// Per connection and direction, IP/UDP headers included (kbps).
+    pub kbps_budget: u32,
+    /// Packets a second on each connection (a divisor of 90; physics stays at 90 steps a second).
+    pub packets_per_s: u32,
+    /// Every peer applies every player's relayed input to that player's cube and what it pushes (off: each peer
+    /// pushes with its own player's input only, as before issue 30; a control).
+    pub remote_inputs: bool,
+}
+
+impl Default for AuthorityConfig {
+    fn default() -> Self {
+        Self {
+            players: 2,
+            seconds: 20.0,
+            latency_ms: 0.0,
+            jitter_ms: 0.0,
+            loss_pct: 0.0,
+            dup_pct: 0.0,
+            seed: 1,
+            kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
+            packets_per_s: PACKETS_PER_S,
+            remote_inputs: true,
+        }
+    }
+}
+
+impl AuthorityConfig {
+    /// The settings `tumble compare` was given.
+    pub fn from_args(args: &CompareArgs) -> Self {
+        AuthorityConfig {
+            players: args.players,
+            seconds: args.seconds,
+            latency_ms: args.latency_ms,
+            jitter_ms: args.jitter_ms,
+            loss_pct: args.loss_pct,
+            dup_pct: args.dup_pct,
+            seed: args.seed,
+            kbps_budget: args.kbps_budget,
+            packets_per_s: args.packets_per_s,
+            remote_inputs: !args.no_remote_inputs,
+        }
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        if !(2..=MAX_PLAYERS).contains(&self.players) {
+            bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
+        }
+        validate_run(
+            self.seconds,
+            self.latency_ms,
+            self.jitter_ms,
+            self.loss_pct,
+            self.dup_pct,
+        )?;
+        if self.packets_per_s == 0 || !PACKETS_PER_S.is_multiple_of(self.packets_per_s) {
+            bail!(
+                "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {}",
+                self.packets_per_s
+            );
+        }
+        if !(MIN_KBPS_BUDGET..=MAX_KBPS_BUDGET).contains(&self.kbps_budget) {
+            bail!(
+                "--kbps-budget must be {MIN_KBPS_BUDGET} to {MAX_KBPS_BUDGET} (got {})",
+                self.kbps_budget
+            );
+        }
+        Ok(())
+    }
+
+    fn play_steps(&self) -> u64 {
+        (self.seconds * PACKETS_PER_S as f64).round() as u64
+    }
+}
+
+/// What an authority run measured (see the module doc for each figure).
+#[derive(Debug, Clone, Default)]
+pub struct AuthorityReport {
+    pub players: usize,
+    pub cubes: usize,
+    pub frames: u64,
+    pub kbps_mean_up: f64,
+    pub kbps_mean_down: f64,
+    pub remote_delay_ms: f64,
+    pub remote_error_m_mean: f64,
+    pub remote_error_m_max: f64,
+    pub corrections: u64,
+    pub correction_max_m: f64,
+    pub handover_pop_m_max: f64,
+    pub conflicts: u64,
+    pub authority_changes: u64,
+    pub desyncs: u64,
+    pub bit_identical_at_end: bool,
+    pub cpu_ms_per_step: f64,
+    /// Cubes that were under a player's authority at some point, and the most at once (host's view).
+    pub cubes_claimed_max: u32,
+    /// Claims the host took, by player (index = player 1..=4).
+    pub accepted_claims_by_player: [u64; 5],
+    pub rejected_updates: RejectCounts,
+    /// The largest distance any player's cube moved from its start (m): the bots played.
+    pub player_travel_max_m: f64,
+    /// What every screen drew against the truth, as `tumble session` reports it (`harness::drawn`).
+    pub drawn: Option<Value>,
+}
+
+impl AuthorityReport {
+    pub fn to_json(&self, config: &AuthorityConfig, scene: &str) -> Value {
+        let mut figures = json!({
+            "model": "authority",
+            "players": self.players,
+            "scene": scene,
+            "cubes": self.cubes,
+            "seconds": config.seconds,
+            "latency_ms": config.latency_ms,
+            "jitter_ms": config.jitter_ms,
+            "loss_pct": config.loss_pct,
+            "dup_pct": config.dup_pct,
+            "seed": config.seed,
+            "kbps_budget": config.kbps_budget,
+            "packets_per_s": config.packets_per_s,
+            "remote_inputs": config.remote_inputs,
+            "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
+            "kbps_mean_up": self.kbps_mean_up,
+            "kbps_mean_down": self.kbps_mean_down,
+            "input_to_screen_ms": 0.0,
+            "input_to_screen_on": "every player (each is its own cube's authority)",
+            "remote_delay_ms": self.remote_delay_ms,
+            "remote_error_m_mean": self.remote_error_m_mean,
+            "remote_error_m_max": self.remote_error_m_max,
+            "hitch_frames": null,
+            "hitch_fraction": null,
+            "corrections": self.corrections,
+            "correction_max_m": self.correction_max_m,
+        });
+        let more = json!({
+            "handover_pop_m_max": self.handover_pop_m_max,
+            "conflicts": self.conflicts,
+            "authority_changes": self.authority_changes,
+            "desyncs": self.desyncs,
+            "bit_identical_at_end": self.bit_identical_at_end,
+            "cpu_ms_per_step": self.cpu_ms_per_step,
+            "frames": self.frames,
+            "settle_s": SETTLE_S,
+            "cubes_claimed_max": self.cubes_claimed_max,
+            "accepted_claims_per_player": &self.accepted_claims_by_player[1..=self.players],
+            "rejected_updates": RejectReason::ALL
+                .iter()
+                .map(|r| (r.name().to_string(), json!(self.rejected_updates.0[*r as usize])))
+                .collect::<serde_json::Map<_, _>>(),
+            "player_travel_max_m": self.player_travel_max_m,
+        });
+        // Two objects: one `json!` this long passes the macro's recursion limit.
+        if let (Value::Object(a), Value::Object(b)) = (&mut figures, more) {
+            a.extend(b);
+        }
+        if let (Value::Object(a), Some(Value::Object(d))) = (&mut figures, self.drawn.clone()) {
+            a.extend(d);
+        }
+        figures
+    }
+}
+
+/// One seat's player: a seeded bot whose input pushes the seat's player cube (and what it may claim) just
+/// before the physics step. It has no hands.
+struct CubeDriver {
+    bot: CubeBot,
+    /// Tests: this input every step instead of the bot's.
+    fixed: Option<CubeInput>,
+    /// Player 1's seat: a person's input when one is set ([`AuthorityRun::set_human`]), else the bot's.
+    human: Option<HumanInput>,
+    /// The player cubes and their facings (built on a copy of the world: every copy adds them alike).
+    game: CubeGame,
+    /// Scratch: the cubes this step's input would push, and whether each may be pushed here.
+    pushed: Vec<BodyId>,
+    may_push: Vec<bool>,
+    forces_s: f64,
+    /// Apply the other players' relayed inputs too ([`AuthorityConfig::remote_inputs`]).
+    remote_inputs: bool,
+}
+
+impl CubeDriver {
+    /// The other players' newest inputs, as this peer heard them (relayed by the host), pushed on each one's own
+    /// cube and on the cubes that player simulates for everyone (those it pushed and claimed), never on what this
+    /// peer simulates: between two of its states a remote player's cube rolls, hovers and pulls here as it does on
+    /// its own machine, and a ball of pulled cubes holds together instead of falling apart.
+    fn push_remote(&self, peer: &mut Peer) -> Result<()> {
+        let me = peer.player();
+        for q in (1..=self.game.players().len() as u8).filter(|&q| q != me) {
+            let Some(bits) = peer.game_input(q) else {
+                continue;
+            };
+            let (world, table) = (&mut peer.world, &peer.table);
+            self.game
+                .push_one(world, usize::from(q - 1), CubeInput::from_bits(bits), |c| {
+                    table.stamp(c.0).authority == q && table.holder(c.0) == NOBODY
+                })?;
+        }
+        Ok(())
+    }
+}
+
+impl Driver for CubeDriver {
+    fn cpu_s(&self) -> f64 {
+        self.forces_s
+    }
+
+    fn input(&mut self, _step: u64, _peer: &Peer, _active: bool) -> AvatarInput {
+        AvatarInput::default()
+    }
+
+    fn before_physics(&mut self, _step: u64, peer: &mut Peer, active: bool) -> Result<()> {
+        // The bot runs every step, so its inputs depend on the seed and the step alone.
+        let human = self.human.as_ref().and_then(HumanInput::get);
+        let input = match (active, self.fixed.or(human)) {
+            (false, _) => CubeInput::default(),
+            (true, Some(given)) => given,
+            (true, None) => self.bot.next_input(),
+        };
+        // A guest the host has not welcomed yet has no player (and no cube) to play.
+        let Some(p) = usize::from(peer.player()).checked_sub(1) else {
+            return Ok(());
+        };
+        peer.set_game_input(Some(input.bits()));
+        let started = Instant::now();
+        if self.remote_inputs {
+            self.push_remote(peer)?;
+        }
+        self.pushed.clear();
+        self.game.pushed_by(&peer.world, p, input, &mut self.pushed)?;
+        self.may_push.resize(peer.world.body_count(), false);
+        for &cube in &self.pushed {
+            let was_at_rest = peer.world.state(cube)?.at_rest;
+            self.may_push[cube.index()] = peer.claim_pushed(cube, was_at_rest)?;
+        }
+        let may_push = &self.may_push;
+        self.game.push_one(&mut peer.world, p, input, |c| {
+            may_push.get(c.index()).copied().unwrap_or(false)
+        })?;
+        for &cube in &self.pushed {
+            self.may_push[cube.index()] = false;
+        }
+        self.forces_s += started.elapsed().as_secs_f64();
+        Ok(())
+    }
+}
+
+/// A person's input for player 1's seat, shared between the run and the seat's driver (the drivers are the
+/// session harness's boxed players): the six key bits, or [`HumanInput::NONE`] while the bot plays.
+#[derive(Clone)]
+struct HumanInput(Arc<AtomicU8>);
+
+impl HumanInput {
+    /// No person: a bit above the six keys.
+    const NONE: u8 = 0x80;
+
+    fn new() -> Self {
+        HumanInput(Arc::new(AtomicU8::new(Self::NONE)))
+    }
+
+    fn get(&self) -> Option<CubeInput> {
+        let bits = self.0.load(Ordering::Relaxed);
+        (bits != Self::NONE).then(|| CubeInput::from_bits(bits))
+    }
+
+    fn set(&self, input: Option<CubeInput>) {
+        self.0
+            .store(input.map_or(Self::NONE, CubeInput::bits), Ordering::Relaxed);
+    }
+}
+
+/// The run: the session harness's machines, the bots, and the measures taken between frames.
+pub struct AuthorityRun {
+    config: AuthorityConfig,
+    human: HumanInput,
+    run: SessionRun,
+    drivers: Vec<Box<dyn Driver>>,
+    /// The player cubes (index = player − 1) and where each started.
+    player_cubes: Vec<BodyId>,
+    starts: Vec<glam::Vec3>,
+    frames: u64,
+    play_steps: u64,
+    /// Per connection of the host at the end of play: bytes sent and received.
+    play_bytes: Option<(u64, u64)>,
+    remote_error_sum_m: f64,
+    remote_error_count: u64,
+    remote_error_max_m: f64,
+    player_travel_max_m: f64,
+    cubes_claimed_max: u32,
+}
+
+impl AuthorityRun {
+    /// Builds every machine on its own copy of `field` (a scene's world), adds the player cubes, pins each to its
+    /// player, and starts the handshakes.
+    pub fn new(config: &AuthorityConfig, field: World) -> Result<Self> {
+        Self::with_input(config, field, None)
+    }
+
+    /// As [`AuthorityRun::new`]; with `fixed`, every player holds that input instead of playing its bot (tests).
+    pub(crate) fn with_input(config: &AuthorityConfig, field: World, fixed: Option<CubeInput>) -> Result<Self> {
+        config.validate()?;
+        let players = config.players;
+        let mut world = field.clone();
+        let game = CubeGame::new(&mut world, players)?;
+        let player_cubes = game.players().to_vec();
+        let starts = player_cubes
+            .iter()
+            .map(|&id| world.state(id).map(|s| s.position))
+            .collect::<Result<Vec<_>, _>>()?;
+        let session = SessionConfig {
+            players,
+            seconds: config.seconds + SETTLE_S,
+            latency_ms: config.latency_ms,
+            jitter_ms: config.jitter_ms,
+            loss_pct: config.loss_pct,
+            dup_pct: config.dup_pct,
+            seed: config.seed,
+            kbps_budget: config.kbps_budget,
+            send_every_steps: PACKETS_PER_S / config.packets_per_s,
+            pinned: player_cubes
+                .iter()
+                .enumerate()
+                .map(|(p, &id)| (id, p as u8 + 1))
+                .collect(),
+            ..SessionConfig::default()
+        };
+        let run = SessionRun::new(session, Box::new(move || Ok(world.clone())))?;
+        let human = HumanInput::new();
+        let drivers: Vec<Box<dyn Driver>> = (0..players)
+            .map(|seat| {
+                Box::new(CubeDriver {
+                    bot: CubeBot::new(config.seed.wrapping_add(seat as u64)),
+                    fixed,
+                    human: (seat == 0).then(|| human.clone()),
+                    game: game.clone(),
+                    pushed: Vec::new(),
+                    may_push: Vec::new(),
+                    forces_s: 0.0,
+                    remote_inputs: config.remote_inputs,
+                }) as Box<dyn Driver>
+            })
+            .collect();
+        Ok(Self {
+            config: config.clone(),
+            human,
+            run,
+            drivers,
+            player_cubes,
+            starts,
+            frames: 0,
+            play_steps: config.play_steps(),
+            play_bytes: None,
+            remote_error_sum_m: 0.0,
+            remote_error_count: 0,
+            remote_error_max_m: 0.0,
+            player_travel_max_m: 0.0,
+            cubes_claimed_max: 0,
+        })
+    }
+
+    pub fn session(&self) -> &SessionRun {
+        &self.run
+    }
+
+    /// Player 1 (the host's seat) plays `input` from the next frame on (`None`: its bot again).
+    pub fn set_human(&mut self, input: Option<CubeInput>) {
+        self.human.set(input);
+    }
+
+    /// Bytes the host has sent and received so far on its busiest connection, IP/UDP headers included.
+    pub fn wire_bytes(&self) -> (u64, u64) {
+        self.host_connection_bytes()
+    }
+
+    /// True once the play (not the settle) has run.
+    pub fn played(&self) -> bool {
+        self.frames >= self.play_steps
+    }
+
+    /// One frame on every machine, then the measures.
+    pub fn frame(&mut self) -> Result<()> {
+        self.run.step(&mut self.drivers)?;
+        self.frames += 1;
+        if self.frames <= self.play_steps {
+            self.measure_remote()?;
+        }
+        if self.frames == self.play_steps {
+            self.play_bytes = Some(self.host_connection_bytes());
+        }
+        Ok(())
+    }
+
+    /// The busiest host connection's bytes so far: (sent, received), each direction's largest.
+    fn host_connection_bytes(&self) -> (u64, u64) {
+        self.run.peers().next().map_or((0, 0), |host| {
+            host.wire_bytes()
+                .fold((0, 0), |(up, down), (_, s, r)| (up.max(s), down.max(r)))
+        })
+    }
+
+    /// Where each machine draws the other players' cubes against where their own machines have them.
+    fn measure_remote(&mut self) -> Result<()> {
+        for (p, &cube) in self.player_cubes.iter().enumerate() {
+            let player = p as u8 + 1;
+            let Some(owner) = self.run.peers().find(|peer| peer.player() == player) else {
+                continue;
+            };
+            let truth = owner.world.state(cube)?.position;
+            self.player_travel_max_m = self.player_travel_max_m.max(f64::from(truth.distance(self.starts[p])));
+            for peer in self.run.peers().filter(|peer| ![0, player].contains(&peer.player())) {
+                let e = f64::from(peer.drawn_pose(cube)?.position.distance(truth));
+                self.remote_error_sum_m += e;
+                self.remote_error_count += 1;
+                self.remote_error_max_m = self.remote_error_max_m.max(e);
+            }
+        }
+        if let Some(host) = self.run.peers().next() {
+            let counts = host.table.counts();
+            let claimed = counts[1..].iter().sum::<u32>() - self.player_cubes.len() as u32;
+            self.cubes_claimed_max = self.cubes_claimed_max.max(claimed);
+        }
+        Ok(())
+    }
+
+    /// Plays, settles, and reports.
+    pub fn run(mut self) -> Result<AuthorityReport> {
+        while !self.run.is_finished() {
+            self.frame()?;
+        }
+        self.report()
+    }
+
+    /// The figures (the settle's end is the end the copies are compared at).
+    pub fn report(&self) -> Result<AuthorityReport> {
+        let session = self.run.report()?;
+        let seconds = self.play_steps.max(1) as f64 / PACKETS_PER_S as f64;
+        let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / seconds;
+        let (up, down) = self.play_bytes.unwrap_or_else(|| self.host_connection_bytes());
+        let peers: Vec<&Peer> = self.run.peers().collect();
+        let (mut ages, mut states, mut simulate_s) = (0u64, 0u64, 0.0f64);
+        for p in &peers {
+            ages += p.stats.newest_state_age_steps;
+            states += p.stats.newest_states;
+            simulate_s += p.stats.simulate_s;
+        }
+        let forces_s: f64 = self.drivers.iter().map(|d| d.cpu_s()).sum();
+        let steps = peers.iter().map(|p| p.step_count()).sum::<u64>().max(1);
+        Ok(AuthorityReport {
+            players: self.config.players,
+            cubes: peers
+                .first()
+                .map_or(0, |p| p.world.body_count() - self.player_cubes.len()),
+            frames: self.frames,
+            kbps_mean_up: kbps(up),
+            kbps_mean_down: kbps(down),
+            remote_delay_ms: ages as f64 / states.max(1) as f64 * 1000.0 / PACKETS_PER_S as f64,
+            remote_error_m_mean: self.remote_error_sum_m / self.remote_error_count.max(1) as f64,
+            remote_error_m_max: self.remote_error_max_m,
+            corrections: session.corrections,
+            correction_max_m: session.correction_max_m,
+            handover_pop_m_max: session.handover_pop_m_max,
+            conflicts: session.conflicts,
+            authority_changes: session.authority_changes,
+            desyncs: differing_cubes(&peers)?,
+            bit_identical_at_end: session.bit_identical_at_end,
+            cpu_ms_per_step: (simulate_s + forces_s) / steps as f64 * 1000.0,
+            cubes_claimed_max: self.cubes_claimed_max,
+            accepted_claims_by_player: session.accepted_claims_by_player,
+            rejected_updates: session.rejected_updates,
+            player_travel_max_m: self.player_travel_max_m,
+            drawn: session.drawn.clone(),
+        })
+    }
+}
+
+/// Cubes that differ between a guest and the host ([`body_differs`]; each cube counted once).
+fn differing_cubes(peers: &[&Peer]) -> Result<u64> {
+    let Some((host, guests)) = peers.split_first() else {
+        return Ok(0);
+    };
+    let mut n = 0;
+    for c in 0..host.world.body_count() as u32 {
+        let mut differs = false;
+        for guest in guests {
+            differs |= body_differs(&host.world, &guest.world, BodyId(c))?;
+        }
+        n += u64::from(differs);
+    }
+    Ok(n)
+}
+
+/// Runs `config` on copies of `field`.
+pub fn run_authority(config: &AuthorityConfig, field: World) -> Result<AuthorityReport> {
+    AuthorityRun::new(config, field)?.run()
+}
+
+/// `tumble compare --model authority`.
+pub fn run_cli(args: &CompareArgs) -> Result<Value> {
+    let config = AuthorityConfig::from_args(args);
+    config.validate()?;
+    let (scene, field) = load_field(&args.scene, WorldConfig::default())?;
+    tracing::info!(%scene, seconds = config.seconds, players = config.players,
+        kbps_budget = config.kbps_budget, "authority: bots playing the cube game over state sync");
+    let report = run_authority(&config, field)?;
+    tracing::info!(
+        corrections = report.corrections,
+        desyncs = report.desyncs,
+        bit_identical = report.bit_identical_at_end,
+        "authority run done"
+    );
+    Ok(report.to_json(&config, &scene))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tumble_engine::physics::BodyId;
+
+    fn cubes90() -> World {
+        crate::compare::asset_field("cubes90.toml", WorldConfig::default())
+    }
+
+    /// Both players roll forward from the start, 50 ms each way: on the guest's own machine its cube moves in the
+    /// frame its first input is applied (the frame it is welcomed); the host sees it move only once a state of
+    /// it has crossed the link.
+    #[test]
+    fn a_players_cube_answers_its_input_in_the_same_frame_and_the_other_side_a_latency_later() {
+        let config = AuthorityConfig {
+            latency_ms: 50.0,
+            seconds: 3.0,
+            ..AuthorityConfig::default()
+        };
+        let forward = CubeInput::from_bits(CubeInput::FORWARD);
+        let mut run = AuthorityRun::with_input(&config, cubes90(), Some(forward)).unwrap();
+        let guest_cube = BodyId(run.player_cubes[1].0);
+        // Along the ground: one step of the roll's push is 0.18 m/s (0.09 left after the ground's friction);
+        // resting on the ground, well under 1 mm/s.
+        let speed = |peer: &Peer| {
+            let v = peer.world.state(guest_cube).unwrap().linear_velocity;
+            glam::Vec2::new(v.x, v.z).length()
+        };
+        let (mut welcomed, mut seen) = (None, None);
+        while !run.played() && seen.is_none() {
+            run.frame().unwrap();
+            let peers: Vec<&Peer> = run.session().peers().collect();
+            let (host, guest) = (peers[0], peers[1]);
+            if welcomed.is_none() && guest.player() == 2 {
+                assert!(
+                    speed(guest) > 0.05,
+                    "the guest's cube did not move in the frame its input was applied"
+                );
+                welcomed = Some(run.frames);
+            }
+            if seen.is_none() && speed(host) > 0.05 {
+                seen = Some(run.frames);
+            }
+        }
+        let (welcomed, seen) = (welcomed.unwrap(), seen.unwrap());
+        assert!(
+            seen >= welcomed + 4,
+            "the host saw it at frame {seen}, the guest moved it at {welcomed}"
+        );
+    }
+
+    /// A short game with blowing and pulling bots at 5 % loss: the players' cubes stay their players' (the host
+    /// never took a claim on one from anyone else, and nothing was refused as held by another), cubes were
+    /// claimed by push and touch, and every machine ends with the same bits.
+    #[test]
+    fn three_players_push_cubes_around_and_end_with_the_same_bits() {
+        let config = AuthorityConfig {
+            players: 3,
+            seconds: 6.0,
+            latency_ms: 50.0,
+            jitter_ms: 10.0,
+            loss_pct: 5.0,
+            seed: 3,
+            ..AuthorityConfig::default()
+        };
+        let run = AuthorityRun::new(&config, cubes90()).unwrap();
+        let cubes = run.player_cubes.clone();
+        let mut run = run;
+        while !run.session().is_finished() {
+            run.frame().unwrap();
+            for peer in run.session().peers() {
+                for (p, &cube) in cubes.iter().enumerate() {
+                    assert_eq!(
+                        peer.table.stamp(cube.0).authority,
+                        p as u8 + 1,
+                        "player cube {p} changed hands"
+                    );
+                }
+            }
+        }
+        let r = run.report().unwrap();
+        assert!(r.cubes_claimed_max > 0, "{r:?}");
+        assert!(r.player_travel_max_m > 1.0, "{r:?}");
+        assert_eq!(r.rejected_updates.0[RejectReason::HeldByAnother as usize], 0);
+        assert!(r.bit_identical_at_end, "{r:?}");
+        assert_eq!(r.desyncs, 0);
+        // The others' cubes are drawn where their states put them, eased, not carried off on a stale velocity
+        // (which drew a hovering cube metres away): within what the roll covers in a round trip and a loss or two.
+        assert!(r.remote_error_m_max < 1.5, "{r:?}");
+        assert!(
+            r.kbps_mean_up > 0.0 && r.kbps_mean_up <= f64::from(config.kbps_budget) * 1.05,
+            "{r:?}"
+        );
+    }
+
+    /// Issue 30, item 7: every player rolls forward, 50 ms each way, three players (the guests hear each other
+    /// through the host's relay), ten packets a second. With the relayed inputs applied, the others' cubes roll on
+    /// between their states as on their own machines; without (each peer pushing its own cube only), they slow under
+    /// the ground's friction between states and are drawn behind.
+    #[test]
+    fn relayed_inputs_keep_the_other_players_cubes_rolling_between_their_states() {
+        let run = |remote_inputs: bool| {
+            let config = AuthorityConfig {
+                players: 3,
+                latency_ms: 50.0,
+                seconds: 4.0,
+                packets_per_s: 10,
+                remote_inputs,
+                ..AuthorityConfig::default()
+            };
+            let forward = CubeInput::from_bits(CubeInput::FORWARD);
+            let mut run = AuthorityRun::with_input(&config, cubes90(), Some(forward)).unwrap();
+            while !run.played() {
+                run.frame().unwrap();
+            }
+            // Every guest heard every other player's input (the host relays the guests' to each other).
+            for peer in run.session().peers() {
+                for q in (1..=3u8).filter(|&q| q != peer.player()) {
+                    assert_eq!(
+                        peer.game_input(q),
+                        Some(CubeInput::FORWARD),
+                        "player {} has not heard player {q}",
+                        peer.player()
+                    );
+                }
+            }
+            run.remote_error_sum_m / run.remote_error_count.max(1) as f64
+        };
+        let (with, without) = (run(true), run(false));
+        eprintln!("others' cubes drawn from their truth: {with:.4} m with relayed inputs, {without:.4} m without");
+        // Both are drawn a latency behind (the state applied is 50 ms old and more): that share is common to both.
+        assert!(with < without * 0.85, "with {with} without {without}");
+    }
+
+    #[test]
+    fn bad_settings_are_errors() {
+        for bad in [
+            AuthorityConfig {
+                players: 5,
+                ..AuthorityConfig::default()
+            },
+            AuthorityConfig {
+                kbps_budget: 1,
+                ..AuthorityConfig::default()
+            },
+            AuthorityConfig {
+                loss_pct: -1.0,
+                ..AuthorityConfig::default()
+            },
+            AuthorityConfig {
+                packets_per_s: 40,
+                ..AuthorityConfig::default()
+            },
+        ] {
+            assert!(AuthorityRun::new(&bad, cubes90()).is_err());
+        }
+    }
+}

@@ -1,0 +1,482 @@
+//! What every screen draws, against the truth. Each step, for every peer and every cube that peer does not
+//! simulate for everyone, the pose the peer draws (simulated plus smoothing, or in a remote hand the played-out
+//! hand: [`Peer::drawn_pose`], what its renderer is given) against the pose the cube's authority simulates at the same
+//! step; and for every remote head and hand, how far behind its owner it is drawn and how far from where the owner
+//! had it then. The harness may read every world to measure; nothing crosses between them otherwise.
+//!
+//! - **Drawn error**: |drawn − truth|, split by whether the authority has had the cube at rest for a second (a
+//!   settled stack, which must be drawn exactly) or not.
+//! - **Visible jump**: how much a drawn trajectory breaks in one frame beyond what the truth did:
+//!   `|Δdrawn(t) − Δdrawn(t−1)| − |Δtruth(t) − Δtruth(t−1)|` (no less than 0), with Δ the step-to-step motion and
+//!   the truth the authority's own trajectory. A snap of 5 cm reads 5 cm, a glide at steady speed 0, a bounce both
+//!   sides share 0. Nothing of the smoother enters it: a smoother that glides a correction at 10 m/s² reads what
+//!   its glide bends, whatever cap it has.
+//!   A cube drawn in a remote hand follows the hand as played out, behind its holder: its bends are the truth's,
+//!   later, so it (and for half a second after it leaves the hand) is held to the largest bend of the truth over the
+//!   last half second.
+//! - **Avatar delay and error**: for each remote head and tracked hand, the time of the owner's sample it is drawn
+//!   from (behind the peer's clock), and its distance from the owner's own pose at that time.
+//!
+//! A guest is measured from [`JOIN_GRACE_STEPS`] after its welcome: before that, cubes arrive.
+//!
+//! Distributions go into fixed log-spaced histograms ([`PopHistogram`]): nothing grows with the run's length.
+
+use glam::Vec3;
+use serde_json::{json, Value};
+use tumble_engine::physics::BodyId;
+
+use tumble_game::avatar::{Avatar, HAND_COUNT};
+use tumble_game::session::peer::{Peer, JOIN_GRACE_STEPS};
+use tumble_game::smoothing::PopHistogram;
+
+/// Steps the authority must have had a cube at rest for it to count as settled (1 s).
+pub const SETTLED_STEPS: u64 = 90;
+/// A cube drawn in a remote hand follows the hand as played out, some steps behind its holder: its bends are
+/// the truth's, later. For such a cube, and for this long after it leaves the hand, the truth's bend is the largest
+/// of the truth's over this many steps (0.5 s, more than a playout delay), not the same step's.
+const HAND_WINDOW_STEPS: usize = 45;
+/// Owner avatar poses kept per player (steps): longer than any playout delay measured (4 s).
+const AVATAR_HISTORY_STEPS: usize = 360;
+
+/// One peer's view of one cube over the last three steps: where it drew it, and whether those samples run on.
+#[derive(Clone, Copy, Debug, Default)]
+struct Track {
+    drawn: [Vec3; 3],
+    /// Samples in a row (0..=3); a cube this peer simulates for everyone, or a removed one, starts over.
+    len: u8,
+    /// Steps since the cube was last drawn in a remote hand (saturating; `u16::MAX`: never).
+    since_hand: u16,
+}
+
+impl Track {
+    fn new() -> Self {
+        Track {
+            since_hand: u16::MAX,
+            ..Track::default()
+        }
+    }
+
+    fn push(&mut self, p: Vec3) {
+        self.drawn = [self.drawn[1], self.drawn[2], p];
+        self.len = (self.len + 1).min(3);
+    }
+
+    /// |Δ(t) − Δ(t−1)| once three samples run on.
+    fn bend(&self) -> Option<f32> {
+        (self.len == 3).then(|| ((self.drawn[2] - self.drawn[1]) - (self.drawn[1] - self.drawn[0])).length())
+    }
+}
+
+/// Head and hands as positions, each with whether it is tracked (the head always is).
+pub type AvatarPoints = [(bool, Vec3); 1 + HAND_COUNT];
+
+/// The points of `avatar`.
+pub fn avatar_points(avatar: &Avatar) -> AvatarPoints {
+    let mut out = [(true, avatar.head.position); 1 + HAND_COUNT];
+    for h in 0..HAND_COUNT {
+        out[1 + h] = (avatar.hands[h].tracked, avatar.hands[h].pose.position);
+    }
+    out
+}
+
+/// One player's own avatar as it was at each step (the truth its remote copies are drawn against).
+#[derive(Clone, Debug)]
+struct AvatarHistory {
+    /// (step, points), by step modulo the length.
+    samples: Vec<Option<(u64, AvatarPoints)>>,
+}
+
+impl AvatarHistory {
+    fn new() -> Self {
+        Self {
+            samples: vec![None; AVATAR_HISTORY_STEPS],
+        }
+    }
+
+    fn record(&mut self, step: u64, points: &AvatarPoints) {
+        self.samples[step as usize % AVATAR_HISTORY_STEPS] = Some((step, *points));
+    }
+
+    fn at(&self, step: u64) -> Option<&AvatarPoints> {
+        match &self.samples[step as usize % AVATAR_HISTORY_STEPS] {
+            Some((s, a)) if *s == step => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The owner's head and hand positions at fractional step `t` (between the two steps around it).
+    fn positions_at(&self, t: f64) -> Option<AvatarPoints> {
+        if !(t.is_finite() && t >= 0.0) {
+            return None;
+        }
+        let (k, f) = (t.floor() as u64, (t - t.floor()) as f32);
+        let a = self.at(k)?;
+        let b = self.at(k + 1).unwrap_or(a);
+        let mut out = *a;
+        for (o, (pa, pb)) in out.iter_mut().zip(a.iter().zip(b)) {
+            *o = (pa.0 && pb.0, pa.1.lerp(pb.1, f));
+        }
+        Some(out)
+    }
+}
+
+/// What one peer had and drew at one step: everything the meter reads of it, as plain data — taken from a
+/// [`Peer`] in one process ([`PeerSample::take`]), or read back from a peer process's trace (`--processes`).
+#[derive(Clone, Debug, Default)]
+pub struct PeerSample {
+    /// In the game this step.
+    pub present: bool,
+    pub player: u8,
+    /// Past its arrival ([`JOIN_GRACE_STEPS`] after its welcome): what it draws is measured.
+    pub measured: bool,
+    /// The peer's own step, and its own avatar then, once it plays (a guest's avatar stands still, unsent, until
+    /// its first step after the welcome).
+    pub own: Option<(u64, AvatarPoints)>,
+    /// Per cube: where it simulates it (`None`: removed), where it draws it, and whether it draws it in a remote
+    /// hand.
+    pub sim: Vec<Option<Vec3>>,
+    pub drawn: Vec<Vec3>,
+    pub in_hand: Vec<bool>,
+    /// Per player 1..=4 (index player − 1): the sender time (s) it plays that player's avatar at, and where it draws
+    /// its head and hands.
+    pub remote: [Option<(f64, AvatarPoints)>; 4],
+}
+
+impl PeerSample {
+    /// `peer` as it is now, after its step (into the buffers `self` already has).
+    pub fn take(&mut self, peer: &Peer) -> Result<(), tumble_engine::physics::PhysicsError> {
+        let cubes = peer.world.body_count();
+        self.present = true;
+        self.player = peer.player();
+        self.measured = peer.steps_since_welcome() > JOIN_GRACE_STEPS;
+        self.own = (peer.steps_since_welcome() >= 2 && peer.player() != 0)
+            .then(|| (peer.step_count().saturating_sub(1), avatar_points(&peer.avatar)));
+        self.sim.clear();
+        self.drawn.clear();
+        self.in_hand.clear();
+        for c in 0..cubes {
+            let id = BodyId(c as u32);
+            let removed = peer.world.is_removed(id)?;
+            self.sim.push(
+                (!removed)
+                    .then(|| peer.world.state(id).map(|s| s.position))
+                    .transpose()?,
+            );
+            self.drawn.push(peer.drawn_pose(id)?.position);
+            self.in_hand.push(peer.remote_avatars().hand_drawn(c).is_some());
+        }
+        for player in 1..=4u8 {
+            let played = peer.remote_avatar(player);
+            let time = peer.remote_avatars().playout(player).and_then(|p| p.playout_time_s());
+            self.remote[usize::from(player) - 1] = match (played, time) {
+                (Some(a), Some(t)) if player != peer.player() => {
+                    let mut points = [(true, a.head.position); 1 + HAND_COUNT];
+                    for h in 0..HAND_COUNT {
+                        points[1 + h] = (a.hands[h].tracked, a.hands[h].pose.position);
+                    }
+                    Some((t, points))
+                }
+                _ => None,
+            };
+        }
+        Ok(())
+    }
+
+    /// Not in the game this step.
+    pub fn absent(&mut self) {
+        self.present = false;
+    }
+}
+
+/// The measures of what is drawn, over a run.
+#[derive(Clone, Debug)]
+pub struct DrawnMeter {
+    /// Per seat, per cube.
+    tracks: Vec<Vec<Track>>,
+    /// Per seat, per cube: its own simulated positions over the last three steps (the truth's motion when that
+    /// seat is the authority).
+    sims: Vec<Vec<Track>>,
+    /// Per seat, per cube: the bends of its own simulated path over the last [`HAND_WINDOW_STEPS`], by step.
+    sim_bends: Vec<Vec<[f32; HAND_WINDOW_STEPS]>>,
+    /// Per player 1..=4 (index player − 1).
+    avatars: Vec<AvatarHistory>,
+    pub error_resting: PopHistogram,
+    pub error_moving: PopHistogram,
+    pub jump: PopHistogram,
+    /// Seconds.
+    pub avatar_delay: PopHistogram,
+    pub avatar_error: PopHistogram,
+    pub steps: u64,
+    /// The largest resting error and the largest visible jump, with where and when: a figure past its line carries
+    /// its evidence.
+    worst_resting: Option<Worst>,
+    worst_jump: Option<Worst>,
+}
+
+/// One measured moment: which seat drew which cube how far off, at which step of the meter, and the poses.
+#[derive(Clone, Copy, Debug)]
+struct Worst {
+    value: f32,
+    seat: usize,
+    cube: usize,
+    step: u64,
+    truth_seat: usize,
+    drawn: Vec3,
+    truth: Vec3,
+}
+
+impl Worst {
+    fn keep(slot: &mut Option<Worst>, w: Worst) {
+        if slot.is_none_or(|old| w.value > old.value) {
+            *slot = Some(w);
+        }
+    }
+
+    fn to_json(self, what: &str) -> Value {
+        json!({
+            "what": what,
+            "m": self.value,
+            "seat": self.seat + 1,
+            "cube": self.cube,
+            "second": self.step as f64 / 90.0,
+            "authority_seat": self.truth_seat + 1,
+            "drawn": self.drawn.to_array(),
+            "truth": self.truth.to_array(),
+        })
+    }
+}
+
+/// Who simulates a cube for everyone this step, and since when it has had the cube at rest.
+#[derive(Clone, Copy, Debug)]
+pub struct Authority {
+    /// The seat whose world is the truth for the cube.
+    pub seat: usize,
+    pub settled: bool,
+}
+
+impl DrawnMeter {
+    pub fn new(seats: usize, cubes: usize) -> Self {
+        Self {
+            tracks: vec![vec![Track::new(); cubes]; seats],
+            sims: vec![vec![Track::default(); cubes]; seats],
+            sim_bends: vec![vec![[0.0; HAND_WINDOW_STEPS]; cubes]; seats],
+            avatars: (0..4).map(|_| AvatarHistory::new()).collect(),
+            error_resting: PopHistogram::default(),
+            error_moving: PopHistogram::default(),
+            jump: PopHistogram::default(),
+            avatar_delay: PopHistogram::default(),
+            avatar_error: PopHistogram::default(),
+            steps: 0,
+            worst_resting: None,
+            worst_jump: None,
+        }
+    }
+
+    /// One step, after every peer simulated it: `peers[seat]` (absent: not in the game), `authority[cube]` (`None`:
+    /// no peer has the truth this step, as when its authority just left), `now_s` the time peers play remote avatars
+    /// out at.
+    pub fn observe(&mut self, peers: &[PeerSample], authority: &[Option<Authority>], now_s: f64) {
+        self.steps += 1;
+        let slot = self.steps as usize % HAND_WINDOW_STEPS;
+        for (seat, peer) in peers.iter().enumerate() {
+            if !peer.present {
+                self.tracks[seat].iter_mut().for_each(|t| t.len = 0);
+                self.sims[seat].iter_mut().for_each(|t| t.len = 0);
+                continue;
+            }
+            for (c, sim) in self.sims[seat].iter_mut().enumerate() {
+                match peer.sim.get(c).copied().flatten() {
+                    Some(p) => sim.push(p),
+                    None => sim.len = 0,
+                }
+                self.sim_bends[seat][c][slot] = sim.bend().unwrap_or(0.0);
+            }
+            if let (Some(player), Some((step, points))) = (usize::from(peer.player).checked_sub(1), peer.own) {
+                if let Some(h) = self.avatars.get_mut(player) {
+                    h.record(step, &points);
+                }
+            }
+        }
+        for (seat, peer) in peers.iter().enumerate() {
+            if !(peer.present && peer.measured) {
+                continue;
+            }
+            for (c, who) in authority.iter().enumerate() {
+                let track = &mut self.tracks[seat][c];
+                let here = peer.sim.get(c).copied().flatten();
+                let Some(who) = who.filter(|w| w.seat != seat && here.is_some()) else {
+                    track.len = 0;
+                    continue;
+                };
+                let Some(truth) = peers
+                    .get(who.seat)
+                    .filter(|p| p.present)
+                    .and_then(|p| p.sim.get(c).copied().flatten())
+                else {
+                    track.len = 0;
+                    continue;
+                };
+                let drawn = peer.drawn[c];
+                let error = drawn.distance(truth);
+                // Where and when, for the evidence of either figure (both read this step's drawn and true poses).
+                let here = Worst {
+                    value: error,
+                    seat,
+                    cube: c,
+                    step: self.steps,
+                    truth_seat: who.seat,
+                    drawn,
+                    truth,
+                };
+                if who.settled {
+                    self.error_resting.add(error);
+                    Worst::keep(&mut self.worst_resting, here);
+                } else {
+                    self.error_moving.add(error);
+                }
+                track.push(drawn);
+                let in_hand = peer.in_hand[c];
+                track.since_hand = if in_hand { 0 } else { track.since_hand.saturating_add(1) };
+                let truth_bend = if usize::from(track.since_hand) <= HAND_WINDOW_STEPS {
+                    let window = &self.sim_bends[who.seat][c];
+                    self.sims[who.seat][c]
+                        .bend()
+                        .map(|_| window.iter().copied().fold(0.0, f32::max))
+                } else {
+                    self.sims[who.seat][c].bend()
+                };
+                if let (Some(bend), Some(truth_bend)) = (track.bend(), truth_bend) {
+                    let jump = (bend - truth_bend).max(0.0);
+                    if jump > 0.01 {
+                        tracing::debug!(
+                            seat,
+                            cube = c,
+                            jump,
+                            truth_seat = who.seat,
+                            drawn = ?track.drawn,
+                            truth = ?self.sims[who.seat][c].drawn,
+                            "a visible jump"
+                        );
+                    }
+                    self.jump.add(jump);
+                    Worst::keep(&mut self.worst_jump, Worst { value: jump, ..here });
+                }
+            }
+            self.observe_avatars(peer, now_s);
+        }
+    }
+
+    /// The remote heads and hands `peer` draws, against their owners' own poses at the played moment.
+    fn observe_avatars(&mut self, peer: &PeerSample, now_s: f64) {
+        for (k, remote) in peer.remote.iter().enumerate() {
+            let Some((t_s, drawn)) = remote else { continue };
+            self.avatar_delay.add((now_s - t_s).max(0.0) as f32);
+            let Some(owner) = self.avatars[k].positions_at(t_s * 90.0) else {
+                continue;
+            };
+            let mut worst = 0.0f32;
+            for ((tracked, d), (owner_tracked, o)) in drawn.iter().zip(owner.iter()) {
+                if *tracked && *owner_tracked {
+                    worst = worst.max(d.distance(*o));
+                }
+            }
+            if worst > 0.5 {
+                tracing::debug!(
+                    viewer = peer.player,
+                    player = k + 1,
+                    t_steps = t_s * 90.0,
+                    now_s,
+                    worst,
+                    "a remote avatar drawn far from its owner"
+                );
+            }
+            self.avatar_error.add(worst);
+        }
+    }
+
+    /// Where the largest resting error (over 1 mm) and the largest visible jump (over 1 cm) were drawn: the
+    /// evidence `failure_evidence` carries when those figures pass their lines.
+    pub fn evidence(&self) -> impl Iterator<Item = Value> + '_ {
+        let resting = self
+            .worst_resting
+            .filter(|w| w.value > 0.001)
+            .map(|w| w.to_json("the largest drawn error of a settled cube"));
+        let jump = self
+            .worst_jump
+            .filter(|w| w.value > 0.01)
+            .map(|w| w.to_json("the largest visible jump"));
+        resting.into_iter().chain(jump)
+    }
+
+    /// The figures, as `tumble session` reports them; a figure nothing fed is `null`. Corrections are per minute
+    /// of `seconds`.
+    pub fn to_json(&self, corrections: (u64, u64), seconds: f64) -> Value {
+        let q = |h: &PopHistogram, q: f64| (h.count() > 0).then(|| f64::from(h.quantile_m(q)));
+        let max = |h: &PopHistogram| (h.count() > 0).then(|| f64::from(h.max_m()));
+        let mut all = self.error_resting.clone();
+        all.merge(&self.error_moving);
+        let per_minute = |n: u64| (seconds > 0.0).then(|| n as f64 * 60.0 / seconds);
+        let ms = |v: Option<f64>| v.map(|s| s * 1000.0);
+        json!({
+            "drawn_error_m_p50": q(&all, 0.5),
+            "drawn_error_m_p99": q(&all, 0.99),
+            "drawn_error_m_max": max(&all),
+            "drawn_error_m_p50_resting": q(&self.error_resting, 0.5),
+            "drawn_error_m_p99_resting": q(&self.error_resting, 0.99),
+            "drawn_error_m_max_resting": max(&self.error_resting),
+            "drawn_error_m_p50_moving": q(&self.error_moving, 0.5),
+            "drawn_error_m_p99_moving": q(&self.error_moving, 0.99),
+            "drawn_error_m_max_moving": max(&self.error_moving),
+            "visible_jump_m_max": max(&self.jump),
+            "visible_jump_m_p99": q(&self.jump, 0.99),
+            "corrections_over_1cm": per_minute(corrections.0),
+            "corrections_over_10cm": per_minute(corrections.1),
+            "avatar_delay_ms_p50": ms(q(&self.avatar_delay, 0.5)),
+            "avatar_delay_ms_p99": ms(q(&self.avatar_delay, 0.99)),
+            "avatar_error_m_p99": q(&self.avatar_error, 0.99),
+            "avatar_error_m_max": max(&self.avatar_error),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_snap_reads_its_size_a_steady_glide_nothing() {
+        let mut t = Track::default();
+        for x in [0.0, 0.1, 0.2] {
+            t.push(Vec3::new(x, 0.0, 0.0));
+        }
+        assert!(t.bend().unwrap() < 1e-6, "a glide at steady speed");
+        t.push(Vec3::new(0.35, 0.0, 0.0));
+        assert!(
+            (t.bend().unwrap() - 0.05).abs() < 1e-5,
+            "5 cm more than the glide's step"
+        );
+        let mut still = Track::default();
+        for x in [1.0, 1.0, 1.05] {
+            still.push(Vec3::new(x, 0.0, 0.0));
+        }
+        assert!((still.bend().unwrap() - 0.05).abs() < 1e-6, "a snap of 5 cm");
+        let mut short = Track::default();
+        short.push(Vec3::ZERO);
+        assert_eq!(short.bend(), None);
+    }
+
+    #[test]
+    fn the_owners_avatar_is_read_between_steps() {
+        let mut h = AvatarHistory::new();
+        let mut a = Avatar::default();
+        for step in 0..10u64 {
+            a.head.position = Vec3::new(step as f32, 1.7, 0.0);
+            h.record(step, &avatar_points(&a));
+        }
+        let p = h.positions_at(3.5).unwrap();
+        assert!((p[0].1.x - 3.5).abs() < 1e-6);
+        assert!(!p[1].0, "an untracked hand");
+        assert!(h.positions_at(500.0).is_none(), "not recorded");
+        assert!(h.positions_at(f64::NAN).is_none());
+    }
+}
