@@ -16,7 +16,7 @@ use tumble_tests::scene_world;
 #[global_allocator]
 static GLOBAL: PerThreadCounting = PerThreadCounting;
 
-const STEPS_PER_S: u64 = 90;
+const STEPS_PER_S: u64 = tumble_game::STEP_HZ as u64;
 
 /// One player: a bot and what a session would keep for it.
 struct Player {

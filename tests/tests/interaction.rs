@@ -8,7 +8,7 @@ use tumble_game::interaction::script::{AvatarScript, HandScript};
 use tumble_game::interaction::{Interaction, InteractionEvent};
 use tumble_tests::{positions, scene_world};
 
-const DT: f32 = 1.0 / 90.0;
+const DT: f32 = tumble_game::STEP_S as f32;
 
 /// One player driven by a script.
 struct Bot {

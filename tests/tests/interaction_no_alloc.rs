@@ -38,7 +38,7 @@ fn holding_carrying_and_throwing_allocate_nothing() {
     let mut allocations = 0;
     for step in 0..300 {
         let before = allocations_so_far();
-        avatar.update(&script.sample(step), 1.0 / 90.0);
+        avatar.update(&script.sample(step), tumble_game::STEP_S as f32);
         interaction.update(&mut world, &avatar).unwrap();
         for e in interaction.events() {
             match e {

@@ -541,7 +541,7 @@ fn contact_report_says_who_touched_whom_and_how_hard() {
     // Dropped from 1.5 m above: about 5.4 m/s at impact.
     assert!((4.5..6.5).contains(&hardest), "impact speed {hardest}");
     // The ground held both cubes up: at rest, each of its four points carries a quarter of 2 kg · g · dt.
-    let resting_share = 2.0 * 9.81 / 90.0 / 4.0;
+    let resting_share = 2.0 * 9.81 * WorldConfig::default().dt / 4.0;
     assert!(
         ground_push > 0.9 * resting_share,
         "ground contact pushed {ground_push} N·s at most"

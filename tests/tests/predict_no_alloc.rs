@@ -97,7 +97,7 @@ fn the_model_alone_allocates_nothing_per_frame_on_the_900_cube_field() {
         server.sample(bots[0].next_input());
         server.advance().unwrap();
         lengths[1][slot] = server.write_packet(&mut lines[1][slot]).unwrap();
-        let t = f as f64 / 90.0;
+        let t = f as f64 * tumble_game::STEP_S;
         client.sample(t, bots[1].next_input()).unwrap();
         client.advance(t).unwrap();
         lengths[0][slot] = client.write_packet(&mut lines[0][slot]).unwrap();

@@ -16,7 +16,7 @@ use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCou
 #[global_allocator]
 static GLOBAL: PerThreadCounting = PerThreadCounting;
 
-const STEP_S: f64 = 1.0 / 90.0;
+const STEP_S: f64 = tumble_game::STEP_S;
 const SUBTICKS: u32 = 12;
 const WARM_UP_STEPS: u64 = 900;
 const MEASURED_STEPS: u64 = 1800;

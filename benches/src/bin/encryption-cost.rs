@@ -166,7 +166,7 @@ fn run(args: &Args) -> Result<()> {
             scene.build_world(WorldConfig::default())?,
             None,
         )?;
-        let seconds = (report.steps as f64 / 90.0).max(1e-9);
+        let seconds = (report.steps as f64 / f64::from(tumble_game::STEP_HZ)).max(1e-9);
         let packets_per_s = report.packets_sent as f64 / seconds;
         let kbps_added = packets_per_s * added as f64 * 8.0 / 1000.0;
         let share = kbps_added / report.kbps_mean.max(1e-9);

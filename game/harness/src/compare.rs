@@ -43,7 +43,7 @@ use tumble_net::{EndpointEvent, LinkConfig};
 use super::loopback::{link_time, SUBTICKS_PER_STEP, TICK_S};
 use super::star_link::StarLink;
 use tumble_game::cube_game::{CubeBot, CubeInput};
-use tumble_game::sync::codec::predict::STEP_HZ;
+use tumble_game::STEP_HZ;
 use tumble_models::inputs::packet::MAX_INPUT_PACKET_BYTES;
 use tumble_models::lockstep::peer::MAX_PLAYERS;
 use tumble_models::lockstep::playout::{PlayoutConfig, MAX_DELAY_S};

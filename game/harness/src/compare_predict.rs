@@ -37,7 +37,7 @@ use tumble_net::PeerId;
 use crate::compare::{check_flag, load_field, validate_run, CompareArgs};
 use crate::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use tumble_game::cube_game::{CubeBot, CubeInput};
-use tumble_game::sync::codec::predict::STEP_HZ;
+use tumble_game::STEP_HZ;
 use tumble_models::inputs::packet::MAX_INPUT_PACKET_BYTES;
 use tumble_models::predict::client::{ClientStats, PredictClient};
 use tumble_models::predict::packet::MAX_STATE_PACKET_BYTES;

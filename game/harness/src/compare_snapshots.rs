@@ -35,7 +35,7 @@ use tumble_net::{EndpointEvent, PeerId};
 use super::compare::{check_flag, validate_run};
 use super::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
 use tumble_game::cube_game::{CubeBot, CubeInput};
-use tumble_game::sync::codec::predict::STEP_HZ;
+use tumble_game::STEP_HZ;
 use tumble_models::lockstep::playout::MAX_DELAY_S;
 use tumble_models::snapshots::server::{MAX_SNAPSHOT_HZ, MIN_SNAPSHOT_HZ, PLAYERS};
 use tumble_models::snapshots::{PlayoutDelay, SnapshotClient, SnapshotServer};

@@ -341,7 +341,7 @@ impl CompareView {
             ModelRun::Predict(r) => r.wire_bytes(),
             ModelRun::Authority(r) => r.wire_bytes(),
         };
-        let step_s = 1.0 / tumble_game::sync::codec::predict::STEP_HZ as f64;
+        let step_s = 1.0 / tumble_game::STEP_HZ as f64;
         let seconds = self.steps as f64 * step_s;
         let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / seconds.max(step_s);
         let mut f = LiveFigures {

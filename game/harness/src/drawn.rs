@@ -28,9 +28,10 @@ use tumble_engine::physics::BodyId;
 use tumble_game::avatar::{Avatar, HAND_COUNT};
 use tumble_game::session::peer::{Peer, JOIN_GRACE_STEPS};
 use tumble_game::smoothing::PopHistogram;
+use tumble_game::STEP_HZ;
 
 /// Steps the authority must have had a cube at rest for it to count as settled (1 s).
-pub const SETTLED_STEPS: u64 = 90;
+pub const SETTLED_STEPS: u64 = STEP_HZ as u64;
 /// A cube drawn in a remote hand follows the hand as played out, some steps behind its holder: its bends are
 /// the truth's, later. For such a cube, and for this long after it leaves the hand, the truth's bend is the largest
 /// of the truth's over this many steps (0.5 s, more than a playout delay), not the same step's.
@@ -238,7 +239,7 @@ impl Worst {
             "m": self.value,
             "seat": self.seat + 1,
             "cube": self.cube,
-            "second": self.step as f64 / 90.0,
+            "second": self.step as f64 / f64::from(STEP_HZ),
             "authority_seat": self.truth_seat + 1,
             "drawn": self.drawn.to_array(),
             "truth": self.truth.to_array(),
@@ -371,7 +372,7 @@ impl DrawnMeter {
         for (k, remote) in peer.remote.iter().enumerate() {
             let Some((t_s, drawn)) = remote else { continue };
             self.avatar_delay.add((now_s - t_s).max(0.0) as f32);
-            let Some(owner) = self.avatars[k].positions_at(t_s * 90.0) else {
+            let Some(owner) = self.avatars[k].positions_at(t_s * f64::from(STEP_HZ)) else {
                 continue;
             };
             let mut worst = 0.0f32;
@@ -384,7 +385,7 @@ impl DrawnMeter {
                 tracing::debug!(
                     viewer = peer.player,
                     player = k + 1,
-                    t_steps = t_s * 90.0,
+                    t_steps = t_s * f64::from(STEP_HZ),
                     now_s,
                     worst,
                     "a remote avatar drawn far from its owner"

@@ -17,6 +17,7 @@ use tumble_engine::physics::BodyId;
 use super::drawn::{Authority, AvatarPoints, DrawnMeter, PeerSample, SETTLED_STEPS};
 use tumble_game::session::peer::Peer;
 use tumble_game::sync::codec::stamp::DEFAULT_AUTHORITY;
+use tumble_game::STEP_HZ;
 
 const MAGIC: &[u8; 4] = b"TTRC";
 const VERSION: u32 = 1;
@@ -242,7 +243,7 @@ pub fn measure(paths: &[std::path::PathBuf], seconds: f64) -> Result<DrawnMeter>
     let mut readers = paths.iter().map(|p| TraceReader::open(p)).collect::<Result<Vec<_>>>()?;
     let cubes = readers.first().map_or(0, |r| r.cubes);
     let mut meter = DrawnMeter::new(readers.len(), cubes);
-    let steps = (seconds * 90.0).ceil() as u64 + 90;
+    let steps = (seconds * f64::from(STEP_HZ)).ceil() as u64 + u64::from(STEP_HZ);
     let mut samples = vec![PeerSample::default(); readers.len()];
     let mut words: Vec<Option<Vec<CubeWord>>> = vec![None; readers.len()];
     let mut authority = vec![None; cubes];
@@ -274,7 +275,7 @@ pub fn measure(paths: &[std::path::PathBuf], seconds: f64) -> Result<DrawnMeter>
                 settled: rest_since[c].is_some_and(|(_, since)| step - since >= SETTLED_STEPS),
             });
         }
-        meter.observe(&samples, &authority, (step + 1) as f64 / 90.0);
+        meter.observe(&samples, &authority, (step + 1) as f64 / f64::from(STEP_HZ));
     }
     Ok(meter)
 }

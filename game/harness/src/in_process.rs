@@ -164,7 +164,7 @@ mod tests {
             .count();
         let updates: u64 = sender.updates_by_encoding.iter().sum();
         Outcome {
-            kbps_mean: wire_bytes as f64 * 8.0 / 1000.0 / (steps as f64 / 90.0),
+            kbps_mean: wire_bytes as f64 * 8.0 / 1000.0 / (steps as f64 / f64::from(tumble_game::STEP_HZ)),
             body_bytes_per_packet: body_bytes as f64 / steps as f64,
             bits_per_update: body_bytes as f64 * 8.0 / updates.max(1) as f64,
             updates_by_encoding: sender.updates_by_encoding,

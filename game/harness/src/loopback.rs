@@ -24,7 +24,6 @@ use crate::min_budget::{largest_update_body_bytes, min_kbps_budget, PacketLimits
 use crate::rest_jitter::RestJitter;
 use crate::thrower::Thrower;
 use tumble_game::sync::codec::delta::Encoding;
-use tumble_game::sync::codec::predict::STEP_HZ;
 use tumble_game::sync::codec::quantize::quantize_body_state;
 use tumble_game::sync::codec::quantize::quantize_world;
 pub(crate) use tumble_game::sync::codec::quantize::{bit_identical, body_differs};
@@ -35,6 +34,7 @@ use tumble_game::sync::codec::state_packet::{unwrap_step, PacketCoding};
 use tumble_game::sync::link::priority::packet_budget_bytes;
 use tumble_game::sync::link::receiver::{apply_state, Receiver};
 use tumble_game::sync::link::sender::Sender;
+use tumble_game::STEP_HZ;
 
 pub use tumble_game::sync::link::priority::IP_UDP_HEADER_BYTES;
 /// Seconds at the end of a run with no throws, so the world can settle and the two sides converge.
@@ -350,7 +350,7 @@ pub(crate) const TICK_S: f64 = 1.0 / (STEP_HZ as f64 * SUBTICKS_PER_STEP as f64)
 
 /// One state packet a step; per datagram the IP/UDP and transport headers, and the transport's size cap.
 const PACKET_LIMITS: PacketLimits = PacketLimits {
-    packets_per_s: STEP_HZ as u32,
+    packets_per_s: STEP_HZ,
     overhead_bytes: (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
     max_packet_bytes: (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
 };

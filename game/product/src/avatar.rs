@@ -297,7 +297,7 @@ pub fn blend_input(a: &AvatarInput, b: &AvatarInput, t: f32) -> AvatarInput {
 mod tests {
     use super::*;
 
-    const DT: f32 = 1.0 / 90.0;
+    const DT: f32 = crate::STEP_S as f32;
 
     fn tracked(position: Vec3, rotation: Quat) -> AvatarInput {
         let mut input = AvatarInput::default();

@@ -4,7 +4,7 @@
 //! takes at most [`MAX_STEPS_PER_FRAME`] steps and drops the rest, so the simulation never spirals behind.
 
 /// The physics step (s).
-pub const STEP_S: f64 = 1.0 / 90.0;
+pub use crate::STEP_S;
 /// Most steps one frame may take: 8 steps is 89 ms of simulation.
 pub const MAX_STEPS_PER_FRAME: u32 = 8;
 
@@ -50,7 +50,7 @@ mod tests {
             let mut fixed = FixedStep::default();
             let frames = (fps * 10.0) as u32;
             let steps: u32 = (0..frames).map(|_| fixed.advance(1.0 / fps)).sum();
-            let expected = (f64::from(frames) / fps * 90.0).floor() as u32;
+            let expected = (f64::from(frames) / fps * f64::from(crate::STEP_HZ)).floor() as u32;
             assert!(
                 steps.abs_diff(expected) <= 1,
                 "{fps} fps: {steps} steps, expected {expected}"

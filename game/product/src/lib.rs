@@ -16,6 +16,12 @@
 //! - [`sync`]: state synchronisation, by layer: the wire codec (`sync::codec`) and one connection's two ends
 //!   (`sync::link`).
 //! - [`vr`]: `tumble vr`, the game on an OpenXR headset (frame loop on the runtime's clock, 90 Hz physics beside it).
+/// The game's one fixed simulation rate (Hz): physics, sync, avatars and every step clock run at it. Packets may
+/// go out less often (`session::peer::PeerConfig::send_every_steps`); the steps never change.
+pub const STEP_HZ: u32 = 90;
+/// One step (s).
+pub const STEP_S: f64 = 1.0 / STEP_HZ as f64;
+
 pub mod alloc_count;
 pub mod authority;
 pub mod avatar;

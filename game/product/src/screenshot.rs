@@ -176,7 +176,7 @@ pub fn session_cubes(play: &mut NetPlay, seconds: f64, view_player: usize) -> an
     if view_player == 0 || view_player > play.seats.len() {
         anyhow::bail!("--view-player must be 1 to {} (got {view_player})", play.seats.len());
     }
-    let steps = (seconds * 90.0).round() as u64;
+    let steps = (seconds * f64::from(crate::STEP_HZ)).round() as u64;
     for _ in 0..steps {
         play.step_once(None)?;
     }

@@ -24,7 +24,7 @@ use crate::avatar::Pose;
 /// The spring's rate ω (rad/s): critically damped, 1/ω = 67 ms.
 pub const SMOOTHING_RATE_RAD_S: f32 = 15.0;
 /// The fixed step (s).
-pub const SMOOTHING_STEP_S: f32 = 1.0 / 90.0;
+pub const SMOOTHING_STEP_S: f32 = crate::STEP_S as f32;
 /// Position offsets larger than this (m) are drawn as they are: the offset is dropped. Up to it an offset eases
 /// (a cube caught far from where this peer had it, a conflict lost across the table). It is more than a snap's
 /// own error reaches in play (4.7 m at most over UDP at 25 % loss) plus how far an offset carried on at

@@ -12,7 +12,7 @@
 use crate::inputs::packet::{unwrap_step, ChecksumSample};
 
 /// Steps between checksums (1 s at 90 Hz).
-pub const CHECKSUM_EVERY_STEPS: u64 = 90;
+pub const CHECKSUM_EVERY_STEPS: u64 = tumble_game::STEP_HZ as u64;
 /// Exchanges remembered per side, to compare whichever side is ahead (64 s at one a second).
 const RING: usize = 64;
 

@@ -436,7 +436,7 @@ mod tests {
             .collect();
         let mut buf = [0u8; MAX_INPUT_PACKET_BYTES];
         for frame in start..start + frames + drain {
-            let now = frame as f64 / 90.0;
+            let now = frame as f64 * tumble_game::STEP_S;
             for (peer, bot) in peers.iter_mut().zip(&mut bots) {
                 if frame < start + frames {
                     peer.sample(now, bot.next_input()).unwrap();

@@ -42,7 +42,7 @@ pub struct PlayoutConfig {
 impl Default for PlayoutConfig {
     fn default() -> Self {
         Self {
-            dt_s: 1.0 / 90.0,
+            dt_s: tumble_game::STEP_S,
             delay_s: DEFAULT_DELAY_S,
             adaptive: true,
         }
@@ -167,7 +167,7 @@ impl PlayoutBuffer {
 mod tests {
     use super::*;
 
-    const DT: f64 = 1.0 / 90.0;
+    const DT: f64 = tumble_game::STEP_S;
 
     fn fixed(delay_s: f64) -> PlayoutBuffer {
         PlayoutBuffer::new(PlayoutConfig {

@@ -490,8 +490,8 @@ mod tests {
     fn malformed_or_lying_packets_are_refused_and_change_nothing() {
         let mut client = PredictClient::new(field()).unwrap();
         for k in 0..5 {
-            client.sample(k as f64 / 90.0, CubeInput::NONE).unwrap();
-            client.advance(k as f64 / 90.0).unwrap();
+            client.sample(k as f64 * tumble_game::STEP_S, CubeInput::NONE).unwrap();
+            client.advance(k as f64 * tumble_game::STEP_S).unwrap();
         }
         let before = client.world().checksum();
         let mut buf = [0u8; 2048];

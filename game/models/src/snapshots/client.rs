@@ -22,8 +22,8 @@ use super::server::RING;
 use crate::inputs::packet::{InputPacket, MAX_INPUTS_PER_PACKET, MAX_PLAYERS};
 use crate::inputs::window::{InputWindow, WindowFull};
 use tumble_game::cube_game::CubeInput;
-use tumble_game::sync::codec::predict::STEP_HZ;
 use tumble_game::sync::codec::quantize::{dequantize_state, QuantizedState};
+use tumble_game::STEP_HZ;
 
 /// Longest the client extrapolates past its newest snapshot before it holds the view still (s).
 pub const EXTRAPOLATE_LIMIT_S: f64 = 0.25;
@@ -433,6 +433,7 @@ mod tests {
     use glam::Vec3;
     use tumble_engine::physics::WorldConfig;
     use tumble_engine::scene::parse_scene;
+    use tumble_game::STEP_S;
 
     fn world() -> tumble_engine::physics::World {
         let text =
@@ -466,7 +467,7 @@ mod tests {
         let mut taken = Vec::new();
         for step in 1..=6u32 {
             if server.step(forward).unwrap() {
-                let arrival = f64::from(step) / 90.0 + 0.02;
+                let arrival = f64::from(step) * STEP_S + 0.02;
                 for s in slices(&mut server) {
                     client.read_slice(arrival, &s).unwrap();
                 }
@@ -476,11 +477,12 @@ mod tests {
         assert_eq!(taken.len(), 2);
         // Render time halfway between the two: now − 20 ms − 100 ms = step 4.5.
         let player = server.game().players()[0];
-        let now = 4.5 / 90.0 + 0.12;
+        let now = 4.5 * STEP_S + 0.12;
         let render = client.draw(now).unwrap();
         assert!((render - 4.5).abs() < 1e-6, "{render}");
         let (a, b) = (&taken[0].quantized[player.index()], &taken[1].quantized[player.index()]);
-        let want = super::super::interpolate::hermite(&dequantize_state(a), &dequantize_state(b), 0.5, 3.0 / 90.0);
+        let want =
+            super::super::interpolate::hermite(&dequantize_state(a), &dequantize_state(b), 0.5, 3.0 * STEP_S as f32);
         assert!(client.drawn()[player.index()].position.distance(want.position) < 1e-6);
         assert!(
             want.position.distance(dequantize_state(a).position) > 1e-4,

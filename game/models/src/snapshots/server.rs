@@ -15,8 +15,8 @@ use super::packet::{
 };
 use crate::inputs::packet::{unwrap_step, InputPacket, MAX_PLAYERS};
 use tumble_game::cube_game::{CubeGame, CubeInput};
-use tumble_game::sync::codec::predict::STEP_HZ;
 use tumble_game::sync::codec::quantize::{quantize_state, QuantizedState, STATE_BITS_AT_REST, STATE_BITS_AWAKE};
+use tumble_game::STEP_HZ;
 
 /// Snapshots each side keeps (baselines on the server, the playout buffer on the client): over 1 s at 60 Hz.
 pub const RING: usize = 64;

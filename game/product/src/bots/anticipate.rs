@@ -244,7 +244,7 @@ mod tests {
 
     /// Feeds a hand moving at `velocity` from `from` for `steps` steps; returns its track.
     fn track_of(from: Vec3, velocity: Vec3, steps: u64) -> HandTrack {
-        let dt = 1.0 / 90.0;
+        let dt = crate::STEP_S as f32;
         let mut tracks = HandTracks::new();
         for k in 0..steps {
             tracks.observe(&[seen(from + velocity * (k as f32 * dt))], k, dt);
@@ -295,7 +295,7 @@ mod tests {
     fn a_hand_coming_back_towards_its_head_is_not_reaching() {
         // The same crossing as above, but the head is ahead of the hand: the hand is on its way back.
         let world = world_with(&[Vec3::new(3.0, 0.5, 0.0)]);
-        let dt = 1.0 / 90.0;
+        let dt = crate::STEP_S as f32;
         let mut tracks = HandTracks::new();
         for k in 0..20u64 {
             let mut hand = seen(Vec3::new(5.0 - 3.0 * k as f32 * dt, 3.0, 0.0));
@@ -316,11 +316,11 @@ mod tests {
         assert_eq!(track_index(0, HandSide::Left), None);
         assert_eq!(track_index(5, HandSide::Left), None);
         let mut tracks = HandTracks::new();
-        tracks.observe(&[seen(Vec3::ZERO)], 10, 1.0 / 90.0);
+        tracks.observe(&[seen(Vec3::ZERO)], 10, crate::STEP_S as f32);
         assert_eq!(tracks.iter().count(), 1);
-        tracks.observe(&[], 10 + STALE_STEPS, 1.0 / 90.0);
+        tracks.observe(&[], 10 + STALE_STEPS, crate::STEP_S as f32);
         assert_eq!(tracks.iter().count(), 1);
-        tracks.observe(&[], 11 + STALE_STEPS, 1.0 / 90.0);
+        tracks.observe(&[], 11 + STALE_STEPS, crate::STEP_S as f32);
         assert_eq!(tracks.iter().count(), 0);
     }
 }

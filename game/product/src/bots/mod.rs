@@ -56,7 +56,7 @@ use seat::{all_build_spots, rest_hand, Seat, BUILD_SPOTS, HEAD_HEIGHT_M, SEATS};
 /// A hand within this distance (m) of a cube's centre is about to grab it: going for that cube makes a conflict.
 pub const CONTEST_RADIUS_M: f32 = 1.0;
 /// Steps a bot ignores a cube it has just let go of (so a catcher does not chase its own throw): 1 s.
-const OWN_RELEASE_IGNORE_STEPS: u64 = 90;
+const OWN_RELEASE_IGNORE_STEPS: u64 = crate::STEP_HZ as u64;
 /// Cubes a bot failed to grab that it leaves alone for a while.
 const FAILED_MEMORY: usize = 4;
 /// The head stands this far (m) behind the working hand, and this far above it when the hand is high.
@@ -238,7 +238,7 @@ impl Bot {
             head,
             task: Task::Rest { until: 0 },
             now: 0,
-            dt: 1.0 / 90.0,
+            dt: crate::STEP_S as f32,
             gravity: Vec3::new(0.0, -9.81, 0.0),
             active: true,
             counters: BotCounters::default(),

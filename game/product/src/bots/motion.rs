@@ -75,7 +75,7 @@ mod tests {
 
     #[test]
     fn travel_goes_up_across_and_down_within_the_speed_limit() {
-        let dt = 1.0 / 90.0;
+        let dt = crate::STEP_S as f32;
         let mut hand = HandMotion::at(Vec3::new(0.0, 1.0, 0.0));
         let target = Vec3::new(2.0, 0.5, 0.0);
         let mut path_top = 0.0f32;

@@ -139,8 +139,17 @@ mod tests {
             (DesktopHands::default(), Avatar::default(), Interaction::default());
         let pad = GamepadState::default();
         let mut frame = |input: &InputState, avatar: &mut Avatar, interaction: &mut Interaction, world: &mut World| {
-            let a = hands.avatar_input(&camera, input, size, &pad, world, interaction, 1.0 / 90.0, true);
-            avatar.update(&a, 1.0 / 90.0);
+            let a = hands.avatar_input(
+                &camera,
+                input,
+                size,
+                &pad,
+                world,
+                interaction,
+                crate::STEP_S as f32,
+                true,
+            );
+            avatar.update(&a, crate::STEP_S as f32);
             interaction.update(world, avatar).unwrap();
             world.step();
             a
@@ -166,7 +175,16 @@ mod tests {
         assert!((z + 6.0).abs() < 1e-4, "pushed 1 m further along the ray: {z}");
         // Over the overlay a click does not grab, but a held cube stays held.
         input.end_frame();
-        let a = hands.avatar_input(&camera, &input, size, &pad, &world, &interaction, 1.0 / 90.0, false);
+        let a = hands.avatar_input(
+            &camera,
+            &input,
+            size,
+            &pad,
+            &world,
+            &interaction,
+            crate::STEP_S as f32,
+            false,
+        );
         assert_eq!(a.hands[1].grip, 1.0);
         assert_eq!(a.hands[0].grip, 0.0);
     }
@@ -188,7 +206,7 @@ mod tests {
             &pad,
             &world,
             &Interaction::default(),
-            1.0 / 90.0,
+            crate::STEP_S as f32,
             true,
         );
         assert_eq!(hands.source, HandSource::Gamepad);

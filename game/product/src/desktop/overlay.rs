@@ -180,7 +180,7 @@ fn stats(ui: &mut Ui, d: &OverlayData, toggles: &OverlayToggles) {
 /// Frame times as a line, 0 to 33 ms high (a line at 11.1 ms marks the 90 Hz budget).
 fn graph(ui: &mut Ui, frames: &FrameTimes) {
     const MAX_MS: f32 = 33.3;
-    const BUDGET_MS: f32 = 1000.0 / 90.0;
+    const BUDGET_MS: f32 = 1000.0 / crate::STEP_HZ as f32;
     let (rect, _) = ui.allocate_exact_size(Vec2::new(GRAPH_FRAMES as f32 * 1.5, 40.0), egui::Sense::hover());
     let y = |ms: f32| rect.bottom() - (ms / MAX_MS).clamp(0.0, 1.0) * rect.height();
     let painter = ui.painter_at(rect);

@@ -117,7 +117,7 @@ mod tests {
             grip: 1.0,
             ..HandInput::default()
         };
-        avatar.update(&input, 1.0 / 90.0);
+        avatar.update(&input, crate::STEP_S as f32);
         interaction.update(&mut world, &avatar).unwrap();
         let mut view = FrameView::default();
         view.fill(&world, &poses, 1.0, &avatar, &interaction, None);

@@ -6,7 +6,7 @@ use tumble_engine::physics::{BodyDesc, BodyId, BodyKind, World, WorldConfig};
 use super::*;
 use crate::avatar::{AvatarInput, HandInput};
 
-const DT: f32 = 1.0 / 90.0;
+const DT: f32 = crate::STEP_S as f32;
 
 /// A world with one resting cube on the ground at x = 0, and a player.
 struct Rig {

@@ -11,7 +11,7 @@ pub const SAMPLE_EVERY_STEPS: u64 = 18;
 /// Samples a graph keeps: 50 × 0.2 s = the last 10 s.
 pub const HISTORY_SAMPLES: usize = 50;
 /// Seconds one sample covers (for the kbps rates).
-const SAMPLE_S: f64 = SAMPLE_EVERY_STEPS as f64 / 90.0;
+const SAMPLE_S: f64 = SAMPLE_EVERY_STEPS as f64 * crate::STEP_S;
 /// Connections one peer has at most: the host's three guests.
 pub const MAX_LINKS: usize = MAX_PLAYERS - 1;
 

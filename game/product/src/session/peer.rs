@@ -36,10 +36,10 @@ use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::{Sender, SyncError};
 
 /// Packets per second per connection: one per 90 Hz step.
-pub const PACKETS_PER_S: u32 = 90;
+pub const PACKETS_PER_S: u32 = crate::STEP_HZ;
 /// Steps after a guest's welcome in which changes of authority are arrival, not hand-overs (1 s: at the default
 /// budget about 30 updates fit a packet, so every cube of table64 has had its first, absolute, state by then).
-pub const JOIN_GRACE_STEPS: u64 = 90;
+pub const JOIN_GRACE_STEPS: u64 = crate::STEP_HZ as u64;
 /// Players in a session, host included.
 pub const MAX_PLAYERS: usize = 4;
 

@@ -423,7 +423,7 @@ mod tests {
         let mut poses = PoseBuffer::default();
         poses.reset(&world);
         for step in 0..20 {
-            avatar.update(&hand(0.0, if step < 2 { 0.0 } else { 1.0 }), 1.0 / 90.0);
+            avatar.update(&hand(0.0, if step < 2 { 0.0 } else { 1.0 }), crate::STEP_S as f32);
             interaction.update(&mut world, &avatar).unwrap();
             world.step();
             poses.record(&world);
@@ -431,7 +431,7 @@ mod tests {
         assert!(interaction.is_held(BodyId(0)), "the cube was grabbed");
         // The runtime has the hand 5 cm further on at display time.
         let mut shown_avatar = avatar;
-        shown_avatar.update(&hand(0.05, 1.0), 1.0 / 90.0);
+        shown_avatar.update(&hand(0.05, 1.0), crate::STEP_S as f32);
         let shown = FramePoses {
             poses: &poses,
             alpha: 0.5,

@@ -39,7 +39,7 @@ use hands::{avatar_input_at, HandsAt, PlaySpace};
 pub use report::VrReport;
 
 /// The fixed physics step (ns): 90 Hz.
-pub const STEP_NS: i64 = 1_000_000_000 / 90;
+pub const STEP_NS: i64 = 1_000_000_000 / crate::STEP_HZ as i64;
 /// Most steps one display frame may run (100 ms of simulation): after a longer stall the simulation drops time
 /// rather than spiral. Monado's null compositor paces frames at 20 Hz (4.5 steps a frame), so this must be above 5.
 pub const MAX_STEPS_PER_FRAME: u32 = 9;
@@ -51,7 +51,7 @@ const CLEAR_RGBA: [f32; 4] = [0.12, 0.16, 0.22, 1.0];
 const GRAB_PULSE_NS: i64 = 30_000_000;
 const GRAB_PULSE_AMPLITUDE: f32 = 0.6;
 /// The fixed step (s), as the avatar's velocity estimate takes it.
-const STEP_S: f32 = 1.0 / 90.0;
+const STEP_S: f32 = crate::STEP_S as f32;
 /// Focused frames before allocations are counted: the first frames bind the interaction profile and start the
 /// script (one-off work that may allocate).
 const WARM_UP_FRAMES: u64 = 30;

@@ -295,7 +295,7 @@ pub fn run_cli(args: &PacingArgs) -> Result<(), String> {
     let json = serde_json::json!({
         "scene": path.display().to_string(),
         "display_hz": report.display_hz,
-        "physics_hz": crate::sync::codec::predict::STEP_HZ,
+        "physics_hz": crate::STEP_HZ,
         "blend": if args.no_blend { "last_step_only" } else { "between_steps" },
         "frames": report.frames,
         "physics_steps": report.physics_steps,

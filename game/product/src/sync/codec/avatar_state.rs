@@ -1192,7 +1192,7 @@ mod tests {
     /// of 0.3 m radius at `speed` m/s (centripetal acceleration speed²/0.3 m: 7.5 m/s² at 1.5 m/s) with the wrists
     /// turning at up to 1.8 rad/s, grip held. `phase` (s) sets players apart.
     fn moving(step: u32, speed: f32, phase: f32) -> WireAvatar {
-        let t = step as f32 / 90.0 + phase;
+        let t = step as f32 * crate::STEP_S as f32 + phase;
         let mut avatar = Avatar::default();
         let sway = Vec3::new((1.7 * t).sin(), 0.2 * (2.3 * t).sin(), (1.3 * t).cos()) * 0.15;
         avatar.head = Pose::new(

@@ -17,7 +17,7 @@ use crate::sync::codec::quantize::{
 };
 
 /// Physics steps per second; the engine's fixed step is 1/this s.
-pub const STEP_HZ: i64 = 90;
+const STEP_HZ: i64 = crate::STEP_HZ as i64;
 /// Gravity along +y in mm/s² (the engine's default, -9.81 m/s²), an integer so the per-step change is exact.
 pub const GRAVITY_Y_MM_S2: i64 = -9810;
 

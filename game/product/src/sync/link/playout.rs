@@ -24,7 +24,7 @@ use crate::avatar::{Pose, HAND_COUNT};
 use crate::sync::codec::avatar_state::{AvatarPoses, HandPose, WireAvatar};
 
 /// The sender's sample interval (s): one per 90 Hz step.
-pub const SAMPLE_INTERVAL_S: f64 = 1.0 / 90.0;
+pub const SAMPLE_INTERVAL_S: f64 = crate::STEP_S;
 /// Samples kept: 32 steps is 356 ms, more than any delay the buffer chooses short of a resync.
 pub const PLAYOUT_RING: usize = 32;
 /// Arrivals the jitter is measured over: 128 is 1.4 s of samples, long enough for a stable 95th percentile,

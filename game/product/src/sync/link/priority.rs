@@ -14,7 +14,7 @@
 
 /// Steps per second of the simulation (and of the activity timers below); the predictor's, which checks it
 /// against the engine's step.
-const STEP_HZ: u32 = crate::sync::codec::predict::STEP_HZ as u32;
+use crate::STEP_HZ;
 /// Factor of every cube not held: resting cubes included, so they are never starved.
 pub const BASE_PRIORITY: i64 = 1;
 /// Factor of an awake cube (moving, or settling): sent more often than resting ones, so that a cube bumped and
