@@ -1,0 +1,87 @@
+//! Judging: a host judges every fresh cube update a guest sends (the authority rules) and accepts or refuses it;
+//! a guest accepts what the host sends unless its own claim is newer.
+
+use super::*;
+
+impl Peer {
+    pub(super) fn take_updates(&mut self, peer: PeerId, from_player: u8) -> Result<(), PeerError> {
+        let slot = if self.is_host { usize::from(peer.0) } else { 0 };
+        let count = self.links[slot].as_ref().map_or(0, |l| l.receiver.update_count());
+        for i in 0..count {
+            let Some((id, state)) = self.links[slot].as_mut().and_then(|l| l.receiver.take_fresh(i)) else {
+                continue;
+            };
+            let cube = id.0;
+            let local = self.table.stamp(cube);
+            let taken = if self.is_host {
+                match judge_claim(from_player, &state.stamp, &local, self.table.reserved_for(cube)) {
+                    Ok(()) => {
+                        self.stats.accepted_claims[usize::from(from_player.min(4))] += 1;
+                        true
+                    }
+                    Err(reason) => {
+                        self.refuse(reason);
+                        false
+                    }
+                }
+            } else {
+                guest_accepts(self.table.me(), &state.stamp, &local)
+            };
+            if !taken {
+                continue;
+            }
+            let mine = local.authority == self.table.me() && self.table.me() != DEFAULT_AUTHORITY;
+            if mine && state.stamp.authority != self.table.me() {
+                let here = quantize_state(&self.world.state(id)?);
+                let same = here.at_rest
+                    && (here.position, here.rotation, here.at_rest) == (state.position, state.rotation, state.at_rest);
+                if state.stamp.authority == DEFAULT_AUTHORITY && !same {
+                    // Rule 8b: the host returned the cube on a resting state we have since moved on from (the
+                    // cube was hit again while the news was on its way). Take it back at once, one authority
+                    // sequence later, with what we have: the host takes the newer claim and nothing is lost.
+                    self.stats.reclaims += 1;
+                    let again = AuthorityStamp {
+                        authority: self.table.me(),
+                        authority_seq: state.stamp.authority_seq.wrapping_add(1),
+                        ownership_seq: state.stamp.ownership_seq,
+                    };
+                    self.table.set(cube, again, self.table.holder(cube));
+                    continue;
+                }
+                if state.stamp.authority != DEFAULT_AUTHORITY && !same {
+                    self.stats.corrections += 1;
+                    let moved = Vec3::from_array(std::array::from_fn(|k| {
+                        (here.position[k] - state.position[k]) as f32 / POSITION_UNITS_PER_M
+                    }));
+                    self.stats.correction_max_m = self.stats.correction_max_m.max(f64::from(moved.length()));
+                }
+            }
+            self.lose_if_mine(cube)?;
+            if self.world.kind(id)? == BodyKind::Kinematic && !self.interaction.is_held(id) {
+                self.set_kind_keeping_rest(id, BodyKind::Dynamic)?;
+            }
+            self.table.set(cube, state.stamp, NOBODY);
+            if self.is_host && !state.at_rest {
+                // Fresh news from the cube's authority: pass it on to the other guests soon, not in its turn.
+                for (k, link) in self.links.iter_mut().enumerate() {
+                    if let (Some(link), true) = (link.as_mut(), k != slot) {
+                        if let Some(a) = link.sender.activity.get_mut(cube as usize) {
+                            a.record_news();
+                        }
+                    }
+                }
+            }
+            let old = self.world.state(id)?;
+            apply_state(&mut self.world, id, &state)?;
+            self.applied_rest[cube as usize] = state.at_rest.then_some(state);
+            let new = self.world.state(id)?;
+            if self.steps_since_welcome() > JOIN_GRACE_STEPS {
+                let moved = old.position.distance(new.position);
+                self.stats.corrections_over_1cm += u64::from(moved > 0.01);
+                self.stats.corrections_over_10cm += u64::from(moved > 0.1);
+            }
+            self.snap_drawn(cube as usize, &old, &new);
+        }
+        Ok(())
+    }
+}
