@@ -7,8 +7,9 @@
 //!
 //! Render time: every slice gives an offset, arrival time − its step's time; the smallest offset seen
 //! is the fastest delivery, and the client draws the server's state at now − smallest offset − playout delay. The
-//! delay is the floor given, or (adaptive) at least four snapshot intervals (three lost snapshots in a row) plus the largest
-//! lateness past the fastest delivery seen (jitter).
+//! delay is the floor given, or (adaptive) the gap a run of lost snapshots leaves — the longest run the measured loss
+//! makes likely, at least three ([`lost_run_to_cover`]) — plus the largest lateness past the fastest delivery seen
+//! (jitter). Both only grow, so once it has measured the link the client interpolates and never extrapolates.
 
 use std::time::Instant;
 
@@ -29,10 +30,20 @@ use tumble_game::STEP_HZ;
 pub const EXTRAPOLATE_LIMIT_S: f64 = 0.25;
 /// A jump in what is drawn smaller than this is rounding, not a correction (m).
 pub const CORRECTION_EPSILON_M: f32 = 0.001;
-/// Snapshot intervals the adaptive delay spans beyond jitter: the gap left by three of a body's slices lost in a
-/// row (a single loss leaves a two-interval gap; at 5 % loss two in a row happen about once a minute at 30 Hz,
-/// three rarely: over eight 60 s seeds at 30 Hz, 100 ms round trip, 10 ms jitter, one extrapolated for 2 frames).
-const LOST_SNAPSHOTS_COVERED: f64 = 4.0;
+/// Lost snapshots in a row the adaptive delay covers at least (a run of k leaves a gap of k + 1 intervals): three,
+/// whatever the link, until the loss is measured.
+pub const MIN_LOST_RUN_COVERED: u32 = 3;
+/// How rarely a longer run of losses than the delay covers may come (the expected number per hour of snapshots):
+/// an extrapolation (and its correction) about once in a hundred hours. At 5 % loss and 30 Hz the run covered is 6
+/// (three in a row, what a fixed cover took, came once in eight 120 s runs at 250 ms round trip: a 2.2 cm correction).
+pub const LONGER_RUNS_PER_HOUR: f64 = 0.01;
+/// How fast the delay drawn with follows a new delay (s per frame): a tenth of real time, so a longer delay slows
+/// the picture for a moment instead of sending it back (a 20 ms step back was a 0.3 m jump of a flying cube).
+pub const DELAY_SLEW_S_PER_FRAME: f64 = 0.001;
+/// Snapshot sequences spanned before the measured loss counts: fewer say too little about the link.
+pub const LOSS_WARM_UP_SNAPSHOTS: u32 = 150;
+/// The most snapshots in a row the delay covers, whatever the loss (a link losing this much is not playable).
+const MAX_LOST_RUN_COVERED: u32 = 30;
 /// One frame (s).
 const FRAME_S: f32 = 1.0 / STEP_HZ as f32;
 
@@ -42,6 +53,9 @@ pub struct PlayoutDelay {
     /// The delay, or the least it adapts to (s).
     pub floor_s: f64,
     pub adaptive: bool,
+    /// Adaptive: the run of lost snapshots covered follows the measured loss (off: [`MIN_LOST_RUN_COVERED`]
+    /// always, as before — a control).
+    pub follow_loss: bool,
 }
 
 /// One received snapshot, complete or being assembled.
@@ -111,6 +125,18 @@ pub struct SnapshotClient {
     newest_complete: Option<u32>,
     offset_min_s: f64,
     lateness_max_s: f64,
+    /// The measured loss: slices that arrived, snapshot sequences that brought at least one and the slices those
+    /// were cut into, and the first and newest sequence.
+    slices_seen: u64,
+    sequences_seen: u64,
+    slice_counts_sum: u64,
+    first_sequence: Option<u32>,
+    newest_sequence: u32,
+    /// Lost snapshots in a row the adaptive delay covers (only grows).
+    lost_run_covered: u32,
+    /// The delay the last frame was drawn with: it follows [`SnapshotClient::delay_s`] at
+    /// [`DELAY_SLEW_S_PER_FRAME`].
+    played_delay_s: Option<f64>,
     /// This player's inputs from the oldest the server may still lack (a fixed ring).
     inputs: InputWindow,
     input_acked: Option<u64>,
@@ -120,6 +146,16 @@ pub struct SnapshotClient {
     drawn_input_ack: Option<u32>,
     packet: ClientPacket,
     pub stats: ClientStats,
+}
+
+/// The shortest run of losses k (at least [`MIN_LOST_RUN_COVERED`]) that a longer one is expected fewer than
+/// [`LONGER_RUNS_PER_HOUR`] times an hour at `loss` (0..1, independent losses) and `snapshots_per_hour`.
+pub fn lost_run_to_cover(loss: f64, snapshots_per_hour: f64) -> u32 {
+    let mut k = MIN_LOST_RUN_COVERED;
+    while k < MAX_LOST_RUN_COVERED && snapshots_per_hour * loss.powi(k as i32 + 1) >= LONGER_RUNS_PER_HOUR {
+        k += 1;
+    }
+    k
 }
 
 impl SnapshotClient {
@@ -138,6 +174,13 @@ impl SnapshotClient {
             newest_complete: None,
             offset_min_s: f64::INFINITY,
             lateness_max_s: 0.0,
+            slices_seen: 0,
+            sequences_seen: 0,
+            slice_counts_sum: 0,
+            first_sequence: None,
+            newest_sequence: 0,
+            lost_run_covered: MIN_LOST_RUN_COVERED,
+            played_delay_s: None,
             inputs: InputWindow::default(),
             input_acked: None,
             drawn: vec![Drawn::default(); body_count],
@@ -155,9 +198,8 @@ impl SnapshotClient {
     /// The playout delay now (s).
     pub fn delay_s(&self) -> f64 {
         if self.delay.adaptive {
-            self.delay
-                .floor_s
-                .max(LOST_SNAPSHOTS_COVERED * self.snapshot_interval_s + self.lateness_max_s)
+            let gap = f64::from(self.lost_run_covered + 1) * self.snapshot_interval_s;
+            self.delay.floor_s.max(gap + self.lateness_max_s)
         } else {
             self.delay.floor_s
         }
@@ -262,6 +304,9 @@ impl SnapshotClient {
             serialize_raw(&mut r, &mut states[range.clone()])
         }
         .and_then(|_| r.finish().map_err(SnapshotError::from));
+        if decoded.is_ok() {
+            self.measure_loss(&h, fresh);
+        }
         let e = &mut self.ring[i];
         e.quantized = quantized;
         e.states = states;
@@ -316,6 +361,42 @@ impl SnapshotClient {
         Ok(Some(h.sequence))
     }
 
+    /// Counts a slice that arrived (`fresh`: the first of its snapshot) towards the measured loss — the share of
+    /// slices that never came, a snapshot lost whole counted as the mean number of slices — and once enough
+    /// sequences are spanned, covers the run of losses that loss makes likely (a body is missing from a snapshot
+    /// when its slice is).
+    fn measure_loss(&mut self, h: &SliceHeader, fresh: bool) {
+        if !self.delay.follow_loss {
+            return;
+        }
+        self.slices_seen += 1;
+        if fresh {
+            self.sequences_seen += 1;
+            self.slice_counts_sum += u64::from(h.slice_count);
+        }
+        let first = *self.first_sequence.get_or_insert(h.sequence);
+        self.newest_sequence = self.newest_sequence.max(h.sequence);
+        let spanned = self.newest_sequence.saturating_sub(first) + 1;
+        if spanned < LOSS_WARM_UP_SNAPSHOTS {
+            return;
+        }
+        let slices_per_snapshot = self.slice_counts_sum as f64 / self.sequences_seen.max(1) as f64;
+        let expected = f64::from(spanned) * slices_per_snapshot;
+        let loss = 1.0 - (self.slices_seen as f64 / expected).min(1.0);
+        let per_hour = 3600.0 / self.snapshot_interval_s;
+        self.lost_run_covered = self.lost_run_covered.max(lost_run_to_cover(loss, per_hour));
+    }
+
+    /// The delay the last frame was drawn with (s); `None` before the first.
+    pub fn played_delay_s(&self) -> Option<f64> {
+        self.played_delay_s
+    }
+
+    /// Lost snapshots in a row the adaptive delay covers now.
+    pub fn lost_run_covered(&self) -> u32 {
+        self.lost_run_covered
+    }
+
     /// Draws the frame at `now_s`; returns the render time as a fractional server step, once anything is drawn.
     pub fn draw(&mut self, now_s: f64) -> Option<f64> {
         let start = Instant::now();
@@ -328,7 +409,12 @@ impl SnapshotClient {
         if !self.offset_min_s.is_finite() {
             return None;
         }
-        let render = (now_s - self.offset_min_s - self.delay_s()) * STEP_HZ as f64;
+        let target = self.delay_s();
+        let delay = self.played_delay_s.map_or(target, |d| {
+            d + (target - d).clamp(-DELAY_SLEW_S_PER_FRAME, DELAY_SLEW_S_PER_FRAME)
+        });
+        self.played_delay_s = Some(delay);
+        let render = (now_s - self.offset_min_s - delay) * STEP_HZ as f64;
         std::mem::swap(&mut self.drawn, &mut self.previous);
         self.drawn_input_ack = None;
         // Per body, the snapshots holding it either side of the render time; the frame counts as its worst body.
@@ -453,12 +539,23 @@ mod tests {
     }
 
     #[test]
+    fn the_run_covered_follows_the_loss() {
+        let per_hour = 30.0 * 3600.0;
+        assert_eq!(lost_run_to_cover(0.0, per_hour), MIN_LOST_RUN_COVERED);
+        assert_eq!(lost_run_to_cover(0.01, per_hour), 3);
+        assert_eq!(lost_run_to_cover(0.05, per_hour), 5);
+        assert_eq!(lost_run_to_cover(0.25, per_hour), 11);
+        assert_eq!(lost_run_to_cover(1.0, per_hour), MAX_LOST_RUN_COVERED);
+    }
+
+    #[test]
     fn the_client_draws_between_two_snapshots_and_refuses_garbage() {
         let mut server = SnapshotServer::new(world(), true, 30).unwrap();
         let n = server.world().body_count();
         let delay = PlayoutDelay {
             floor_s: 0.1,
             adaptive: false,
+            follow_loss: false,
         };
         let mut client = SnapshotClient::new(n, 30, delay);
         assert!(client.draw(0.0).is_none(), "nothing to draw before a snapshot");
