@@ -23,6 +23,9 @@
 //! - `correction_jump_max_m`: the largest move of the client's cube in the present a correction made in the
 //!   simulation (what an unsmoothed view would jump by); `correction_drawn_max_m`: the largest motion of the
 //!   drawn cube in one frame beyond what the simulation moved it (the smoothing's easing, or a dropped offset).
+//!   `others_rewind_moved_max_m`: the largest move a rewind made of any other body (what an unsmoothed view would
+//!   jump by); `others_rewind_drawn_max_m`: the largest jump of any other body's drawn pose at a rewind (the
+//!   client draws them through its draw smoothing).
 //! - `desyncs`: 0 — the server is the authority; a difference is a correction, never a desync.
 //! - `bit_identical_at_end`: the newest server state compared at the end equalled the client's prediction for
 //!   its step to the bit (the client's cube; the rest of the client's world is a prediction).
@@ -167,6 +170,8 @@ impl PredictReport {
             "correction_drawn_max_m": c.correction_drawn_max_m,
             "correction_offset_max_m": c.correction_offset_max_m,
             "unsmoothed_rewinds": c.unsmoothed_rewinds,
+            "others_rewind_moved_max_m": c.others_rewind_moved_max_m,
+            "others_rewind_drawn_max_m": c.others_rewind_drawn_max_m,
             "prediction_error_max_m": c.prediction_error_max_m,
             "states_compared": c.states_compared,
             "states_exact": c.states_exact,
@@ -257,6 +262,12 @@ impl PredictRun {
 
     pub fn client(&self) -> &PredictClient {
         &self.client
+    }
+
+    /// The client's draw smoothing of the other bodies off (the control of `others_rewind_drawn_max_m`).
+    #[doc(hidden)]
+    pub fn draw_without_smoothing(&mut self) {
+        self.client.draw_without_smoothing();
     }
 
     pub fn server(&self) -> &PredictServer {
@@ -433,6 +444,18 @@ mod tests {
             "the field cubes near the client's cube are carried"
         );
         assert_smoothed(&r);
+        // The other bodies a rewind moves are drawn without a jump; with the draw smoothing off they jump.
+        assert!(c.others_rewind_moved_max_m > 0.01, "{r:?}");
+        assert!(c.others_rewind_drawn_max_m < 0.001, "{r:?}");
+        let mut unsmoothed =
+            PredictRun::new(&config, scene_world("cubes900.toml"), scene_world("cubes900.toml")).unwrap();
+        unsmoothed.draw_without_smoothing();
+        let u = unsmoothed.run().unwrap();
+        assert!(
+            u.client.others_rewind_drawn_max_m > 0.01,
+            "{}",
+            u.client.others_rewind_drawn_max_m
+        );
     }
 
     #[test]

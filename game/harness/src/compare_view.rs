@@ -263,14 +263,12 @@ impl CompareView {
             }
             ModelRun::Predict(r) => {
                 let client = r.client();
-                let own = client.own_cube().index();
-                let drawn_own = client.drawn_own()?;
+                // Every body through the client's smoothing: its own cube's correction easing, the rest's draw
+                // smoothing (a rewind moves them without a jump).
                 left.poses.record_with(n, |i| {
-                    if i == own {
-                        (drawn_own.position, drawn_own.rotation)
-                    } else {
-                        pose(client.world(), i)
-                    }
+                    client
+                        .drawn_pose(BodyId(i as u32))
+                        .map_or_else(|_| pose(client.world(), i), |p| (p.position, p.rotation))
                 });
                 fill_colours(&mut left.colours, n, |i| colour_of(client.game().colours(), i));
                 record_world(right, r.server().world(), r.server().game().colours());

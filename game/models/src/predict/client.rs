@@ -79,6 +79,11 @@ pub struct ClientStats {
     pub correction_offset_max_m: f32,
     /// Rewinds whose drawn pose jumped (the smoothing dropped the offset).
     pub unsmoothed_rewinds: u64,
+    /// Largest move a rewind made of any other body in the present (m): what an unsmoothed view would jump by.
+    pub others_rewind_moved_max_m: f32,
+    /// Largest jump of any other body's drawn pose at a rewind (m): the draw smoothing takes the move as an offset
+    /// and eases it out, so this stays near 0 while the moves are under its 8 m.
+    pub others_rewind_drawn_max_m: f32,
     /// Rewinds (corrections and the join) and the steps they replayed.
     pub rewinds: u64,
     pub replayed_steps: u64,
@@ -412,7 +417,16 @@ impl PredictClient {
         for i in 0..self.poses.len() {
             let new = pose(&self.world, BodyId(i as u32))?;
             if i != own && new != self.poses[i] {
+                let drawn_before = self.smoothing.drawn_pose(i, &self.poses[i]);
                 self.smoothing.on_snap(i, &self.poses[i], &new);
+                let drawn_after = self.smoothing.drawn_pose(i, &new);
+                let s = &mut self.stats;
+                s.others_rewind_moved_max_m = s
+                    .others_rewind_moved_max_m
+                    .max(new.position.distance(self.poses[i].position));
+                s.others_rewind_drawn_max_m = s
+                    .others_rewind_drawn_max_m
+                    .max(drawn_after.position.distance(drawn_before.position));
             }
         }
         let sim_after = pose(&self.world, self.own)?;
@@ -432,6 +446,21 @@ impl PredictClient {
             self.stats.states_refused += 1;
         }
         Ok(())
+    }
+
+    /// Where body `id` is drawn: the client's cube through its correction smoothing, every other body through the
+    /// draw smoothing (a rewind or the server player's state moves it without a jump).
+    pub fn drawn_pose(&self, id: BodyId) -> Result<Pose, PredictError> {
+        if id == self.own {
+            return self.drawn_own();
+        }
+        Ok(self.smoothing.drawn_pose(id.index(), &pose(&self.world, id)?))
+    }
+
+    /// Turns the draw smoothing of the other bodies off (the control of `others_rewind_drawn_max_m`).
+    #[doc(hidden)]
+    pub fn draw_without_smoothing(&mut self) {
+        self.smoothing.set_enabled(false);
     }
 
     /// Changes the client's cube behind the protocol's back (a test hook of the bench: a misprediction the server
