@@ -15,6 +15,7 @@ use serde_json::json;
 use tumble_engine::physics::{BodyId, WorldConfig};
 use tumble_engine::render::RenderError;
 use tumble_engine::scene::load_scene;
+use tumble_game::run_settings::{LinkArgs, RunSettings};
 use tumble_game::screenshot;
 use tumble_game::sync::codec::quantize::quantize_world;
 use tumble_game::sync::codec::state_packet::PacketCoding;
@@ -146,18 +147,9 @@ struct LoopbackArgs {
     /// Simulated seconds to run (90 steps each)
     #[arg(long, value_name = "S", default_value_t = 10.0)]
     seconds: f64,
-    /// One-way delay added in each direction (ms): 50 is a 100 ms round trip
-    #[arg(long, value_name = "L", default_value_t = 0.0)]
-    latency_ms: f64,
-    /// ± jitter on each direction's delay (ms)
-    #[arg(long, value_name = "J", default_value_t = 0.0)]
-    jitter_ms: f64,
-    /// Loss in each direction (percent)
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
-    loss_pct: f64,
-    /// Duplicates in each direction (percent)
-    #[arg(long, value_name = "D", default_value_t = 0.0)]
-    dup_pct: f64,
+    /// The link: `--link` and the flags that change its parts
+    #[command(flatten)]
+    pub link: LinkArgs,
     /// Bandwidth budget authority → non-authority (kbps, IP/UDP headers included); one too small for the largest
     /// single update is refused, naming the smallest that works (table64: 64 entropy-coded, 62 bit-packed)
     #[arg(long, value_name = "K", default_value_t = DEFAULT_KBPS_BUDGET)]
@@ -508,14 +500,9 @@ fn loopback(args: &LoopbackArgs) -> anyhow::Result<()> {
     let authority = scene.build_world(WorldConfig::default())?;
     let remote = scene.build_world(WorldConfig::default())?;
     let config = LoopbackConfig {
-        seconds: args.seconds,
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        dup_pct: args.dup_pct,
+        run: RunSettings::new(args.seconds, args.seed, args.link.config()),
         kbps_budget: args.kbps_budget,
         throw_every_s: args.throw_every_s,
-        seed: args.seed,
         link: match args.socket {
             SocketKind::Memory => LinkKind::Memory,
             SocketKind::Udp => LinkKind::Udp,

@@ -694,3 +694,50 @@ fn render_bench_invocations_show_overdraw_and_the_kept_shadow_map() {
         "cubes that move redraw the shadow map every frame: {moving}"
     );
 }
+
+/// Issue 34: one set of link flags for every run, with named links. `--link poor` is 125 ± 15 ms each way, 5 % loss
+/// and 1 % duplicates; a flag beside it changes that part only; every command reports the link it ran on at the
+/// head of its JSON; a name that is not a link is a usage error listing the names.
+#[test]
+fn every_run_takes_a_named_link_and_flags_change_its_parts() {
+    let scene = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/cubes90.toml");
+    let table = concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/table64.toml");
+    let runs: [Vec<&str>; 3] = [
+        vec!["compare", "--model", "lockstep", "--scene", scene, "--seconds", "1"],
+        vec!["loopback", "--scene", table, "--seconds", "1"],
+        vec![
+            "session",
+            "--players",
+            "2",
+            "--seconds",
+            "1",
+            "--scene",
+            table,
+            "--json",
+        ],
+    ];
+    for run in runs {
+        let mut args = run.clone();
+        args.extend(["--link", "poor", "--loss-pct", "2"]);
+        let o = tumble(&args);
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+        let link = |k: &str| report[k].as_f64();
+        assert_eq!(
+            (
+                link("latency_ms"),
+                link("jitter_ms"),
+                link("loss_pct"),
+                link("dup_pct"),
+                link("seconds")
+            ),
+            (Some(125.0), Some(15.0), Some(2.0), Some(1.0), Some(1.0)),
+            "{args:?}"
+        );
+        let mut bad = run.clone();
+        bad.extend(["--link", "moon"]);
+        let o = tumble(&bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(stderr(&o).contains("lan, typical, poor, terrible"), "{}", stderr(&o));
+    }
+}

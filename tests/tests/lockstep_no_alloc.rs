@@ -8,6 +8,7 @@ use std::path::Path;
 
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
+use tumble_game::run_settings::RunSettings;
 use tumble_harness::compare::{LockstepConfig, LockstepRun};
 use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};
 
@@ -23,11 +24,8 @@ fn a_running_lockstep_game_allocates_nothing_per_frame() {
     let scene = load_scene(&path).unwrap();
     let build = || scene.build_world(WorldConfig::default()).unwrap();
     let config = LockstepConfig {
+        run: RunSettings::link(120.0, 125.0, 20.0, 5.0),
         players: 4,
-        seconds: 120.0,
-        latency_ms: 125.0,
-        jitter_ms: 20.0,
-        loss_pct: 5.0,
         ..LockstepConfig::default()
     };
     let mut run = LockstepRun::new(&config, (0..4).map(|_| build()).collect()).unwrap();

@@ -6,6 +6,8 @@
 //! And the model alone (server and client joined by a fixed delay line, no transport) on the 900-cube field.
 
 use std::path::Path;
+use tumble_game::run_settings::RunSettings;
+use tumble_net::LinkConfig;
 
 use tumble_engine::scene::load_scene;
 use tumble_game::cube_game::CubeBot;
@@ -38,11 +40,16 @@ fn one_seed_allocates_nothing(seed: u64) {
     let scene = load_scene(&path).unwrap();
     let build = || scene.build_world(world_config(false)).unwrap();
     let config = PredictConfig {
-        seconds: 200.0,
-        latency_ms: 100.0,
-        jitter_ms: 20.0,
-        loss_pct: 25.0,
-        seed,
+        run: RunSettings {
+            seconds: 200.0,
+            seed,
+            link: LinkConfig {
+                latency_ms: 100.0,
+                jitter_ms: 20.0,
+                loss_pct: 25.0,
+                ..PredictConfig::default().run.link
+            },
+        },
         ..PredictConfig::default()
     };
     let mut run = PredictRun::new(&config, build(), build()).unwrap();

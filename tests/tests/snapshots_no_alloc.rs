@@ -8,6 +8,7 @@ use std::path::Path;
 
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
+use tumble_game::run_settings::RunSettings;
 use tumble_harness::compare_snapshots::{SnapshotConfig, SnapshotRun};
 use tumble_tests::alloc::{thread_allocations as allocations_so_far, PerThreadCounting};
 
@@ -22,10 +23,7 @@ fn a_running_snapshot_game_allocates_nothing_per_frame() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../assets/scenes/cubes900.toml");
     let world = load_scene(&path).unwrap().build_world(WorldConfig::default()).unwrap();
     let config = SnapshotConfig {
-        seconds: 60.0,
-        latency_ms: 50.0,
-        jitter_ms: 10.0,
-        loss_pct: 5.0,
+        run: RunSettings::link(60.0, 50.0, 10.0, 5.0),
         ..SnapshotConfig::default()
     };
     let mut run = SnapshotRun::new(&config, world).unwrap();

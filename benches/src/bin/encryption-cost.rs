@@ -17,6 +17,7 @@ use clap::Parser;
 use serde_json::json;
 use tumble_engine::physics::WorldConfig;
 use tumble_engine::scene::load_scene;
+use tumble_game::run_settings::RunSettings;
 use tumble_harness::loopback::{run_loopback_recorded, LoopbackConfig, IP_UDP_HEADER_BYTES};
 use tumble_net::crypto::{handshake_in_memory, JoinSecret};
 use tumble_net::endpoint::{EndpointEvent, PeerId};
@@ -153,10 +154,7 @@ fn run(args: &Args) -> Result<()> {
     let mut runs = Vec::new();
     for &loss in &args.loss_pct {
         let config = LoopbackConfig {
-            seconds: args.seconds,
-            latency_ms: 50.0,
-            jitter_ms: 5.0,
-            loss_pct: loss,
+            run: RunSettings::link(args.seconds, 50.0, 5.0, loss),
             throw_every_s: Some(2.0),
             ..LoopbackConfig::default()
         };

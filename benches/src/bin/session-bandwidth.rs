@@ -13,9 +13,11 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 use serde_json::json;
+use tumble_game::run_settings::RunSettings;
 use tumble_harness::session::run_session;
 use tumble_harness::session::SessionConfig;
 use tumble_harness::session_cli::{make_driver, world_maker};
+use tumble_net::LinkConfig;
 
 #[derive(Parser, Debug)]
 #[command(about = "Four-player session bandwidth per connection and direction (JSON on stdout)")]
@@ -61,14 +63,19 @@ fn run(args: &Args) -> Result<()> {
             anyhow::bail!("--packets-per-s {pps} does not divide 90");
         }
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: args.seconds,
+                seed: args.seed,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 10.0,
+                    loss_pct: loss,
+                    duplicate_pct: 1.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             send_every_steps: 90 / pps,
             players: 4,
-            seconds: args.seconds,
-            latency_ms: 50.0,
-            jitter_ms: 10.0,
-            loss_pct: loss,
-            dup_pct: 1.0,
-            seed: args.seed,
             ..SessionConfig::default()
         };
         let mut drivers = seats

@@ -5,6 +5,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tumble_game::run_settings::RunSettings;
+use tumble_net::LinkConfig;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -49,12 +51,17 @@ fn run(args: &Args) -> Result<()> {
     let mut md = String::from("# State sync: bandwidth per encoding stage\n\n");
     for &loss in &args.loss_pct {
         let config = LoopbackConfig {
-            seconds: args.seconds,
-            latency_ms: 50.0,
-            jitter_ms: 5.0,
-            loss_pct: loss,
+            run: RunSettings {
+                seconds: args.seconds,
+                seed: args.seed,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 5.0,
+                    loss_pct: loss,
+                    ..LoopbackConfig::default().run.link
+                },
+            },
             throw_every_s: Some(2.0),
-            seed: args.seed,
             ..LoopbackConfig::default()
         };
         let mut recording = Recording::default();
@@ -89,11 +96,11 @@ fn write_table(md: &mut String, scene: &std::path::Path, c: &LoopbackConfig, r: 
         md,
         "## {}, {} s, throw every {} s, {} ms ± {} ms each way, {} % loss\n",
         scene.display(),
-        c.seconds,
+        c.run.seconds,
         c.throw_every_s.unwrap_or(0.0),
-        c.latency_ms,
-        c.jitter_ms,
-        c.loss_pct
+        c.run.link.latency_ms,
+        c.run.link.jitter_ms,
+        c.run.link.loss_pct
     );
     let _ = writeln!(
         md,

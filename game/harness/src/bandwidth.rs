@@ -171,15 +171,14 @@ mod tests {
     use std::path::Path;
     use tumble_engine::physics::WorldConfig;
     use tumble_engine::scene::load_scene;
+    use tumble_game::run_settings::RunSettings;
 
     #[test]
     fn each_stage_costs_less_than_the_one_before() {
         let scene =
             load_scene(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../assets/scenes/table64.toml")).unwrap();
         let config = LoopbackConfig {
-            seconds: 12.0,
-            latency_ms: 50.0,
-            loss_pct: 5.0,
+            run: RunSettings::link(12.0, 50.0, 0.0, 5.0),
             throw_every_s: Some(0.5),
             ..LoopbackConfig::default()
         };

@@ -31,14 +31,16 @@
 //!   the colours).
 //! - `cpu_ms_per_step`: wall time of one game step (forces, physics, colours), mean over all machines.
 
+use crate::with_run;
 use std::path::{Path, PathBuf};
+use tumble_game::run_settings::{LinkArgs, RunSettings};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::{json, Value};
 use tumble_engine::physics::{World, WorldConfig};
 use tumble_engine::scene::load_scene;
-use tumble_net::{EndpointEvent, LinkConfig};
+use tumble_net::EndpointEvent;
 
 use super::loopback::{link_time, SUBTICKS_PER_STEP, TICK_S};
 use super::star_link::StarLink;
@@ -51,10 +53,6 @@ use tumble_models::lockstep::{checksum::CHECKSUM_EVERY_STEPS, LockstepPeer};
 
 /// After the measured run, the most simulated time both sides get to simulate every sampled step (s).
 pub const DRAIN_LIMIT_S: f64 = 60.0;
-/// Longest run accepted (s of simulated time): a day.
-const MAX_SECONDS: f64 = 86_400.0;
-/// Largest one-way latency or jitter accepted (ms).
-const MAX_LINK_MS: f64 = 10_000.0;
 
 /// The network models of issue 14.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -77,18 +75,9 @@ pub struct CompareArgs {
     /// Simulated seconds to measure (90 frames each)
     #[arg(long, value_name = "S", default_value_t = 20.0)]
     pub seconds: f64,
-    /// One-way delay added in each direction (ms): 125 is a 250 ms round trip
-    #[arg(long, value_name = "L", default_value_t = 0.0)]
-    pub latency_ms: f64,
-    /// ± jitter on each direction's delay (ms)
-    #[arg(long, value_name = "J", default_value_t = 0.0)]
-    pub jitter_ms: f64,
-    /// Loss in each direction (percent)
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
-    pub loss_pct: f64,
-    /// Duplicates in each direction (percent)
-    #[arg(long, value_name = "D", default_value_t = 0.0)]
-    pub dup_pct: f64,
+    /// The link: `--link` and the flags that change its parts
+    #[command(flatten)]
+    pub link: LinkArgs,
     /// Seeds the link simulator and the bots
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
@@ -134,17 +123,20 @@ pub struct CompareArgs {
     pub frames: Option<u64>,
 }
 
+impl CompareArgs {
+    /// The run's length, seed and link.
+    pub fn run_settings(&self) -> RunSettings {
+        RunSettings::new(self.seconds, self.seed, self.link.config())
+    }
+}
+
 /// One lockstep run's settings.
 #[derive(Debug, Clone)]
 pub struct LockstepConfig {
     /// 2 to [`MAX_PLAYERS`].
     pub players: usize,
-    pub seconds: f64,
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub loss_pct: f64,
-    pub dup_pct: f64,
-    pub seed: u64,
+    /// Length, seed and link.
+    pub run: RunSettings,
     pub playout: PlayoutConfig,
     pub checksum_every_steps: u64,
     /// Replace every n-th packet player 1 sends with garbage (tests: the receiver must refuse it and go on).
@@ -153,14 +145,9 @@ pub struct LockstepConfig {
 
 impl Default for LockstepConfig {
     fn default() -> Self {
-        Self {
+        LockstepConfig {
+            run: RunSettings::default(),
             players: 2,
-            seconds: 20.0,
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
-            seed: 1,
             playout: PlayoutConfig::default(),
             checksum_every_steps: CHECKSUM_EVERY_STEPS,
             garbage_every_n_packets: None,
@@ -172,13 +159,8 @@ impl LockstepConfig {
     /// The settings `tumble compare` was given.
     pub fn from_args(args: &CompareArgs) -> Self {
         LockstepConfig {
+            run: args.run_settings(),
             players: args.players,
-            seconds: args.seconds,
-            latency_ms: args.latency_ms,
-            jitter_ms: args.jitter_ms,
-            loss_pct: args.loss_pct,
-            dup_pct: args.dup_pct,
-            seed: args.seed,
             playout: PlayoutConfig {
                 delay_s: args.playout_ms / 1000.0,
                 adaptive: !args.fixed_playout,
@@ -192,27 +174,14 @@ impl LockstepConfig {
         if !(2..=MAX_PLAYERS).contains(&self.players) {
             bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
         }
-        validate_run(
-            self.seconds,
-            self.latency_ms,
-            self.jitter_ms,
-            self.loss_pct,
-            self.dup_pct,
-        )?;
+        validate_run(&self.run)?;
         check_flag("--playout-ms", self.playout.delay_s * 1000.0, MAX_DELAY_S * 1000.0)
     }
 }
 
-/// The settings every model's run shares, checked alike: `--seconds` above 0 and at most a day, latency and
-/// jitter at most 10 s, loss and duplicates percentages.
-pub(crate) fn validate_run(seconds: f64, latency_ms: f64, jitter_ms: f64, loss_pct: f64, dup_pct: f64) -> Result<()> {
-    if !(seconds.is_finite() && seconds > 0.0 && seconds <= MAX_SECONDS) {
-        bail!("--seconds must be above 0 and at most {MAX_SECONDS} (got {seconds})");
-    }
-    check_flag("--latency-ms", latency_ms, MAX_LINK_MS)?;
-    check_flag("--jitter-ms", jitter_ms, MAX_LINK_MS)?;
-    check_flag("--loss-pct", loss_pct, 100.0)?;
-    check_flag("--dup-pct", dup_pct, 100.0)
+/// The settings every model's run shares, checked alike (`RunSettings::validate`).
+pub(crate) fn validate_run(run: &RunSettings) -> Result<()> {
+    Ok(run.validate()?)
 }
 
 /// `flag`'s value `v` is a finite number in 0..=`hi`.
@@ -256,43 +225,40 @@ impl LockstepReport {
     }
 
     pub fn to_json(&self, config: &LockstepConfig, scene: &str) -> Value {
-        json!({
-            "model": "lockstep",
-            "players": self.players,
-            "scene": scene,
-            "cubes": self.cubes,
-            "seconds": config.seconds,
-            "latency_ms": config.latency_ms,
-            "jitter_ms": config.jitter_ms,
-            "loss_pct": config.loss_pct,
-            "dup_pct": config.dup_pct,
-            "seed": config.seed,
-            "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
-            "kbps_mean_up": self.kbps_mean_up,
-            "kbps_mean_down": self.kbps_mean_down,
-            "input_to_screen_ms": self.input_to_screen_ms,
-            "remote_delay_ms": self.remote_delay_ms,
-            "hitch_frames": self.hitch_frames.iter().sum::<u64>(),
-            "hitch_frames_per_player": self.hitch_frames,
-            "hitch_fraction": self.hitch_fraction(),
-            "frames_counted_per_player": self.counted_frames,
-            "catchup_frames_per_player": self.catchup_frames,
-            "idle_frames_per_player": self.idle_frames,
-            "corrections": null,
-            "correction_max_m": null,
-            "desyncs": self.desyncs,
-            "first_desync_step": self.first_desync_step,
-            "checksums_compared_per_player": self.checksums_compared,
-            "steps_at_end_per_player": self.steps_at_end,
-            "bit_identical_at_end": self.bit_identical_at_end,
-            "cpu_ms_per_step": self.cpu_ms_per_step,
-            "playout_floor_ms": config.playout.delay_s * 1000.0,
-            "playout_adaptive": config.playout.adaptive,
-            "playout_delay_ms_at_end_per_player": self.playout_delay_ms,
-            "inputs_per_packet_mean": self.inputs_per_packet_mean,
-            "packets_refused_per_player": self.packets_refused,
-            "coloured_cubes_max": self.coloured_max,
-        })
+        with_run(
+            &config.run,
+            json!({
+                "model": "lockstep",
+                "players": self.players,
+                "scene": scene,
+                "cubes": self.cubes,
+                "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
+                "kbps_mean_up": self.kbps_mean_up,
+                "kbps_mean_down": self.kbps_mean_down,
+                "input_to_screen_ms": self.input_to_screen_ms,
+                "remote_delay_ms": self.remote_delay_ms,
+                "hitch_frames": self.hitch_frames.iter().sum::<u64>(),
+                "hitch_frames_per_player": self.hitch_frames,
+                "hitch_fraction": self.hitch_fraction(),
+                "frames_counted_per_player": self.counted_frames,
+                "catchup_frames_per_player": self.catchup_frames,
+                "idle_frames_per_player": self.idle_frames,
+                "corrections": null,
+                "correction_max_m": null,
+                "desyncs": self.desyncs,
+                "first_desync_step": self.first_desync_step,
+                "checksums_compared_per_player": self.checksums_compared,
+                "steps_at_end_per_player": self.steps_at_end,
+                "bit_identical_at_end": self.bit_identical_at_end,
+                "cpu_ms_per_step": self.cpu_ms_per_step,
+                "playout_floor_ms": config.playout.delay_s * 1000.0,
+                "playout_adaptive": config.playout.adaptive,
+                "playout_delay_ms_at_end_per_player": self.playout_delay_ms,
+                "inputs_per_packet_mean": self.inputs_per_packet_mean,
+                "packets_refused_per_player": self.packets_refused,
+                "coloured_cubes_max": self.coloured_max,
+            }),
+        )
     }
 }
 
@@ -326,14 +292,8 @@ impl LockstepRun {
         {
             bail!("the worlds differ");
         }
-        let link_config = LinkConfig {
-            latency_ms: config.latency_ms,
-            jitter_ms: config.jitter_ms,
-            loss_pct: config.loss_pct,
-            duplicate_pct: config.dup_pct,
-            ..LinkConfig::default()
-        };
-        let (link, handshake_ticks) = StarLink::connect(link_config, config.seed, config.players - 1)?;
+        let link_config = config.run.link;
+        let (link, handshake_ticks) = StarLink::connect(link_config, config.run.seed, config.players - 1)?;
         let every = config.checksum_every_steps;
         let players = config.players;
         let peers = worlds
@@ -347,10 +307,10 @@ impl LockstepRun {
             handshake_ticks,
             peers,
             bots: (0..players as u64)
-                .map(|p| CubeBot::new(config.seed.wrapping_add(p)))
+                .map(|p| CubeBot::new(config.run.seed.wrapping_add(p)))
                 .collect(),
             frame: 0,
-            frames: (config.seconds * STEP_HZ as f64).round() as u64,
+            frames: (config.run.seconds * STEP_HZ as f64).round() as u64,
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES],
             packets_sent_p1: 0,
             human: None,
@@ -544,8 +504,8 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
     let config = LockstepConfig::from_args(args);
     config.validate()?;
     let (scene, world) = load_field(&args.scene, WorldConfig::default())?;
-    tracing::info!(%scene, seconds = config.seconds, latency_ms = config.latency_ms,
-        loss_pct = config.loss_pct, players = config.players, "lockstep: bots playing the cube game");
+    tracing::info!(%scene, seconds = config.run.seconds, latency_ms = config.run.link.latency_ms,
+        loss_pct = config.run.link.loss_pct, players = config.players, "lockstep: bots playing the cube game");
     let worlds = vec![world; config.players];
     let report = run_lockstep(&config, worlds)?;
     tracing::info!(
@@ -597,7 +557,7 @@ fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
     let config = SnapshotConfig::from_args(args);
     config.validate()?;
     let (scene, world) = load_field(&args.scene, WorldConfig::default())?;
-    tracing::info!(%scene, seconds = config.seconds, snapshot_hz = config.snapshot_hz,
+    tracing::info!(%scene, seconds = config.run.seconds, snapshot_hz = config.snapshot_hz,
         compressed = config.compressed, "snapshots: two bots playing the cube game");
     let report = run_snapshots(&config, world)?;
     Ok(report.to_json(&config, &scene))
@@ -607,6 +567,7 @@ fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
 mod tests {
     use super::*;
     use tumble_engine::physics::BodyId;
+    use tumble_net::LinkConfig;
 
     fn scene_world(file: &str) -> World {
         asset_field(file, WorldConfig::default())
@@ -619,9 +580,15 @@ mod tests {
 
     fn link(latency_ms: f64, loss_pct: f64, seconds: f64) -> LockstepConfig {
         LockstepConfig {
-            seconds,
-            latency_ms,
-            loss_pct,
+            run: RunSettings {
+                seconds,
+                link: LinkConfig {
+                    latency_ms,
+                    loss_pct,
+                    ..LockstepConfig::default().run.link
+                },
+                ..LockstepConfig::default().run
+            },
             ..LockstepConfig::default()
         }
     }
@@ -747,15 +714,30 @@ mod tests {
     fn bad_settings_are_errors() {
         for bad in [
             LockstepConfig {
-                seconds: -1.0,
+                run: RunSettings {
+                    seconds: -1.0,
+                    ..LockstepConfig::default().run
+                },
                 ..LockstepConfig::default()
             },
             LockstepConfig {
-                loss_pct: 101.0,
+                run: RunSettings {
+                    link: LinkConfig {
+                        loss_pct: 101.0,
+                        ..LockstepConfig::default().run.link
+                    },
+                    ..LockstepConfig::default().run
+                },
                 ..LockstepConfig::default()
             },
             LockstepConfig {
-                latency_ms: f64::NAN,
+                run: RunSettings {
+                    link: LinkConfig {
+                        latency_ms: f64::NAN,
+                        ..LockstepConfig::default().run.link
+                    },
+                    ..LockstepConfig::default().run
+                },
                 ..LockstepConfig::default()
             },
         ] {
@@ -765,10 +747,7 @@ mod tests {
             model: Model::Authority,
             scene: PathBuf::from("nowhere.toml"),
             seconds: 1.0,
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
+            link: LinkArgs::default(),
             seed: 1,
             players: 2,
             playout_ms: 100.0,

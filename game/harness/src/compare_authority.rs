@@ -29,9 +29,11 @@
 //! - `cpu_ms_per_step`: wall time per step of one machine's physics step with its authority bookkeeping and its
 //!   player's forces, mean over the machines.
 
+use crate::with_run;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use tumble_game::run_settings::RunSettings;
 
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
@@ -56,13 +58,8 @@ const MAX_KBPS_BUDGET: u32 = 100_000;
 pub struct AuthorityConfig {
     /// 2 to [`MAX_PLAYERS`].
     pub players: usize,
-    /// Seconds of play (the settle follows).
-    pub seconds: f64,
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub loss_pct: f64,
-    pub dup_pct: f64,
-    pub seed: u64,
+    /// Length, seed and link.
+    pub run: RunSettings,
     /// Per connection and direction, IP/UDP headers included (kbps).
     pub kbps_budget: u32,
     /// Packets a second on each connection (a divisor of 90; physics stays at 90 steps a second).
@@ -74,14 +71,9 @@ pub struct AuthorityConfig {
 
 impl Default for AuthorityConfig {
     fn default() -> Self {
-        Self {
+        AuthorityConfig {
+            run: RunSettings::default(),
             players: 2,
-            seconds: 20.0,
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
-            seed: 1,
             kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
             packets_per_s: PACKETS_PER_S,
             remote_inputs: true,
@@ -93,13 +85,8 @@ impl AuthorityConfig {
     /// The settings `tumble compare` was given.
     pub fn from_args(args: &CompareArgs) -> Self {
         AuthorityConfig {
+            run: args.run_settings(),
             players: args.players,
-            seconds: args.seconds,
-            latency_ms: args.latency_ms,
-            jitter_ms: args.jitter_ms,
-            loss_pct: args.loss_pct,
-            dup_pct: args.dup_pct,
-            seed: args.seed,
             kbps_budget: args.kbps_budget,
             packets_per_s: args.packets_per_s,
             remote_inputs: !args.no_remote_inputs,
@@ -110,13 +97,7 @@ impl AuthorityConfig {
         if !(2..=MAX_PLAYERS).contains(&self.players) {
             bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
         }
-        validate_run(
-            self.seconds,
-            self.latency_ms,
-            self.jitter_ms,
-            self.loss_pct,
-            self.dup_pct,
-        )?;
+        validate_run(&self.run)?;
         if self.packets_per_s == 0 || !PACKETS_PER_S.is_multiple_of(self.packets_per_s) {
             bail!(
                 "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {}",
@@ -133,7 +114,7 @@ impl AuthorityConfig {
     }
 
     fn play_steps(&self) -> u64 {
-        (self.seconds * PACKETS_PER_S as f64).round() as u64
+        (self.run.seconds * PACKETS_PER_S as f64).round() as u64
     }
 }
 
@@ -169,33 +150,30 @@ pub struct AuthorityReport {
 
 impl AuthorityReport {
     pub fn to_json(&self, config: &AuthorityConfig, scene: &str) -> Value {
-        let mut figures = json!({
-            "model": "authority",
-            "players": self.players,
-            "scene": scene,
-            "cubes": self.cubes,
-            "seconds": config.seconds,
-            "latency_ms": config.latency_ms,
-            "jitter_ms": config.jitter_ms,
-            "loss_pct": config.loss_pct,
-            "dup_pct": config.dup_pct,
-            "seed": config.seed,
-            "kbps_budget": config.kbps_budget,
-            "packets_per_s": config.packets_per_s,
-            "remote_inputs": config.remote_inputs,
-            "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
-            "kbps_mean_up": self.kbps_mean_up,
-            "kbps_mean_down": self.kbps_mean_down,
-            "input_to_screen_ms": 0.0,
-            "input_to_screen_on": "every player (each is its own cube's authority)",
-            "remote_delay_ms": self.remote_delay_ms,
-            "remote_error_m_mean": self.remote_error_m_mean,
-            "remote_error_m_max": self.remote_error_m_max,
-            "hitch_frames": null,
-            "hitch_fraction": null,
-            "corrections": self.corrections,
-            "correction_max_m": self.correction_max_m,
-        });
+        let mut figures = with_run(
+            &config.run,
+            json!({
+                "model": "authority",
+                "players": self.players,
+                "scene": scene,
+                "cubes": self.cubes,
+                "kbps_budget": config.kbps_budget,
+                "packets_per_s": config.packets_per_s,
+                "remote_inputs": config.remote_inputs,
+                "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
+                "kbps_mean_up": self.kbps_mean_up,
+                "kbps_mean_down": self.kbps_mean_down,
+                "input_to_screen_ms": 0.0,
+                "input_to_screen_on": "every player (each is its own cube's authority)",
+                "remote_delay_ms": self.remote_delay_ms,
+                "remote_error_m_mean": self.remote_error_m_mean,
+                "remote_error_m_max": self.remote_error_m_max,
+                "hitch_frames": null,
+                "hitch_fraction": null,
+                "corrections": self.corrections,
+                "correction_max_m": self.correction_max_m,
+            }),
+        );
         let more = json!({
             "handover_pop_m_max": self.handover_pop_m_max,
             "conflicts": self.conflicts,
@@ -371,13 +349,11 @@ impl AuthorityRun {
             .map(|&id| world.state(id).map(|s| s.position))
             .collect::<Result<Vec<_>, _>>()?;
         let session = SessionConfig {
+            run: RunSettings {
+                seconds: config.run.seconds + SETTLE_S,
+                ..config.run.clone()
+            },
             players,
-            seconds: config.seconds + SETTLE_S,
-            latency_ms: config.latency_ms,
-            jitter_ms: config.jitter_ms,
-            loss_pct: config.loss_pct,
-            dup_pct: config.dup_pct,
-            seed: config.seed,
             kbps_budget: config.kbps_budget,
             send_every_steps: PACKETS_PER_S / config.packets_per_s,
             pinned: player_cubes
@@ -392,7 +368,7 @@ impl AuthorityRun {
         let drivers: Vec<Box<dyn Driver>> = (0..players)
             .map(|seat| {
                 Box::new(CubeDriver {
-                    bot: CubeBot::new(config.seed.wrapping_add(seat as u64)),
+                    bot: CubeBot::new(config.run.seed.wrapping_add(seat as u64)),
                     fixed,
                     human: (seat == 0).then(|| human.clone()),
                     game: game.clone(),
@@ -562,7 +538,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
     let config = AuthorityConfig::from_args(args);
     config.validate()?;
     let (scene, field) = load_field(&args.scene, WorldConfig::default())?;
-    tracing::info!(%scene, seconds = config.seconds, players = config.players,
+    tracing::info!(%scene, seconds = config.run.seconds, players = config.players,
         kbps_budget = config.kbps_budget, "authority: bots playing the cube game over state sync");
     let report = run_authority(&config, field)?;
     tracing::info!(
@@ -578,6 +554,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
 mod tests {
     use super::*;
     use tumble_engine::physics::BodyId;
+    use tumble_net::LinkConfig;
 
     fn cubes90() -> World {
         crate::compare::asset_field("cubes90.toml", WorldConfig::default())
@@ -589,8 +566,7 @@ mod tests {
     #[test]
     fn a_players_cube_answers_its_input_in_the_same_frame_and_the_other_side_a_latency_later() {
         let config = AuthorityConfig {
-            latency_ms: 50.0,
-            seconds: 3.0,
+            run: RunSettings::link(3.0, 50.0, 0.0, 0.0),
             ..AuthorityConfig::default()
         };
         let forward = CubeInput::from_bits(CubeInput::FORWARD);
@@ -631,12 +607,17 @@ mod tests {
     #[test]
     fn three_players_push_cubes_around_and_end_with_the_same_bits() {
         let config = AuthorityConfig {
+            run: RunSettings {
+                seconds: 6.0,
+                seed: 3,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 10.0,
+                    loss_pct: 5.0,
+                    ..AuthorityConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 6.0,
-            latency_ms: 50.0,
-            jitter_ms: 10.0,
-            loss_pct: 5.0,
-            seed: 3,
             ..AuthorityConfig::default()
         };
         let run = AuthorityRun::new(&config, cubes90()).unwrap();
@@ -677,9 +658,8 @@ mod tests {
     fn relayed_inputs_keep_the_other_players_cubes_rolling_between_their_states() {
         let run = |remote_inputs: bool| {
             let config = AuthorityConfig {
+                run: RunSettings::link(4.0, 50.0, 0.0, 0.0),
                 players: 3,
-                latency_ms: 50.0,
-                seconds: 4.0,
                 packets_per_s: 10,
                 remote_inputs,
                 ..AuthorityConfig::default()
@@ -720,7 +700,13 @@ mod tests {
                 ..AuthorityConfig::default()
             },
             AuthorityConfig {
-                loss_pct: -1.0,
+                run: RunSettings {
+                    link: LinkConfig {
+                        loss_pct: -1.0,
+                        ..AuthorityConfig::default().run.link
+                    },
+                    ..AuthorityConfig::default().run
+                },
                 ..AuthorityConfig::default()
             },
             AuthorityConfig {

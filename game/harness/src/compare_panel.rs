@@ -133,10 +133,12 @@ fn contents(ui: &mut Ui, game: &CompareView, edit: &mut CompareArgs) -> bool {
 }
 
 fn link_settings(ui: &mut Ui, edit: &mut CompareArgs) {
-    ui.add(egui::Slider::new(&mut edit.latency_ms, 0.0..=1000.0).text("one-way latency (ms)"));
-    ui.add(egui::Slider::new(&mut edit.jitter_ms, 0.0..=200.0).text("jitter ± (ms)"));
-    ui.add(egui::Slider::new(&mut edit.loss_pct, 0.0..=50.0).text("loss (%)"));
-    ui.add(egui::Slider::new(&mut edit.dup_pct, 0.0..=20.0).text("duplicates (%)"));
+    let mut link = edit.link.config();
+    ui.add(egui::Slider::new(&mut link.latency_ms, 0.0..=1000.0).text("one-way latency (ms)"));
+    ui.add(egui::Slider::new(&mut link.jitter_ms, 0.0..=200.0).text("jitter ± (ms)"));
+    ui.add(egui::Slider::new(&mut link.loss_pct, 0.0..=50.0).text("loss (%)"));
+    ui.add(egui::Slider::new(&mut link.duplicate_pct, 0.0..=20.0).text("duplicates (%)"));
+    edit.link = tumble_game::run_settings::LinkArgs::exactly(&link);
     match edit.model {
         Model::Lockstep | Model::All => {
             ui.add(egui::Slider::new(&mut edit.players, 2..=4).text("players"));

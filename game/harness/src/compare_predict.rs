@@ -32,9 +32,11 @@
 //! - `cpu_ms_per_step`: wall time simulating, replays included, per step run, mean over both machines
 //!   (`cpu_ms_per_step_client` / `_server` apart).
 
+use crate::with_run;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use tumble_engine::physics::{World, WorldConfig};
+use tumble_game::run_settings::RunSettings;
 use tumble_net::PeerId;
 
 use crate::compare::{check_flag, load_field, validate_run, CompareArgs};
@@ -64,25 +66,16 @@ const MAX_BUFFER_MS: f64 = 1_000.0;
 /// One prediction run's settings.
 #[derive(Debug, Clone)]
 pub struct PredictConfig {
-    pub seconds: f64,
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub loss_pct: f64,
-    pub dup_pct: f64,
-    pub seed: u64,
+    /// Length, seed and link.
+    pub run: RunSettings,
     /// The server's slack between a client input's arrival and its step (ms, rounded to steps).
     pub buffer_ms: f64,
 }
 
 impl Default for PredictConfig {
     fn default() -> Self {
-        Self {
-            seconds: 20.0,
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
-            seed: 1,
+        PredictConfig {
+            run: RunSettings::default(),
             buffer_ms: 33.0,
         }
     }
@@ -92,24 +85,13 @@ impl PredictConfig {
     /// The settings `tumble compare` was given.
     pub fn from_args(args: &CompareArgs) -> Self {
         PredictConfig {
-            seconds: args.seconds,
-            latency_ms: args.latency_ms,
-            jitter_ms: args.jitter_ms,
-            loss_pct: args.loss_pct,
-            dup_pct: args.dup_pct,
-            seed: args.seed,
+            run: args.run_settings(),
             buffer_ms: args.predict_buffer_ms,
         }
     }
 
     pub fn validate(&self) -> Result<()> {
-        validate_run(
-            self.seconds,
-            self.latency_ms,
-            self.jitter_ms,
-            self.loss_pct,
-            self.dup_pct,
-        )?;
+        validate_run(&self.run)?;
         check_flag("--predict-buffer-ms", self.buffer_ms, MAX_BUFFER_MS)
     }
 
@@ -145,39 +127,36 @@ impl PredictReport {
 
     pub fn to_json(&self, config: &PredictConfig, scene: &str) -> Value {
         let (c, s) = (&self.client, &self.server);
-        let mut figures = json!({
-            "model": "predict",
-            "scene": scene,
-            "cubes": self.cubes,
-            "seconds": config.seconds,
-            "latency_ms": config.latency_ms,
-            "jitter_ms": config.jitter_ms,
-            "loss_pct": config.loss_pct,
-            "dup_pct": config.dup_pct,
-            "seed": config.seed,
-            "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
-            "kbps_mean_up": self.kbps_mean_up,
-            "kbps_mean_down": self.kbps_mean_down,
-            "input_to_screen_ms": self.input_to_screen_ms(),
-            "input_to_screen_on": "client (the predicting player)",
-            "remote_delay_ms": self.remote_delay_ms(),
-            "hitch_frames": null,
-            "hitch_fraction": null,
-            "corrections": c.corrections,
-            "correction_max_m": c.correction_max_m,
-            "correction_angle_max_rad": c.correction_angle_max_rad,
-            "correction_jump_max_m": c.correction_jump_max_m,
-            "correction_drawn_max_m": c.correction_drawn_max_m,
-            "correction_offset_max_m": c.correction_offset_max_m,
-            "unsmoothed_rewinds": c.unsmoothed_rewinds,
-            "others_rewind_moved_max_m": c.others_rewind_moved_max_m,
-            "others_rewind_drawn_max_m": c.others_rewind_drawn_max_m,
-            "prediction_error_max_m": c.prediction_error_max_m,
-            "states_compared": c.states_compared,
-            "states_exact": c.states_exact,
-            "first_inexact_step": c.first_inexact_step,
-            "inexact_after_replay": c.inexact_after_replay,
-        });
+        let mut figures = with_run(
+            &config.run,
+            json!({
+                "model": "predict",
+                "scene": scene,
+                "cubes": self.cubes,
+                "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
+                "kbps_mean_up": self.kbps_mean_up,
+                "kbps_mean_down": self.kbps_mean_down,
+                "input_to_screen_ms": self.input_to_screen_ms(),
+                "input_to_screen_on": "client (the predicting player)",
+                "remote_delay_ms": self.remote_delay_ms(),
+                "hitch_frames": null,
+                "hitch_fraction": null,
+                "corrections": c.corrections,
+                "correction_max_m": c.correction_max_m,
+                "correction_angle_max_rad": c.correction_angle_max_rad,
+                "correction_jump_max_m": c.correction_jump_max_m,
+                "correction_drawn_max_m": c.correction_drawn_max_m,
+                "correction_offset_max_m": c.correction_offset_max_m,
+                "unsmoothed_rewinds": c.unsmoothed_rewinds,
+                "others_rewind_moved_max_m": c.others_rewind_moved_max_m,
+                "others_rewind_drawn_max_m": c.others_rewind_drawn_max_m,
+                "prediction_error_max_m": c.prediction_error_max_m,
+                "states_compared": c.states_compared,
+                "states_exact": c.states_exact,
+                "first_inexact_step": c.first_inexact_step,
+                "inexact_after_replay": c.inexact_after_replay,
+            }),
+        );
         let more = json!({
             "desyncs": null,
             "bit_identical_at_end": c.last_state_exact,
@@ -226,11 +205,7 @@ impl PredictRun {
             bail!("the two worlds differ");
         }
         let link_config = LoopbackConfig {
-            latency_ms: config.latency_ms,
-            jitter_ms: config.jitter_ms,
-            loss_pct: config.loss_pct,
-            dup_pct: config.dup_pct,
-            seed: config.seed,
+            run: config.run.clone(),
             ..LoopbackConfig::default()
         };
         let (link, handshake_ticks) = connect(&link_config)?;
@@ -242,9 +217,12 @@ impl PredictRun {
             handshake_ticks,
             server: PredictServer::new(world_server, server_config)?,
             client: PredictClient::new(world_client)?,
-            bots: [CubeBot::new(config.seed), CubeBot::new(config.seed.wrapping_add(1))],
+            bots: [
+                CubeBot::new(config.run.seed),
+                CubeBot::new(config.run.seed.wrapping_add(1)),
+            ],
             frame: 0,
-            frames: (config.seconds * STEP_HZ as f64).round() as u64,
+            frames: (config.run.seconds * STEP_HZ as f64).round() as u64,
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES.max(MAX_STATE_PACKET_BYTES)],
             human: None,
         })
@@ -348,8 +326,8 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
     let config = PredictConfig::from_args(args);
     config.validate()?;
     let (scene, world) = load_field(&args.scene, world_config(args.predict_early_stop))?;
-    tracing::info!(%scene, seconds = config.seconds, latency_ms = config.latency_ms,
-        loss_pct = config.loss_pct, "predict: a server and a predicting client playing the cube game");
+    tracing::info!(%scene, seconds = config.run.seconds, latency_ms = config.run.link.latency_ms,
+        loss_pct = config.run.link.loss_pct, "predict: a server and a predicting client playing the cube game");
     let report = run_predict(&config, world.clone(), world)?;
     tracing::info!(
         corrections = report.client.corrections,
@@ -362,6 +340,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tumble_net::LinkConfig;
 
     fn scene_world(file: &str) -> World {
         crate::compare::asset_field(file, world_config(false))
@@ -369,9 +348,7 @@ mod tests {
 
     fn link(latency_ms: f64, loss_pct: f64, seconds: f64) -> PredictConfig {
         PredictConfig {
-            seconds,
-            latency_ms,
-            loss_pct,
+            run: RunSettings::link(seconds, latency_ms, 0.0, loss_pct),
             ..PredictConfig::default()
         }
     }
@@ -430,9 +407,8 @@ mod tests {
         // many of the client's inputs come after their step and the server reuses the one before; where that
         // one differs (the bot changed keys), the server's cube goes elsewhere among the cubes than predicted.
         let config = PredictConfig {
-            jitter_ms: 20.0,
+            run: RunSettings::link(20.0, 100.0, 20.0, 25.0),
             buffer_ms: 0.0,
-            ..link(100.0, 25.0, 20.0)
         };
         let r = run("cubes900.toml", &config);
         let c = &r.client;
@@ -511,11 +487,20 @@ mod tests {
     fn bad_settings_are_errors() {
         for bad in [
             PredictConfig {
-                seconds: 0.0,
+                run: RunSettings {
+                    seconds: 0.0,
+                    ..PredictConfig::default().run
+                },
                 ..PredictConfig::default()
             },
             PredictConfig {
-                loss_pct: -1.0,
+                run: RunSettings {
+                    link: LinkConfig {
+                        loss_pct: -1.0,
+                        ..PredictConfig::default().run.link
+                    },
+                    ..PredictConfig::default().run
+                },
                 ..PredictConfig::default()
             },
             PredictConfig {

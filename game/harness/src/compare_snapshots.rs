@@ -28,9 +28,11 @@
 //! - `cpu_ms_per_step`: the server's game step (forces, physics, colours), mean; `client_cpu_ms_per_frame`: the
 //!   client's slice decoding and drawing per frame.
 
+use crate::with_run;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
 use tumble_engine::physics::World;
+use tumble_game::run_settings::RunSettings;
 use tumble_net::packet::MAX_PAYLOAD_BYTES;
 use tumble_net::{EndpointEvent, PeerId};
 
@@ -45,12 +47,8 @@ use tumble_models::snapshots::{PlayoutDelay, SnapshotClient, SnapshotServer};
 /// One snapshot run's settings.
 #[derive(Debug, Clone)]
 pub struct SnapshotConfig {
-    pub seconds: f64,
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub loss_pct: f64,
-    pub dup_pct: f64,
-    pub seed: u64,
+    /// Length, seed and link.
+    pub run: RunSettings,
     pub snapshot_hz: u32,
     pub compressed: bool,
     pub delay: PlayoutDelay,
@@ -58,13 +56,8 @@ pub struct SnapshotConfig {
 
 impl Default for SnapshotConfig {
     fn default() -> Self {
-        Self {
-            seconds: 20.0,
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
-            seed: 1,
+        SnapshotConfig {
+            run: RunSettings::default(),
             snapshot_hz: 30,
             compressed: true,
             delay: PlayoutDelay {
@@ -80,12 +73,7 @@ impl SnapshotConfig {
     /// The settings `tumble compare` was given (`--playout-ms` and `--fixed-playout` set the client's delay).
     pub fn from_args(args: &super::compare::CompareArgs) -> Self {
         SnapshotConfig {
-            seconds: args.seconds,
-            latency_ms: args.latency_ms,
-            jitter_ms: args.jitter_ms,
-            loss_pct: args.loss_pct,
-            dup_pct: args.dup_pct,
-            seed: args.seed,
+            run: args.run_settings(),
             snapshot_hz: args.snapshot_hz,
             compressed: !args.no_compression,
             delay: tumble_models::snapshots::PlayoutDelay {
@@ -97,13 +85,7 @@ impl SnapshotConfig {
     }
 
     pub fn validate(&self) -> Result<()> {
-        validate_run(
-            self.seconds,
-            self.latency_ms,
-            self.jitter_ms,
-            self.loss_pct,
-            self.dup_pct,
-        )?;
+        validate_run(&self.run)?;
         if !(MIN_SNAPSHOT_HZ..=MAX_SNAPSHOT_HZ).contains(&self.snapshot_hz) {
             bail!(
                 "--snapshot-hz must be in {MIN_SNAPSHOT_HZ}..={MAX_SNAPSHOT_HZ} (got {})",
@@ -150,46 +132,43 @@ impl SnapshotReport {
     }
 
     pub fn to_json(&self, c: &SnapshotConfig, scene: &str) -> Value {
-        json!({
-            "model": "snapshots",
-            "scene": scene,
-            "cubes": self.cubes,
-            "seconds": c.seconds,
-            "latency_ms": c.latency_ms,
-            "jitter_ms": c.jitter_ms,
-            "loss_pct": c.loss_pct,
-            "dup_pct": c.dup_pct,
-            "seed": c.seed,
-            "snapshot_hz": c.snapshot_hz,
-            "compressed": c.compressed,
-            "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
-            "kbps_mean_up": self.kbps_mean_up,
-            "kbps_mean_down": self.kbps_mean_down,
-            "input_to_screen_ms": 0.0,
-            "client_input_to_screen_ms": self.client_input_to_screen_ms,
-            "remote_delay_ms": self.remote_delay_ms,
-            "hitch_frames": self.hitch_frames,
-            "hitch_fraction": self.hitch_fraction(),
-            "frames_drawn": self.drawn_frames,
-            "extrapolated_frames": self.extrapolated_frames,
-            "corrections": self.corrections,
-            "correction_max_m": self.correction_max_m,
-            "jump_max_m": self.jump_max_m,
-            "desyncs": self.desyncs,
-            "bit_identical_at_end": self.bit_identical_at_end,
-            "snapshots_sent": self.snapshots_sent,
-            "snapshots_complete": self.snapshots_complete,
-            "delta_snapshots": self.delta_snapshots,
-            "slices_per_snapshot": self.slices_per_snapshot,
-            "slices_refused": self.slices_refused,
-            "cpu_ms_per_step": self.cpu_ms_per_step,
-            "client_cpu_ms_per_frame": self.client_cpu_ms_per_frame,
-            "playout_floor_ms": c.delay.floor_s * 1000.0,
-            "playout_adaptive": c.delay.adaptive,
-            "playout_delay_ms_at_end": self.playout_delay_ms,
-            "playout_delay_ms_mean": self.playout_delay_ms_mean,
-            "coloured_cubes_max": self.coloured_max,
-        })
+        with_run(
+            &c.run,
+            json!({
+                "model": "snapshots",
+                "scene": scene,
+                "cubes": self.cubes,
+                "snapshot_hz": c.snapshot_hz,
+                "compressed": c.compressed,
+                "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
+                "kbps_mean_up": self.kbps_mean_up,
+                "kbps_mean_down": self.kbps_mean_down,
+                "input_to_screen_ms": 0.0,
+                "client_input_to_screen_ms": self.client_input_to_screen_ms,
+                "remote_delay_ms": self.remote_delay_ms,
+                "hitch_frames": self.hitch_frames,
+                "hitch_fraction": self.hitch_fraction(),
+                "frames_drawn": self.drawn_frames,
+                "extrapolated_frames": self.extrapolated_frames,
+                "corrections": self.corrections,
+                "correction_max_m": self.correction_max_m,
+                "jump_max_m": self.jump_max_m,
+                "desyncs": self.desyncs,
+                "bit_identical_at_end": self.bit_identical_at_end,
+                "snapshots_sent": self.snapshots_sent,
+                "snapshots_complete": self.snapshots_complete,
+                "delta_snapshots": self.delta_snapshots,
+                "slices_per_snapshot": self.slices_per_snapshot,
+                "slices_refused": self.slices_refused,
+                "cpu_ms_per_step": self.cpu_ms_per_step,
+                "client_cpu_ms_per_frame": self.client_cpu_ms_per_frame,
+                "playout_floor_ms": c.delay.floor_s * 1000.0,
+                "playout_adaptive": c.delay.adaptive,
+                "playout_delay_ms_at_end": self.playout_delay_ms,
+                "playout_delay_ms_mean": self.playout_delay_ms_mean,
+                "coloured_cubes_max": self.coloured_max,
+            }),
+        )
     }
 }
 
@@ -217,15 +196,11 @@ impl SnapshotRun {
     pub fn new(config: &SnapshotConfig, world: World) -> Result<Self> {
         config.validate()?;
         let link_config = LoopbackConfig {
-            latency_ms: config.latency_ms,
-            jitter_ms: config.jitter_ms,
-            loss_pct: config.loss_pct,
-            dup_pct: config.dup_pct,
-            seed: config.seed,
+            run: config.run.clone(),
             ..LoopbackConfig::default()
         };
         let (link, handshake_ticks) = connect(&link_config)?;
-        let frames = (config.seconds * STEP_HZ as f64).round() as u64;
+        let frames = (config.run.seconds * STEP_HZ as f64).round() as u64;
         let server = SnapshotServer::new(world, config.compressed, config.snapshot_hz)?;
         let client = SnapshotClient::new(server.world().body_count(), config.snapshot_hz, config.delay);
         Ok(Self {
@@ -233,7 +208,10 @@ impl SnapshotRun {
             handshake_ticks,
             server,
             client,
-            bots: [CubeBot::new(config.seed), CubeBot::new(config.seed.wrapping_add(1))],
+            bots: [
+                CubeBot::new(config.run.seed),
+                CubeBot::new(config.run.seed.wrapping_add(1)),
+            ],
             frame: 0,
             frames,
             buf: vec![0u8; MAX_PAYLOAD_BYTES],
@@ -403,6 +381,7 @@ pub fn run_snapshots(config: &SnapshotConfig, world: World) -> Result<SnapshotRe
 mod tests {
     use super::*;
     use tumble_engine::physics::WorldConfig;
+    use tumble_net::LinkConfig;
 
     fn world(file: &str) -> World {
         crate::compare::asset_field(file, WorldConfig::default())
@@ -410,11 +389,16 @@ mod tests {
 
     fn config(compressed: bool) -> SnapshotConfig {
         SnapshotConfig {
-            seconds: 6.0,
-            latency_ms: 50.0,
-            jitter_ms: 10.0,
-            loss_pct: 5.0,
-            seed: 7,
+            run: RunSettings {
+                seconds: 6.0,
+                seed: 7,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 10.0,
+                    loss_pct: 5.0,
+                    ..SnapshotConfig::default().run.link
+                },
+            },
             compressed,
             ..SnapshotConfig::default()
         }
@@ -454,11 +438,16 @@ mod tests {
     #[test]
     fn at_5_pct_loss_the_client_never_extrapolates_or_corrects() {
         let config = |follow_loss| SnapshotConfig {
-            seconds: 120.0,
-            latency_ms: 125.0,
-            jitter_ms: 15.0,
-            loss_pct: 5.0,
-            seed: 3,
+            run: RunSettings {
+                seconds: 120.0,
+                seed: 3,
+                link: LinkConfig {
+                    latency_ms: 125.0,
+                    jitter_ms: 15.0,
+                    loss_pct: 5.0,
+                    ..SnapshotConfig::default().run.link
+                },
+            },
             delay: PlayoutDelay {
                 floor_s: 0.1,
                 adaptive: true,
@@ -500,11 +489,20 @@ mod tests {
             },
             // The link settings every model checks alike.
             SnapshotConfig {
-                loss_pct: 101.0,
+                run: RunSettings {
+                    link: LinkConfig {
+                        loss_pct: 101.0,
+                        ..SnapshotConfig::default().run.link
+                    },
+                    ..SnapshotConfig::default().run
+                },
                 ..SnapshotConfig::default()
             },
             SnapshotConfig {
-                seconds: 0.0,
+                run: RunSettings {
+                    seconds: 0.0,
+                    ..SnapshotConfig::default().run
+                },
                 ..SnapshotConfig::default()
             },
         ] {

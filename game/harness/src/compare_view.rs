@@ -444,8 +444,9 @@ impl SideBySide for CompareView {
             Ok(()) => {
                 self.error = None;
                 *self.edit.borrow_mut() = self.settings.clone();
-                tracing::info!(model = ?self.settings.model, latency_ms = self.settings.latency_ms,
-                    loss_pct = self.settings.loss_pct, "the cube game restarted");
+                let link = self.settings.link.config();
+                tracing::info!(model = ?self.settings.model, latency_ms = link.latency_ms,
+                    loss_pct = link.loss_pct, "the cube game restarted");
             }
             Err(e) => {
                 tracing::warn!("the cube game's settings were refused: {e:#}");
@@ -597,7 +598,7 @@ mod tests {
             (Model::Predict, 2, 0)
         );
         let mut bad = view.settings.clone();
-        bad.loss_pct = 150.0;
+        bad.link.loss_pct = Some(150.0);
         assert!(view.restart_with(&bad).is_err());
         assert_eq!(view.settings.model, Model::Predict, "the game goes on as it was");
         view.step_once(CubeInput::NONE).unwrap();

@@ -45,3 +45,12 @@ pub mod session;
 pub mod session_cli;
 mod star_link;
 pub mod thrower;
+
+/// `report` (a JSON object) with the run's settings at its head: `seconds`, `seed`, `latency_ms`, `jitter_ms`,
+/// `loss_pct`, `dup_pct` — every report of the bench writes them this one way.
+pub fn with_run(run: &tumble_game::run_settings::RunSettings, mut report: serde_json::Value) -> serde_json::Value {
+    if let (Some(out), serde_json::Value::Object(settings)) = (report.as_object_mut(), run.json()) {
+        out.extend(settings);
+    }
+    report
+}

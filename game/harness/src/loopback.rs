@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use tumble_game::run_settings::RunSettings;
 
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
@@ -66,15 +67,11 @@ pub enum LinkKind {
 /// What one run does (the link flags mean what they mean for `net-soak`: one-way, per direction).
 #[derive(Debug, Clone)]
 pub struct LoopbackConfig {
-    pub seconds: f64,
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub loss_pct: f64,
-    pub dup_pct: f64,
+    /// Length, seed and link.
+    pub run: RunSettings,
     pub kbps_budget: u32,
     /// Seconds between throws; `None`: no thrower.
     pub throw_every_s: Option<f64>,
-    pub seed: u64,
     pub link: LinkKind,
     /// How state packets are coded (both sides alike).
     pub coding: PacketCoding,
@@ -85,15 +82,14 @@ pub struct LoopbackConfig {
 
 impl Default for LoopbackConfig {
     fn default() -> Self {
-        Self {
-            seconds: 10.0,
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
+        LoopbackConfig {
+            run: RunSettings {
+                seconds: 10.0,
+                seed: 1,
+                link: LinkConfig::default(),
+            },
             kbps_budget: DEFAULT_KBPS_BUDGET,
             throw_every_s: None,
-            seed: 1,
             link: LinkKind::Memory,
             coding: PacketCoding::default(),
             damage_every_n_packets: None,
@@ -105,6 +101,8 @@ impl Default for LoopbackConfig {
 /// (state packets and anything else the host sends) with its IP/UDP header.
 #[derive(Debug, Clone)]
 pub struct LoopbackReport {
+    /// The run's length, seed and link (the report's head).
+    pub run: RunSettings,
     pub steps: u64,
     pub kbps_mean: f64,
     /// 95th percentile of the per-second rates (whole seconds of the run).
@@ -147,25 +145,28 @@ impl LoopbackReport {
             }
             Value::Object(map)
         };
-        json!({
-            "steps": self.steps,
-            "kbps_mean": self.kbps_mean,
-            "kbps_p95": self.kbps_p95,
-            "kbps_demand_mean": self.kbps_demand_mean,
-            "kbps_budget_min": self.kbps_budget_min,
-            "bits_per_cube_update": self.bits_per_cube_update,
-            "updates_per_packet_mean": self.updates_per_packet_mean,
-            "updates_by_encoding": by_encoding(&self.updates_by_encoding),
-            "free_flight_updates_by_encoding": by_encoding(&self.free_flight_updates_by_encoding),
-            "packets_sent": self.packets_sent,
-            "packets_lost": self.packets_lost,
-            "packets_rejected": self.packets_rejected,
-            "throws": self.throws,
-            "max_divergence_m_at_end": self.max_divergence_m_at_end,
-            "remote_rest_jitter_m": self.remote_rest_jitter_m,
-            "seconds_to_converge": self.seconds_to_converge,
-            "bit_identical_at_end": self.bit_identical_at_end,
-        })
+        crate::with_run(
+            &self.run,
+            json!({
+                "steps": self.steps,
+                "kbps_mean": self.kbps_mean,
+                "kbps_p95": self.kbps_p95,
+                "kbps_demand_mean": self.kbps_demand_mean,
+                "kbps_budget_min": self.kbps_budget_min,
+                "bits_per_cube_update": self.bits_per_cube_update,
+                "updates_per_packet_mean": self.updates_per_packet_mean,
+                "updates_by_encoding": by_encoding(&self.updates_by_encoding),
+                "free_flight_updates_by_encoding": by_encoding(&self.free_flight_updates_by_encoding),
+                "packets_sent": self.packets_sent,
+                "packets_lost": self.packets_lost,
+                "packets_rejected": self.packets_rejected,
+                "throws": self.throws,
+                "max_divergence_m_at_end": self.max_divergence_m_at_end,
+                "remote_rest_jitter_m": self.remote_rest_jitter_m,
+                "seconds_to_converge": self.seconds_to_converge,
+                "bit_identical_at_end": self.bit_identical_at_end,
+            }),
+        )
     }
 }
 
@@ -390,10 +391,10 @@ impl LoopbackSession {
         if remote.body_count() != cubes {
             bail!("the two worlds differ in body count");
         }
-        if !(config.seconds.is_finite() && config.seconds > 0.0) {
+        if !(config.run.seconds.is_finite() && config.run.seconds > 0.0) {
             bail!("--seconds must be positive");
         }
-        let steps = (config.seconds * STEP_HZ as f64).round() as u64;
+        let steps = (config.run.seconds * STEP_HZ as f64).round() as u64;
         let kbps_budget_min = check_budget(config, cubes)?;
         let body_budget = packet_budget_bytes(
             config.kbps_budget,
@@ -404,7 +405,7 @@ impl LoopbackSession {
         let thrower = match config.throw_every_s {
             Some(t) if t.is_finite() && t > 0.0 => {
                 let last = steps.saturating_sub((SETTLE_S * STEP_HZ as f64) as u64);
-                Some(Thrower::new((t * STEP_HZ as f64).round() as u64, last, config.seed))
+                Some(Thrower::new((t * STEP_HZ as f64).round() as u64, last, config.run.seed))
             }
             Some(_) => bail!("--throw-every-s must be positive"),
             None => None,
@@ -441,7 +442,7 @@ impl LoopbackSession {
             last_throw_step: 0,
             last_contact: vec![0; cubes],
             free_flight: [0; 5],
-            second_rates: Vec::with_capacity(config.seconds as usize + 1),
+            second_rates: Vec::with_capacity(config.run.seconds as usize + 1),
             bytes_at_second,
             wire_bytes_at_start: bytes_at_second,
             rest_jitter: RestJitter::new(cubes),
@@ -693,6 +694,7 @@ impl LoopbackSession {
         let updates: u64 = self.sender.updates_by_encoding.iter().sum();
         let kbps = |bytes: u64| bytes as f64 * 8.0 / 1000.0 / (steps.max(1) as f64 * step_s);
         Ok(LoopbackReport {
+            run: self.config.run.clone(),
             steps,
             kbps_mean: kbps(wire_bytes),
             kbps_p95: percentile(&mut self.second_rates.clone(), 0.95),
@@ -724,16 +726,10 @@ impl LoopbackSession {
 /// Builds the link the configuration asks for and runs the handshake on the simulated clock (the run's clock
 /// starts once the guest is in). Returns the link and the ticks the handshake took.
 pub(crate) fn connect(config: &LoopbackConfig) -> Result<(Link, u64)> {
-    let link_config = LinkConfig {
-        latency_ms: config.latency_ms,
-        jitter_ms: config.jitter_ms,
-        loss_pct: config.loss_pct,
-        duplicate_pct: config.dup_pct,
-        ..LinkConfig::default()
-    };
+    let link_config = config.run.link;
     let (io, host_addr, guest_addr): (LinkIo, SocketAddr, SocketAddr) = match config.link {
         LinkKind::Memory => (
-            LinkIo::Memory(MemoryNetwork::new(link_config, config.seed)),
+            LinkIo::Memory(MemoryNetwork::new(link_config, config.run.seed)),
             "10.0.0.1:1".parse()?,
             "10.0.0.2:1".parse()?,
         ),
@@ -745,8 +741,8 @@ pub(crate) fn connect(config: &LoopbackConfig) -> Result<(Link, u64)> {
                 host_socket,
                 guest_socket,
                 // One seeded simulator per direction, as net-soak has.
-                host_link: LinkSim::new(link_config, config.seed ^ 0x1111),
-                guest_link: LinkSim::new(link_config, config.seed ^ 0x2222),
+                host_link: LinkSim::new(link_config, config.run.seed ^ 0x1111),
+                guest_link: LinkSim::new(link_config, config.run.seed ^ 0x2222),
                 start: Instant::now(),
             };
             (LinkIo::Udp(Box::new(udp)), host_addr, guest_addr)
@@ -861,13 +857,18 @@ mod tests {
     /// Throws every second for the first 10 s, then 10 s to settle; 50 ms each way with 5 ms jitter.
     fn throwing(loss_pct: f64, kbps_budget: u32) -> LoopbackConfig {
         LoopbackConfig {
-            seconds: 20.0,
-            latency_ms: 50.0,
-            jitter_ms: 5.0,
-            loss_pct,
+            run: RunSettings {
+                seconds: 20.0,
+                seed: 4,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 5.0,
+                    loss_pct,
+                    ..LoopbackConfig::default().run.link
+                },
+            },
             kbps_budget,
             throw_every_s: Some(1.0),
-            seed: 4,
             ..LoopbackConfig::default()
         }
     }
@@ -885,8 +886,7 @@ mod tests {
     fn short_table64_run_without_loss_ends_bit_identical_and_reports_every_field() {
         // 3 simulated seconds through a 20 ms link each way, no loss: the settled table must arrive exactly.
         let config = LoopbackConfig {
-            seconds: 3.0,
-            latency_ms: 20.0,
+            run: RunSettings::link(3.0, 20.0, 0.0, 0.0),
             ..LoopbackConfig::default()
         };
         let report = run_table64(&config);
@@ -944,8 +944,7 @@ mod tests {
         // Real sockets and the real clock: one second of wall time. Timing varies, so only the plumbing is
         // checked (every step sent, nothing refused, the remote not far off); exactness is the memory link's job.
         let config = LoopbackConfig {
-            seconds: 1.0,
-            latency_ms: 10.0,
+            run: RunSettings::link(1.0, 10.0, 0.0, 0.0),
             link: LinkKind::Udp,
             ..LoopbackConfig::default()
         };
@@ -1010,13 +1009,18 @@ mod tests {
     fn resting_towers_stay_still_on_the_remote_through_throws_loss_and_duplicates() {
         for seed in [2, 3] {
             let config = LoopbackConfig {
-                seconds: 24.0,
-                latency_ms: 120.0,
-                jitter_ms: 30.0,
-                loss_pct: 10.0,
-                dup_pct: 10.0,
+                run: RunSettings {
+                    seconds: 24.0,
+                    seed,
+                    link: LinkConfig {
+                        latency_ms: 120.0,
+                        jitter_ms: 30.0,
+                        loss_pct: 10.0,
+                        duplicate_pct: 10.0,
+                        ..LoopbackConfig::default().run.link
+                    },
+                },
                 throw_every_s: Some(3.0),
-                seed,
                 ..LoopbackConfig::default()
             };
             let report = run_scene("towers2x25.toml", &config);
@@ -1043,8 +1047,7 @@ mod tests {
         // The table settles and converges; at 2 s a resting remote cube is lifted 1 cm behind the receiver's back;
         // the authority's next state for it puts it back.
         let config = LoopbackConfig {
-            seconds: 4.0,
-            latency_ms: 20.0,
+            run: RunSettings::link(4.0, 20.0, 0.0, 0.0),
             ..LoopbackConfig::default()
         };
         let (authority, remote) = worlds("table64.toml");
@@ -1074,8 +1077,7 @@ mod tests {
     #[test]
     fn a_remote_left_off_at_the_end_is_not_identical_and_has_not_converged() {
         let config = LoopbackConfig {
-            seconds: 2.0,
-            latency_ms: 20.0,
+            run: RunSettings::link(2.0, 20.0, 0.0, 0.0),
             ..LoopbackConfig::default()
         };
         let (authority, remote) = worlds("table64.toml");
@@ -1099,8 +1101,7 @@ mod tests {
         // Every state packet cut in half: all refused, so the remote simulates alone (rest detection off: its
         // cubes never rest where the authority's do).
         let config = LoopbackConfig {
-            seconds: 3.0,
-            latency_ms: 20.0,
+            run: RunSettings::link(3.0, 20.0, 0.0, 0.0),
             damage_every_n_packets: Some(1),
             ..LoopbackConfig::default()
         };
@@ -1150,8 +1151,7 @@ mod tests {
         // table64, so shorter ids).
         for (coding, budget, fill) in [(PacketCoding::Entropy, 70, 0.9), (PacketCoding::BitPacked, 67, 0.95)] {
             let config = LoopbackConfig {
-                seconds: 3.0,
-                latency_ms: 20.0,
+                run: RunSettings::link(3.0, 20.0, 0.0, 0.0),
                 kbps_budget: budget,
                 coding,
                 ..LoopbackConfig::default()
@@ -1176,8 +1176,7 @@ mod tests {
     fn a_budget_below_the_largest_update_is_refused_and_the_smallest_one_moves_state() {
         for (coding, min) in [(PacketCoding::Entropy, 70), (PacketCoding::BitPacked, 68)] {
             let config = LoopbackConfig {
-                seconds: 12.0,
-                latency_ms: 20.0,
+                run: RunSettings::link(12.0, 20.0, 0.0, 0.0),
                 throw_every_s: Some(1.0),
                 kbps_budget: min - 1,
                 coding,
@@ -1219,8 +1218,7 @@ mod tests {
         // A 20 ms link each way; every 40th state packet cut short. Each is refused, the notice brings the sender
         // back to absolute states, and the settled table still arrives exactly.
         let config = LoopbackConfig {
-            seconds: 6.0,
-            latency_ms: 20.0,
+            run: RunSettings::link(6.0, 20.0, 0.0, 0.0),
             damage_every_n_packets: Some(40),
             ..LoopbackConfig::default()
         };
@@ -1232,12 +1230,17 @@ mod tests {
     #[test]
     fn the_same_seed_gives_the_same_report() {
         let config = LoopbackConfig {
-            seconds: 2.0,
-            latency_ms: 30.0,
-            jitter_ms: 5.0,
-            loss_pct: 10.0,
+            run: RunSettings {
+                seconds: 2.0,
+                seed: 7,
+                link: LinkConfig {
+                    latency_ms: 30.0,
+                    jitter_ms: 5.0,
+                    loss_pct: 10.0,
+                    ..LoopbackConfig::default().run.link
+                },
+            },
             throw_every_s: Some(0.5),
-            seed: 7,
             ..LoopbackConfig::default()
         };
         let (a, b) = (run_table64(&config), run_table64(&config));

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tumble_game::run_settings::LinkArgs;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
@@ -16,7 +17,7 @@ use glam::Vec3;
 use serde_json::{json, Value};
 use tumble_engine::physics::BodyId;
 use tumble_net::join_code::{self, JoinTarget};
-use tumble_net::{Endpoint, EndpointConfig, LinkConfig, LinkSim, UdpTransport};
+use tumble_net::{Endpoint, EndpointConfig, LinkSim, UdpTransport};
 
 use crate::cube_history::{state_json, CubeHistory, CubeSample, Phase};
 use crate::drawn_trace::TraceWriter;
@@ -59,14 +60,9 @@ pub struct PeerProcessArgs {
     pub settle_unix_ms: f64,
     #[arg(long)]
     pub end_unix_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    pub latency_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    pub jitter_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    pub loss_pct: f64,
-    #[arg(long, default_value_t = 0.0)]
-    pub dup_pct: f64,
+    /// The link: `--link` and the flags that change its parts
+    #[command(flatten)]
+    pub link: LinkArgs,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[arg(long)]
@@ -95,13 +91,7 @@ const GOODBYE_FLUSH_S: f64 = 1.0;
 pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let world = world_maker(&args.scene)?()?;
     let scene_name = tumble_engine::scene::load_scene(&args.scene)?.name;
-    let link = LinkConfig {
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        duplicate_pct: args.dup_pct,
-        ..LinkConfig::default()
-    };
+    let link = args.link.config();
     let seed = args.seed.wrapping_add(u64::from(args.seat) * 7919);
     let mut socket = UdpTransport::bind("127.0.0.1:0".parse()?)?;
     let mut sim = LinkSim::new(link, seed ^ 0x5eed);
@@ -634,7 +624,7 @@ fn spawn(exe: &Path, args: &[String], seat: usize) -> Result<PeerChild> {
 pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> Result<SessionReport> {
     let exe = std::env::current_exe()?;
     let start_ms = unix_ms() + START_MARGIN_MS;
-    let end_ms = start_ms + config.seconds * 1000.0;
+    let end_ms = start_ms + config.run.seconds * 1000.0;
     let settle_ms = end_ms - SETTLE_S * 1000.0;
     // Each process writes what it drew; the parent measures it against the truth once all have ended.
     let trace_dir = std::env::temp_dir().join(format!("tumble-session-{}", std::process::id()));
@@ -648,11 +638,11 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
             format!("--start-unix-ms={start_ms}"),
             format!("--settle-unix-ms={settle_ms}"),
             format!("--end-unix-ms={end_ms}"),
-            format!("--latency-ms={}", config.latency_ms),
-            format!("--jitter-ms={}", config.jitter_ms),
-            format!("--loss-pct={}", config.loss_pct),
-            format!("--dup-pct={}", config.dup_pct),
-            format!("--seed={}", config.seed),
+            format!("--latency-ms={}", config.run.link.latency_ms),
+            format!("--jitter-ms={}", config.run.link.jitter_ms),
+            format!("--loss-pct={}", config.run.link.loss_pct),
+            format!("--dup-pct={}", config.run.link.duplicate_pct),
+            format!("--seed={}", config.run.seed),
             format!("--kbps-budget={}", config.kbps_budget),
             format!("--trace={}", trace_of(seat).display()),
         ];
@@ -740,7 +730,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         return host_gone_report(config, &finals, killed_at_ms.or(quit_ms), kill.is_some());
     }
     let traces: Vec<PathBuf> = (1..=config.players).map(trace_of).collect();
-    let measured = crate::drawn_trace::measure(&traces, config.seconds);
+    let measured = crate::drawn_trace::measure(&traces, config.run.seconds);
     std::fs::remove_dir_all(&trace_dir).ok();
     let meter = measured?;
     let corrections = finals.iter().fold((0, 0), |(a, b), f| {
@@ -763,7 +753,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         None => merge(config, &finals, killed_at_ms, settle_ms)?,
     };
     r.players = config.players;
-    r.drawn = Some(meter.to_json(corrections, config.seconds));
+    r.drawn = Some(meter.to_json(corrections, config.run.seconds));
     r.failure_evidence.extend(meter.evidence());
     r.handover_pop_m_max = f64::from(meter.jump.max_m());
     r.handover_pop_m_p99 = f64::from(meter.jump.quantile_m(0.99));
@@ -790,6 +780,7 @@ fn host_gone_report(
         .collect();
     tracing::info!(killed, "the host left; every guest reported");
     Ok(SessionReport {
+        run: config.run.clone(),
         players: config.players,
         kbps_budget: config.kbps_budget,
         peers_at_end: 0,
@@ -805,6 +796,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         .find(|f| f["host"] == true)
         .ok_or_else(|| anyhow!("no report from the host"))?;
     let mut r = SessionReport {
+        run: config.run.clone(),
         players: config.players,
         kbps_budget: config.kbps_budget,
         peers_at_end: finals.len(),

@@ -7,6 +7,7 @@
 
 use std::cmp::Ordering;
 use std::net::SocketAddr;
+use tumble_game::run_settings::RunSettings;
 
 use anyhow::{bail, Result};
 use glam::Vec3;
@@ -39,12 +40,8 @@ const STEP_S: f64 = 1.0 / PACKETS_PER_S as f64;
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
     pub players: usize,
-    pub seconds: f64,
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub loss_pct: f64,
-    pub dup_pct: f64,
-    pub seed: u64,
+    /// Length, seed and link.
+    pub run: RunSettings,
     pub kbps_budget: u32,
     /// Seat (1 = the host, 2..=4 the guests) whose peer vanishes (no goodbye) at the time given.
     pub kill_player: Option<(u8, f64)>,
@@ -64,14 +61,19 @@ pub struct SessionConfig {
 
 impl Default for SessionConfig {
     fn default() -> Self {
-        Self {
+        SessionConfig {
+            run: RunSettings {
+                seconds: 20.0,
+                seed: 1,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 0.0,
+                    loss_pct: 0.0,
+                    duplicate_pct: 0.0,
+                    ..LinkConfig::default()
+                },
+            },
             players: 4,
-            seconds: 20.0,
-            latency_ms: 50.0,
-            jitter_ms: 0.0,
-            loss_pct: 0.0,
-            dup_pct: 0.0,
-            seed: 1,
             kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
             kill_player: None,
             quit_player: None,
@@ -87,6 +89,8 @@ impl Default for SessionConfig {
 /// What a run measured.
 #[derive(Clone, Debug, Default)]
 pub struct SessionReport {
+    /// The run's length, seed and link (the report's head).
+    pub run: RunSettings,
     pub players: usize,
     pub grabs: u64,
     pub throws: u64,
@@ -253,7 +257,7 @@ impl SessionReport {
         for field in DRAWN_FIELDS {
             out[field] = drawn(field);
         }
-        out
+        crate::with_run(&self.run, out)
     }
 }
 
@@ -324,17 +328,11 @@ impl SessionRun {
         if !(1..=MAX_PLAYERS).contains(&config.players) {
             bail!("--players must be 1 to {MAX_PLAYERS}");
         }
-        if !(config.seconds.is_finite() && config.seconds > 0.0) {
+        if !(config.run.seconds.is_finite() && config.run.seconds > 0.0) {
             bail!("--seconds must be positive");
         }
-        let link = LinkConfig {
-            latency_ms: config.latency_ms,
-            jitter_ms: config.jitter_ms,
-            loss_pct: config.loss_pct,
-            duplicate_pct: config.dup_pct,
-            ..LinkConfig::default()
-        };
-        let steps = (config.seconds * PACKETS_PER_S as f64).round() as u64;
+        let link = config.run.link;
+        let steps = (config.run.seconds * PACKETS_PER_S as f64).round() as u64;
         let settle_step = steps.saturating_sub((SETTLE_S * PACKETS_PER_S as f64) as u64);
         let peer_config = PeerConfig {
             send_every_steps: config.send_every_steps,
@@ -359,7 +357,7 @@ impl SessionRun {
         }
         let cubes = peers[0].as_ref().map_or(0, |p| p.world.body_count());
         let mut run = SessionRun {
-            net: MemoryNetwork::new(link, config.seed),
+            net: MemoryNetwork::new(link, config.run.seed),
             peers,
             make_world,
             step: 0,
@@ -374,7 +372,8 @@ impl SessionRun {
             authority_of: vec![0; cubes],
             authority_now: Vec::with_capacity(cubes),
             authority_rest_since: vec![0; cubes],
-            news_steps: (2.0 * (config.latency_ms + config.jitter_ms) / 1000.0 * PACKETS_PER_S as f64).ceil() as u64
+            news_steps: (2.0 * (config.run.link.latency_ms + config.run.link.jitter_ms) / 1000.0 * PACKETS_PER_S as f64)
+                .ceil() as u64
                 + 2,
             disagreement_since: vec![None; cubes],
             conflicts: 0,
@@ -822,6 +821,7 @@ impl SessionRun {
     pub fn report(&self) -> Result<SessionReport> {
         let seconds = self.step as f64 * STEP_S;
         let mut r = SessionReport {
+            run: self.config.run.clone(),
             players: self.config.players,
             kbps_budget: self.config.kbps_budget,
             conflicts: self.conflicts,
@@ -1018,11 +1018,16 @@ mod tests {
         // Guest 2 throws the top cube of the 4-high tower at (-3.5, -3.5) into the piles; 100 ms round trip, 10 %
         // loss. Everyone ends with the same bits, and the cube went back to default once it rested.
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 14.0,
+                seed: 3,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    loss_pct: 10.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 14.0,
-            latency_ms: 50.0,
-            loss_pct: 10.0,
-            seed: 3,
             ..SessionConfig::default()
         };
         let mut drivers = guest_throws_one_cube();
@@ -1046,10 +1051,15 @@ mod tests {
         // Guests 2 and 3 squeeze on the same cube (top of the 2-high tower at (0.25, -3.5)) in the same step.
         let top = Vec3::new(0.25, 2.0, -3.5);
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 12.0,
+                seed: 5,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 12.0,
-            latency_ms: 50.0,
-            seed: 5,
             ..SessionConfig::default()
         };
         let mut drivers: Vec<Box<dyn Driver>> = vec![
@@ -1080,12 +1090,17 @@ mod tests {
             .build()
             .unwrap();
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 16.0,
+                seed: 9,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    loss_pct: 5.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 16.0,
-            latency_ms: 50.0,
-            loss_pct: 5.0,
             kill_player: Some((2, 2.0)),
-            seed: 9,
             ..SessionConfig::default()
         };
         let mut drivers: Vec<Box<dyn Driver>> = vec![
@@ -1126,14 +1141,19 @@ mod tests {
         for quit in [true, false] {
             let leave = Some((2, 2.0));
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 14.0,
+                    seed: 9,
+                    link: LinkConfig {
+                        latency_ms: 50.0,
+                        jitter_ms: 10.0,
+                        loss_pct: 25.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 14.0,
-                latency_ms: 50.0,
-                jitter_ms: 10.0,
-                loss_pct: 25.0,
                 quit_player: leave.filter(|_| quit),
                 kill_player: leave.filter(|_| !quit),
-                seed: 9,
                 ..SessionConfig::default()
             };
             let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), hold(), idle()];
@@ -1170,14 +1190,19 @@ mod tests {
         for (quit, line_s) in [(true, 1.0), (false, 5.0 + 1.0)] {
             let leave = Some((1, 3.0));
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 12.0,
+                    seed: 5,
+                    link: LinkConfig {
+                        latency_ms: 50.0,
+                        jitter_ms: 10.0,
+                        loss_pct: 25.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 12.0,
-                latency_ms: 50.0,
-                jitter_ms: 10.0,
-                loss_pct: 25.0,
                 quit_player: leave.filter(|_| quit),
                 kill_player: leave.filter(|_| !quit),
-                seed: 5,
                 ..SessionConfig::default()
             };
             let mut drivers: Vec<Box<dyn Driver>> = vec![idle(), idle(), idle()];
@@ -1216,14 +1241,19 @@ mod tests {
     fn thirty_packets_a_second_play_the_same_game_for_less_than_half_the_wire() {
         let run = |send_every_steps: u32| {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 16.0,
+                    seed: 3,
+                    link: LinkConfig {
+                        latency_ms: 50.0,
+                        jitter_ms: 10.0,
+                        loss_pct: 5.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 16.0,
-                latency_ms: 50.0,
-                jitter_ms: 10.0,
-                loss_pct: 5.0,
                 kbps_budget: 1000,
                 send_every_steps,
-                seed: 3,
                 ..SessionConfig::default()
             };
             let report = run_session(config, table64(), &mut guest_throws_one_cube()).unwrap();
@@ -1251,12 +1281,17 @@ mod tests {
     fn the_demand_is_not_capped_by_the_budget() {
         let run = |kbps_budget: u32| {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 20.0,
+                    seed: 4,
+                    link: LinkConfig {
+                        latency_ms: 50.0,
+                        loss_pct: 5.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 4,
-                seconds: 20.0,
-                latency_ms: 50.0,
-                loss_pct: 5.0,
                 kbps_budget,
-                seed: 4,
                 ..SessionConfig::default()
             };
             let mut drivers: Vec<Box<dyn Driver>> = ["builder", "thrower", "contender", "catcher"]
@@ -1289,12 +1324,17 @@ mod tests {
     #[test]
     fn a_guest_joining_late_converges() {
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 14.0,
+                seed: 11,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    loss_pct: 5.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 14.0,
-            latency_ms: 50.0,
-            loss_pct: 5.0,
             join_at_s: Some(3.0),
-            seed: 11,
             ..SessionConfig::default()
         };
         let mut drivers = guest_throws_one_cube();
@@ -1310,11 +1350,16 @@ mod tests {
         // cube someone holds, sequence jumps, far-away holds, garbage). The others end bit-identical; the host
         // took no claim from player 3, and refused its forgeries under every reason.
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 14.0,
+                seed: 13,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    loss_pct: 5.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 14.0,
-            latency_ms: 50.0,
-            loss_pct: 5.0,
-            seed: 13,
             hostile_players: vec![3],
             ..SessionConfig::default()
         };
@@ -1348,10 +1393,15 @@ mod tests {
         // and undo the nudge before anything is drawn.
         for nudge in [false, true] {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 12.0,
+                    seed: 2,
+                    link: LinkConfig {
+                        latency_ms: 20.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 12.0,
-                latency_ms: 20.0,
-                seed: 2,
                 ..SessionConfig::default()
             };
             let mut run = SessionRun::new(config, field900()).unwrap();
@@ -1389,10 +1439,15 @@ mod tests {
             (true, false, true),
         ] {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 8.0,
+                    seed: 2,
+                    link: LinkConfig {
+                        latency_ms: 20.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 8.0,
-                latency_ms: 20.0,
-                seed: 2,
                 ..SessionConfig::default()
             };
             let mut run = SessionRun::new(config, field900()).unwrap();
@@ -1453,12 +1508,17 @@ mod tests {
         };
         let run = |head_sent: bool, latency_ms: f64| {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 12.0,
+                    seed: 4,
+                    link: LinkConfig {
+                        latency_ms,
+                        jitter_ms: 10.0,
+                        loss_pct: 5.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 12.0,
-                latency_ms,
-                jitter_ms: 10.0,
-                loss_pct: 5.0,
-                seed: 4,
                 ..SessionConfig::default()
             };
             let mut run = SessionRun::new(config, table64()).unwrap();
@@ -1505,12 +1565,17 @@ mod tests {
         let (mut taken_with_a_pose, mut superseded) = (0, 0);
         for seed in [4, 5] {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 25.0,
+                    seed,
+                    link: LinkConfig {
+                        latency_ms: 50.0,
+                        jitter_ms: 10.0,
+                        loss_pct: 5.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 4,
-                seconds: 25.0,
-                latency_ms: 50.0,
-                jitter_ms: 10.0,
-                loss_pct: 5.0,
-                seed,
                 ..SessionConfig::default()
             };
             let mut run = SessionRun::new(config, table64()).unwrap();
@@ -1599,12 +1664,17 @@ mod tests {
         // their jitter buffers. After the delay settles, the played-out hand is where the sender's hand was at the
         // played moment, within a few cm, and the moment is a little more than the latency behind.
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 8.0,
+                seed: 21,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 10.0,
+                    loss_pct: 5.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 8.0,
-            latency_ms: 50.0,
-            jitter_ms: 10.0,
-            loss_pct: 5.0,
-            seed: 21,
             ..SessionConfig::default()
         };
         let script = sweeping_hand(1.5, 8 * 90);
@@ -1695,12 +1765,17 @@ mod tests {
         };
         for with_head in [true, false] {
             let config = SessionConfig {
+                run: RunSettings {
+                    seconds: 6.0,
+                    seed: 4,
+                    link: LinkConfig {
+                        latency_ms: 50.0,
+                        jitter_ms: 10.0,
+                        loss_pct: 5.0,
+                        ..SessionConfig::default().run.link
+                    },
+                },
                 players: 3,
-                seconds: 6.0,
-                latency_ms: 50.0,
-                jitter_ms: 10.0,
-                loss_pct: 5.0,
-                seed: 4,
                 ..SessionConfig::default()
             };
             let mut run = SessionRun::new(config, table64()).unwrap();
@@ -1748,11 +1823,16 @@ mod tests {
             .build()
             .unwrap();
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 4.0,
+                seed: 4,
+                link: LinkConfig {
+                    latency_ms: 50.0,
+                    jitter_ms: 5.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 4.0,
-            latency_ms: 50.0,
-            jitter_ms: 5.0,
-            seed: 4,
             ..SessionConfig::default()
         };
         let mut run = SessionRun::new(config, table64()).unwrap();
@@ -1844,10 +1924,15 @@ mod tests {
         // Idle players, a clean link: once acked, each avatar is one "unchanged" bit; with the baseline's age and
         // the presence flags, a few bits a packet.
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 6.0,
+                seed: 8,
+                link: LinkConfig {
+                    latency_ms: 30.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 6.0,
-            latency_ms: 30.0,
-            seed: 8,
             ..SessionConfig::default()
         };
         let mut run = SessionRun::new(config, table64()).unwrap();
@@ -1880,10 +1965,15 @@ mod tests {
         // counts each, takes none, and relays none: nobody plays an avatar of player 3, and player 2's avatar is
         // never the impostor's.
         let config = SessionConfig {
+            run: RunSettings {
+                seconds: 6.0,
+                seed: 13,
+                link: LinkConfig {
+                    latency_ms: 30.0,
+                    ..SessionConfig::default().run.link
+                },
+            },
             players: 3,
-            seconds: 6.0,
-            latency_ms: 30.0,
-            seed: 13,
             hostile_players: vec![3],
             ..SessionConfig::default()
         };

@@ -2,6 +2,7 @@
 //! simulated clock, or `--processes`: one OS process per player over UDP on 127.0.0.1).
 
 use std::path::PathBuf;
+use tumble_game::run_settings::{LinkArgs, RunSettings};
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -21,18 +22,9 @@ pub struct SessionArgs {
     /// Seconds to run; the bots stop 10 s before the end so the world can rest
     #[arg(long, value_name = "S", default_value_t = 60.0)]
     pub seconds: f64,
-    /// One-way delay added in each direction (ms): 50 is a 100 ms round trip
-    #[arg(long, value_name = "L", default_value_t = 0.0)]
-    pub latency_ms: f64,
-    /// ± jitter on each direction's delay (ms)
-    #[arg(long, value_name = "J", default_value_t = 0.0)]
-    pub jitter_ms: f64,
-    /// Loss in each direction (percent)
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
-    pub loss_pct: f64,
-    /// Duplicates in each direction (percent)
-    #[arg(long, value_name = "D", default_value_t = 0.0)]
-    pub dup_pct: f64,
+    /// The link: `--link` and the flags that change its parts
+    #[command(flatten)]
+    pub link: LinkArgs,
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// Scene file [default: assets/scenes/table64.toml]
@@ -100,14 +92,9 @@ impl SessionArgs {
             );
         }
         Ok(SessionConfig {
+            run: RunSettings::new(self.seconds, self.seed, self.link.config()),
             send_every_steps: 90 / self.packets_per_s,
             players: self.players,
-            seconds: self.seconds,
-            latency_ms: self.latency_ms,
-            jitter_ms: self.jitter_ms,
-            loss_pct: self.loss_pct,
-            dup_pct: self.dup_pct,
-            seed: self.seed,
             kbps_budget: self.kbps_budget,
             kill_player: self.kill_player.zip(self.kill_at_s),
             quit_player: self.quit_player.zip(self.quit_at_s),
@@ -162,7 +149,7 @@ pub fn run(args: &SessionArgs) -> Result<SessionReport> {
     let mut drivers = seats
         .iter()
         .enumerate()
-        .map(|(i, name)| make_driver(name, i as u8 + 1, config.seed.wrapping_add(i as u64)))
+        .map(|(i, name)| make_driver(name, i as u8 + 1, config.run.seed.wrapping_add(i as u64)))
         .collect::<Result<Vec<_>>>()?;
     run_session(config, make_world, &mut drivers)
 }

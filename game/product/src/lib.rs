@@ -10,6 +10,7 @@
 //! - [`draw`]: what the desktop view and VR draw alike (cube highlight flags, hand boxes).
 //! - [`desktop`]: the desktop debug view (window, free camera, mouse and gamepad hands, overlay).
 //! - [`interaction`]: grab, hold, release and throw — shared by the desktop view, VR and bots.
+//! - [`run_settings`]: a run's length, seed and link (`RunSettings`), the one set of link flags and `--link` presets.
 //! - [`screenshot`]: headless rendering of a scene to a PNG (`tumble screenshot`, the image test).
 //! - [`smoothing`]: what is drawn eases into what is simulated (per-cube visual offsets) and the pop meter.
 //! - [`session`]: a host and up to three guests: messages, one peer's step (play, send, judge or accept, simulate).
@@ -34,6 +35,7 @@ pub mod interaction;
 pub mod interpolate;
 pub mod quit;
 pub mod render_bench;
+pub mod run_settings;
 pub mod screenshot;
 pub mod session;
 pub mod smoothing;

@@ -11,6 +11,8 @@ use tumble_net::crypto::JoinSecret;
 use tumble_net::join_code::JoinTarget;
 use tumble_net::LinkConfig;
 
+use crate::run_settings::{validate_link, LinkArgs};
+
 use super::mode::{Mode, NetView};
 use super::scenes::default_scene;
 use super::DesktopError;
@@ -99,18 +101,9 @@ pub struct LocalArgs {
     /// Scene file [default: assets/scenes/table64.toml]
     #[arg(long, value_name = "FILE")]
     pub scene: Option<PathBuf>,
-    /// One-way delay added in each direction (ms): 50 is a 100 ms round trip
-    #[arg(long, value_name = "L", default_value_t = 50.0)]
-    pub latency_ms: f64,
-    /// ± jitter on each direction's delay (ms)
-    #[arg(long, value_name = "J", default_value_t = 0.0)]
-    pub jitter_ms: f64,
-    /// Loss in each direction (percent)
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
-    pub loss_pct: f64,
-    /// Duplicates in each direction (percent)
-    #[arg(long, value_name = "D", default_value_t = 0.0)]
-    pub dup_pct: f64,
+    /// The link: `--link` and the flags that change its parts
+    #[command(flatten)]
+    pub link: LinkArgs,
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
     /// Per-connection budget, each direction (kbps, IP/UDP headers included)
@@ -127,6 +120,9 @@ pub struct LocalArgs {
     #[arg(long, value_name = "N", hide = true)]
     pub frames: Option<u64>,
 }
+
+/// `tumble local`'s one-way latency when no link is given (ms): a 100 ms round trip.
+pub const LOCAL_LATENCY_MS: f64 = 50.0;
 
 /// A join code, or `ADDR:PORT` of an open game. Codes have neither dots nor colons, addresses and names do.
 pub fn parse_join_target(text: &str) -> Result<JoinTarget, String> {
@@ -158,24 +154,14 @@ pub fn parse_host_address(text: &str) -> Result<SocketAddr, String> {
     }
 }
 
+/// `tumble local`'s link: `--link` and the link flags, over its own default of 50 ms each way.
 fn link(args: &LocalArgs) -> Result<LinkConfig, DesktopError> {
-    for (name, v, max) in [
-        ("--latency-ms", args.latency_ms, 10_000.0),
-        ("--jitter-ms", args.jitter_ms, 10_000.0),
-        ("--loss-pct", args.loss_pct, 100.0),
-        ("--dup-pct", args.dup_pct, 100.0),
-    ] {
-        if !(v.is_finite() && (0.0..=max).contains(&v)) {
-            return Err(bad(format!("{name} must be 0 to {max} (got {v})")));
-        }
-    }
-    Ok(LinkConfig {
-        latency_ms: args.latency_ms,
-        jitter_ms: args.jitter_ms,
-        loss_pct: args.loss_pct,
-        duplicate_pct: args.dup_pct,
+    let link = args.link.config_or(LinkConfig {
+        latency_ms: LOCAL_LATENCY_MS,
         ..LinkConfig::default()
-    })
+    });
+    validate_link(&link).map_err(|e| bad(e.to_string()))?;
+    Ok(link)
 }
 
 fn bad(text: String) -> DesktopError {
@@ -405,7 +391,7 @@ mod tests {
             panic!()
         };
         let e = l.options().err().unwrap().to_string();
-        assert!(e.contains("--loss-pct must be 0 to 100"), "{e}");
+        assert!(e.contains("--loss-pct must be in 0..=100"), "{e}");
         assert!(positive(Some(-1.0)).is_err() && positive(Some(f64::NAN)).is_err());
     }
 
