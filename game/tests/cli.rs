@@ -438,14 +438,14 @@ fn compare_all_prints_one_object_per_model() {
         .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
         .collect();
     let models: Vec<&str> = lines.iter().map(|l| l["model"].as_str().unwrap_or("?")).collect();
-    assert_eq!(models, ["lockstep", "snapshots", "predict", "authority"]);
+    assert_eq!(models, ["lockstep", "snapshots", "predict", "state-sync", "authority"]);
     for line in &lines {
         assert_has_compare_figures(line);
         // A quantity that does not apply to a model is null, never a literal 0.
         let not_applicable: &[&str] = match line["model"].as_str() {
             Some("lockstep") => &["corrections", "correction_max_m"],
             Some("predict") => &["hitch_frames", "hitch_fraction", "desyncs"],
-            Some("authority") => &["hitch_frames", "hitch_fraction"],
+            Some("authority") | Some("state-sync") => &["hitch_frames", "hitch_fraction"],
             _ => &[],
         };
         for field in not_applicable {

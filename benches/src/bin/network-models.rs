@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use tumble_benches::line_chart::{self, Panel, Series};
 use tumble_harness::compare::{run_cli, CompareArgs};
 
-const MODELS: [&str; 4] = ["lockstep", "snapshots", "predict", "authority"];
+const MODELS: [&str; 5] = ["lockstep", "snapshots", "predict", "state-sync", "authority"];
 
 #[derive(Parser, Debug)]
 #[command(about = "The network models of tumble compare against loss (JSON on stdout)")]

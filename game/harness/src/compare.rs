@@ -61,6 +61,9 @@ pub enum Model {
     Snapshots,
     Predict,
     Authority,
+    /// State synchronization (the 2015 series' third model): player 1's machine simulates and sends every cube's
+    /// state; the other simulates too, applies them and sends its inputs.
+    StateSync,
     All,
 }
 
@@ -482,7 +485,13 @@ pub fn run_lockstep(config: &LockstepConfig, worlds: Vec<World>) -> Result<Locks
 }
 
 /// Every model `--model all` runs, in the order it prints them.
-pub const ALL_MODELS: [Model; 4] = [Model::Lockstep, Model::Snapshots, Model::Predict, Model::Authority];
+pub const ALL_MODELS: [Model; 5] = [
+    Model::Lockstep,
+    Model::Snapshots,
+    Model::Predict,
+    Model::StateSync,
+    Model::Authority,
+];
 
 /// `tumble compare`: the JSON object of the model asked for. `--model all`: an array of every model's object,
 /// run one after another on the same scene, link and seed (with `--players` above 2, the two-player models run
@@ -498,7 +507,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
         Model::Lockstep => {}
         Model::Snapshots => return run_snapshots_cli(args),
         Model::Predict => return crate::compare_predict::run_cli(args),
-        Model::Authority => return super::compare_authority::run_cli(args),
+        Model::Authority | Model::StateSync => return super::compare_authority::run_cli(args),
         Model::All => return run_all(args),
     }
     let config = LockstepConfig::from_args(args);

@@ -1,4 +1,6 @@
-//! `tumble compare --model authority`: the cube game played over the state sync with distributed authority that
+//! `tumble compare --model authority` (and `--model state-sync`, [`AuthorityConfig::host_simulates_all`]: player 1's
+//! machine simulates every cube and the others apply its states, the 2015 series' state synchronization): the cube
+//! game played over the state sync with distributed authority that
 //! the VR sessions use ([`tumble_game::session::Peer`]): every player's machine simulates the whole world; each player's
 //! cube is pinned to its player (authority rule 10: its machine simulates it and sends its state, whatever touches
 //! it); the cubes a player's cube touches, and those its blow and pull push, are taken by that player's machine
@@ -67,6 +69,11 @@ pub struct AuthorityConfig {
     /// Every peer applies every player's relayed input to that player's cube and what it pushes (off: each peer
     /// pushes with its own player's input only, as before issue 30; a control).
     pub remote_inputs: bool,
+    /// State synchronization, as in the 2015 series (`--model state-sync`): player 1's machine simulates every cube
+    /// with authority (the player cubes pinned to it too) and sends their states; the others simulate too, push
+    /// with their own input locally, apply the states and send their inputs (relayed in the message header), which
+    /// player 1 applies to their cubes. Nothing is ever claimed by a guest.
+    pub host_simulates_all: bool,
 }
 
 impl Default for AuthorityConfig {
@@ -77,6 +84,7 @@ impl Default for AuthorityConfig {
             kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
             packets_per_s: PACKETS_PER_S,
             remote_inputs: true,
+            host_simulates_all: false,
         }
     }
 }
@@ -90,6 +98,7 @@ impl AuthorityConfig {
             kbps_budget: args.kbps_budget,
             packets_per_s: args.packets_per_s,
             remote_inputs: !args.no_remote_inputs,
+            host_simulates_all: args.model == super::compare::Model::StateSync,
         }
     }
 
@@ -153,7 +162,7 @@ impl AuthorityReport {
         let mut figures = with_run(
             &config.run,
             json!({
-                "model": "authority",
+                "model": if config.host_simulates_all { "state-sync" } else { "authority" },
                 "players": self.players,
                 "scene": scene,
                 "cubes": self.cubes,
@@ -164,7 +173,11 @@ impl AuthorityReport {
                 "kbps_mean_up": self.kbps_mean_up,
                 "kbps_mean_down": self.kbps_mean_down,
                 "input_to_screen_ms": 0.0,
-                "input_to_screen_on": "every player (each is its own cube's authority)",
+                "input_to_screen_on": if config.host_simulates_all {
+                    "player 1 (its machine simulates every cube)"
+                } else {
+                    "every player (each is its own cube's authority)"
+                },
                 "remote_delay_ms": self.remote_delay_ms,
                 "remote_error_m_mean": self.remote_error_m_mean,
                 "remote_error_m_max": self.remote_error_m_max,
@@ -218,6 +231,9 @@ struct CubeDriver {
     forces_s: f64,
     /// Apply the other players' relayed inputs too ([`AuthorityConfig::remote_inputs`]).
     remote_inputs: bool,
+    /// State sync ([`AuthorityConfig::host_simulates_all`]): player 1's machine applies every player's input
+    /// with authority; a guest pushes with its own input locally and claims nothing.
+    host_simulates_all: bool,
 }
 
 impl CubeDriver {
@@ -234,7 +250,7 @@ impl CubeDriver {
             let (world, table) = (&mut peer.world, &peer.table);
             self.game
                 .push_one(world, usize::from(q - 1), CubeInput::from_bits(bits), |c| {
-                    table.stamp(c.0).authority == q && table.holder(c.0) == NOBODY
+                    (self.host_simulates_all || table.stamp(c.0).authority == q) && table.holder(c.0) == NOBODY
                 })?;
         }
         Ok(())
@@ -270,9 +286,15 @@ impl Driver for CubeDriver {
         self.pushed.clear();
         self.game.pushed_by(&peer.world, p, input, &mut self.pushed)?;
         self.may_push.resize(peer.world.body_count(), false);
+        let claims = !self.host_simulates_all || peer.is_host();
         for &cube in &self.pushed {
             let was_at_rest = peer.world.state(cube)?.at_rest;
-            self.may_push[cube.index()] = peer.claim_pushed(cube, was_at_rest)?;
+            // State sync: a guest pushes what its input reaches here, and the host's states correct it.
+            self.may_push[cube.index()] = if claims {
+                peer.claim_pushed(cube, was_at_rest)?
+            } else {
+                peer.table.holder(cube.0) == NOBODY
+            };
         }
         let may_push = &self.may_push;
         self.game.push_one(&mut peer.world, p, input, |c| {
@@ -359,7 +381,7 @@ impl AuthorityRun {
             pinned: player_cubes
                 .iter()
                 .enumerate()
-                .map(|(p, &id)| (id, p as u8 + 1))
+                .map(|(p, &id)| (id, if config.host_simulates_all { 1 } else { p as u8 + 1 }))
                 .collect(),
             ..SessionConfig::default()
         };
@@ -376,6 +398,7 @@ impl AuthorityRun {
                     may_push: Vec::new(),
                     forces_s: 0.0,
                     remote_inputs: config.remote_inputs,
+                    host_simulates_all: config.host_simulates_all,
                 }) as Box<dyn Driver>
             })
             .collect();
@@ -648,6 +671,42 @@ mod tests {
             r.kbps_mean_up > 0.0 && r.kbps_mean_up <= f64::from(config.kbps_budget) * 1.05,
             "{r:?}"
         );
+    }
+
+    /// Issue 34, item 4: state synchronization. Player 1's machine simulates every cube with authority — both
+    /// player cubes stay its own all through — the guest claims nothing, the host takes no claim from it, and the
+    /// copies end bit-identical. The same game under distributed authority (the control) has the guest's cube its
+    /// own and its claims taken.
+    #[test]
+    fn state_sync_the_host_simulates_every_cube_and_the_guest_claims_nothing() {
+        let play = |host_simulates_all: bool| {
+            let config = AuthorityConfig {
+                run: RunSettings::link(6.0, 50.0, 10.0, 5.0),
+                host_simulates_all,
+                ..AuthorityConfig::default()
+            };
+            let mut run = AuthorityRun::new(&config, cubes90()).unwrap();
+            let cubes = run.player_cubes.clone();
+            let mut guest_cube_hosts = true;
+            while !run.session().is_finished() {
+                run.frame().unwrap();
+                for peer in run.session().peers() {
+                    guest_cube_hosts &= peer.table.stamp(cubes[1].0).authority == 1;
+                }
+            }
+            (run.report().unwrap(), guest_cube_hosts)
+        };
+        let (r, guest_cube_hosts) = play(true);
+        assert!(guest_cube_hosts, "the guest's cube stays the host's");
+        assert_eq!(r.accepted_claims_by_player[2], 0, "{r:?}");
+        assert!(r.player_travel_max_m > 1.0, "{r:?}");
+        assert!(r.bit_identical_at_end && r.desyncs == 0, "{r:?}");
+        let (a, guest_cube_hosts) = play(false);
+        assert!(
+            !guest_cube_hosts,
+            "under distributed authority the guest's cube is its own"
+        );
+        assert!(a.accepted_claims_by_player[2] > 0, "{a:?}");
     }
 
     /// Issue 30, item 7: every player rolls forward, 50 ms each way, three players (the guests hear each other

@@ -26,6 +26,10 @@ pub fn sides(model: Model) -> (&'static str, &'static str) {
             "player 1, the host (you): simulates, sends what it has authority over",
             "player 2: state sync, cubes tinted by authority",
         ),
+        Model::StateSync => (
+            "player 1 (you): simulates every cube and sends their states",
+            "player 2: simulates too, applies the states, sends its inputs",
+        ),
     }
 }
 
@@ -35,6 +39,7 @@ fn model_name(model: Model) -> &'static str {
         Model::Snapshots => "snapshots",
         Model::Predict => "predict",
         Model::Authority => "authority",
+        Model::StateSync => "state-sync",
     }
 }
 
@@ -84,7 +89,7 @@ fn mark_halves(ctx: &Context, model: Model, right_player: usize) {
 /// The two halves' titles.
 fn short_sides(model: Model) -> (&'static str, &'static str) {
     match model {
-        Model::Lockstep | Model::All | Model::Authority => ("Player 1 (you)", "Player 2"),
+        Model::Lockstep | Model::All | Model::Authority | Model::StateSync => ("Player 1 (you)", "Player 2"),
         Model::Snapshots => ("Server (you)", "Client"),
         Model::Predict => ("Client (you)", "Server"),
     }
@@ -154,7 +159,7 @@ fn link_settings(ui: &mut Ui, edit: &mut CompareArgs) {
         Model::Predict => {
             ui.add(egui::Slider::new(&mut edit.predict_buffer_ms, 0.0..=200.0).text("server input buffer (ms)"));
         }
-        Model::Authority => {
+        Model::Authority | Model::StateSync => {
             ui.add(egui::Slider::new(&mut edit.players, 2..=4).text("players"));
             ui.add(egui::Slider::new(&mut edit.kbps_budget, 32..=1024).text("budget (kbps)"));
         }
@@ -165,7 +170,7 @@ fn figures(ui: &mut Ui, game: &CompareView) {
     let f = game.figures();
     let (host, guest) = match game.settings.model {
         Model::Snapshots | Model::Predict => ("server", "client"),
-        Model::Authority => ("the host (busiest connection)", "its guest"),
+        Model::Authority | Model::StateSync => ("the host (busiest connection)", "its guest"),
         Model::Lockstep | Model::All => ("player 1 (first connection)", "player 2"),
     };
     ui.label(format!("{:.0} s played", f.seconds));

@@ -384,7 +384,7 @@ fn build(settings: &CompareArgs) -> Result<(ModelRun, World, CubeGame, String)> 
             world.clone(),
             world,
         )?)),
-        Model::Authority => ModelRun::Authority(Box::new(AuthorityRun::new(
+        Model::Authority | Model::StateSync => ModelRun::Authority(Box::new(AuthorityRun::new(
             &AuthorityConfig::from_args(settings),
             world,
         )?)),
