@@ -29,13 +29,17 @@
 //! - `desyncs`: 0 — the server is the authority; a difference is a correction, never a desync.
 //! - `bit_identical_at_end`: the newest server state compared at the end equalled the client's prediction for
 //!   its step to the bit (the client's cube; the rest of the client's world is a prediction).
+//! - `world_divergence_m_max` / `_mean`: the client's whole world against the server's at the client's last step
+//!   (the server plays on alone until it has simulated that step): the largest and the mean distance between a
+//!   body's two positions; null if the server did not get there within 5 s. The server carries only the cubes near
+//!   the client's cube, so the rest of the client's world drifts as the two simulations part.
 //! - `cpu_ms_per_step`: wall time simulating, replays included, per step run, mean over both machines
 //!   (`cpu_ms_per_step_client` / `_server` apart).
 
 use crate::with_run;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
-use tumble_engine::physics::{World, WorldConfig};
+use tumble_engine::physics::{BodyId, World, WorldConfig};
 use tumble_game::run_settings::RunSettings;
 use tumble_net::PeerId;
 
@@ -62,6 +66,8 @@ pub fn world_config(keep_early_stop: bool) -> WorldConfig {
 
 /// Largest server input buffer accepted (ms).
 const MAX_BUFFER_MS: f64 = 1_000.0;
+/// Longest the server plays on alone at the end to reach the client's last step (s), for the world's divergence.
+pub const CATCH_UP_S: f64 = 5.0;
 
 /// One prediction run's settings.
 #[derive(Debug, Clone)]
@@ -108,6 +114,11 @@ pub struct PredictReport {
     pub kbps_mean_up: f64,
     pub kbps_mean_down: f64,
     pub offset_steps: Option<u64>,
+    /// The client's whole world against the server's at the same step, at the end (m): the largest and the mean
+    /// distance between a body's positions on the two machines (see [`PredictRun::world_divergence`]); `None`
+    /// when the server never reached the client's last step.
+    pub world_divergence_m_max: Option<f32>,
+    pub world_divergence_m_mean: Option<f32>,
     pub client: ClientStats,
     pub server: ServerStats,
 }
@@ -167,6 +178,8 @@ impl PredictReport {
             "replayed_steps": c.replayed_steps,
             "joined_at_step": c.joined_at_step,
             "offset_steps": self.offset_steps,
+            "world_divergence_m_max": self.world_divergence_m_max,
+            "world_divergence_m_mean": self.world_divergence_m_mean,
             "server_buffer_steps": config.buffer_steps(),
             "late_inputs": s.late_inputs,
             "inputs_applied": s.inputs_applied,
@@ -293,12 +306,66 @@ impl PredictRun {
         })
     }
 
-    /// Runs the measured frames and reports.
+    /// Runs the measured frames and reports, with the world's divergence at the end.
     pub fn run(mut self) -> Result<PredictReport> {
         while !self.measured() {
             self.frame()?;
         }
-        Ok(self.report())
+        let mut report = self.report();
+        if let Some((max, mean)) = self.world_divergence()? {
+            report.world_divergence_m_max = Some(max);
+            report.world_divergence_m_mean = Some(mean);
+        }
+        Ok(report)
+    }
+
+    /// How far the client's whole world is from the server's at the same step: every body's position on the client
+    /// now, against the server's once it has simulated the same step (the client stops sampling; the server plays
+    /// on, with its bot, the link carrying the client's last inputs, for at most [`CATCH_UP_S`]). Returns (largest,
+    /// mean) over the bodies; `None` if the server never got there. Nothing of this is sent: the harness reads
+    /// both worlds.
+    pub fn world_divergence(&mut self) -> Result<Option<(f32, f32)>> {
+        let target = self.client.steps();
+        let world = self.client.world();
+        let client: Vec<glam::Vec3> = (0..world.body_count() as u32)
+            .map(|i| world.state(BodyId(i)).map(|s| s.position))
+            .collect::<Result<_, _>>()?;
+        let limit = self.frame + (CATCH_UP_S * STEP_HZ as f64) as u64;
+        while self.server.applied().is_none_or(|a| a + 1 < target) {
+            if self.frame >= limit {
+                return Ok(None);
+            }
+            self.server_frame()?;
+        }
+        let server = self.server.world();
+        let (mut max, mut sum) = (0.0f32, 0.0f64);
+        for (i, c) in client.iter().enumerate() {
+            let d = server.state(BodyId(i as u32))?.position.distance(*c);
+            max = max.max(d);
+            sum += f64::from(d);
+        }
+        Ok(Some((max, (sum / client.len().max(1) as f64) as f32)))
+    }
+
+    /// One frame in which only the server steps (the client's packets still go out, carrying its unacked inputs).
+    fn server_frame(&mut self) -> Result<()> {
+        let k = self.frame;
+        let t = link_time(self.handshake_ticks, k, 0, TICK_S);
+        self.server.sample(self.bots[0].next_input());
+        self.server.advance()?;
+        let n = self.client.write_packet(&mut self.buf)?;
+        if let Err(e) = self.link.guest.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
+            tracing::warn!("prediction input packet not sent: {e}");
+        }
+        for sub in 0..SUBTICKS_PER_STEP {
+            self.link.tick(link_time(self.handshake_ticks, k, sub, TICK_S))?;
+            let server = &mut self.server;
+            read_packets(&mut self.link.host, "the server", "input packet", |b| {
+                server.read_packet(b)
+            })?;
+        }
+        self.frame += 1;
+        Ok(())
     }
 
     pub fn report(&self) -> PredictReport {
@@ -310,6 +377,8 @@ impl PredictRun {
             kbps_mean_up: kbps(self.link.host_wire_bytes()),
             kbps_mean_down: kbps(self.link.guest_wire_bytes()),
             offset_steps: self.server.offset(),
+            world_divergence_m_max: None,
+            world_divergence_m_mean: None,
             client: self.client.stats.clone(),
             server: self.server.stats.clone(),
         }
@@ -432,6 +501,32 @@ mod tests {
             "{}",
             u.client.others_rewind_drawn_max_m
         );
+    }
+
+    /// The world's divergence compares the two machines at one step: it reads the client's world as it is (a cube
+    /// moved 3 m behind the protocol's back on the client reads at least that), and on a field of cubes the
+    /// client's world drifts from the server's where nothing of the server's corrects it.
+    #[test]
+    fn the_worlds_divergence_is_measured_at_the_same_step() {
+        let play = |scene: &str, nudge_m: f32| {
+            let config = link(50.0, 5.0, 5.0);
+            let mut run = PredictRun::new(&config, scene_world(scene), scene_world(scene)).unwrap();
+            while !run.measured() {
+                run.frame().unwrap();
+            }
+            if nudge_m > 0.0 {
+                run.client.nudge_own(glam::Vec3::new(nudge_m, 0.0, 0.0)).unwrap();
+            }
+            run.world_divergence()
+                .unwrap()
+                .expect("the server reaches the client's step")
+        };
+        let (max, mean) = play("open_field.toml", 0.0);
+        assert!(max.is_finite() && mean <= max, "{max} {mean}");
+        let (nudged, _) = play("open_field.toml", 3.0);
+        assert!(nudged >= 2.9, "{nudged}");
+        let (_, field_mean) = play("cubes900.toml", 0.0);
+        assert!(field_mean > 0.0, "{field_mean}");
     }
 
     #[test]

@@ -156,6 +156,11 @@ impl PredictServer {
         Ok(())
     }
 
+    /// The newest client step applied (its state is the client's at the start of the next).
+    pub fn applied(&self) -> Option<u64> {
+        self.applied
+    }
+
     /// Reads the client's input packet; a malformed one is refused whole and counted.
     pub fn read_packet(&mut self, bytes: &[u8]) -> Result<(), PredictError> {
         let result = self.take_inputs(bytes);
