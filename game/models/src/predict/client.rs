@@ -32,12 +32,21 @@ use crate::inputs::packet::{unwrap_step, InputPacket, MAX_INPUTS_PER_PACKET, MAX
 use tumble_game::avatar::Pose;
 use tumble_game::cube_game::{CubeGame, CubeInput};
 use tumble_game::smoothing::DrawSmoothing;
+#[cfg(doc)]
+use tumble_game::smoothing::MAX_SMOOTHED_ERROR_M;
 
 /// A predicted position this far (m) from the server's is corrected: a few millimetres, far above float noise,
 /// far below what a player sees.
 pub const CORRECTION_POSITION_M: f32 = 0.005;
 /// A predicted rotation this far (rad, 0.57°) from the server's is corrected.
 pub const CORRECTION_ANGLE_RAD: f32 = 0.01;
+/// Cubes within this distance of this player's cube here (m) are left to the rewinds: its prediction may be
+/// about to touch them (it covers 0.7 m in a 100 ms round trip at 7 m/s).
+pub const KEEP_NEAR_OWN_M: f32 = 3.0;
+/// A cube slower than this here (m/s, rad/s) counts as resting for a carried resting state: it is settling, not on
+/// its way anywhere (rest detection takes a while to call it).
+pub const STILL_M_S: f32 = 0.05;
+pub const STILL_RAD_S: f32 = 0.1;
 /// A drawn pose moved by a rewind more than this (m) was not smoothed (the smoothing dropped an offset too large
 /// to ease).
 const UNSMOOTHED_M: f32 = 1e-4;
@@ -81,9 +90,11 @@ pub struct ClientStats {
     pub unsmoothed_rewinds: u64,
     /// Largest move a rewind made of any other body in the present (m): what an unsmoothed view would jump by.
     pub others_rewind_moved_max_m: f32,
-    /// Largest jump of any other body's drawn pose at a rewind (m): the draw smoothing takes the move as an offset
-    /// and eases it out, so this stays near 0 while the moves are under its 8 m.
+    /// Largest jump of any other body's drawn pose at a rewind whose move the draw smoothing took as an offset to
+    /// ease out (m); moves it dropped (past its reach, [`MAX_SMOOTHED_ERROR_M`]) are counted apart.
     pub others_rewind_drawn_max_m: f32,
+    /// Rewinds' moves of other bodies past that reach: drawn as they are (a cube metres away is put where it is).
+    pub others_rewind_snapped: u64,
     /// Rewinds (corrections and the join) and the steps they replayed.
     pub rewinds: u64,
     pub replayed_steps: u64,
@@ -96,6 +107,9 @@ pub struct ClientStats {
     pub states_stale: u64,
     /// Carried states the world refused (a bad rotation, a position out of range).
     pub states_refused: u64,
+    /// Carried resting cubes set here without a rewind: the server has them at rest, and so does this world, in
+    /// another pose (the two simulations parted there).
+    pub resting_cubes_set: u64,
 }
 
 pub struct PredictClient {
@@ -383,6 +397,39 @@ impl PredictClient {
             self.set_other_to_server()?;
             let new = pose(&self.world, self.other)?;
             self.smoothing.on_snap(self.other.index(), &old, &new);
+            self.set_resting_cubes()?;
+        }
+        Ok(())
+    }
+
+    /// The carried cubes the server has at rest, set here where this world has them at rest too, in another pose
+    /// (eased in the drawing): a resting state holds at any step, so it needs no rewind. A cube moving here is left
+    /// to the simulation (it may be on its way to where the server has it, or hit by this player's cube since).
+    fn set_resting_cubes(&mut self) -> Result<(), PredictError> {
+        let own_state = self.world.state(self.own)?;
+        let own = own_state.position;
+        let own_moving = !own_state.at_rest && own_state.linear_velocity.length() >= STILL_M_S;
+        if own_moving {
+            return Ok(());
+        }
+        for k in 0..self.packet.cubes.len() {
+            let cube = self.packet.cubes[k];
+            let id = BodyId(u32::from(cube.id));
+            let here = self.world.state(id)?;
+            let still_here = here.at_rest
+                || (here.linear_velocity.length() < STILL_M_S && here.angular_velocity.length() < STILL_RAD_S);
+            let near_own = own_moving && here.position.distance(own) < KEEP_NEAR_OWN_M;
+            if !cube.state.at_rest || !still_here || near_own || same_bits(&here, &cube.state) {
+                continue;
+            }
+            let old = pose(&self.world, id)?;
+            if self.world.set_state(id, &cube.state).is_err() {
+                self.stats.states_refused += 1;
+                continue;
+            }
+            let new = pose(&self.world, id)?;
+            self.smoothing.on_snap(id.index(), &old, &new);
+            self.stats.resting_cubes_set += 1;
         }
         Ok(())
     }
@@ -421,12 +468,18 @@ impl PredictClient {
                 self.smoothing.on_snap(i, &self.poses[i], &new);
                 let drawn_after = self.smoothing.drawn_pose(i, &new);
                 let s = &mut self.stats;
-                s.others_rewind_moved_max_m = s
-                    .others_rewind_moved_max_m
-                    .max(new.position.distance(self.poses[i].position));
-                s.others_rewind_drawn_max_m = s
-                    .others_rewind_drawn_max_m
-                    .max(drawn_after.position.distance(drawn_before.position));
+                let moved = new.position.distance(self.poses[i].position);
+                s.others_rewind_moved_max_m = s.others_rewind_moved_max_m.max(moved);
+                // The smoothing drops an offset past its reach (this move, or this one on top of what it was still
+                // easing): such a body is drawn where it is.
+                let dropped = moved > 0.001 && self.smoothing.position_offset(i) == glam::Vec3::ZERO;
+                if dropped {
+                    s.others_rewind_snapped += 1;
+                } else {
+                    s.others_rewind_drawn_max_m = s
+                        .others_rewind_drawn_max_m
+                        .max(drawn_after.position.distance(drawn_before.position));
+                }
             }
         }
         let sim_after = pose(&self.world, self.own)?;
@@ -461,6 +514,12 @@ impl PredictClient {
     #[doc(hidden)]
     pub fn draw_without_smoothing(&mut self) {
         self.smoothing.set_enabled(false);
+    }
+
+    /// Sets body `id` of the client's world behind the protocol's back (a test hook of the bench).
+    #[doc(hidden)]
+    pub fn set_body_state(&mut self, id: BodyId, state: &BodyState) -> Result<(), PredictError> {
+        Ok(self.world.set_state(id, state)?)
     }
 
     /// Changes the client's cube behind the protocol's back (a test hook of the bench: a misprediction the server
