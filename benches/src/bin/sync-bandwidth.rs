@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tumble_game::run_settings::RunSettings;
-use tumble_net::LinkConfig;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -52,14 +51,8 @@ fn run(args: &Args) -> Result<()> {
     for &loss in &args.loss_pct {
         let config = LoopbackConfig {
             run: RunSettings {
-                seconds: args.seconds,
                 seed: args.seed,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    jitter_ms: 5.0,
-                    loss_pct: loss,
-                    ..LoopbackConfig::default().run.link
-                },
+                ..RunSettings::link(args.seconds, 50.0, 5.0, loss)
             },
             throw_every_s: Some(2.0),
             ..LoopbackConfig::default()

@@ -631,14 +631,8 @@ mod tests {
     fn three_players_push_cubes_around_and_end_with_the_same_bits() {
         let config = AuthorityConfig {
             run: RunSettings {
-                seconds: 6.0,
                 seed: 3,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    jitter_ms: 10.0,
-                    loss_pct: 5.0,
-                    ..AuthorityConfig::default().run.link
-                },
+                ..RunSettings::link(6.0, 50.0, 10.0, 5.0)
             },
             players: 3,
             ..AuthorityConfig::default()

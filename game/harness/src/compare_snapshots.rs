@@ -390,14 +390,8 @@ mod tests {
     fn config(compressed: bool) -> SnapshotConfig {
         SnapshotConfig {
             run: RunSettings {
-                seconds: 6.0,
                 seed: 7,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    jitter_ms: 10.0,
-                    loss_pct: 5.0,
-                    ..SnapshotConfig::default().run.link
-                },
+                ..RunSettings::link(6.0, 50.0, 10.0, 5.0)
             },
             compressed,
             ..SnapshotConfig::default()
@@ -439,14 +433,8 @@ mod tests {
     fn at_5_pct_loss_the_client_never_extrapolates_or_corrects() {
         let config = |follow_loss| SnapshotConfig {
             run: RunSettings {
-                seconds: 120.0,
                 seed: 3,
-                link: LinkConfig {
-                    latency_ms: 125.0,
-                    jitter_ms: 15.0,
-                    loss_pct: 5.0,
-                    ..SnapshotConfig::default().run.link
-                },
+                ..RunSettings::link(120.0, 125.0, 15.0, 5.0)
             },
             delay: PlayoutDelay {
                 floor_s: 0.1,

@@ -858,14 +858,8 @@ mod tests {
     fn throwing(loss_pct: f64, kbps_budget: u32) -> LoopbackConfig {
         LoopbackConfig {
             run: RunSettings {
-                seconds: 20.0,
                 seed: 4,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    jitter_ms: 5.0,
-                    loss_pct,
-                    ..LoopbackConfig::default().run.link
-                },
+                ..RunSettings::link(20.0, 50.0, 5.0, loss_pct)
             },
             kbps_budget,
             throw_every_s: Some(1.0),
@@ -1231,14 +1225,8 @@ mod tests {
     fn the_same_seed_gives_the_same_report() {
         let config = LoopbackConfig {
             run: RunSettings {
-                seconds: 2.0,
                 seed: 7,
-                link: LinkConfig {
-                    latency_ms: 30.0,
-                    jitter_ms: 5.0,
-                    loss_pct: 10.0,
-                    ..LoopbackConfig::default().run.link
-                },
+                ..RunSettings::link(2.0, 30.0, 5.0, 10.0)
             },
             throw_every_s: Some(0.5),
             ..LoopbackConfig::default()

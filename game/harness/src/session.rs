@@ -1019,13 +1019,8 @@ mod tests {
         // loss. Everyone ends with the same bits, and the cube went back to default once it rested.
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 14.0,
                 seed: 3,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    loss_pct: 10.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(14.0, 50.0, 0.0, 10.0)
             },
             players: 3,
             ..SessionConfig::default()
@@ -1052,12 +1047,8 @@ mod tests {
         let top = Vec3::new(0.25, 2.0, -3.5);
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 12.0,
                 seed: 5,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(12.0, 50.0, 0.0, 0.0)
             },
             players: 3,
             ..SessionConfig::default()
@@ -1091,13 +1082,8 @@ mod tests {
             .unwrap();
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 16.0,
                 seed: 9,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    loss_pct: 5.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(16.0, 50.0, 0.0, 5.0)
             },
             players: 3,
             kill_player: Some((2, 2.0)),
@@ -1142,14 +1128,8 @@ mod tests {
             let leave = Some((2, 2.0));
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 14.0,
                     seed: 9,
-                    link: LinkConfig {
-                        latency_ms: 50.0,
-                        jitter_ms: 10.0,
-                        loss_pct: 25.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(14.0, 50.0, 10.0, 25.0)
                 },
                 players: 3,
                 quit_player: leave.filter(|_| quit),
@@ -1191,14 +1171,8 @@ mod tests {
             let leave = Some((1, 3.0));
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 12.0,
                     seed: 5,
-                    link: LinkConfig {
-                        latency_ms: 50.0,
-                        jitter_ms: 10.0,
-                        loss_pct: 25.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(12.0, 50.0, 10.0, 25.0)
                 },
                 players: 3,
                 quit_player: leave.filter(|_| quit),
@@ -1242,14 +1216,8 @@ mod tests {
         let run = |send_every_steps: u32| {
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 16.0,
                     seed: 3,
-                    link: LinkConfig {
-                        latency_ms: 50.0,
-                        jitter_ms: 10.0,
-                        loss_pct: 5.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(16.0, 50.0, 10.0, 5.0)
                 },
                 players: 3,
                 kbps_budget: 1000,
@@ -1282,13 +1250,8 @@ mod tests {
         let run = |kbps_budget: u32| {
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 20.0,
                     seed: 4,
-                    link: LinkConfig {
-                        latency_ms: 50.0,
-                        loss_pct: 5.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(20.0, 50.0, 0.0, 5.0)
                 },
                 players: 4,
                 kbps_budget,
@@ -1325,13 +1288,8 @@ mod tests {
     fn a_guest_joining_late_converges() {
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 14.0,
                 seed: 11,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    loss_pct: 5.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(14.0, 50.0, 0.0, 5.0)
             },
             players: 3,
             join_at_s: Some(3.0),
@@ -1351,13 +1309,8 @@ mod tests {
         // took no claim from player 3, and refused its forgeries under every reason.
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 14.0,
                 seed: 13,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    loss_pct: 5.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(14.0, 50.0, 0.0, 5.0)
             },
             players: 3,
             hostile_players: vec![3],
@@ -1394,12 +1347,8 @@ mod tests {
         for nudge in [false, true] {
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 12.0,
                     seed: 2,
-                    link: LinkConfig {
-                        latency_ms: 20.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(12.0, 20.0, 0.0, 0.0)
                 },
                 players: 3,
                 ..SessionConfig::default()
@@ -1440,12 +1389,8 @@ mod tests {
         ] {
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 8.0,
                     seed: 2,
-                    link: LinkConfig {
-                        latency_ms: 20.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(8.0, 20.0, 0.0, 0.0)
                 },
                 players: 3,
                 ..SessionConfig::default()
@@ -1509,14 +1454,8 @@ mod tests {
         let run = |head_sent: bool, latency_ms: f64| {
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 12.0,
                     seed: 4,
-                    link: LinkConfig {
-                        latency_ms,
-                        jitter_ms: 10.0,
-                        loss_pct: 5.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(12.0, latency_ms, 10.0, 5.0)
                 },
                 players: 3,
                 ..SessionConfig::default()
@@ -1665,14 +1604,8 @@ mod tests {
         // played moment, within a few cm, and the moment is a little more than the latency behind.
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 8.0,
                 seed: 21,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    jitter_ms: 10.0,
-                    loss_pct: 5.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(8.0, 50.0, 10.0, 5.0)
             },
             players: 3,
             ..SessionConfig::default()
@@ -1766,14 +1699,8 @@ mod tests {
         for with_head in [true, false] {
             let config = SessionConfig {
                 run: RunSettings {
-                    seconds: 6.0,
                     seed: 4,
-                    link: LinkConfig {
-                        latency_ms: 50.0,
-                        jitter_ms: 10.0,
-                        loss_pct: 5.0,
-                        ..SessionConfig::default().run.link
-                    },
+                    ..RunSettings::link(6.0, 50.0, 10.0, 5.0)
                 },
                 players: 3,
                 ..SessionConfig::default()
@@ -1824,13 +1751,8 @@ mod tests {
             .unwrap();
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 4.0,
                 seed: 4,
-                link: LinkConfig {
-                    latency_ms: 50.0,
-                    jitter_ms: 5.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(4.0, 50.0, 5.0, 0.0)
             },
             players: 3,
             ..SessionConfig::default()
@@ -1925,12 +1847,8 @@ mod tests {
         // the presence flags, a few bits a packet.
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 6.0,
                 seed: 8,
-                link: LinkConfig {
-                    latency_ms: 30.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(6.0, 30.0, 0.0, 0.0)
             },
             players: 3,
             ..SessionConfig::default()
@@ -1966,12 +1884,8 @@ mod tests {
         // never the impostor's.
         let config = SessionConfig {
             run: RunSettings {
-                seconds: 6.0,
                 seed: 13,
-                link: LinkConfig {
-                    latency_ms: 30.0,
-                    ..SessionConfig::default().run.link
-                },
+                ..RunSettings::link(6.0, 30.0, 0.0, 0.0)
             },
             players: 3,
             hostile_players: vec![3],
