@@ -59,7 +59,7 @@ fn run(args: &Args) -> Result<()> {
         .iter()
         .flat_map(|l| args.packets_per_s.iter().map(move |p| (l, p)))
     {
-        if pps == 0 || 90 % pps != 0 {
+        if pps == 0 || !tumble_game::STEP_HZ.is_multiple_of(pps) {
             anyhow::bail!("--packets-per-s {pps} does not divide 90");
         }
         let config = SessionConfig {
@@ -74,7 +74,7 @@ fn run(args: &Args) -> Result<()> {
                     ..SessionConfig::default().run.link
                 },
             },
-            send_every_steps: 90 / pps,
+            send_every_steps: tumble_game::STEP_HZ / pps,
             players: 4,
             ..SessionConfig::default()
         };

@@ -85,7 +85,7 @@ impl SessionArgs {
                 bail!("{flag}'s time must be within the run's {} s", self.seconds);
             }
         }
-        if self.packets_per_s == 0 || 90 % self.packets_per_s != 0 {
+        if self.packets_per_s == 0 || !tumble_game::STEP_HZ.is_multiple_of(self.packets_per_s) {
             bail!(
                 "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {}",
                 self.packets_per_s
@@ -93,7 +93,7 @@ impl SessionArgs {
         }
         Ok(SessionConfig {
             run: RunSettings::new(self.seconds, self.seed, self.link.config()),
-            send_every_steps: 90 / self.packets_per_s,
+            send_every_steps: tumble_game::STEP_HZ / self.packets_per_s,
             players: self.players,
             kbps_budget: self.kbps_budget,
             kill_player: self.kill_player.zip(self.kill_at_s),
