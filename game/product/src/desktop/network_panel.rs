@@ -145,7 +145,10 @@ mod tests {
         let seat = &play.seats[0];
         let link = &seat.graphs.links[0];
         assert_eq!(link.player, 2, "the host's first guest");
-        assert_eq!(link.rtt_ms.len(), 3 * crate::STEP_HZ as usize / SAMPLE_EVERY_STEPS as usize - 1);
+        assert_eq!(
+            link.rtt_ms.len(),
+            3 * crate::STEP_HZ as usize / SAMPLE_EVERY_STEPS as usize - 1
+        );
         let rtt = link.rtt_ms.last().unwrap();
         assert!((70.0..110.0).contains(&rtt), "80 ms round trip, measured {rtt}");
         assert!(link.up_kbps.last().unwrap() > 10.0 && link.down_kbps.last().unwrap() > 1.0);
