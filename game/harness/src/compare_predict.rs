@@ -294,37 +294,49 @@ impl PredictRun {
 
     /// One frame on both machines.
     pub fn frame(&mut self) -> Result<()> {
+        self.step_frame(true)
+    }
+
+    /// One frame: the server steps and (with `client_too`) sends its state while the client samples, steps and
+    /// reads; without, only the server steps and reads (the client's packets still go out, carrying its unacked
+    /// inputs). The players' hands stay off the keys while the run settles.
+    fn step_frame(&mut self, client_too: bool) -> Result<()> {
         let k = self.frame;
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
         let server_input = self.bots[0].next_input();
         self.server
             .sample(if self.settling { CubeInput::NONE } else { server_input });
         self.server.advance()?;
-        let n = self.server.write_packet(&mut self.buf)?;
-        if let Err(e) = self.link.host.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
-            tracing::warn!("prediction state packet not sent: {e}");
+        if client_too {
+            let n = self.server.write_packet(&mut self.buf)?;
+            if let Err(e) = self.link.host.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
+                tracing::warn!("prediction state packet not sent: {e}");
+            }
+            let input = self.human.unwrap_or_else(|| self.bots[1].next_input());
+            self.client
+                .sample(t, if self.settling { CubeInput::NONE } else { input })?;
+            self.client.advance(t)?;
         }
-        let input = self.human.unwrap_or_else(|| self.bots[1].next_input());
-        self.client
-            .sample(t, if self.settling { CubeInput::NONE } else { input })?;
-        self.client.advance(t)?;
         let n = self.client.write_packet(&mut self.buf)?;
         if let Err(e) = self.link.guest.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
             tracing::warn!("prediction input packet not sent: {e}");
         }
         for sub in 0..SUBTICKS_PER_STEP {
             self.link.tick(link_time(self.handshake_ticks, k, sub, TICK_S))?;
-            self.receive()?;
+            self.receive(client_too)?;
         }
         self.frame += 1;
         Ok(())
     }
 
-    fn receive(&mut self) -> Result<()> {
+    fn receive(&mut self, client_too: bool) -> Result<()> {
         let server = &mut self.server;
         read_packets(&mut self.link.host, "the server", "input packet", |b| {
             server.read_packet(b)
         })?;
+        if !client_too {
+            return Ok(());
+        }
         let client = &mut self.client;
         read_packets(&mut self.link.guest, "the client", "state packet", |b| {
             client.read_packet(b)
@@ -371,7 +383,7 @@ impl PredictRun {
             if self.frame >= limit {
                 return Ok(None);
             }
-            self.server_frame()?;
+            self.step_frame(false)?;
         }
         let server = self.server.world();
         let players = self.server.game().players();
@@ -387,29 +399,6 @@ impl PredictRun {
             n += 1;
         }
         Ok(Some((max, (sum / n.max(1) as f64) as f32)))
-    }
-
-    /// One frame in which only the server steps (the client's packets still go out, carrying its unacked inputs);
-    /// its player's hands stay off the keys while the run settles.
-    fn server_frame(&mut self) -> Result<()> {
-        let k = self.frame;
-        let t = link_time(self.handshake_ticks, k, 0, TICK_S);
-        let input = self.bots[0].next_input();
-        self.server.sample(if self.settling { CubeInput::NONE } else { input });
-        self.server.advance()?;
-        let n = self.client.write_packet(&mut self.buf)?;
-        if let Err(e) = self.link.guest.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
-            tracing::warn!("prediction input packet not sent: {e}");
-        }
-        for sub in 0..SUBTICKS_PER_STEP {
-            self.link.tick(link_time(self.handshake_ticks, k, sub, TICK_S))?;
-            let server = &mut self.server;
-            read_packets(&mut self.link.host, "the server", "input packet", |b| {
-                server.read_packet(b)
-            })?;
-        }
-        self.frame += 1;
-        Ok(())
     }
 
     pub fn report(&self) -> PredictReport {
