@@ -318,8 +318,8 @@ fn screenshot_without_a_vulkan_driver_names_the_packages_and_exits_2() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// The figures issue 14 names, which every model's JSON object carries.
-const COMPARE_FIGURES: [&str; 12] = [
+/// The figures issues 14 and 34 name, which every model's JSON object carries.
+const COMPARE_FIGURES: [&str; 16] = [
     "model",
     "kbps_mean",
     "kbps_mean_up",
@@ -332,6 +332,10 @@ const COMPARE_FIGURES: [&str; 12] = [
     "desyncs",
     "bit_identical_at_end",
     "cpu_ms_per_step",
+    "host_input_to_screen_ms",
+    "guest_input_to_screen_ms",
+    "host_sees_guest_ms",
+    "guest_sees_host_ms",
 ];
 
 fn assert_has_compare_figures(report: &serde_json::Value) {
@@ -445,9 +449,25 @@ fn compare_all_prints_one_object_per_model() {
         let not_applicable: &[&str] = match line["model"].as_str() {
             Some("lockstep") => &["corrections", "correction_max_m"],
             Some("predict") => &["hitch_frames", "hitch_fraction", "desyncs"],
-            Some("authority") | Some("state-sync") => &["hitch_frames", "hitch_fraction"],
+            Some("authority") => &["hitch_frames", "hitch_fraction"],
+            Some("state-sync") => &[
+                "hitch_frames",
+                "hitch_fraction",
+                "corrections",
+                "correction_max_m",
+                "conflicts",
+            ],
             _ => &[],
         };
+        // Every model measures both sides' delays.
+        for field in COMPARE_FIGURES[12..].iter() {
+            assert!(
+                line[*field].is_f64(),
+                "{field} of {} is {}",
+                line["model"],
+                line[*field]
+            );
+        }
         for field in not_applicable {
             assert!(
                 line[*field].is_null(),

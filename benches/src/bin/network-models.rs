@@ -1,9 +1,9 @@
 //! The network models side by side for `make bench` (issue 14): the cube game on one scene played by the same
 //! seeded bots over each model of `tumble compare` — lockstep, snapshots, predict, authority — on the same link
 //! (100 ms round trip ±10 ms by default) at several loss rates. Writes `network-models.md` (a row per model and
-//! loss: kbps, input to screen, remote delay, hitches, corrections, desyncs, identity, CPU) and
-//! `network-models.png` (kbps, input to screen and remote delay against loss, a line per model) into the output
-//! folder, and prints one JSON object on stdout.
+//! loss: kbps, each side's input to screen, how late each side sees the other, hitches, corrections, desyncs,
+//! identity, CPU) and `network-models.png` (kbps and the four delays against loss, a line per model) into the
+//! output folder, and prints one JSON object on stdout. Player 1 is the host (the server), player 2 the guest.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -99,9 +99,11 @@ fn run(args: &Args) -> Result<()> {
     let mut md = format!(
         "# Network models side by side\n\nThe cube game on `{}`, the same seeded bots, {} s per run, {} ms round trip \
          ±{} ms, seed {}: `tumble compare --model M` (how each figure is measured: `game/harness/src/compare.rs`).\n\n\
-         | model | loss % | kbps (larger direction) | input to screen ms | remote delay ms | hitch frames | \
-         corrections | largest correction m | desyncs | bit-identical | CPU ms/step |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
+         Delays (ms, mean): each player's own input to its screen, and how late each sees the other (from the other \
+         deciding an input to a frame here that carries it); player 1 hosts (or serves).\n\n\
+         | model | loss % | kbps (larger direction) | host input to screen | guest input to screen | host sees guest | \
+         guest sees host | hitch frames | corrections | largest correction m | desyncs | bit-identical | CPU ms/step |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n",
         args.scene.display(),
         args.seconds,
         2.0 * args.latency_ms,
@@ -111,12 +113,14 @@ fn run(args: &Args) -> Result<()> {
     for r in &runs {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r["model"].as_str().unwrap_or("?"),
             num(r, "loss_pct"),
             cell(r, "kbps_mean", 1),
-            cell(r, "input_to_screen_ms", 0),
-            cell(r, "remote_delay_ms", 0),
+            cell(r, "host_input_to_screen_ms", 0),
+            cell(r, "guest_input_to_screen_ms", 0),
+            cell(r, "host_sees_guest_ms", 0),
+            cell(r, "guest_sees_host_ms", 0),
             cell(r, "hitch_frames", 0),
             cell(r, "corrections", 0),
             cell(r, "correction_max_m", 3),
@@ -143,8 +147,26 @@ fn run(args: &Args) -> Result<()> {
     };
     let panels = [
         panel("Bandwidth", "kbps, the larger direction", "kbps_mean"),
-        panel("Input to screen", "ms, on the player's machine", "input_to_screen_ms"),
-        panel("Remote delay", "ms, the other side", "remote_delay_ms"),
+        panel(
+            "Host: input to screen",
+            "ms, player 1's own input",
+            "host_input_to_screen_ms",
+        ),
+        panel(
+            "Guest: input to screen",
+            "ms, player 2's own input",
+            "guest_input_to_screen_ms",
+        ),
+        panel(
+            "Host sees guest",
+            "ms, player 2 on player 1's screen",
+            "host_sees_guest_ms",
+        ),
+        panel(
+            "Guest sees host",
+            "ms, player 1 on player 2's screen",
+            "guest_sees_host_ms",
+        ),
     ];
     let png = args.out.join("network-models.png");
     line_chart::write_png(&png, &panels, "loss, each direction (%)")?;

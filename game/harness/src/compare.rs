@@ -22,6 +22,9 @@
 //!   relayed through the host, the slowest guest's path decides).
 //! - `remote_delay_ms`: on the other machines, mean time from sampling an input for a step (every player samples
 //!   step n at the same time) to simulating it; the largest of them.
+//! - `host_input_to_screen_ms`, `guest_input_to_screen_ms`, `host_sees_guest_ms`, `guest_sees_host_ms`: every model's
+//!   four delays from both sides ([`crate::sides`]); in lockstep a machine shows a step once it has every
+//!   player's input for it, so it sees its own input and the others' alike late.
 //! - `hitch_frames`: frames, on all machines, that had a step due and waited for a missing input
 //!   (`hitch_fraction` of all frames counted, from each machine's first step).
 //! - `corrections`, `correction_max_m`: null — lockstep corrects nothing (a desync is counted instead), so there is
@@ -31,6 +34,7 @@
 //!   the colours).
 //! - `cpu_ms_per_step`: wall time of one game step (forces, physics, colours), mean over all machines.
 
+use crate::sides::{slowest, with_sides, DecidedAt, InputLag, MeanDelay, Sides};
 use crate::with_run;
 use std::path::{Path, PathBuf};
 use tumble_game::run_settings::{LinkArgs, RunSettings};
@@ -144,6 +148,9 @@ pub struct LockstepConfig {
     pub checksum_every_steps: u64,
     /// Replace every n-th packet player 1 sends with garbage (tests: the receiver must refuse it and go on).
     pub garbage_every_n_packets: Option<u64>,
+    /// Frames each player's input is held back on its way to its machine (player 1, every guest): 0 in every
+    /// real run; the tests' control of the input-to-screen and "sees" figures ([`crate::sides`]).
+    pub input_lag_frames: [usize; 2],
 }
 
 impl Default for LockstepConfig {
@@ -154,6 +161,7 @@ impl Default for LockstepConfig {
             playout: PlayoutConfig::default(),
             checksum_every_steps: CHECKSUM_EVERY_STEPS,
             garbage_every_n_packets: None,
+            input_lag_frames: [0; 2],
         }
     }
 }
@@ -220,6 +228,8 @@ pub struct LockstepReport {
     pub inputs_per_packet_mean: f64,
     pub packets_refused: Vec<u64>,
     pub coloured_max: usize,
+    /// Both sides' input to screen and how late each sees the other ([`crate::sides`]; the slowest guest's).
+    pub sides: Sides,
 }
 
 impl LockstepReport {
@@ -228,7 +238,7 @@ impl LockstepReport {
     }
 
     pub fn to_json(&self, config: &LockstepConfig, scene: &str) -> Value {
-        with_run(
+        let report = with_run(
             &config.run,
             json!({
                 "model": "lockstep",
@@ -261,7 +271,8 @@ impl LockstepReport {
                 "packets_refused_per_player": self.packets_refused,
                 "coloured_cubes_max": self.coloured_max,
             }),
-        )
+        );
+        with_sides(&self.sides, report)
     }
 }
 
@@ -279,6 +290,11 @@ pub struct LockstepRun {
     packets_sent_p1: u64,
     /// Player 1's input from a person (the desktop view) instead of its bot.
     human: Option<CubeInput>,
+    /// Each player's input on its way to its machine, and when each player's input for a step was decided.
+    lags: Vec<InputLag>,
+    decided: Vec<DecidedAt>,
+    /// `seen[p][q]`: on player p's machine, from player q deciding its input for a step to simulating that step.
+    seen: [[MeanDelay; MAX_PLAYERS]; MAX_PLAYERS],
 }
 
 impl LockstepRun {
@@ -317,6 +333,11 @@ impl LockstepRun {
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES],
             packets_sent_p1: 0,
             human: None,
+            lags: (0..players)
+                .map(|p| InputLag::new(config.input_lag_frames[p.min(1)]))
+                .collect(),
+            decided: vec![DecidedAt::default(); players],
+            seen: [[MeanDelay::default(); MAX_PLAYERS]; MAX_PLAYERS],
         })
     }
 
@@ -345,13 +366,23 @@ impl LockstepRun {
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
         for p in 0..self.peers.len() {
             if sample {
-                let input = match self.human {
-                    Some(input) if p == 0 => input,
-                    _ => self.bots[p].next_input(),
+                let (input, decided) = match self.human {
+                    Some(input) if p == 0 => (input, Some(t)),
+                    _ => self.lags[p].pass(self.bots[p].next_input(), t),
                 };
-                self.peers[p].sample(t, input)?;
+                let step = self.peers[p].sample(t, input)?;
+                self.decided[p].set(step, decided);
             }
+            let before = self.peers[p].steps();
             self.peers[p].advance(t)?;
+            // Each step simulated now, of the measured run: every player's input for it reaches this screen.
+            for step in before..self.peers[p].steps().min(self.frames) {
+                for (q, decided) in self.decided.iter().enumerate() {
+                    if let Some(at) = decided.get(step) {
+                        self.seen[p][q].add(t - at);
+                    }
+                }
+            }
             for conn in 0..self.peers[p].connection_count() {
                 self.send(p, conn, t)?;
             }
@@ -420,6 +451,18 @@ impl LockstepRun {
         self.finish()
     }
 
+    /// The four delays: player 1's, and the slowest guest's.
+    fn sides(&self) -> Sides {
+        let guests = 1..self.peers.len();
+        let seen = &self.seen;
+        Sides {
+            host_input_to_screen: seen[0][0],
+            guest_input_to_screen: slowest(guests.clone().map(|g| seen[g][g])),
+            host_sees_guest: slowest(guests.clone().map(|g| seen[0][g])),
+            guest_sees_host: slowest(guests.map(|g| seen[g][0])),
+        }
+    }
+
     /// Takes the measured figures, then drains (no more sampling) until every machine simulated every sampled
     /// step, and compares them.
     pub fn finish(mut self) -> Result<LockstepReport> {
@@ -475,6 +518,7 @@ impl LockstepRun {
             inputs_per_packet_mean: inputs as f64 / packets.max(1) as f64,
             packets_refused: each(&|p| p.stats.packets_refused),
             coloured_max: peers.iter().map(|p| p.stats.coloured_max).max().unwrap_or(0),
+            sides: self.sides(),
         })
     }
 }
@@ -575,6 +619,7 @@ fn run_snapshots_cli(args: &CompareArgs) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sides::assert_moved_by;
     use tumble_engine::physics::BodyId;
     use tumble_net::LinkConfig;
 
@@ -623,6 +668,35 @@ mod tests {
         // One-way latency + playout delay, within a frame and a tick.
         assert!((r.input_to_screen_ms - 225.0).abs() < 12.0, "{}", r.input_to_screen_ms);
         assert!((r.remote_delay_ms - 225.0).abs() < 12.0, "{}", r.remote_delay_ms);
+        // Each side sees its own input and the other's as late as that.
+        for figure in r.sides.ms() {
+            assert!((figure - 225.0).abs() < 12.0, "{:?}", r.sides);
+        }
+    }
+
+    /// The control of the four delays ([`crate::sides`]): in lockstep every screen shows a step once both
+    /// players' inputs for it are there, so each machine sees its own input and the other's equally late; player
+    /// 1's input held back 9 frames (100 ms) moves the two figures of player 1's input by that, player 2's held
+    /// back 18 frames the other two by 200 ms.
+    #[test]
+    fn each_sides_delays_move_by_the_lag_of_the_input_they_carry() {
+        let sides = |lag| {
+            let config = LockstepConfig {
+                input_lag_frames: lag,
+                ..link(50.0, 0.0, 5.0)
+            };
+            run("cubes90.toml", &config).sides
+        };
+        let base = sides([0, 0]);
+        let [host, guest, host_sees, guest_sees] = base.ms();
+        assert!(
+            (host - host_sees).abs() < 1e-6 && (guest - guest_sees).abs() < 1e-6,
+            "{base:?}"
+        );
+        // A one-way trip and the playout delay (100 ms), within a frame and a tick.
+        assert!((host - 150.0).abs() < 12.0 && (guest - 150.0).abs() < 12.0, "{base:?}");
+        assert_moved_by(&base, &sides([9, 0]), [100.0, 0.0, 0.0, 100.0], 12.0);
+        assert_moved_by(&base, &sides([0, 18]), [0.0, 200.0, 200.0, 0.0], 12.0);
     }
 
     #[test]

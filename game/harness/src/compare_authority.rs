@@ -13,8 +13,12 @@
 //! Figures (player 1 hosts; "up" is player 1 → a guest, "down" a guest → player 1, the busiest connection's):
 //! - `kbps_mean_up` / `kbps_mean_down`: datagrams with IP/UDP headers over the play, at most `--kbps-budget`
 //!   (the state sync sends the most important cube states that fit); `kbps_mean` the larger.
-//! - `input_to_screen_ms`: 0 on every machine — a player's machine is its cube's authority, so its input pushes
-//!   the cube in the step it is sampled (tested in this module: the cube answers that step).
+//! - `input_to_screen_ms`: player 1's `host_input_to_screen_ms` — 0, as every player's: its machine pushes its cube
+//!   with its input in the step it is sampled (tested in this module: the cube answers that step; in state sync
+//!   a guest pushes locally too, and the host's states correct it).
+//! - `host_input_to_screen_ms`, `guest_input_to_screen_ms`, `host_sees_guest_ms`, `guest_sees_host_ms`: see
+//!   [`crate::sides`]; what one machine draws of another player is that player's newest state (authority) or its
+//!   input applied here (state sync: the host, of a guest's cube), both from its newest message.
 //! - `remote_delay_ms`: how old the other machines' states are when applied here: this machine's step less the
 //!   sender's, mean over every state message that was its sender's newest yet (one-way latency plus the wait for
 //!   the next packet); what is drawn of the other player is that state simulated on from there.
@@ -25,15 +29,18 @@
 //!   simulated on), so there is nothing to count.
 //! - `corrections`, `correction_max_m`: claims of a guest that the host's word overrode (a conflict lost, a stale
 //!   claim corrected), and the largest move such an override made; `handover_pop_m_max`: the largest drawn jump
-//!   of a cube when its authority changed (the session harness's pop meter).
+//!   of a cube when its authority changed (the session harness's pop meter). In state sync a guest claims
+//!   nothing, so these and `conflicts` are null; what the host's states move on a guest's screen is in
+//!   `corrections_over_1cm` / `_10cm` (per minute) and `visible_jump_m_max` (the drawn measures).
 //! - `desyncs`: cubes whose state differs between a guest and the host at the end (after the settle).
 //! - `bit_identical_at_end`: every machine has every cube's state to the bit at the end.
 //! - `cpu_ms_per_step`: wall time per step of one machine's physics step with its authority bookkeeping and its
 //!   player's forces, mean over the machines.
 
+use crate::sides::{slowest, with_sides, DecidedAt, InputLag, MeanDelay, Sides};
 use crate::with_run;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tumble_game::run_settings::RunSettings;
 
@@ -49,6 +56,7 @@ use tumble_game::authority::NOBODY;
 use tumble_game::avatar::AvatarInput;
 use tumble_game::cube_game::{CubeBot, CubeGame, CubeInput};
 use tumble_game::session::peer::{Peer, MAX_PLAYERS, PACKETS_PER_S};
+use tumble_game::{STEP_HZ, STEP_S};
 
 /// Least per-connection budget accepted (kbps): below it a packet holds no cube update.
 const MIN_KBPS_BUDGET: u32 = 32;
@@ -74,6 +82,9 @@ pub struct AuthorityConfig {
     /// with their own input locally, apply the states and send their inputs (relayed in the message header), which
     /// player 1 applies to their cubes. Nothing is ever claimed by a guest.
     pub host_simulates_all: bool,
+    /// Frames each player's input is held back on its way to its machine (player 1, every guest): 0 in every
+    /// real run; the tests' control of the input-to-screen and "sees" figures ([`crate::sides`]).
+    pub input_lag_frames: [usize; 2],
 }
 
 impl Default for AuthorityConfig {
@@ -85,6 +96,7 @@ impl Default for AuthorityConfig {
             packets_per_s: PACKETS_PER_S,
             remote_inputs: true,
             host_simulates_all: false,
+            input_lag_frames: [0; 2],
         }
     }
 }
@@ -99,6 +111,7 @@ impl AuthorityConfig {
             packets_per_s: args.packets_per_s,
             remote_inputs: !args.no_remote_inputs,
             host_simulates_all: args.model == super::compare::Model::StateSync,
+            input_lag_frames: [0; 2],
         }
     }
 
@@ -155,6 +168,8 @@ pub struct AuthorityReport {
     pub player_travel_max_m: f64,
     /// What every screen drew against the truth, as `tumble session` reports it (`harness::drawn`).
     pub drawn: Option<Value>,
+    /// Both sides' input to screen and how late each sees the other ([`crate::sides`]; the slowest guest's).
+    pub sides: Sides,
 }
 
 impl AuthorityReport {
@@ -172,7 +187,7 @@ impl AuthorityReport {
                 "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
                 "kbps_mean_up": self.kbps_mean_up,
                 "kbps_mean_down": self.kbps_mean_down,
-                "input_to_screen_ms": 0.0,
+                "input_to_screen_ms": self.sides.host_input_to_screen.ms(),
                 "input_to_screen_on": if config.host_simulates_all {
                     "player 1 (its machine simulates every cube)"
                 } else {
@@ -183,13 +198,14 @@ impl AuthorityReport {
                 "remote_error_m_max": self.remote_error_m_max,
                 "hitch_frames": null,
                 "hitch_fraction": null,
-                "corrections": self.corrections,
-                "correction_max_m": self.correction_max_m,
+                // State sync: a guest claims nothing, so no claim of its is ever overridden.
+                "corrections": (!config.host_simulates_all).then_some(self.corrections),
+                "correction_max_m": (!config.host_simulates_all).then_some(self.correction_max_m),
             }),
         );
         let more = json!({
             "handover_pop_m_max": self.handover_pop_m_max,
-            "conflicts": self.conflicts,
+            "conflicts": (!config.host_simulates_all).then_some(self.conflicts),
             "authority_changes": self.authority_changes,
             "desyncs": self.desyncs,
             "bit_identical_at_end": self.bit_identical_at_end,
@@ -211,7 +227,7 @@ impl AuthorityReport {
         if let (Value::Object(a), Some(Value::Object(d))) = (&mut figures, self.drawn.clone()) {
             a.extend(d);
         }
-        figures
+        with_sides(&self.sides, figures)
     }
 }
 
@@ -234,6 +250,20 @@ struct CubeDriver {
     /// State sync ([`AuthorityConfig::host_simulates_all`]): player 1's machine applies every player's input
     /// with authority; a guest pushes with its own input locally and claims nothing.
     host_simulates_all: bool,
+    /// The bot's input on its way to the seat's machine (the delays' control), and what this seat's delays are
+    /// measured from, shared with the run.
+    lag: InputLag,
+    delays: Arc<Mutex<SeatDelays>>,
+    /// Steps of play: the delays are measured over them.
+    play_steps: u64,
+}
+
+/// One seat's delays ([`crate::sides`]): when the input its machine applied at each step was decided, and from
+/// that decision to its own screen.
+#[derive(Default)]
+struct SeatDelays {
+    decided: DecidedAt,
+    own: MeanDelay,
 }
 
 impl CubeDriver {
@@ -266,18 +296,27 @@ impl Driver for CubeDriver {
         AvatarInput::default()
     }
 
-    fn before_physics(&mut self, _step: u64, peer: &mut Peer, active: bool) -> Result<()> {
+    fn before_physics(&mut self, step: u64, peer: &mut Peer, active: bool) -> Result<()> {
         // The bot runs every step, so its inputs depend on the seed and the step alone.
         let human = self.human.as_ref().and_then(HumanInput::get);
-        let input = match (active, self.fixed.or(human)) {
-            (false, _) => CubeInput::default(),
-            (true, Some(given)) => given,
-            (true, None) => self.bot.next_input(),
+        let now = step as f64 * STEP_S;
+        let (input, decided) = match (active, self.fixed.or(human)) {
+            (false, _) => (CubeInput::default(), None),
+            (true, Some(given)) => (given, Some(now)),
+            (true, None) => self.lag.pass(self.bot.next_input(), now),
         };
         // A guest the host has not welcomed yet has no player (and no cube) to play.
         let Some(p) = usize::from(peer.player()).checked_sub(1) else {
             return Ok(());
         };
+        {
+            // This step's input is simulated now and drawn when it ends.
+            let mut delays = self.delays.lock().unwrap_or_else(|e| e.into_inner());
+            delays.decided.set(step, decided);
+            if let (Some(at), true) = (decided, step < self.play_steps) {
+                delays.own.add(now - at);
+            }
+        }
         peer.set_game_input(Some(input.bits()));
         let started = Instant::now();
         if self.remote_inputs {
@@ -338,6 +377,10 @@ pub struct AuthorityRun {
     human: HumanInput,
     run: SessionRun,
     drivers: Vec<Box<dyn Driver>>,
+    /// Each seat's delays, recorded by its driver; `seen[i][j]`: on seat i's machine, from seat j's player
+    /// deciding the newest input what is drawn here carries, to the end of the step.
+    delays: Vec<Arc<Mutex<SeatDelays>>>,
+    seen: [[MeanDelay; MAX_PLAYERS]; MAX_PLAYERS],
     /// The player cubes (index = player − 1) and where each started.
     player_cubes: Vec<BodyId>,
     starts: Vec<glam::Vec3>,
@@ -387,6 +430,9 @@ impl AuthorityRun {
         };
         let run = SessionRun::new(session, Box::new(move || Ok(world.clone())))?;
         let human = HumanInput::new();
+        let delays: Vec<_> = (0..players)
+            .map(|_| Arc::new(Mutex::new(SeatDelays::default())))
+            .collect();
         let drivers: Vec<Box<dyn Driver>> = (0..players)
             .map(|seat| {
                 Box::new(CubeDriver {
@@ -399,6 +445,9 @@ impl AuthorityRun {
                     forces_s: 0.0,
                     remote_inputs: config.remote_inputs,
                     host_simulates_all: config.host_simulates_all,
+                    lag: InputLag::new(config.input_lag_frames[seat.min(1)]),
+                    delays: delays[seat].clone(),
+                    play_steps: config.play_steps(),
                 }) as Box<dyn Driver>
             })
             .collect();
@@ -407,6 +456,8 @@ impl AuthorityRun {
             human,
             run,
             drivers,
+            delays,
+            seen: [[MeanDelay::default(); MAX_PLAYERS]; MAX_PLAYERS],
             player_cubes,
             starts,
             frames: 0,
@@ -445,6 +496,7 @@ impl AuthorityRun {
         self.frames += 1;
         if self.frames <= self.play_steps {
             self.measure_remote()?;
+            self.measure_seen();
         }
         if self.frames == self.play_steps {
             self.play_bytes = Some(self.host_connection_bytes());
@@ -484,6 +536,40 @@ impl AuthorityRun {
         Ok(())
     }
 
+    /// At the end of step r, on each machine, each other seat's newest word here (its message sent at the start
+    /// of its step s carries its state after step s − 1, and the input it decided for that step): r − s + 1
+    /// steps since its step began, plus the time its input waited before it (the lag's).
+    fn measure_seen(&mut self) {
+        let r = self.frames - 1;
+        let now = r as f64 * STEP_S;
+        let seats: Vec<Option<&Peer>> = (1..=self.config.players).map(|s| self.run.seat(s)).collect();
+        for (i, viewer) in seats.iter().enumerate() {
+            let Some(viewer) = viewer else { continue };
+            for (j, seen) in seats.iter().enumerate() {
+                let Some(seen) = seen.filter(|_| i != j) else { continue };
+                let Some(s) = viewer.newest_step_from(seen.player()) else {
+                    continue;
+                };
+                let decided = self.delays[j].lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(at) = u64::from(s).checked_sub(1).and_then(|step| decided.decided.get(step)) {
+                    self.seen[i][j].add(now - at);
+                }
+            }
+        }
+    }
+
+    /// The four delays: player 1's seat, and the slowest guest's.
+    fn sides(&self) -> Sides {
+        let own = |seat: usize| self.delays[seat].lock().unwrap_or_else(|e| e.into_inner()).own;
+        let guests = 1..self.config.players;
+        Sides {
+            host_input_to_screen: own(0),
+            guest_input_to_screen: slowest(guests.clone().map(own)),
+            host_sees_guest: slowest(guests.clone().map(|g| self.seen[0][g])),
+            guest_sees_host: slowest(guests.map(|g| self.seen[g][0])),
+        }
+    }
+
     /// Plays, settles, and reports.
     pub fn run(mut self) -> Result<AuthorityReport> {
         while !self.run.is_finished() {
@@ -515,7 +601,7 @@ impl AuthorityRun {
             frames: self.frames,
             kbps_mean_up: kbps(up),
             kbps_mean_down: kbps(down),
-            remote_delay_ms: ages as f64 / states.max(1) as f64 * 1000.0 / PACKETS_PER_S as f64,
+            remote_delay_ms: ages as f64 / states.max(1) as f64 * 1000.0 / STEP_HZ as f64,
             remote_error_m_mean: self.remote_error_sum_m / self.remote_error_count.max(1) as f64,
             remote_error_m_max: self.remote_error_max_m,
             corrections: session.corrections,
@@ -531,6 +617,7 @@ impl AuthorityRun {
             rejected_updates: session.rejected_updates,
             player_travel_max_m: self.player_travel_max_m,
             drawn: session.drawn.clone(),
+            sides: self.sides(),
         })
     }
 }
@@ -576,6 +663,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sides::assert_moved_by;
     use tumble_engine::physics::BodyId;
     use tumble_net::LinkConfig;
 
@@ -622,6 +710,34 @@ mod tests {
             seen >= welcomed + 4,
             "the host saw it at frame {seen}, the guest moved it at {welcomed}"
         );
+    }
+
+    /// The control of the four delays ([`crate::sides`]), in both models this run plays: each player's machine
+    /// pushes its cube with its own input in the step it comes (authority; state sync: the guest pushes locally
+    /// before the host's states come), and each sees the other a one-way trip and a step late; player 1's input
+    /// held back 9 frames (100 ms) moves player 1's input to screen and the guest's view of player 1 by that,
+    /// nothing of the guest's; the guest's held back 18 frames moves the other two by 200 ms.
+    #[test]
+    fn each_sides_delays_move_by_the_lag_of_the_input_they_carry() {
+        for host_simulates_all in [false, true] {
+            let sides = |lag| {
+                let config = AuthorityConfig {
+                    run: RunSettings::link(5.0, 50.0, 0.0, 0.0),
+                    input_lag_frames: lag,
+                    host_simulates_all,
+                    ..AuthorityConfig::default()
+                };
+                run_authority(&config, cubes90()).unwrap().sides
+            };
+            let base = sides([0, 0]);
+            let [host, guest, host_sees, guest_sees] = base.ms();
+            assert!(host.abs() < 1e-9 && guest.abs() < 1e-9, "{base:?}");
+            for sees in [host_sees, guest_sees] {
+                assert!(sees > 50.0 && sees < 80.0, "{host_simulates_all}: {base:?}");
+            }
+            assert_moved_by(&base, &sides([9, 0]), [100.0, 0.0, 0.0, 100.0], 12.0);
+            assert_moved_by(&base, &sides([0, 18]), [0.0, 200.0, 200.0, 0.0], 12.0);
+        }
     }
 
     /// A short game with blowing and pulling bots at 5 % loss: the players' cubes stay their players' (the host

@@ -12,6 +12,9 @@
 //!   a step to simulating that step (0: the same frame). The server's own player has 0 as well.
 //! - `remote_delay_ms`: on the server, how far behind the client's sampling its cube is simulated and shown: the
 //!   offset, in steps of 1/90 s (one-way latency plus the server's input buffer).
+//! - `host_input_to_screen_ms`, `guest_input_to_screen_ms`, `host_sees_guest_ms`, `guest_sees_host_ms`: the four
+//!   delays from both sides ([`crate::sides`]): both players' cubes answer at once on their own machines; the
+//!   server sees the client's input at the offset, the client the server's player in its newest state.
 //! - `hitch_frames`, `hitch_fraction`: null — neither side ever waits; a client input late at the server is
 //!   replaced by the last one (`late_inputs`), which the client sees as a correction.
 //! - `desyncs`: null — the two sides compare no checksums (the client's cube is compared state by state instead:
@@ -40,6 +43,7 @@
 //! - `cpu_ms_per_step`: wall time simulating, replays included, per step run, mean over both machines
 //!   (`cpu_ms_per_step_client` / `_server` apart).
 
+use crate::sides::{with_sides, DecidedAt, InputLag, Sides};
 use crate::with_run;
 use anyhow::{bail, Result};
 use serde_json::{json, Value};
@@ -86,6 +90,9 @@ pub struct PredictConfig {
     /// The server carries the cubes near the client's cube only, none of the resting ones further away (as before
     /// issue 34; the control of `world_divergence_m_max`).
     pub near_cubes_only: bool,
+    /// Frames each player's input is held back on its way to its machine (player 1, player 2): 0 in every real
+    /// run; the tests' control of the input-to-screen and "sees" figures ([`crate::sides`]).
+    pub input_lag_frames: [usize; 2],
 }
 
 impl Default for PredictConfig {
@@ -94,6 +101,7 @@ impl Default for PredictConfig {
             run: RunSettings::default(),
             buffer_ms: 33.0,
             near_cubes_only: false,
+            input_lag_frames: [0; 2],
         }
     }
 }
@@ -105,6 +113,7 @@ impl PredictConfig {
             run: args.run_settings(),
             buffer_ms: args.predict_buffer_ms,
             near_cubes_only: false,
+            input_lag_frames: [0; 2],
         }
     }
 
@@ -133,6 +142,8 @@ pub struct PredictReport {
     pub world_divergence_m_mean: Option<f32>,
     pub client: ClientStats,
     pub server: ServerStats,
+    /// Both sides' input to screen and how late each sees the other ([`crate::sides`]).
+    pub sides: Sides,
 }
 
 impl PredictReport {
@@ -206,7 +217,7 @@ impl PredictReport {
         if let (Value::Object(a), Value::Object(b)) = (&mut figures, more) {
             a.extend(b);
         }
-        figures
+        with_sides(&self.sides, figures)
     }
 }
 
@@ -224,6 +235,12 @@ pub struct PredictRun {
     human: Option<CubeInput>,
     /// Both players' hands off the keys: the world comes to rest (before the divergence is measured).
     settling: bool,
+    /// Each player's input on its way to its machine, and when each step's input was decided (by server step,
+    /// and by client step).
+    lags: [InputLag; 2],
+    host_decided: DecidedAt,
+    guest_decided: DecidedAt,
+    sides: Sides,
 }
 
 impl PredictRun {
@@ -260,6 +277,10 @@ impl PredictRun {
             buf: vec![0u8; MAX_INPUT_PACKET_BYTES.max(MAX_STATE_PACKET_BYTES)],
             human: None,
             settling: false,
+            lags: config.input_lag_frames.map(InputLag::new),
+            host_decided: DecidedAt::default(),
+            guest_decided: DecidedAt::default(),
+            sides: Sides::default(),
         })
     }
 
@@ -303,19 +324,46 @@ impl PredictRun {
     fn step_frame(&mut self, client_too: bool) -> Result<()> {
         let k = self.frame;
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
-        let server_input = self.bots[0].next_input();
+        let measured = k < self.frames && client_too && !self.settling;
+        // The server's step k (one a frame) applies player 1's input and the client's for step k − offset.
+        let (server_input, decided) = self.lags[0].pass(self.bots[0].next_input(), t);
+        self.host_decided.set(k, decided);
         self.server
             .sample(if self.settling { CubeInput::NONE } else { server_input });
         self.server.advance()?;
+        if measured {
+            if let Some(at) = decided {
+                self.sides.host_input_to_screen.add(t - at);
+            }
+            if let Some(at) = self.server.applied_input().and_then(|s| self.guest_decided.get(s)) {
+                self.sides.host_sees_guest.add(t - at);
+            }
+        }
         if client_too {
             let n = self.server.write_packet(&mut self.buf)?;
             if let Err(e) = self.link.host.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
                 tracing::warn!("prediction state packet not sent: {e}");
             }
-            let input = self.human.unwrap_or_else(|| self.bots[1].next_input());
-            self.client
+            let (input, decided) = match self.human {
+                Some(input) => (input, Some(t)),
+                None => self.lags[1].pass(self.bots[1].next_input(), t),
+            };
+            let step = self
+                .client
                 .sample(t, if self.settling { CubeInput::NONE } else { input })?;
+            self.guest_decided.set(step, decided);
             self.client.advance(t)?;
+            if measured {
+                if let Some(at) = decided {
+                    self.sides.guest_input_to_screen.add(t - at);
+                }
+                // The server player's cube is drawn from the newest state, for client step c: the server made it
+                // in its step c − 1 + offset, with its player's input of that step.
+                let seen = self.client.newest_state().zip(self.server.offset());
+                if let Some(at) = seen.and_then(|(c, o)| self.host_decided.get((c + o).checked_sub(1)?)) {
+                    self.sides.guest_sees_host.add(t - at);
+                }
+            }
         }
         let n = self.client.write_packet(&mut self.buf)?;
         if let Err(e) = self.link.guest.send(self.link.now(t), PeerId(0), &self.buf[..n]) {
@@ -414,6 +462,7 @@ impl PredictRun {
             world_divergence_m_mean: None,
             client: self.client.stats.clone(),
             server: self.server.stats.clone(),
+            sides: self.sides,
         }
     }
 }
@@ -442,6 +491,7 @@ pub fn run_cli(args: &CompareArgs) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sides::assert_moved_by;
     use tumble_net::LinkConfig;
 
     fn scene_world(file: &str) -> World {
@@ -457,6 +507,36 @@ mod tests {
 
     fn run(file: &str, config: &PredictConfig) -> PredictReport {
         run_predict(config, scene_world(file), scene_world(file)).unwrap()
+    }
+
+    /// The control of the four delays ([`crate::sides`]): player 1's input held back 9 frames (100 ms) moves
+    /// the server player's input to screen and the client's view of it by that, nothing of player 2's; player
+    /// 2's held back 18 frames moves the client's own input to screen and the server's view of it by 200 ms.
+    #[test]
+    fn each_sides_delays_move_by_the_lag_of_the_input_they_carry() {
+        let sides = |lag| {
+            let config = PredictConfig {
+                input_lag_frames: lag,
+                ..link(50.0, 0.0, 5.0)
+            };
+            let mut run = PredictRun::new(&config, scene_world("cubes90.toml"), scene_world("cubes90.toml")).unwrap();
+            while !run.measured() {
+                run.frame().unwrap();
+            }
+            run.report().sides
+        };
+        let base = sides([0, 0]);
+        let [host, guest, host_sees, guest_sees] = base.ms();
+        assert!(
+            host.abs() < 1e-9 && guest.abs() < 1e-9,
+            "both step their own input at once: {base:?}"
+        );
+        // The server runs a client step a one-way trip and its buffer after the client did; the client draws
+        // the server's player from a state a one-way trip old.
+        assert!(host_sees > 75.0 && host_sees < 100.0, "{base:?}");
+        assert!(guest_sees > 45.0 && guest_sees < 70.0, "{base:?}");
+        assert_moved_by(&base, &sides([9, 0]), [100.0, 0.0, 0.0, 100.0], 12.0);
+        assert_moved_by(&base, &sides([0, 18]), [0.0, 200.0, 200.0, 0.0], 12.0);
     }
 
     #[test]
@@ -511,7 +591,7 @@ mod tests {
         let config = PredictConfig {
             run: RunSettings::link(20.0, 100.0, 20.0, 25.0),
             buffer_ms: 0.0,
-            near_cubes_only: false,
+            ..PredictConfig::default()
         };
         let r = run("cubes900.toml", &config);
         let c = &r.client;

@@ -8,11 +8,15 @@
 //! Figures ("up" is server → client):
 //! - `kbps_mean_up` / `kbps_mean_down`: each direction's datagrams with IP/UDP headers over the run; `kbps_mean`
 //!   the larger (the snapshots).
-//! - `input_to_screen_ms`: player 1's input to player 1's screen: 0, the server steps in the frame it samples.
+//! - `input_to_screen_ms`: player 1's input to player 1's screen (`host_input_to_screen_ms`): 0, the server steps
+//!   in the frame it samples.
 //!   `client_input_to_screen_ms`: player 2's, mean over drawn frames of now − when player 2 sampled the newest
 //!   input the server had applied by the older snapshot drawn from (a round trip plus the playout delay).
 //! - `remote_delay_ms`: mean over the client's drawn frames of now − the time the server simulated the state
 //!   drawn (the render time): how far behind player 2 sees player 1.
+//! - `host_input_to_screen_ms`, `guest_input_to_screen_ms`, `host_sees_guest_ms`, `guest_sees_host_ms`: the four
+//!   delays from both sides ([`crate::sides`]): the client's own input comes back in a snapshot (a round trip and
+//!   the playout delay); the server sees player 2 when its newest input arrives (a one-way trip).
 //! - `hitch_frames`: client frames, from its first drawn frame, with nothing new to draw: no snapshot after the
 //!   render time and the extrapolation limit passed (or none before it), so the view held still;
 //!   `hitch_fraction` of those frames. `extrapolated_frames`: frames drawn past the newest snapshot.
@@ -38,6 +42,7 @@ use tumble_net::{EndpointEvent, PeerId};
 
 use super::compare::{check_flag, validate_run};
 use super::loopback::{connect, link_time, read_packets, Link, LoopbackConfig, SUBTICKS_PER_STEP, TICK_S};
+use crate::sides::{with_sides, DecidedAt, InputLag, Sides};
 use tumble_game::cube_game::{CubeBot, CubeInput};
 use tumble_game::STEP_HZ;
 use tumble_models::lockstep::playout::MAX_DELAY_S;
@@ -52,6 +57,9 @@ pub struct SnapshotConfig {
     pub snapshot_hz: u32,
     pub compressed: bool,
     pub delay: PlayoutDelay,
+    /// Frames each player's input is held back on its way to its machine (player 1, player 2): 0 in every real
+    /// run; the tests' control of the input-to-screen and "sees" figures ([`crate::sides`]).
+    pub input_lag_frames: [usize; 2],
 }
 
 impl Default for SnapshotConfig {
@@ -65,6 +73,7 @@ impl Default for SnapshotConfig {
                 adaptive: true,
                 follow_loss: true,
             },
+            input_lag_frames: [0; 2],
         }
     }
 }
@@ -81,6 +90,7 @@ impl SnapshotConfig {
                 adaptive: !args.fixed_playout,
                 follow_loss: true,
             },
+            input_lag_frames: [0; 2],
         }
     }
 
@@ -124,6 +134,8 @@ pub struct SnapshotReport {
     /// Mean over the drawn frames of the delay each was drawn with (ms).
     pub playout_delay_ms_mean: f64,
     pub coloured_max: usize,
+    /// Both sides' input to screen and how late each sees the other ([`crate::sides`]).
+    pub sides: Sides,
 }
 
 impl SnapshotReport {
@@ -132,7 +144,7 @@ impl SnapshotReport {
     }
 
     pub fn to_json(&self, c: &SnapshotConfig, scene: &str) -> Value {
-        with_run(
+        let report = with_run(
             &c.run,
             json!({
                 "model": "snapshots",
@@ -143,7 +155,7 @@ impl SnapshotReport {
                 "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
                 "kbps_mean_up": self.kbps_mean_up,
                 "kbps_mean_down": self.kbps_mean_down,
-                "input_to_screen_ms": 0.0,
+                "input_to_screen_ms": self.sides.host_input_to_screen.ms(),
                 "client_input_to_screen_ms": self.client_input_to_screen_ms,
                 "remote_delay_ms": self.remote_delay_ms,
                 "hitch_frames": self.hitch_frames,
@@ -168,7 +180,8 @@ impl SnapshotReport {
                 "playout_delay_ms_mean": self.playout_delay_ms_mean,
                 "coloured_cubes_max": self.coloured_max,
             }),
-        )
+        );
+        with_sides(&self.sides, report)
     }
 }
 
@@ -190,6 +203,12 @@ pub struct SnapshotRun {
     coloured_max: usize,
     /// The server's player's input from a person (the desktop view) instead of its bot.
     human: Option<CubeInput>,
+    /// Each player's input on its way to its machine, and when each step's input was decided (by server step,
+    /// and by client step).
+    lags: [InputLag; PLAYERS],
+    host_decided: DecidedAt,
+    guest_decided: DecidedAt,
+    sides: Sides,
 }
 
 impl SnapshotRun {
@@ -222,6 +241,10 @@ impl SnapshotRun {
             desyncs: 0,
             coloured_max: 0,
             human: None,
+            lags: config.input_lag_frames.map(InputLag::new),
+            host_decided: DecidedAt::default(),
+            guest_decided: DecidedAt::default(),
+            sides: Sides::default(),
         })
     }
 
@@ -249,9 +272,22 @@ impl SnapshotRun {
         let k = self.frame;
         let t = link_time(self.handshake_ticks, k, 0, TICK_S);
         let now = self.link.now(t);
-        // Server.
-        let input = self.human.unwrap_or_else(|| self.bots[0].next_input());
+        let measured = k < self.frames;
+        // Server: its step k applies player 1's input (drawn this frame) and player 2's newest.
+        let (input, decided) = match self.human {
+            Some(input) => (input, Some(t)),
+            None => self.lags[0].pass(self.bots[0].next_input(), t),
+        };
+        self.host_decided.set(k, decided);
         let due = self.server.step(input)?;
+        if measured {
+            if let Some(at) = decided {
+                self.sides.host_input_to_screen.add(t - at);
+            }
+            if let Some(at) = self.server.remote_step().and_then(|s| self.guest_decided.get(s)) {
+                self.sides.host_sees_guest.add(t - at);
+            }
+        }
         self.coloured_max = self.coloured_max.max(self.server.game().coloured_count());
         if due {
             let host = &mut self.link.host;
@@ -261,8 +297,10 @@ impl SnapshotRun {
                 }
             })?;
         }
-        // Client.
-        self.client.sample(self.bots[1].next_input())?;
+        // Client: its step k is player 2's input of this frame.
+        let (input, decided) = self.lags[1].pass(self.bots[1].next_input(), t);
+        self.guest_decided.set(k, decided);
+        self.client.sample(input)?;
         if let Some(render) = self.client.draw(t) {
             // State after server step n was simulated in frame n − 1.
             self.remote_delay_s_sum += t - self.time(render - 1.0);
@@ -270,6 +308,17 @@ impl SnapshotRun {
             self.drawn_frames += 1;
             if let Some(applied) = self.client_applied_input() {
                 self.input_to_screen_s_sum += t - self.time(applied as f64);
+            }
+            if measured {
+                if let Some(at) = self.host_decided.at(render - 1.0) {
+                    self.sides.guest_sees_host.add(t - at);
+                }
+                if let Some(at) = self
+                    .client_applied_input()
+                    .and_then(|s| self.guest_decided.get(u64::from(s)))
+                {
+                    self.sides.guest_input_to_screen.add(t - at);
+                }
             }
         }
         let n = self.client.write_packet(&mut self.buf)?;
@@ -368,6 +417,7 @@ impl SnapshotRun {
             playout_delay_ms: self.client.delay_s() * 1000.0,
             playout_delay_ms_mean: self.played_delay_s_sum / drawn * 1000.0,
             coloured_max: self.coloured_max,
+            sides: self.sides,
         }
     }
 }
@@ -380,6 +430,7 @@ pub fn run_snapshots(config: &SnapshotConfig, world: World) -> Result<SnapshotRe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sides::assert_moved_by;
     use tumble_engine::physics::WorldConfig;
     use tumble_net::LinkConfig;
 
@@ -396,6 +447,34 @@ mod tests {
             compressed,
             ..SnapshotConfig::default()
         }
+    }
+
+    /// The control of the four delays ([`crate::sides`]): player 1's input held back 9 frames (100 ms) moves
+    /// player 1's input to screen and player 2's view of player 1 by that and nothing of player 2's own; player
+    /// 2's held back 18 frames moves the other two by 200 ms.
+    #[test]
+    fn each_sides_delays_move_by_the_lag_of_the_input_they_carry() {
+        let run = |lag| {
+            let config = SnapshotConfig {
+                input_lag_frames: lag,
+                ..config(true)
+            };
+            run_snapshots(&config, world("cubes90.toml")).unwrap().sides
+        };
+        let base = run([0, 0]);
+        let [host, guest, host_sees, guest_sees] = base.ms();
+        assert!(
+            host.abs() < 1e-9,
+            "the server steps its player's input the frame it comes: {host}"
+        );
+        // A round trip and the playout delay; a one-way trip (the input waits for the server's next step too);
+        // a one-way trip and the playout delay.
+        assert!(
+            guest > 200.0 && host_sees > 50.0 && host_sees < 75.0 && guest_sees > 150.0,
+            "{base:?}"
+        );
+        assert_moved_by(&base, &run([9, 0]), [100.0, 0.0, 0.0, 100.0], 12.0);
+        assert_moved_by(&base, &run([0, 18]), [0.0, 200.0, 200.0, 0.0], 12.0);
     }
 
     #[test]

@@ -20,6 +20,8 @@
 //! - [`cube_history`]: each cube's last changes on one `--processes` peer, sampled before and after the physics
 //!   step: the failure evidence of a run that cannot be repeated.
 //! - [`rest_jitter`]: how far a remote copy moves a cube its authority has at rest (the definition is there).
+//! - [`sides`]: the four delays every model reports from both sides (input to screen, how late each sees the
+//!   other), and the input lag line that is their control.
 //! - `in_process` (tests only): the two ends joined by a hand-made in-process link.
 //!
 //! It depends on the product (`tumble_game`) and the models (`tumble_models`); neither depends on it.
@@ -43,6 +45,7 @@ pub mod processes;
 pub mod rest_jitter;
 pub mod session;
 pub mod session_cli;
+pub mod sides;
 mod star_link;
 pub mod thrower;
 

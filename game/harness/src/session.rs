@@ -435,6 +435,11 @@ impl SessionRun {
         self.peers().find(|p| p.player() == player)
     }
 
+    /// The peer in seat `seat` (1 = the host), if it is running.
+    pub fn seat(&self, seat: usize) -> Option<&Peer> {
+        self.peers.get(seat.checked_sub(1)?)?.as_ref()
+    }
+
     /// The peer in seat `player` (1 = the host), for tests that reach behind the network's back.
     pub fn peer_mut(&mut self, player: usize) -> Option<&mut Peer> {
         self.peers.get_mut(player.checked_sub(1)?)?.as_mut()

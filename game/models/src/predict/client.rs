@@ -206,6 +206,11 @@ impl PredictClient {
     }
 
     /// The client's player cube.
+    /// The step of the newest server state read (the server player's cube is set to it).
+    pub fn newest_state(&self) -> Option<u64> {
+        self.newest_state
+    }
+
     pub fn own_cube(&self) -> BodyId {
         self.own
     }

@@ -82,6 +82,8 @@ pub struct PredictServer {
     client_inputs: InputWindow,
     /// Server step at which client step 0 runs (the client's inputs apply `offset` steps after their own step).
     offset: Option<u64>,
+    /// The client step whose own input the last step used (a late input's stand-in is an older step's).
+    applied_input: Option<u64>,
     /// The next server step.
     next_step: u64,
     own_input: CubeInput,
@@ -111,6 +113,7 @@ impl PredictServer {
             config,
             client_inputs: InputWindow::default(),
             offset: None,
+            applied_input: None,
             next_step: 0,
             own_input: CubeInput::NONE,
             last_client_input: CubeInput::NONE,
@@ -148,6 +151,7 @@ impl PredictServer {
             client_input = match self.client_inputs.get(step) {
                 Some(input) => {
                     self.stats.inputs_applied += 1;
+                    self.applied_input = Some(step);
                     input
                 }
                 None => {
@@ -172,6 +176,12 @@ impl PredictServer {
     /// The newest client step applied (its state is the client's at the start of the next).
     pub fn applied(&self) -> Option<u64> {
         self.applied
+    }
+
+    /// The client step whose own input the last step used: [`PredictServer::applied`], or an older step when its
+    /// input was late and the last one stood in.
+    pub fn applied_input(&self) -> Option<u64> {
+        self.applied_input
     }
 
     /// Reads the client's input packet; a malformed one is refused whole and counted.

@@ -111,6 +111,11 @@ impl SnapshotServer {
         (e.sequence == Some(sequence)).then_some(e)
     }
 
+    /// Player 2's newest input step received: the one the next step applies (`None`: none yet).
+    pub fn remote_step(&self) -> Option<u64> {
+        self.remote_step
+    }
+
     /// One step with player 1's `input` and player 2's newest; true when a snapshot is due after it (the rate's
     /// share of 90 Hz steps, spread evenly: 30 Hz every 3rd step, 60 Hz two of every three).
     pub fn step(&mut self, input: CubeInput) -> Result<bool, PhysicsError> {

@@ -639,6 +639,16 @@ impl Peer {
         self.step
     }
 
+    /// The sender's step of the newest message read from `player`'s machine (a guest reads only the host's:
+    /// player 1), if any: how old the newest word from that player is here.
+    pub fn newest_step_from(&self, player: u8) -> Option<u32> {
+        self.links
+            .iter()
+            .flatten()
+            .find(|link| link.player == player)?
+            .newest_header_step
+    }
+
     /// The hands act on the world: grabs claim cubes (rule 1), releases keep authority (rule 2).
     pub fn play(&mut self, input: &AvatarInput) -> Result<(), PeerError> {
         if !self.welcomed || self.table.me() == DEFAULT_AUTHORITY {
