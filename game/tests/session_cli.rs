@@ -86,6 +86,8 @@ fn a_conflict_test_in_one_process_reports_every_field_and_one_owner_per_conflict
     assert_eq!(j["players"], 3);
     assert_eq!(j["peers_at_end"], 3);
     assert!(j["conflicts"].as_u64().unwrap() >= 1, "{j}");
+    // The conflict's loser had its claim overridden by the host's word: a correction.
+    assert!(j["corrections"].as_u64().unwrap() >= 1, "{j}");
     assert!(j["conflict_resolve_ms_max"].as_f64().unwrap() <= 200.0, "{j}");
     assert_eq!(j["bit_identical_at_end"], true, "{j}");
 }

@@ -781,6 +781,25 @@ mod tests {
         assert!(!r.bit_identical_at_end);
     }
 
+    /// The control of `hitch_frames`: a fixed playout delay shorter than the link's one-way trip leaves steps
+    /// waiting for the other's input, frame after frame (the default, a one-way trip plus its adaptive margin,
+    /// never waits: the tests above).
+    #[test]
+    fn a_playout_delay_shorter_than_the_trip_hitches() {
+        let config = LockstepConfig {
+            playout: PlayoutConfig {
+                delay_s: 0.0,
+                adaptive: false,
+                ..PlayoutConfig::default()
+            },
+            ..link(50.0, 5.0, 5.0)
+        };
+        let r = run("cubes90.toml", &config);
+        assert!(r.hitch_frames.iter().all(|&h| h > 0), "{r:?}");
+        assert!(r.hitch_fraction() > 0.01, "{}", r.hitch_fraction());
+        assert!(r.bit_identical_at_end, "waiting costs time, never sync: {r:?}");
+    }
+
     #[test]
     fn garbage_packets_are_refused_and_the_game_goes_on_in_sync() {
         let config = LockstepConfig {

@@ -740,6 +740,31 @@ mod tests {
         }
     }
 
+    /// The control of `desyncs` and `bit_identical_at_end`: after a run that ends identical, one resting cube of
+    /// the guest's world moved by a millimetre behind everyone's back is one desync, and the worlds differ.
+    #[test]
+    fn a_cube_moved_behind_the_protocols_back_is_a_desync() {
+        for host_simulates_all in [false, true] {
+            let config = AuthorityConfig {
+                run: RunSettings::link(3.0, 50.0, 0.0, 0.0),
+                host_simulates_all,
+                ..AuthorityConfig::default()
+            };
+            let mut run = AuthorityRun::new(&config, cubes90()).unwrap();
+            while !run.run.is_finished() {
+                run.frame().unwrap();
+            }
+            let r = run.report().unwrap();
+            assert!(r.bit_identical_at_end && r.desyncs == 0, "{r:?}");
+            let guest = run.run.peer_mut(2).unwrap();
+            let mut s = guest.world.state(BodyId(0)).unwrap();
+            s.position.x += 0.001;
+            guest.world.set_state(BodyId(0), &s).unwrap();
+            let r = run.report().unwrap();
+            assert!(!r.bit_identical_at_end && r.desyncs == 1, "{host_simulates_all}: {r:?}");
+        }
+    }
+
     /// A short game with blowing and pulling bots at 5 % loss: the players' cubes stay their players' (the host
     /// never took a claim on one from anyone else, and nothing was refused as held by another), cubes were
     /// claimed by push and touch, and every machine ends with the same bits.

@@ -209,6 +209,8 @@ pub struct SnapshotRun {
     host_decided: DecidedAt,
     guest_decided: DecidedAt,
     sides: Sides,
+    /// Frames left whose snapshots are not sent ([`SnapshotRun::withhold_snapshots`]).
+    withheld_frames: u64,
 }
 
 impl SnapshotRun {
@@ -245,12 +247,19 @@ impl SnapshotRun {
             host_decided: DecidedAt::default(),
             guest_decided: DecidedAt::default(),
             sides: Sides::default(),
+            withheld_frames: 0,
         })
     }
 
     /// The server's player plays `input` from the next frame on (`None`: its bot again).
     pub fn set_human(&mut self, input: Option<CubeInput>) {
         self.human = input;
+    }
+
+    /// Tests: the snapshots of the next `frames` frames are not sent (an outage; the control of `hitch_frames`).
+    #[doc(hidden)]
+    pub fn withhold_snapshots(&mut self, frames: u64) {
+        self.withheld_frames = frames + 1;
     }
 
     /// True once the client has drawn a frame from snapshots (before that it has no picture of the world).
@@ -280,6 +289,8 @@ impl SnapshotRun {
         };
         self.host_decided.set(k, decided);
         let due = self.server.step(input)?;
+        self.withheld_frames = self.withheld_frames.saturating_sub(1);
+        let due = due && self.withheld_frames == 0;
         if measured {
             if let Some(at) = decided {
                 self.sides.host_input_to_screen.add(t - at);
@@ -533,6 +544,28 @@ mod tests {
         assert!(fixed.extrapolated_frames > 0 && fixed.corrections > 0, "{fixed:?}");
         assert!(fixed.correction_max_m > 0.01, "{fixed:?}");
         assert!(r.playout_delay_ms > fixed.playout_delay_ms, "{r:?}\n{fixed:?}");
+    }
+
+    /// The controls of `desyncs` and `bit_identical_at_end`: a resting cube moved by one unit in the client's
+    /// newest snapshot, the baseline of the deltas to come, makes them come out other than the server sent; and of
+    /// `hitch_frames`: half a second without snapshots (the server's sends withheld) leaves the client nothing new
+    /// to draw once its extrapolation limit passes.
+    #[test]
+    fn a_damaged_baseline_desyncs_and_too_short_a_playout_delay_hitches() {
+        let mut run = SnapshotRun::new(&config(true), world("cubes900.toml")).unwrap();
+        while run.client.newest().is_none() {
+            run.frame().unwrap();
+        }
+        run.client.damage_newest(0);
+        let r = run.run().unwrap();
+        assert!(r.desyncs >= 1 && !r.bit_identical_at_end, "{r:?}");
+        let mut run = SnapshotRun::new(&config(true), world("cubes900.toml")).unwrap();
+        for _ in 0..180 {
+            run.frame().unwrap();
+        }
+        run.withhold_snapshots(45);
+        let r = run.run().unwrap();
+        assert!(r.hitch_frames > 0, "{r:?}");
     }
 
     #[test]

@@ -205,6 +205,22 @@ impl SnapshotClient {
         }
     }
 
+    /// Tests: moves `body` by one position unit in the newest complete snapshot, behind the server's back (as
+    /// decoding against the wrong baseline would): the snapshots coded against it from then on come out wrong —
+    /// the control of the run's `desyncs`.
+    #[doc(hidden)]
+    pub fn damage_newest(&mut self, body: usize) {
+        if let Some(s) = self.newest_complete {
+            let e = &mut self.ring[s as usize % RING];
+            if let Some(q) = e.quantized.get_mut(body) {
+                q.position[0] += 1;
+            }
+            if let Some(b) = e.states.get_mut(body) {
+                b.position.x += 1e-3;
+            }
+        }
+    }
+
     /// The newest complete snapshot: its sequence, step and quantized (compressed) or raw states.
     pub fn newest(&self) -> Option<(u32, u32, &[QuantizedState], &[BodyState])> {
         let s = self.newest_complete?;
