@@ -638,7 +638,7 @@ mod tests {
             while !run.measured() {
                 run.frame().unwrap();
             }
-            if nudge_m > 0.0 {
+            let divergence = if nudge_m > 0.0 {
                 // A far cube of the client's world moved at the last moment: nothing corrects it before the end.
                 let mut far = run.client.world().state(BodyId(0)).unwrap();
                 far.position.x += nudge_m;
@@ -650,13 +650,19 @@ mod tests {
                 run.world_divergence()
                     .unwrap()
                     .expect("the server reaches the client's step")
-            }
+            };
+            (divergence, run.client.stats.resting_cubes_set)
         };
-        let (max, mean) = play(false, 0.0);
+        let ((max, mean), set) = play(false, 0.0);
         assert!(max <= 0.01 && mean <= max, "{max} {mean}");
-        let (near_only, _) = play(true, 0.0);
+        // `resting_cubes_set` counts what put the field back; with the near cubes only, nothing is set.
+        let ((near_only, _), near_set) = play(true, 0.0);
         assert!(near_only > 0.1, "{near_only}");
-        let (nudged, _) = play(false, 3.0);
+        assert!(
+            set > 0 && near_set == 0,
+            "{set} cubes set, {near_set} with the near cubes only"
+        );
+        let ((nudged, _), _) = play(false, 3.0);
         assert!(nudged >= 2.9, "{nudged}");
     }
 
