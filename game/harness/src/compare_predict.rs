@@ -423,8 +423,11 @@ impl PredictRun {
     pub fn world_divergence_now(&mut self) -> Result<Option<(f32, f32)>> {
         let target = self.client.steps();
         let world = self.client.world();
-        let client: Vec<glam::Vec3> = (0..world.body_count() as u32)
-            .map(|i| world.state(BodyId(i)).map(|s| s.position))
+        let own = world.state(self.client.own_cube())?;
+        tracing::debug!(position = ?own.position, velocity = ?own.linear_velocity, spin = ?own.angular_velocity,
+            at_rest = own.at_rest, "the client's cube at the end");
+        let client: Vec<(glam::Vec3, bool)> = (0..world.body_count() as u32)
+            .map(|i| world.state(BodyId(i)).map(|s| (s.position, s.at_rest)))
             .collect::<Result<_, _>>()?;
         let limit = self.frame + (CATCH_UP_S * STEP_HZ as f64) as u64;
         while self.server.applied().is_none_or(|a| a + 1 < target) {
@@ -436,12 +439,17 @@ impl PredictRun {
         let server = self.server.world();
         let players = self.server.game().players();
         let (mut max, mut sum, mut n) = (0.0f32, 0.0f64, 0usize);
-        for (i, c) in client.iter().enumerate() {
+        for (i, &(c, client_at_rest)) in client.iter().enumerate() {
             let id = BodyId(i as u32);
             if players.contains(&id) {
                 continue;
             }
-            let d = server.state(id)?.position.distance(*c);
+            let there = server.state(id)?;
+            let d = there.position.distance(c);
+            if d > 0.01 {
+                tracing::debug!(cube = i, distance_m = d, client = ?c, client_at_rest, server = ?there.position,
+                    server_at_rest = there.at_rest, "a field cube diverged");
+            }
             max = max.max(d);
             sum += f64::from(d);
             n += 1;
