@@ -765,6 +765,27 @@ mod tests {
         }
     }
 
+    /// The control of `corrections` and `correction_max_m`: two players with room to send find nothing of theirs
+    /// moved by the host's word (at most a claim overridden in place); four on 64 kbps at 45 packets a second, pushing into each other's cubes, lose claims to the
+    /// host's word, and the largest such override moves a cube by decimetres.
+    #[test]
+    fn claims_the_host_overrides_are_corrections_and_their_moves_are_measured() {
+        let run = |players, kbps_budget, packets_per_s| {
+            let config = AuthorityConfig {
+                run: RunSettings::link(10.0, 50.0, 10.0, 5.0),
+                players,
+                kbps_budget,
+                packets_per_s,
+                ..AuthorityConfig::default()
+            };
+            run_authority(&config, cubes90()).unwrap()
+        };
+        let calm = run(2, DEFAULT_SESSION_KBPS_BUDGET, PACKETS_PER_S);
+        assert!(calm.correction_max_m < 0.01, "{calm:?}");
+        let crowded = run(4, 64, 45);
+        assert!(crowded.corrections > 0 && crowded.correction_max_m > 0.1, "{crowded:?}");
+    }
+
     /// A short game with blowing and pulling bots at 5 % loss: the players' cubes stay their players' (the host
     /// never took a claim on one from anyone else, and nothing was refused as held by another), cubes were
     /// claimed by push and touch, and every machine ends with the same bits.
