@@ -631,7 +631,21 @@ fn differing_cubes(peers: &[&Peer]) -> Result<u64> {
     for c in 0..host.world.body_count() as u32 {
         let mut differs = false;
         for guest in guests {
-            differs |= body_differs(&host.world, &guest.world, BodyId(c))?;
+            let here = body_differs(&host.world, &guest.world, BodyId(c))?;
+            if here && tracing::enabled!(tracing::Level::DEBUG) {
+                let (h, g) = (host.world.state(BodyId(c))?, guest.world.state(BodyId(c))?);
+                tracing::debug!(
+                    cube = c,
+                    guest = guest.player(),
+                    distance_m = h.position.distance(g.position),
+                    host_at_rest = h.at_rest,
+                    guest_at_rest = g.at_rest,
+                    host_authority = host.table.stamp(c).authority,
+                    guest_authority = guest.table.stamp(c).authority,
+                    "a cube differs at the end"
+                );
+            }
+            differs |= here;
         }
         n += u64::from(differs);
     }

@@ -21,6 +21,14 @@ impl Peer {
                     }
                     Err(reason) => {
                         self.refuse(reason);
+                        if matches!(reason, RejectReason::Stale | RejectReason::LostTie) {
+                            // The guest simulates and sends a cube that is no longer its: tell it now (the cube
+                            // waited its turn before, seconds on a full link, while the guest sent it in every
+                            // packet and every one was refused).
+                            if let Some(link) = self.links[slot].as_mut() {
+                                link.sender.hurry(cube);
+                            }
+                        }
                         false
                     }
                 }

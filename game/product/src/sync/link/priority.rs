@@ -25,6 +25,9 @@ pub const AWAKE_PRIORITY: i64 = 3;
 pub const COLLISION_PRIORITY: i64 = 10;
 /// Factor of a cube a player touched or threw within the last [`INTERACTION_BOOST_STEPS`]: what the players look at.
 pub const INTERACTION_PRIORITY: i64 = 1_000_000;
+/// The accumulator of a cube to send in the next packet once ([`crate::sync::link::sender::Sender::hurry`]): a
+/// second of a touched cube's climb, so it goes before every cube but those starved longer than that.
+pub const HURRY_PRIORITY: i64 = INTERACTION_PRIORITY * STEP_HZ as i64;
 /// A held cube's accumulator: never sent.
 pub const HELD_PRIORITY: i64 = -1;
 /// Relative normal speed (m/s) above which a collision boosts both cubes.
@@ -104,6 +107,12 @@ pub fn priority_factor(a: &CubeActivity) -> i64 {
     } else {
         BASE_PRIORITY
     }
+}
+
+/// Puts a cube with accumulator `acc` at the head of the next packet, once: [`HURRY_PRIORITY`] unless it has
+/// waited longer than that already.
+pub fn hurry(acc: &mut i64) {
+    *acc = (*acc).max(HURRY_PRIORITY);
 }
 
 /// Whether a cube with accumulator `acc` is starving: awake and unsent for [`STARVED_AWAKE_STEPS`] at the awake
@@ -228,6 +237,32 @@ mod tests {
         );
         for gap in sent_at.windows(2).map(|w| w[1] - w[0]) {
             assert!(gap <= first + touched / 5 + 1, "then every {gap} steps: {sent_at:?}");
+        }
+    }
+
+    /// A hurried cube (a refused claim's answer) goes in the very next packet, ahead of touched cubes that fill
+    /// it, and then waits its turn again.
+    #[test]
+    fn a_hurried_resting_cube_goes_in_the_next_packet_once() {
+        let touched = 20;
+        let mut activity = vec![CubeActivity::default(); touched + 1];
+        let mut acc = vec![0i64; touched + 1];
+        let resting = touched as u32;
+        let bits_of = |_| 100;
+        for step in 0..STEP_HZ as usize {
+            for a in &mut activity[..touched] {
+                a.awake = true;
+                a.record_interaction();
+            }
+            if step == 30 {
+                hurry(&mut acc[touched]);
+            }
+            let sent = send_step(&mut acc, &activity, 5 * 100, &bits_of);
+            assert_eq!(sent.contains(&resting), step == 30, "step {step}: {sent:?}");
+            if step == 30 {
+                assert_eq!(sent[0], resting, "ahead of every touched cube");
+            }
+            tick_activity(&mut activity);
         }
     }
 

@@ -13,7 +13,7 @@ use crate::sync::codec::state_packet::{
 };
 use crate::sync::link::baseline::AckedBaselines;
 use crate::sync::link::priority::{
-    accumulate, mark_sent, order_by_priority, tick_activity, CubeActivity, HELD_PRIORITY,
+    accumulate, hurry, mark_sent, order_by_priority, tick_activity, CubeActivity, HELD_PRIORITY,
 };
 
 /// Why a state packet could not be produced.
@@ -184,6 +184,14 @@ impl Sender {
 
     /// Cube `id`'s state as captured for the last packet, and the acked baseline (state, age) it was encoded
     /// against at `step` (until the next ack arrives). For the bandwidth table's recording.
+    /// Sends `cube` in the next packet (once; then it climbs as its activity says): the host telling a guest at
+    /// once that a claim of its was refused, so that it stops simulating and sending a cube that is no longer its.
+    pub fn hurry(&mut self, cube: u32) {
+        if let Some(acc) = self.accumulators.get_mut(cube as usize) {
+            hurry(acc);
+        }
+    }
+
     pub fn captured(&self, id: u32, step: u64) -> Option<(QuantizedState, Option<(QuantizedState, u32)>)> {
         let state = *self.states.get(id as usize)?;
         Some((state, self.acked.baseline(id, step).map(|(b, age)| (*b, age))))
