@@ -1,116 +1,116 @@
-//! The third engine: a scene run through Jolt Physics 5.0 (the sources ship inside `joltc-sys`, built with CMake
-//! and a C++ compiler through the JoltC wrapper), only with the `jolt` cargo feature.
+//! The third engine: a scene run through Jolt Physics, only with the `jolt` cargo feature. Jolt comes from
+//! `oxijolt-sys` (Jolt 5.6.0 and the joltc C wrapper, both pinned inside the crate, built from source with CMake
+//! in its Release configuration; the crate turns Jolt's link-time optimization off): [`JOLT_BUILD`] says which Jolt
+//! this binary linked, read from the build's own manifest.
 //!
-//! Matched to Tumble's world as far as JoltC 0.3 exposes Jolt: dt (one collision step per update), gravity
-//! (Jolt's is fixed at −9.81 m/s² along y, so a scene's gravity must point down and is matched with each body's
-//! gravity factor), box half extents, density, friction and restitution per body, the initial pose and
-//! velocities, sleeping on or off. Jolt's own: every `PhysicsSettings` field (10 velocity and 2 position steps,
-//! Baumgarte 0.2, speculative distance 2 cm, penetration slop 2 cm) and each box's 5 cm convex radius, and Jolt's
-//! friction and restitution combination (geometric mean and max, as Tumble's). The ground is a static box whose
-//! top face is the plane y = ground height, 2 km across. The job system has no worker thread: the calling thread
-//! runs every job, so Jolt runs on one thread like Tumble and Rapier.
+//! Matched to Tumble's world: dt (one collision step per update), gravity, box half extents, density, friction and
+//! restitution per body, the initial pose and velocities, sleeping on or off. Jolt's own: every `PhysicsSettings`
+//! field (10 velocity and 2 position steps, Baumgarte 0.2, speculative distance 2 cm, penetration slop 2 cm), each
+//! box's convex radius (`JPH_DEFAULT_CONVEX_RADIUS`, 5 cm, Jolt's default), and Jolt's friction and restitution
+//! combination (geometric mean and max, as Tumble's). Shapes are shared as Jolt's samples share them: one box
+//! shape for every body of the same size and density (a scene of 1 m cubes makes one shape). The ground is a
+//! static box whose top face is the plane y = ground height, 2 km across. The job system runs every job on the
+//! calling thread as it is queued (Jolt's `JobSystemSingleThreaded` does the same), so Jolt runs on one thread
+//! like Tumble and Rapier.
 //!
-//! JoltC 0.3 has no contact listener, so `last_max_penetration` is the deepest overlap measured from the poses
-//! (the runner's `max_overlap_m` measures the same thing).
+//! `last_max_penetration` is the deepest overlap measured from the poses (the runner's `max_overlap_m` measures
+//! the same thing): no contact listener is installed, so nothing but the step itself runs inside `step()`.
 
-use std::ffi::{c_uint, c_void, CStr};
+use std::ffi::c_void;
 use std::ptr;
 use std::sync::OnceLock;
 
 use anyhow::{bail, ensure, Result};
 use glam::{Mat3, Quat, Vec3};
-use joltc_sys::*;
+use oxijolt_sys::*;
+use serde::Serialize;
 use tumble_engine::physics::box_plane::OrientedBox;
 use tumble_engine::physics::overlap::deepest_overlap;
 use tumble_engine::physics::{BodyDesc, BodyKind, BodyState, WorldConfig};
 
 use crate::runner::Simulation;
 
-// joltc-sys 0.3.1 links Jolt and JoltC (static C++ libraries) but not the C++ runtime they need.
-#[cfg(all(unix, not(target_vendor = "apple")))]
-#[link(name = "stdc++")]
-extern "C" {}
-#[cfg(target_vendor = "apple")]
-#[link(name = "c++")]
-extern "C" {}
-
-/// Jolt's gravity (m/s², along −y), which JoltC 0.3 cannot change: scenes are matched by each body's gravity factor.
-const JOLT_GRAVITY_M_S2: f32 = 9.81;
 /// Half the ground box's width (m) and its thickness below the plane.
 const GROUND_HALF_WIDTH_M: f32 = 1000.0;
 const GROUND_HALF_HEIGHT_M: f32 = 1.0;
-/// Jolt's temporary allocator for a step (bytes): enough for large_pyramid's contacts.
-const TEMP_ALLOCATOR_BYTES: c_uint = 256 * 1024 * 1024;
-const MAX_BODY_PAIRS: c_uint = 1 << 18;
-const MAX_CONTACT_CONSTRAINTS: c_uint = 1 << 18;
+/// Body pairs and contact constraints Jolt may hold: enough for large_pyramid's contacts.
+const MAX_BODY_PAIRS: u32 = 1 << 18;
+const MAX_CONTACT_CONSTRAINTS: u32 = 1 << 18;
+/// Jolt's default convex radius (m), as every box of Jolt's samples has it.
+const CONVEX_RADIUS_M: f32 = JPH_DEFAULT_CONVEX_RADIUS as f32;
 
-const OL_NON_MOVING: JPC_ObjectLayer = 0;
-const OL_MOVING: JPC_ObjectLayer = 1;
-const BPL_NON_MOVING: JPC_BroadPhaseLayer = 0;
-const BPL_MOVING: JPC_BroadPhaseLayer = 1;
-const BPL_COUNT: JPC_BroadPhaseLayer = 2;
+/// Jolt's `BodyID::cInvalidBodyID`, what body creation returns when it fails.
+const INVALID_BODY_ID: JPH_BodyID = u32::MAX;
 
-unsafe extern "C" fn bpl_count(_this: *const c_void) -> c_uint {
-    BPL_COUNT as c_uint
+const OL_NON_MOVING: JPH_ObjectLayer = 0;
+const OL_MOVING: JPH_ObjectLayer = 1;
+const BPL_NON_MOVING: JPH_BroadPhaseLayer = 0;
+const BPL_MOVING: JPH_BroadPhaseLayer = 1;
+
+/// Which Jolt this binary runs and how it was built, for every report (JSON field `jolt`).
+#[derive(Clone, Debug, Serialize)]
+pub struct JoltBuild {
+    /// Jolt's version as the crate's build wrote it into its manifest (`jolt_version=`), or `None` when the
+    /// manifest could not be read at build time.
+    pub version: Option<&'static str>,
+    /// Where Jolt comes from.
+    pub source: String,
+    /// How it was built.
+    pub build: String,
 }
 
-unsafe extern "C" fn bpl_of(_this: *const c_void, layer: JPC_ObjectLayer) -> JPC_BroadPhaseLayer {
-    if layer == OL_NON_MOVING {
-        BPL_NON_MOVING
-    } else {
-        BPL_MOVING
+/// The Jolt this binary linked. The version and switches come from `oxijolt-sys-manifest.txt`, which the crate's
+/// build script writes next to the libraries it built (read by `benches/build.rs`).
+pub fn jolt_build() -> JoltBuild {
+    let version = option_env!("TUMBLE_JOLT_VERSION");
+    let switches = option_env!("TUMBLE_JOLT_SWITCHES").unwrap_or("manifest not read");
+    JoltBuild {
+        version,
+        source: format!(
+            "oxijolt-sys {} (bundled Jolt {} at commit {}, joltc {})",
+            option_env!("TUMBLE_OXIJOLT_SYS_VERSION").unwrap_or("?"),
+            version.unwrap_or("?"),
+            &JOLT_COMMIT[..JOLT_COMMIT.len().min(10)],
+            &JOLTC_COMMIT[..JOLTC_COMMIT.len().min(10)],
+        ),
+        build: format!(
+            "from source with CMake, Release, LTO off (the crate sets INTERPROCEDURAL_OPTIMIZATION OFF), Jolt's \
+             default x86-64 switches (SSE4.2, AVX2, FMA; no AVX-512); {switches}"
+        ),
     }
 }
 
-unsafe extern "C" fn object_vs_broad_phase(_this: *const c_void, a: JPC_ObjectLayer, b: JPC_BroadPhaseLayer) -> bool {
-    a == OL_MOVING || b == BPL_MOVING
-}
-
-unsafe extern "C" fn object_vs_object(_this: *const c_void, a: JPC_ObjectLayer, b: JPC_ObjectLayer) -> bool {
-    a == OL_MOVING || b == OL_MOVING
-}
-
-const BPL: JPC_BroadPhaseLayerInterfaceFns = JPC_BroadPhaseLayerInterfaceFns {
-    GetNumBroadPhaseLayers: Some(bpl_count),
-    GetBroadPhaseLayer: Some(bpl_of),
-};
-const OVB: JPC_ObjectVsBroadPhaseLayerFilterFns = JPC_ObjectVsBroadPhaseLayerFilterFns {
-    ShouldCollide: Some(object_vs_broad_phase),
-};
-const OVO: JPC_ObjectLayerPairFilterFns = JPC_ObjectLayerPairFilterFns {
-    ShouldCollide: Some(object_vs_object),
-};
-
-fn global_init() {
-    static INIT: OnceLock<()> = OnceLock::new();
-    INIT.get_or_init(|| unsafe {
-        JPC_RegisterDefaultAllocator();
-        JPC_FactoryInit();
-        JPC_RegisterTypes();
-    });
-}
-
-fn jv(v: Vec3) -> JPC_Vec3 {
-    JPC_Vec3 {
-        x: v.x,
-        y: v.y,
-        z: v.z,
-        _w: v.z,
+unsafe extern "C" fn run_job(_context: *mut c_void, job: JPH_JobFunction, arg: *mut c_void) {
+    if let Some(job) = job {
+        // SAFETY: Jolt hands a job function and its argument; running it now, once, is what queueing asks.
+        unsafe { job(arg) };
     }
 }
 
-fn jr(v: Vec3) -> JPC_RVec3 {
-    JPC_RVec3 {
-        x: v.x,
-        y: v.y,
-        z: v.z,
-        _w: v.z,
+unsafe extern "C" fn run_jobs(_context: *mut c_void, job: JPH_JobFunction, args: *mut *mut c_void, count: u32) {
+    if let Some(job) = job {
+        for i in 0..count as usize {
+            // SAFETY: `args` holds `count` job arguments.
+            unsafe { job(*args.add(i)) };
+        }
     }
 }
 
-fn jq(q: Quat) -> JPC_Quat {
+fn global_init() -> Result<()> {
+    static INIT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: JPH_Init registers Jolt's allocator, factory and types once per process.
+    let ok = *INIT.get_or_init(|| unsafe { JPH_Init() });
+    ensure!(ok, "JPH_Init failed");
+    Ok(())
+}
+
+fn jv(v: Vec3) -> JPH_Vec3 {
+    JPH_Vec3 { x: v.x, y: v.y, z: v.z }
+}
+
+fn jq(q: Quat) -> JPH_Quat {
     let q = q.normalize();
-    JPC_Quat {
+    JPH_Quat {
         x: q.x,
         y: q.y,
         z: q.z,
@@ -118,35 +118,45 @@ fn jq(q: Quat) -> JPC_Quat {
     }
 }
 
-fn box_shape(half: Vec3, density: f32) -> Result<*mut JPC_Shape> {
-    let settings = JPC_BoxShapeSettings {
-        HalfExtent: jv(half),
-        Density: density,
-        ..Default::default()
-    };
-    let mut shape: *mut JPC_Shape = ptr::null_mut();
-    let mut err: *mut JPC_String = ptr::null_mut();
-    // SAFETY: the settings outlive the call; JoltC writes either the shape or an error string.
-    unsafe {
-        if JPC_BoxShapeSettings_Create(&settings, &mut shape, &mut err) {
-            Ok(shape)
-        } else {
-            bail!("Jolt refused a box {half}: {:?}", CStr::from_ptr(JPC_String_c_str(err)))
+/// One box shape per distinct (half extents, density), shared by every body that has them.
+struct Shapes {
+    made: Vec<(Vec3, f32, *mut JPH_Shape)>,
+}
+
+impl Shapes {
+    fn get(&mut self, half: Vec3, density: f32) -> Result<*mut JPH_Shape> {
+        if let Some(&(_, _, s)) = self.made.iter().find(|(h, d, _)| *h == half && *d == density) {
+            return Ok(s);
+        }
+        // SAFETY: JoltC returns a box with one reference, ours, released in Drop.
+        let shape = unsafe {
+            let b = JPH_BoxShape_Create(&jv(half), CONVEX_RADIUS_M);
+            ensure!(!b.is_null(), "Jolt refused a box {half}");
+            JPH_ConvexShape_SetDensity(b.cast(), density);
+            b.cast::<JPH_Shape>()
+        };
+        self.made.push((half, density, shape));
+        Ok(shape)
+    }
+}
+
+impl Drop for Shapes {
+    fn drop(&mut self) {
+        for &(_, _, s) in &self.made {
+            // SAFETY: drops the reference `get` took; bodies still using a shape hold their own.
+            unsafe { JPH_Shape_Destroy(s) };
         }
     }
 }
 
 pub struct JoltSim {
-    system: *mut JPC_PhysicsSystem,
-    temp: *mut JPC_TempAllocatorImpl,
-    jobs: *mut JPC_JobSystemThreadPool,
-    bpl: *mut JPC_BroadPhaseLayerInterface,
-    ovb: *mut JPC_ObjectVsBroadPhaseLayerFilter,
-    ovo: *mut JPC_ObjectLayerPairFilter,
-    ids: Vec<JPC_BodyID>,
-    ground: Option<JPC_BodyID>,
+    system: *mut JPH_PhysicsSystem,
+    jobs: *mut JPH_JobSystem,
+    ids: Vec<JPH_BodyID>,
+    ground: Option<JPH_BodyID>,
     dynamic: Vec<bool>,
     halves: Vec<Vec3>,
+    shapes: Shapes,
     dt: f32,
     ground_height: Option<f32>,
 }
@@ -159,63 +169,69 @@ impl JoltSim {
             "dt must be positive, got {}",
             config.dt
         );
-        let g = config.gravity;
-        ensure!(
-            g.x == 0.0 && g.z == 0.0 && g.y <= 0.0,
-            "Jolt (through JoltC 0.3) only takes gravity along −y, got {g}"
-        );
-        let gravity_factor = -g.y / JOLT_GRAVITY_M_S2;
-        global_init();
-        // SAFETY: plain JoltC calls in the order its smoke test makes them; every pointer made here is deleted in
-        // Drop, bodies before the system.
+        global_init()?;
+        // SAFETY: plain joltc calls in the order its samples make them; every object made here is destroyed in
+        // Drop, bodies before the system (which owns the layer tables).
         unsafe {
-            let temp = JPC_TempAllocatorImpl_new(TEMP_ALLOCATOR_BYTES);
-            // No worker thread: the thread that calls Update runs the jobs.
-            let jobs = JPC_JobSystemThreadPool_new3(JPC_MAX_PHYSICS_JOBS as _, JPC_MAX_PHYSICS_BARRIERS as _, 0);
-            let bpl = JPC_BroadPhaseLayerInterface_new(ptr::null(), BPL);
-            let ovb = JPC_ObjectVsBroadPhaseLayerFilter_new(ptr::null_mut(), OVB);
-            let ovo = JPC_ObjectLayerPairFilter_new(ptr::null_mut(), OVO);
-            let system = JPC_PhysicsSystem_new();
-            JPC_PhysicsSystem_Init(
-                system,
-                bodies.len() as c_uint + 16,
-                0,
-                MAX_BODY_PAIRS,
-                MAX_CONTACT_CONSTRAINTS,
-                bpl,
-                ovb,
-                ovo,
-            );
+            let job_config = JPH_JobSystemConfig {
+                context: ptr::null_mut(),
+                queueJob: Some(run_job),
+                queueJobs: Some(run_jobs),
+                maxConcurrency: 1,
+                maxBarriers: JPH_MAX_PHYSICS_BARRIERS,
+            };
+            let jobs = JPH_JobSystemCallback_Create(&job_config);
+            ensure!(!jobs.is_null(), "Jolt made no job system");
+            let ovo = JPH_ObjectLayerPairFilterTable_Create(2);
+            JPH_ObjectLayerPairFilterTable_EnableCollision(ovo, OL_MOVING, OL_NON_MOVING);
+            JPH_ObjectLayerPairFilterTable_EnableCollision(ovo, OL_MOVING, OL_MOVING);
+            let bpl = JPH_BroadPhaseLayerInterfaceTable_Create(2, 2);
+            JPH_BroadPhaseLayerInterfaceTable_MapObjectToBroadPhaseLayer(bpl, OL_NON_MOVING, BPL_NON_MOVING);
+            JPH_BroadPhaseLayerInterfaceTable_MapObjectToBroadPhaseLayer(bpl, OL_MOVING, BPL_MOVING);
+            let ovb = JPH_ObjectVsBroadPhaseLayerFilterTable_Create(bpl, 2, ovo, 2);
+            let settings = JPH_PhysicsSystemSettings {
+                maxBodies: bodies.len() as u32 + 16,
+                numBodyMutexes: 0,
+                maxBodyPairs: MAX_BODY_PAIRS,
+                maxContactConstraints: MAX_CONTACT_CONSTRAINTS,
+                _padding: 0,
+                broadPhaseLayerInterface: bpl,
+                objectLayerPairFilter: ovo,
+                objectVsBroadPhaseLayerFilter: ovb,
+            };
+            let system = JPH_PhysicsSystem_Create(&settings);
+            if system.is_null() {
+                JPH_JobSystem_Destroy(jobs);
+                bail!("Jolt made no physics system");
+            }
+            JPH_PhysicsSystem_SetGravity(system, &jv(config.gravity));
             let mut sim = Self {
                 system,
-                temp,
                 jobs,
-                bpl,
-                ovb,
-                ovo,
                 ids: Vec::with_capacity(bodies.len()),
                 ground: None,
                 dynamic: Vec::with_capacity(bodies.len()),
                 halves: bodies.iter().map(|b| b.half_extents).collect(),
+                shapes: Shapes { made: Vec::new() },
                 dt: config.dt,
                 ground_height: config.ground_height,
             };
-            let bi = JPC_PhysicsSystem_GetBodyInterface(system);
+            let bi = JPH_PhysicsSystem_GetBodyInterface(system);
             if let Some(h) = config.ground_height {
                 let half = Vec3::new(GROUND_HALF_WIDTH_M, GROUND_HALF_HEIGHT_M, GROUND_HALF_WIDTH_M);
-                let settings = JPC_BodyCreationSettings {
-                    Position: jr(Vec3::new(0.0, h - GROUND_HALF_HEIGHT_M, 0.0)),
-                    MotionType: JPC_MOTION_TYPE_STATIC,
-                    ObjectLayer: OL_NON_MOVING,
-                    Shape: box_shape(half, 1.0)?,
-                    Friction: config.ground_friction,
-                    Restitution: config.ground_restitution,
-                    ..Default::default()
-                };
-                let body = JPC_BodyInterface_CreateBody(bi, &settings);
-                ensure!(!body.is_null(), "Jolt made no ground body");
-                let id = JPC_Body_GetID(body);
-                JPC_BodyInterface_AddBody(bi, id, JPC_ACTIVATION_DONT_ACTIVATE);
+                let shape = sim.shapes.get(half, 1.0)?;
+                let s = JPH_BodyCreationSettings_Create3(
+                    shape,
+                    &jv(Vec3::new(0.0, h - GROUND_HALF_HEIGHT_M, 0.0)),
+                    &jq(Quat::IDENTITY),
+                    JPH_MotionType_Static,
+                    OL_NON_MOVING,
+                );
+                JPH_BodyCreationSettings_SetFriction(s, config.ground_friction);
+                JPH_BodyCreationSettings_SetRestitution(s, config.ground_restitution);
+                let id = JPH_BodyInterface_CreateAndAddBody(bi, s, JPH_Activation_DontActivate);
+                JPH_BodyCreationSettings_Destroy(s);
+                ensure!(id != INVALID_BODY_ID, "Jolt made no ground body");
                 sim.ground = Some(id);
             }
             for (i, b) in bodies.iter().enumerate() {
@@ -225,56 +241,49 @@ impl JoltSim {
                     "body {i}: half extents must be positive, got {h}"
                 );
                 let motion = match b.kind {
-                    BodyKind::Dynamic => JPC_MOTION_TYPE_DYNAMIC,
-                    BodyKind::Kinematic => JPC_MOTION_TYPE_KINEMATIC,
+                    BodyKind::Dynamic => JPH_MotionType_Dynamic,
+                    BodyKind::Kinematic => JPH_MotionType_Kinematic,
                 };
-                let settings = JPC_BodyCreationSettings {
-                    Position: jr(b.position),
-                    Rotation: jq(b.rotation),
-                    LinearVelocity: jv(b.linear_velocity),
-                    AngularVelocity: jv(b.angular_velocity),
-                    MotionType: motion,
-                    ObjectLayer: OL_MOVING,
-                    Shape: box_shape(h, b.density)?,
-                    Friction: b.friction,
-                    Restitution: b.restitution,
-                    AllowSleeping: config.sleep,
-                    GravityFactor: gravity_factor,
-                    ..Default::default()
-                };
-                let body = JPC_BodyInterface_CreateBody(bi, &settings);
-                ensure!(!body.is_null(), "Jolt made no body {i} (out of bodies?)");
-                let id = JPC_Body_GetID(body);
-                JPC_BodyInterface_AddBody(bi, id, JPC_ACTIVATION_ACTIVATE);
+                let shape = sim.shapes.get(h, b.density)?;
+                let s = JPH_BodyCreationSettings_Create3(shape, &jv(b.position), &jq(b.rotation), motion, OL_MOVING);
+                JPH_BodyCreationSettings_SetLinearVelocity(s, &jv(b.linear_velocity));
+                JPH_BodyCreationSettings_SetAngularVelocity(s, &jv(b.angular_velocity));
+                JPH_BodyCreationSettings_SetFriction(s, b.friction);
+                JPH_BodyCreationSettings_SetRestitution(s, b.restitution);
+                JPH_BodyCreationSettings_SetAllowSleeping(s, config.sleep);
+                let id = JPH_BodyInterface_CreateAndAddBody(bi, s, JPH_Activation_Activate);
+                JPH_BodyCreationSettings_Destroy(s);
+                ensure!(id != INVALID_BODY_ID, "Jolt made no body {i} (out of bodies?)");
                 sim.ids.push(id);
                 sim.dynamic.push(b.kind == BodyKind::Dynamic);
             }
-            JPC_PhysicsSystem_OptimizeBroadPhase(system);
+            JPH_PhysicsSystem_OptimizeBroadPhase(system);
             Ok(sim)
         }
     }
 
-    fn body_interface(&self) -> *mut JPC_BodyInterface {
+    fn body_interface(&self) -> *mut JPH_BodyInterface {
         // SAFETY: the system lives as long as self.
-        unsafe { JPC_PhysicsSystem_GetBodyInterface(self.system) }
+        unsafe { JPH_PhysicsSystem_GetBodyInterface(self.system) }
+    }
+
+    /// How many distinct shapes the bodies use (one for a scene of equal cubes), the ground's included.
+    pub fn shape_count(&self) -> usize {
+        self.shapes.made.len()
     }
 }
 
 impl Drop for JoltSim {
     fn drop(&mut self) {
-        // SAFETY: everything here was made in `new` and is deleted once, bodies first.
+        // SAFETY: everything here was made in `new` and is destroyed once, bodies first; the shapes (a field
+        // dropped after this) outlive the bodies.
         unsafe {
             let bi = self.body_interface();
             for &id in self.ids.iter().chain(self.ground.iter()) {
-                JPC_BodyInterface_RemoveBody(bi, id);
-                JPC_BodyInterface_DestroyBody(bi, id);
+                JPH_BodyInterface_RemoveAndDestroyBody(bi, id);
             }
-            JPC_PhysicsSystem_delete(self.system);
-            JPC_BroadPhaseLayerInterface_delete(self.bpl);
-            JPC_ObjectVsBroadPhaseLayerFilter_delete(self.ovb);
-            JPC_ObjectLayerPairFilter_delete(self.ovo);
-            JPC_JobSystemThreadPool_delete(self.jobs);
-            JPC_TempAllocatorImpl_delete(self.temp);
+            JPH_PhysicsSystem_Destroy(self.system);
+            JPH_JobSystem_Destroy(self.jobs);
         }
     }
 }
@@ -291,25 +300,26 @@ impl Simulation for JoltSim {
         let bi = self.body_interface();
         // SAFETY: `id` is a live body of this system.
         unsafe {
-            let mut p = jr(Vec3::ZERO);
+            let mut p = jv(Vec3::ZERO);
             let mut q = jq(Quat::IDENTITY);
-            JPC_BodyInterface_GetPositionAndRotation(bi, id, &mut p, &mut q);
+            JPH_BodyInterface_GetPositionAndRotation(bi, id, &mut p, &mut q);
             let (mut v, mut w) = (jv(Vec3::ZERO), jv(Vec3::ZERO));
-            JPC_BodyInterface_GetLinearAndAngularVelocity(bi, id, &mut v, &mut w);
+            JPH_BodyInterface_GetLinearAndAngularVelocity(bi, id, &mut v, &mut w);
             Ok(BodyState {
                 position: Vec3::new(p.x, p.y, p.z),
                 rotation: Quat::from_xyzw(q.x, q.y, q.z, q.w),
                 linear_velocity: Vec3::new(v.x, v.y, v.z),
                 angular_velocity: Vec3::new(w.x, w.y, w.z),
-                at_rest: !JPC_BodyInterface_IsActive(bi, id),
+                at_rest: !JPH_BodyInterface_IsActive(bi, id),
             })
         }
     }
 
     fn step(&mut self) {
-        // SAFETY: the system, allocator and job system live as long as self.
+        // SAFETY: the system and job system live as long as self. An update error (a cache full) would show as a
+        // wrong result, not as memory unsafety; the sizes above hold the shipped scenes.
         unsafe {
-            JPC_PhysicsSystem_Update(self.system, self.dt, 1, self.temp, self.jobs);
+            JPH_PhysicsSystem_Update(self.system, self.dt, 1, self.jobs);
         }
     }
 
@@ -333,7 +343,7 @@ impl Simulation for JoltSim {
         self.ids
             .iter()
             .zip(&self.dynamic)
-            .all(|(&id, &dynamic)| !dynamic || unsafe { !JPC_BodyInterface_IsActive(bi, id) })
+            .all(|(&id, &dynamic)| !dynamic || unsafe { !JPH_BodyInterface_IsActive(bi, id) })
     }
 
     fn half_extents(&self, index: usize) -> Result<Vec3> {
@@ -376,5 +386,24 @@ mod tests {
         assert!(r.settle_step.is_some(), "Jolt put it to sleep");
         let sim = JoltSim::new(&WorldConfig::default(), &[cube]).unwrap();
         assert_eq!(sim.state(0).unwrap().position, cube.position);
+    }
+
+    #[test]
+    fn equal_cubes_share_one_shape_with_jolts_convex_radius() {
+        let cubes: Vec<BodyDesc> = (0..10)
+            .map(|i| BodyDesc {
+                position: Vec3::new(0.0, 0.5 + i as f32, 0.0),
+                ..BodyDesc::default()
+            })
+            .collect();
+        let sim = JoltSim::new(&WorldConfig::default(), &cubes).unwrap();
+        // The ground's box and one cube shape.
+        assert_eq!(sim.shape_count(), 2);
+        let &(_, _, cube) = sim.shapes.made.last().unwrap();
+        // SAFETY: the shape is a live box of this simulation.
+        let radius = unsafe { JPH_BoxShape_GetConvexRadius(cube.cast()) };
+        assert_eq!(radius, 0.05);
+        let b = jolt_build();
+        assert_eq!(b.version, Some("5.6.0"), "{b:?}");
     }
 }
