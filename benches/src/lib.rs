@@ -6,10 +6,11 @@
 //!   quantize round trip before every step (what state sync does to every cube).
 //! - [`rapier_sim`]: the same scene in Rapier, matched as closely as Rapier allows, as the reference (with its
 //!   defaults, or held to Tumble's iteration budget: `--engine rapier-budget`).
-//! - `jolt_sim` (cargo feature `jolt`): the same scene in Jolt Physics through `joltc-sys` (`--engine jolt`).
+//! - `jolt_sim` (cargo feature `jolt`): the same scene in Jolt Physics 5.6.0 through `oxijolt-sys` (`--engine jolt`).
 //! - [`baseline`]: `benches/baseline.json`, and what counts as a regression against it.
 //! - [`report`]: the Markdown table for `bench-report`; [`chart`]: its ms/step bar chart (PNG); [`line_chart`]:
-//!   line charts side by side (`network-models`: kbps and delay against loss, a line per model).
+//!   line charts side by side (`network-models`: kbps and delay against loss, a line per model; `motion-cost`:
+//!   ms per step against awake bodies, as points).
 //!
 //! Timing covers `step()` only: quantization, state reads and contact inspection happen outside the timed region.
 
@@ -26,6 +27,34 @@ pub mod tumble_sim;
 pub use runner::{median, run_scene_file, state_checksum, EngineKind, RunOptions, RunResult};
 
 use std::path::PathBuf;
+
+/// Logs through `tracing` to stderr (filter from `RUST_LOG`, else `info`), so stdout carries only JSON.
+pub fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// What the machine was doing: the CPU model (from `/proc/cpuinfo`), its logical CPUs and the 1-minute load average
+/// now (from `/proc/loadavg`); `None` for what this system does not say.
+pub fn machine_now() -> serde_json::Value {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    });
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next().and_then(|v| v.parse::<f64>().ok()));
+    let cpus = std::thread::available_parallelism().ok().map(|n| n.get());
+    serde_json::json!({ "cpu": cpu, "logical_cpus": cpus, "load_average_1min": load })
+}
 
 /// An error and its causes on one line, skipping a cause whose text its parent already quotes (many typed errors,
 /// the scene loader's among them, include their source in their own message).

@@ -116,6 +116,11 @@ pub trait Simulation {
     fn body_count(&self) -> usize;
     /// The full state of body `index`, in Tumble's plain-data form.
     fn state(&self, index: usize) -> Result<BodyState>;
+    /// What the world is given before a step (a player's pushes), outside the timed region; most engines take
+    /// nothing.
+    fn before_step(&mut self) -> Result<()> {
+        Ok(())
+    }
     /// Advances one fixed step. The only thing the runner times.
     fn step(&mut self);
     /// Deepest overlap (m, ≥ 0) of the step just taken (measured outside the timed region).
@@ -209,6 +214,23 @@ fn largest_distance(a: &[Vec3], b: &[Vec3]) -> f64 {
 
 /// Runs `sim` for `opts.steps` steps and measures it. `scene` names the result.
 pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result<RunResult> {
+    Ok(run_timed(sim, scene, opts)?.result)
+}
+
+/// A run's result and the wall time of each of its steps (ms, step 1 first), for figures over part of a run.
+#[derive(Clone, Debug)]
+pub struct TimedRun {
+    pub result: RunResult,
+    pub step_ms: Vec<f64>,
+    /// Bodies whose centre ended more than [`MOVED_M`] from where it started: how much of the scene took part.
+    pub bodies_moved: usize,
+}
+
+/// The displacement (m) past which [`TimedRun::bodies_moved`] counts a body as moved.
+pub const MOVED_M: f32 = 0.5;
+
+/// [`run`], keeping every step's time.
+pub fn run_timed<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result<TimedRun> {
     let start = positions(sim)?;
     let mut step_ms = Vec::with_capacity(opts.steps as usize);
     let mut settle: Option<(u32, Vec<Vec3>)> = None;
@@ -220,6 +242,7 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
         sim.quantize_all().context("quantize before the first step")?;
     }
     for step in 1..=opts.steps {
+        sim.before_step().with_context(|| format!("before step {step}"))?;
         let t0 = Instant::now();
         sim.step();
         step_ms.push(t0.elapsed().as_secs_f64() * 1e3);
@@ -235,7 +258,7 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
     }
     let states: Vec<BodyState> = (0..sim.body_count()).map(|i| sim.state(i)).collect::<Result<_>>()?;
     let end: Vec<Vec3> = states.iter().map(|s| s.position).collect();
-    Ok(RunResult {
+    let result = RunResult {
         scene: scene.to_string(),
         engine: opts.engine,
         steps: opts.steps,
@@ -250,6 +273,16 @@ pub fn run<S: Simulation>(sim: &mut S, scene: &str, opts: &RunOptions) -> Result
         max_penetration_m: f64::from(max_penetration.max(0.0)),
         max_overlap_m: f64::from(max_overlap),
         checksum: format!("{:016x}", state_checksum(&states)),
+    };
+    let bodies_moved = start
+        .iter()
+        .zip(&end)
+        .filter(|(a, b)| a.distance(**b) > MOVED_M)
+        .count();
+    Ok(TimedRun {
+        result,
+        step_ms,
+        bodies_moved,
     })
 }
 
@@ -265,6 +298,11 @@ pub fn scene_config(scene: &Scene, opts: &RunOptions) -> WorldConfig {
 /// Runs a loaded scene on the engine `opts` names. Tumble's world is built by [`Scene::build_world`], so a body
 /// the engine refuses is reported with its file and line.
 pub fn run_scene(scene: &Scene, opts: &RunOptions) -> Result<RunResult> {
+    Ok(run_scene_timed(scene, opts)?.result)
+}
+
+/// [`run_scene`], keeping every step's time.
+pub fn run_scene_timed(scene: &Scene, opts: &RunOptions) -> Result<TimedRun> {
     match opts.engine {
         EngineKind::Tumble => {
             let base = WorldConfig {
@@ -274,9 +312,9 @@ pub fn run_scene(scene: &Scene, opts: &RunOptions) -> Result<RunResult> {
             let world = scene
                 .build_world(base)
                 .with_context(|| format!("building scene {}", scene.name))?;
-            run(&mut TumbleSim::from_world(world), &scene.name, opts)
+            run_timed(&mut TumbleSim::from_world(world), &scene.name, opts)
         }
-        _ => run_bodies(&scene.name, scene_config(scene, opts), &scene.bodies, opts),
+        _ => run_bodies_timed(&scene.name, scene_config(scene, opts), &scene.bodies, opts),
     }
 }
 
@@ -288,31 +326,36 @@ pub fn run_scene_file(path: &Path, opts: &RunOptions) -> Result<RunResult> {
 
 /// Runs bodies described directly (what a scene becomes; tests use it without a file).
 pub fn run_bodies(name: &str, config: WorldConfig, bodies: &[BodyDesc], opts: &RunOptions) -> Result<RunResult> {
+    Ok(run_bodies_timed(name, config, bodies, opts)?.result)
+}
+
+/// [`run_bodies`], keeping every step's time.
+pub fn run_bodies_timed(name: &str, config: WorldConfig, bodies: &[BodyDesc], opts: &RunOptions) -> Result<TimedRun> {
     let config = WorldConfig {
         sleep: opts.sleep,
         ..config
     };
     match opts.engine {
-        EngineKind::Tumble => run(&mut TumbleSim::new(config, bodies)?, name, opts),
+        EngineKind::Tumble => run_timed(&mut TumbleSim::new(config, bodies)?, name, opts),
         _ if opts.quantize => {
             bail!("--quantize is Tumble-only: it round-trips Tumble's BodyState through the sync quantizer")
         }
-        EngineKind::Rapier => run(&mut RapierSim::new(&config, bodies)?, name, opts),
-        EngineKind::RapierBudget => run(&mut RapierSim::with_tumble_budget(&config, bodies)?, name, opts),
+        EngineKind::Rapier => run_timed(&mut RapierSim::new(&config, bodies)?, name, opts),
+        EngineKind::RapierBudget => run_timed(&mut RapierSim::with_tumble_budget(&config, bodies)?, name, opts),
         EngineKind::Jolt => run_jolt(name, &config, bodies, opts),
     }
 }
 
 #[cfg(feature = "jolt")]
-fn run_jolt(name: &str, config: &WorldConfig, bodies: &[BodyDesc], opts: &RunOptions) -> Result<RunResult> {
-    run(&mut crate::jolt_sim::JoltSim::new(config, bodies)?, name, opts)
+fn run_jolt(name: &str, config: &WorldConfig, bodies: &[BodyDesc], opts: &RunOptions) -> Result<TimedRun> {
+    run_timed(&mut crate::jolt_sim::JoltSim::new(config, bodies)?, name, opts)
 }
 
 #[cfg(not(feature = "jolt"))]
-fn run_jolt(_: &str, _: &WorldConfig, _: &[BodyDesc], _: &RunOptions) -> Result<RunResult> {
+fn run_jolt(_: &str, _: &WorldConfig, _: &[BodyDesc], _: &RunOptions) -> Result<TimedRun> {
     bail!(
-        "this build has no Jolt: build with `--features jolt` (needs CMake, a C++ compiler and libclang; \
-         `make bench` turns it on)"
+        "this build has no Jolt: build with `--features jolt` (needs CMake and a C++ compiler; `make bench` turns \
+         it on)"
     )
 }
 

@@ -1,8 +1,10 @@
 //! Tumble's [`World`] as a [`Simulation`]: bodies added in scene order (so body index = [`BodyId`]), and the
-//! quantize round trip that state sync applies to every body before every step.
+//! quantize round trip that state sync applies to every body before every step; and [`KatamariSim`], the 2015
+//! cube game's katamari ball rolling through a field (Tumble only: the push is the game's own code on `World`).
 
 use anyhow::{Context, Result};
 use glam::Vec3;
+use tumble_game::cube_game::{forces, CubeGame, CubeInput};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
 use tumble_game::sync::codec::quantize::{dequantize_state, quantize_state};
 
@@ -83,6 +85,82 @@ impl Simulation for TumbleSim {
     }
 }
 
+/// The 2015 cube game's katamari ball: one player cube (1.6 m, twice a field cube's density) added outside the
+/// field's −z edge by [`CubeGame::new`], facing the field, and held on forward and pull every step, so it rolls
+/// into the field pulling every cube within 4.5 m of it into a ball round itself. Its pushes (the game's
+/// `forces::apply_input`, a scan of every cube) are given in `before_step`, outside the timed region; `step` is
+/// `World::step` alone, as for every other scene.
+pub struct KatamariSim {
+    sim: TumbleSim,
+    game: CubeGame,
+}
+
+/// What the player holds every step: roll forward, pull.
+const KATAMARI_INPUT: CubeInput = CubeInput::from_bits(CubeInput::FORWARD | CubeInput::PULL);
+
+impl KatamariSim {
+    /// The field's world (e.g. cubes900's, from `Scene::build_world`), to which the player cube is added last.
+    pub fn new(mut world: World) -> Result<Self> {
+        let game = CubeGame::new(&mut world, 1).context("adding the player cube")?;
+        Ok(Self {
+            sim: TumbleSim::from_world(world),
+            game,
+        })
+    }
+
+    /// Cubes within the pull's reach of the player now (the ball and what it is about to take).
+    pub fn cubes_in_reach(&self) -> Result<usize> {
+        let world = self.sim.world();
+        let player = self.game.players()[0];
+        let centre = world.state(player)?.position;
+        let mut n = 0;
+        for id in world.body_ids() {
+            if id != player && world.state(id)?.position.distance(centre) < forces::PULL_RADIUS_M {
+                n += 1;
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Simulation for KatamariSim {
+    fn body_count(&self) -> usize {
+        self.sim.body_count()
+    }
+
+    fn state(&self, index: usize) -> Result<BodyState> {
+        self.sim.state(index)
+    }
+
+    fn before_step(&mut self) -> Result<()> {
+        let player = self.game.players()[0];
+        let forward = self.game.forward(0).context("the player's facing")?;
+        let players = [player];
+        forces::apply_input(&mut self.sim.world, player, forward, KATAMARI_INPUT, &players, |_| true)
+            .context("the player's pushes")
+    }
+
+    fn step(&mut self) {
+        self.sim.step();
+    }
+
+    fn last_max_penetration(&self) -> f32 {
+        self.sim.last_max_penetration()
+    }
+
+    fn all_at_rest(&self) -> bool {
+        self.sim.all_at_rest()
+    }
+
+    fn half_extents(&self, index: usize) -> Result<Vec3> {
+        self.sim.half_extents(index)
+    }
+
+    fn ground_height(&self) -> Option<f32> {
+        self.sim.ground_height()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,5 +187,29 @@ mod tests {
                 r.max_displacement_m
             );
         }
+    }
+
+    #[test]
+    fn the_katamari_ball_gathers_cubes() {
+        // Three rows of cubes in the player's way, 2 m apart as in cubes900.
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        for i in 0..3 {
+            for j in 0..3 {
+                let desc = BodyDesc {
+                    position: Vec3::new(2.0 * i as f32 - 2.0, 0.5, 2.0 * j as f32 - 2.0),
+                    ..BodyDesc::default()
+                };
+                world.add_body(&desc).unwrap();
+            }
+        }
+        let mut sim = KatamariSim::new(world).unwrap();
+        assert_eq!(sim.body_count(), 10, "nine cubes and the player");
+        let before = sim.cubes_in_reach().unwrap();
+        for _ in 0..120 {
+            sim.before_step().unwrap();
+            sim.step();
+        }
+        let after = sim.cubes_in_reach().unwrap();
+        assert!(after > before, "the ball took cubes: {before} → {after}");
     }
 }

@@ -637,6 +637,7 @@ mod tests {
             ("pyramid_hit.toml", 211),
             ("cubes900.toml", 900),
             ("cubes90.toml", 90),
+            ("topple900.toml", 901),
         ];
         for (file, bodies) in expected {
             let s = shipped(file);
