@@ -21,11 +21,13 @@ const COLOURS: [RGBColor; 6] = [
     RGBColor(0xe6, 0xab, 0x02),
 ];
 
-/// One line: its name and its points (x, y); a point whose run failed is left out.
-#[derive(Clone, Debug)]
+/// One line: its name and its points (x, y); a point whose run failed is left out. With `points_only` the points
+/// are drawn without the line joining them (a scatter, for points whose order means nothing).
+#[derive(Clone, Debug, Default)]
 pub struct Series {
     pub name: String,
     pub points: Vec<(f64, f64)>,
+    pub points_only: bool,
 }
 
 /// One panel: its title, its y axis, its lines.
@@ -72,8 +74,9 @@ pub fn render(panels: &[Panel], x_desc: &str) -> Result<Vec<u8>> {
                 .map_err(|e| err(&e))?;
             for (s, &colour) in panel.series.iter().zip(COLOURS.iter().cycle()) {
                 let style = ShapeStyle::from(colour).stroke_width(3);
+                let line = if s.points_only { Vec::new() } else { s.points.clone() };
                 chart
-                    .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                    .draw_series(LineSeries::new(line, style))
                     .map_err(|e| err(&e))?
                     .label(s.name.as_str())
                     .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], style));
@@ -110,6 +113,7 @@ mod tests {
         let line = |name: &str, k: f64| Series {
             name: name.into(),
             points: vec![(0.0, 10.0 * k), (5.0, 12.0 * k), (25.0, 20.0 * k)],
+            points_only: false,
         };
         let panels = vec![
             Panel {

@@ -142,6 +142,7 @@ fn run(args: &Args) -> Result<()> {
                     .map(|r| (num(r, "loss_pct"), num(r, key)))
                     .filter(|p| p.1.is_finite())
                     .collect(),
+                points_only: false,
             })
             .collect(),
     };
