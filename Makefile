@@ -6,9 +6,10 @@ SYSTEM_PACKAGES := pkg-config libudev-dev libvulkan1 mesa-vulkan-drivers
 # `make test`: the Vulkan validation layers, which debug builds (the tests) turn on; the image tests fail on any
 # message they report.
 TEST_PACKAGES := vulkan-validationlayers xvfb
-# `make bench`: what Jolt (the third engine of the speed comparison, cargo feature `jolt` of tumble-benches) builds
-# with: CMake and a C++ compiler for its sources, libclang for its bindings. `make test` never builds it.
-BENCH_PACKAGES := cmake g++ libclang-dev
+# `make bench`: what Jolt (the third engine of the speed comparison, cargo feature `jolt` of tumble-benches: Jolt
+# 5.6.0 inside the oxijolt-sys crate, whose bindings are committed) builds with: CMake and a C++ compiler.
+# `make test` never builds it.
+BENCH_PACKAGES := cmake g++
 # `make vr`: the OpenXR loader (the runtime itself, SteamVR or Monado, is the user's).
 VR_PACKAGES := libopenxr-loader1
 
@@ -62,9 +63,10 @@ test-vr-realtime: system-packages toolchain
 # (target/bench-report/session-bandwidth.md); the tipping sweep (target/bench-report/tipping.md: cubes just before
 # and just past balance must stand and fall); what packet encryption costs (target/bench-report/encryption.md:
 # bytes, µs and the kbps it adds on table64); whether a step's cost follows motion (target/bench-report/motion-cost.md:
-# one awake cube among 5,050 resting ones against the cube alone); Tumble against Rapier (defaults and held to
-# Tumble's iteration budget) and Jolt with sleeping off, medians of alternated runs, each engine's reruns checked for
-# the same bits (target/bench-report/engine-speed.md); the network models of `tumble compare` side by side
+# one awake cube among 5,050 resting ones against the cube alone, and one thrown cube waking the pile: ms per step
+# against awake bodies, motion-cost.png); Tumble against Rapier (defaults and held to Tumble's iteration budget) and
+# Jolt with sleeping off, per phase (contacts forming, steady state), medians of alternated runs, each engine's reruns
+# checked for the same bits, the Jolt version in the report (target/bench-report/engine-speed.md); the network models of `tumble compare` side by side
 # against loss (target/bench-report/network-models.md and .png); then the criterion micro-benchmarks (physics,
 # render, transport).
 bench: system-packages toolchain
