@@ -37,6 +37,14 @@ pub enum EngineKind {
 }
 
 impl EngineKind {
+    /// Every engine, Tumble first.
+    pub const ALL: [EngineKind; 4] = [
+        EngineKind::Tumble,
+        EngineKind::Rapier,
+        EngineKind::RapierBudget,
+        EngineKind::Jolt,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             EngineKind::Tumble => "tumble",

@@ -4,8 +4,8 @@
 
 use anyhow::{Context, Result};
 use glam::Vec3;
-use tumble_game::cube_game::{forces, CubeGame, CubeInput};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyState, World, WorldConfig};
+use tumble_game::cube_game::{forces, CubeGame, CubeInput};
 use tumble_game::sync::codec::quantize::{dequantize_state, quantize_state};
 
 use crate::runner::Simulation;

@@ -66,10 +66,21 @@ fn json_has_every_engine_both_phases_and_the_run() {
             }
         }
         assert_eq!(
-            row["jolt"].is_null(),
+            row["jolt_build"].is_null(),
             !jolt_built,
             "{scene}: the Jolt build is stated when built"
         );
+        assert!(
+            row.as_object().unwrap().contains_key("jolt"),
+            "{scene}: jolt's figures or null"
+        );
+        if jolt_built && !katamari {
+            let j = &row["jolt"];
+            assert!(j["phases"]["steady"]["ratio_to_tumble"].as_f64().unwrap() > 0.0, "{j}");
+            assert_eq!(j["bodies"], 210);
+        } else {
+            assert!(row["jolt"].is_null(), "{scene}: Jolt not run");
+        }
         if katamari {
             assert!(row["goal_ratio"].is_null() && row["goal_holds"].is_null());
         } else {
