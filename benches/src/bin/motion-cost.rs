@@ -4,9 +4,9 @@
 //! and their ratio go to stdout as one JSON object (and `motion-cost.md` in the output folder).
 //!
 //! The waking case: one cube thrown into the settled pile wakes it (its island is the whole pile), and the pile
-//! falls asleep again as one island (measured: every step looks at the thrown cube alone or at all 5,051 bodies,
-//! so the points form two clusters and the fitted line joins them; `awake_counts` says how many distinct counts
-//! there were). Each step's cost is set against the bodies that step looked at
+//! falls asleep again as one island (measured: every step looks at the thrown cube alone, at all 5,051 bodies, or,
+//! the last, at the 5,050 of the pile, so the points form two clusters and the fitted line joins them;
+//! `awake_counts` says how many distinct counts there were). Each step's cost is set against the bodies that step looked at
 //! (`World::awake_set_len` after it), from the throw until the pile is still or `--wake-steps` have passed, in
 //! `--rounds` rounds from the same start (a rerun must wake the same bodies at every step, or this fails);
 //! per step the median over rounds. The least-squares line of ms per step against awake bodies, its fit, and the
@@ -255,7 +255,7 @@ fn waking_case(pile: &World, scene: &Scene, args: &Args) -> Result<Waking> {
         "\n## Waking: one thrown cube wakes the pile\n\nlarge_pyramid settled, then one cube thrown into its face at \
          8 m/s; {steps} steps (until {}), {rounds} rounds from the same start, per step the median; awake = the bodies \
          a step looked at (`World::awake_set_len`). Chart: `motion-cost.png`.\n\n| figure | value |\n|---|---|\n\
-         | most bodies awake at once | {most} |\n| distinct counts of awake bodies over the steps (2 when the pile \
+         | most bodies awake at once | {most} |\n| distinct counts of awake bodies over the steps (few: the pile \
          wakes and sleeps as one island) | {awake_counts} |\n| bodies the last step looked at | {} |\n\
          | µs per awake body, steps with at most a tenth of the most awake | {} |\n\
          | µs per awake body, steps with at least nine tenths of the most awake | {} |\n\
