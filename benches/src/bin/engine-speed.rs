@@ -113,7 +113,8 @@ impl Bench {
     fn load(name: &str) -> Result<Self> {
         let file = if name == KATAMARI { KATAMARI_FIELD } else { name };
         let path = scenes_dir().join(format!("{file}.toml"));
-        let scene = load_scene(&path).with_context(|| format!("loading {}", path.display()))?;
+        // The loader's error names the file.
+        let scene = load_scene(&path)?;
         Ok(if name == KATAMARI {
             Bench::Katamari(scene)
         } else {
