@@ -56,6 +56,38 @@ pub fn machine_now() -> serde_json::Value {
     serde_json::json!({ "cpu": cpu, "logical_cpus": cpus, "load_average_1min": load })
 }
 
+/// Which Jolt this binary runs and how it was built (`jolt_sim::jolt_build`), for a report's JSON; null in a
+/// build without the `jolt` feature.
+pub fn jolt_build_json() -> serde_json::Value {
+    #[cfg(feature = "jolt")]
+    {
+        serde_json::to_value(jolt_sim::jolt_build()).unwrap_or(serde_json::Value::Null)
+    }
+    #[cfg(not(feature = "jolt"))]
+    {
+        serde_json::Value::Null
+    }
+}
+
+/// The same as one sentence for a report's text ("Jolt: not built" without the feature).
+pub fn jolt_build_line() -> String {
+    #[cfg(feature = "jolt")]
+    {
+        let b = jolt_sim::jolt_build();
+        format!(
+            "Jolt {}: {}; built {}.",
+            b.version
+                .unwrap_or("(version unknown: the build manifest was not read)"),
+            b.source,
+            b.build
+        )
+    }
+    #[cfg(not(feature = "jolt"))]
+    {
+        "Jolt: not built (`--features jolt`).".to_string()
+    }
+}
+
 /// An error and its causes on one line, skipping a cause whose text its parent already quotes (many typed errors,
 /// the scene loader's among them, include their source in their own message).
 pub fn error_text(e: &anyhow::Error) -> String {

@@ -190,35 +190,6 @@ fn fmt_ratio(v: Option<f64>) -> String {
     v.map_or("—".into(), |v| format!("{v:.2}"))
 }
 
-fn jolt_json() -> Value {
-    #[cfg(feature = "jolt")]
-    {
-        serde_json::to_value(tumble_benches::jolt_sim::jolt_build()).unwrap_or(Value::Null)
-    }
-    #[cfg(not(feature = "jolt"))]
-    {
-        Value::Null
-    }
-}
-
-fn jolt_line() -> String {
-    #[cfg(feature = "jolt")]
-    {
-        let b = tumble_benches::jolt_sim::jolt_build();
-        format!(
-            "Jolt {}: {}; built {}.",
-            b.version
-                .unwrap_or("(version unknown: the build manifest was not read)"),
-            b.source,
-            b.build
-        )
-    }
-    #[cfg(not(feature = "jolt"))]
-    {
-        "Jolt: not built (`--features jolt`).".to_string()
-    }
-}
-
 fn real_main() -> Result<bool> {
     let args = Args::parse();
     ensure!(
@@ -263,7 +234,7 @@ fn real_main() -> Result<bool> {
         args.rounds,
         phases[0].json_steps(args.steps),
         phases[1].json_steps(args.steps),
-        jolt_line()
+        tumble_benches::jolt_build_line()
     );
     let _ = write!(
         md,
@@ -427,7 +398,7 @@ fn real_main() -> Result<bool> {
             row.entry(engine.name().to_string()).or_insert(Value::Null);
         }
         // Which Jolt ran and how it was built (null without the feature); `jolt` holds its figures.
-        row.insert("jolt_build".into(), jolt_json());
+        row.insert("jolt_build".into(), tumble_benches::jolt_build_json());
         out.push(row);
     }
     settings["machine_after"] = tumble_benches::machine_now();

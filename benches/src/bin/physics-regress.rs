@@ -77,8 +77,16 @@ fn main() -> ExitCode {
     }
     match tumble_benches::run_scene_file(&args.scene, &opts) {
         Ok(result) => {
+            let jolt = result.engine == EngineKind::Jolt;
             if args.json {
-                match serde_json::to_string(&result) {
+                // A Jolt run says which Jolt ran and how it was built.
+                let value = serde_json::to_value(&result).map(|mut v| {
+                    if jolt {
+                        v["jolt_build"] = tumble_benches::jolt_build_json();
+                    }
+                    v
+                });
+                match value.and_then(|v| serde_json::to_string(&v)) {
                     Ok(text) => println!("{text}"),
                     Err(e) => {
                         eprintln!("error: serializing the result: {e}");
@@ -87,6 +95,9 @@ fn main() -> ExitCode {
                 }
             } else {
                 println!("{}", human(&result));
+                if jolt {
+                    println!("{}", tumble_benches::jolt_build_line());
+                }
             }
             ExitCode::SUCCESS
         }
