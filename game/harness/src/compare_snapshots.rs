@@ -10,8 +10,9 @@
 //!   the larger (the snapshots).
 //! - `input_to_screen_ms`: player 1's input to player 1's screen (`host_input_to_screen_ms`): 0, the server steps
 //!   in the frame it samples.
-//!   `client_input_to_screen_ms`: player 2's, mean over drawn frames of now − when player 2 sampled the newest
-//!   input the server had applied by the older snapshot drawn from (a round trip plus the playout delay).
+//!   `client_input_to_screen_ms`: player 2's (`guest_input_to_screen_ms`), mean over drawn frames of now − when
+//!   player 2 decided the newest input the server had applied by the older snapshot drawn from (a round trip plus
+//!   the playout delay; frames drawn before any input was applied are not counted — they once counted as 0).
 //! - `remote_delay_ms`: mean over the client's drawn frames of now − the time the server simulated the state
 //!   drawn (the render time): how far behind player 2 sees player 1.
 //! - `host_input_to_screen_ms`, `guest_input_to_screen_ms`, `host_sees_guest_ms`, `guest_sees_host_ms`: the four
@@ -113,7 +114,6 @@ pub struct SnapshotReport {
     pub frames: u64,
     pub kbps_mean_up: f64,
     pub kbps_mean_down: f64,
-    pub client_input_to_screen_ms: f64,
     pub remote_delay_ms: f64,
     pub drawn_frames: u64,
     pub hitch_frames: u64,
@@ -156,7 +156,8 @@ impl SnapshotReport {
                 "kbps_mean_up": self.kbps_mean_up,
                 "kbps_mean_down": self.kbps_mean_down,
                 "input_to_screen_ms": self.sides.host_input_to_screen.ms(),
-                "client_input_to_screen_ms": self.client_input_to_screen_ms,
+                // Before issue 34's four delays, the one that is the client's: the same figure.
+                "client_input_to_screen_ms": self.sides.guest_input_to_screen.ms(),
                 "remote_delay_ms": self.remote_delay_ms,
                 "hitch_frames": self.hitch_frames,
                 "hitch_fraction": self.hitch_fraction(),
@@ -197,7 +198,6 @@ pub struct SnapshotRun {
     buf: Vec<u8>,
     remote_delay_s_sum: f64,
     played_delay_s_sum: f64,
-    input_to_screen_s_sum: f64,
     drawn_frames: u64,
     desyncs: u64,
     coloured_max: usize,
@@ -238,7 +238,6 @@ impl SnapshotRun {
             buf: vec![0u8; MAX_PAYLOAD_BYTES],
             remote_delay_s_sum: 0.0,
             played_delay_s_sum: 0.0,
-            input_to_screen_s_sum: 0.0,
             drawn_frames: 0,
             desyncs: 0,
             coloured_max: 0,
@@ -317,9 +316,6 @@ impl SnapshotRun {
             self.remote_delay_s_sum += t - self.time(render - 1.0);
             self.played_delay_s_sum += self.client.played_delay_s().unwrap_or(0.0);
             self.drawn_frames += 1;
-            if let Some(applied) = self.client_applied_input() {
-                self.input_to_screen_s_sum += t - self.time(applied as f64);
-            }
             if measured {
                 if let Some(at) = self.host_decided.at(render - 1.0) {
                     self.sides.guest_sees_host.add(t - at);
@@ -408,7 +404,6 @@ impl SnapshotRun {
             frames: self.frames,
             kbps_mean_up: kbps(self.link.host_wire_bytes()),
             kbps_mean_down: kbps(self.link.guest_wire_bytes()),
-            client_input_to_screen_ms: self.input_to_screen_s_sum / drawn * 1000.0,
             remote_delay_ms: self.remote_delay_s_sum / drawn * 1000.0,
             drawn_frames: c.frames,
             hitch_frames: c.hitch_frames,
@@ -441,7 +436,7 @@ pub fn run_snapshots(config: &SnapshotConfig, world: World) -> Result<SnapshotRe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sides::assert_moved_by;
+    use crate::sides::assert_lag_controls;
     use tumble_engine::physics::WorldConfig;
     use tumble_net::LinkConfig;
 
@@ -472,7 +467,7 @@ mod tests {
             };
             run_snapshots(&config, world("cubes90.toml")).unwrap().sides
         };
-        let base = run([0, 0]);
+        let base = assert_lag_controls(run);
         let [host, guest, host_sees, guest_sees] = base.ms();
         assert!(
             host.abs() < 1e-9,
@@ -484,8 +479,6 @@ mod tests {
             guest > 200.0 && host_sees > 50.0 && host_sees < 75.0 && guest_sees > 150.0,
             "{base:?}"
         );
-        assert_moved_by(&base, &run([9, 0]), [100.0, 0.0, 0.0, 100.0], 12.0);
-        assert_moved_by(&base, &run([0, 18]), [0.0, 200.0, 200.0, 0.0], 12.0);
     }
 
     #[test]

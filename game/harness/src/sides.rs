@@ -89,6 +89,18 @@ pub fn assert_moved_by(base: &Sides, lagged: &Sides, by: [f64; 4], tolerance_ms:
     }
 }
 
+/// Tests: the control every model's four delays share. `run(lag)` runs the model with player 1's and player 2's
+/// input held back `lag` frames; with player 1's held back 9 frames (100 ms) its input to screen and the guest's
+/// view of it move by that and the guest's own two figures not at all, with player 2's held back 18 frames (200 ms)
+/// the other two move. Returns the figures with no lag, for each model's own checks.
+#[cfg(test)]
+pub fn assert_lag_controls(run: impl Fn([usize; 2]) -> Sides) -> Sides {
+    let base = run([0, 0]);
+    assert_moved_by(&base, &run([9, 0]), [100.0, 0.0, 0.0, 100.0], 12.0);
+    assert_moved_by(&base, &run([0, 18]), [0.0, 200.0, 200.0, 0.0], 12.0);
+    base
+}
+
 /// The largest of some means (the slowest of several guests); nothing measured if none was.
 pub fn slowest(means: impl Iterator<Item = MeanDelay>) -> MeanDelay {
     means

@@ -205,12 +205,12 @@ impl PredictClient {
         &self.game
     }
 
-    /// The client's player cube.
     /// The step of the newest server state read (the server player's cube is set to it).
     pub fn newest_state(&self) -> Option<u64> {
         self.newest_state
     }
 
+    /// The client's player cube.
     pub fn own_cube(&self) -> BodyId {
         self.own
     }
