@@ -354,6 +354,8 @@ impl DrawnMeter {
                             cube = c,
                             jump,
                             truth_seat = who.seat,
+                            since_hand = track.since_hand,
+                            truth_bend,
                             drawn = ?track.drawn,
                             truth = ?self.sims[who.seat][c].drawn,
                             "a visible jump"

@@ -105,6 +105,11 @@ impl AckedBaselines {
             .then_some((state, age as u32))
     }
 
+    /// The newest state of `cube` the receiver is known to hold, however old.
+    pub fn newest(&self, cube: u32) -> Option<&QuantizedState> {
+        self.acked.get(cube as usize)?.as_ref().map(|(_, state)| state)
+    }
+
     /// Drops every baseline and every unacked packet record: all updates are absolute until new acks arrive.
     /// For when the receiver reports it rejected a packet the transport had acked, so its baselines can't be
     /// trusted.

@@ -36,6 +36,12 @@ type WriteFn = fn(
     &mut Vec<Encoding>,
 ) -> Result<usize, crate::sync::codec::state_packet::StatePacketError>;
 
+/// A resting cube whose stamp went out and has not been acked since is sent again once this many steps (half a
+/// second at 90 Hz, longer than any round trip the game plays over) have passed since it last went: a resting
+/// cube otherwise waits its turn, seconds on a busy link, and the news that its authority changed (a return to
+/// default, a claim refused) must not be lost with one packet.
+pub const UNACKED_STAMP_RESEND_STEPS: u64 = crate::STEP_HZ as u64 / 2;
+
 /// Sender state for one connection. Cube ids are body ids.
 #[derive(Debug)]
 pub struct Sender {
@@ -63,6 +69,11 @@ pub struct Sender {
     demand_encodings: Vec<Encoding>,
     /// The step of the last packet: activity (collisions, interactions) is aged by the steps between packets.
     last_step: Option<u64>,
+    /// Per cube: the step it last went out and the stamp it carried then.
+    last_sent: Vec<Option<(u64, AuthorityStamp)>>,
+    /// Resting cubes sent again because the receiver had not acked their stamp (see
+    /// [`UNACKED_STAMP_RESEND_STEPS`]).
+    pub stamp_resends: u64,
 }
 
 impl Sender {
@@ -85,6 +96,8 @@ impl Sender {
             demand_sent: Vec::new(),
             demand_encodings: Vec::new(),
             last_step: None,
+            last_sent: vec![None; cube_count],
+            stamp_resends: 0,
         }
     }
 
@@ -125,6 +138,15 @@ impl Sender {
         for (i, acc) in self.accumulators.iter_mut().enumerate() {
             if !sendable(i as u32) {
                 *acc = HELD_PRIORITY;
+                continue;
+            }
+            let state = &self.states[i];
+            let unacked = self.acked.newest(i as u32).is_none_or(|a| a.stamp != state.stamp);
+            let went_long_ago = self.last_sent[i]
+                .is_some_and(|(at, stamp)| stamp == state.stamp && step >= at + UNACKED_STAMP_RESEND_STEPS);
+            if state.at_rest && unacked && went_long_ago {
+                hurry(acc);
+                self.stamp_resends += 1;
             }
         }
         // Aged by the steps since the last packet (one, when a packet goes every step).
@@ -152,6 +174,9 @@ impl Sender {
             self.demand_bytes += self.measure_demand_bytes(step, write)? as u64;
         }
         mark_sent(&mut self.accumulators, &self.sent);
+        for &id in &self.sent {
+            self.last_sent[id as usize] = Some((step, self.states[id as usize].stamp));
+        }
         self.sent_states.clear();
         self.sent_states
             .extend(self.sent.iter().map(|&id| (id, self.states[id as usize])));
@@ -182,8 +207,6 @@ impl Sender {
         )?)
     }
 
-    /// Cube `id`'s state as captured for the last packet, and the acked baseline (state, age) it was encoded
-    /// against at `step` (until the next ack arrives). For the bandwidth table's recording.
     /// Sends `cube` in the next packet (once; then it climbs as its activity says): the host telling a guest at
     /// once that a claim of its was refused, so that it stops simulating and sending a cube that is no longer its.
     pub fn hurry(&mut self, cube: u32) {
@@ -192,6 +215,8 @@ impl Sender {
         }
     }
 
+    /// Cube `id`'s state as captured for the last packet, and the acked baseline (state, age) it was encoded
+    /// against at `step` (until the next ack arrives). For the bandwidth table's recording.
     pub fn captured(&self, id: u32, step: u64) -> Option<(QuantizedState, Option<(QuantizedState, u32)>)> {
         let state = *self.states.get(id as usize)?;
         Some((state, self.acked.baseline(id, step).map(|(b, age)| (*b, age))))
@@ -213,5 +238,109 @@ impl Sender {
     /// The transport reports packet `sequence` received.
     pub fn on_acked(&mut self, sequence: u16) {
         self.acked.on_acked(sequence);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Vec3;
+    use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
+
+    /// Moves the twenty cubes somewhere new (touched every step, no prediction saves them: they fill every packet).
+    fn shake(world: &mut World, step: u64) {
+        for k in 0..20u64 {
+            let id = BodyId(k as u32);
+            let s = world.state(id).unwrap();
+            let r = (k * 7919 + step * 104_729) % 1000;
+            let position = Vec3::new(3.0 * k as f32, 20.0 + r as f32 * 0.01, r as f32 * 0.003);
+            world.set_state(id, &BodyState { position, ..s }).unwrap();
+        }
+    }
+
+    /// Twenty cubes in flight and one at rest, cube 20.
+    fn busy_world() -> World {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        for k in 0..21 {
+            let id = world
+                .add_body(&BodyDesc {
+                    position: Vec3::new(3.0 * k as f32, 50.0, 0.0),
+                    ..BodyDesc::default()
+                })
+                .unwrap();
+            let s = world.state(id).unwrap();
+            world.set_state(id, &BodyState { at_rest: k == 20, ..s }).unwrap();
+        }
+        world
+    }
+
+    #[test]
+    fn a_resting_cubes_new_stamp_goes_again_until_acked() {
+        let mut world = busy_world();
+        let resting = 20u32;
+        let mut sender = Sender::new(21);
+        let mut stamps = vec![AuthorityStamp::default(); 21];
+        let mut buf = [0u8; 160];
+        let (lost_step, mut went) = (10u64, Vec::new());
+        for step in 0..300u64 {
+            for a in &mut sender.activity[..20] {
+                a.record_interaction();
+            }
+            if step == lost_step {
+                // The cube's authority changes while it rests (a return to default), and the news goes at once...
+                stamps[resting as usize].authority_seq = 1;
+                sender.hurry(resting);
+            }
+            sender
+                .write_packet_for(&world, &stamps, |_| true, step, step as u16, &mut buf)
+                .unwrap();
+            if sender.last_packet().0.contains(&resting) {
+                went.push(step);
+            }
+            // ...in a packet that is lost; every other one arrives.
+            if step != lost_step {
+                sender.on_acked(step as u16);
+            }
+            world.step();
+            shake(&mut world, step);
+        }
+        assert_eq!(went.first(), Some(&lost_step), "{went:?}");
+        // Sent again half a second later, then acked: once more only.
+        assert_eq!(
+            went,
+            vec![lost_step, lost_step + UNACKED_STAMP_RESEND_STEPS],
+            "{went:?}"
+        );
+        assert_eq!(sender.stamp_resends, 1);
+    }
+
+    #[test]
+    fn an_acked_stamp_is_not_sent_again() {
+        let mut world = busy_world();
+        let resting = 20u32;
+        let mut sender = Sender::new(21);
+        let mut stamps = vec![AuthorityStamp::default(); 21];
+        let mut buf = [0u8; 160];
+        let mut went = Vec::new();
+        for step in 0..300u64 {
+            for a in &mut sender.activity[..20] {
+                a.record_interaction();
+            }
+            if step == 10 {
+                stamps[resting as usize].authority_seq = 1;
+                sender.hurry(resting);
+            }
+            sender
+                .write_packet_for(&world, &stamps, |_| true, step, step as u16, &mut buf)
+                .unwrap();
+            if sender.last_packet().0.contains(&resting) {
+                went.push(step);
+            }
+            sender.on_acked(step as u16);
+            world.step();
+            shake(&mut world, step);
+        }
+        assert_eq!(went, vec![10], "{went:?}");
+        assert_eq!(sender.stamp_resends, 0);
     }
 }
