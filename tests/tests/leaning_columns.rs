@@ -3,15 +3,15 @@
 //! Below the limit every cube must move less than [`STANDS_WITHIN_M`] and the column rest within
 //! [`RESTS_WITHIN_STEPS`]; past it, the column must fall. Run free and under state quantization.
 //!
-//! Ignored: Tumble's solver does not hold these yet. Measured on `lean-stacks` (free run): 4 cubes creep 9 mm, 8 cubes
-//! 4–6 cm, 12 and 16 cubes slide their top cube 0.4–0.8 m sideways, partly out of the column's plane (z), and never
-//! rest; every case past the limit falls. Friction's coefficient changes nothing (0.6 or 1.5: the cone is never
-//! reached), a straight column (offset 0) does not move: the slide is the shock pass's unconverged answer for an
-//! offset contact patch. With `SHOCK_LOCAL_ITERATIONS` 4 instead of 2 every column below its limit stands (≤ 4 mm,
-//! rested by step 22), but columns of 8 or more past it stand too (sleeping off they creep 8–24 cm and do not
-//! topple): the shock pass holds each cube on the one below with that one fixed, so it never sees the whole upper
-//! column turn over the bottom cube's edge, and today's columns past the limit fall only because the slide starts
-//! them. Run with `cargo test -p tumble-tests --test leaning_columns -- --ignored`.
+//! Before `lean-stacks`' shock pass change (main at cdbde5e, free run): 4 cubes crept 9 mm, 8 cubes 4–6 cm, 12
+//! and 16 cubes slid their top cube 0.4–0.8 m and never rested; every case past the limit fell. The cause was the
+//! shock pass: its two local iterations per contact leave, for an offset patch, a slip that is never warm
+//! started and comes back the same every step; four iterations held every column below its limit but also
+//! those of 8+ past it (they pulled the far corners down with the impulse the unconverged velocity passes left
+//! there). Now a contact that carries a column is answered exactly: held when the whole column above it can be
+//! held there (centre of pressure inside the points, friction in the cone), left to the velocity passes when it
+//! cannot and is all but still (see `contact_solver::shock_pass`). Every column below its limit stands still
+//! (rests at step 16), every one past it falls.
 
 use tumble_tests::tipping::{
     leaning_cases, run_tipping_case, tipping_markdown, Expect, TippingRow, Verdict, TIPPING_STEPS,
@@ -33,7 +33,6 @@ fn holds(row: &TippingRow) -> bool {
 }
 
 #[test]
-#[ignore = "issue 32 item 0: the solver lets leaning columns of 8 or more cubes slide (see the module comment)"]
 fn leaning_columns_stand_below_their_limit_and_fall_past_it() {
     let rows: Vec<TippingRow> = leaning_cases()
         .into_iter()
