@@ -831,12 +831,13 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &ColumnLoads) -> Weld {
     let (mass, first) = (loads.mass[up], loads.first_moment[up]);
     let need_p = v_low * mass + w_low.cross(first + x * mass) - loads.momentum[up];
     let need_l = loads.inertia[up] * w_low + first.cross(v_low + w_low.cross(x)) - loads.angular[up];
-    if !holds(c, upper_is_b, need_p * s, need_l * s) {
-        return if need_p.length() <= mass * HELD_SPEED_M_S {
-            Weld::LetGo
-        } else {
-            Weld::Iterate
-        };
+    match holds(c, upper_is_b, need_p * s, need_l * s) {
+        Hold::Holds => {}
+        // A column of more than one body turning over an edge while all but still: the velocity passes' answer
+        // stands. (On a body alone the iterations see the whole load, and their answer is kept.)
+        Hold::Tips if loads.carries[up] && need_p.length() <= mass * HELD_SPEED_M_S => return Weld::LetGo,
+        // Sliding, or hit: the iterations answer it.
+        _ => return Weld::Iterate,
     }
     let dv = v_low + w_low.cross(x) - v_up;
     let dw = w_low - w_up;
@@ -850,11 +851,11 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &ColumnLoads) -> Weld {
     Weld::Held
 }
 
-/// Whether the contact's accumulated impulses plus the wrench `p`, `l` (on the upper body about its centre,
+/// How the contact's accumulated impulses plus the wrench `p`, `l` (on the upper body about its centre,
 /// along the rows' direction) can be given by the contact: the normal impulses together push, with their centre
 /// of pressure inside the points (then some spread of them, each ≥ 0, gives it), and the friction and twist are
 /// inside their limits.
-fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> bool {
+fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> Hold {
     let count = c.count as usize;
     let (n, t) = (c.normal, c.tangents);
     let lever_x = |row: &Row| if upper_is_b { row.rb_x() } else { row.ra_x() };
@@ -869,16 +870,31 @@ fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> bool {
     let points = &c.points[..count];
     let total = points.iter().map(|p| p.normal_impulse).sum::<f32>() + p.dot(n);
     if total <= 0.0 {
-        return false;
+        return Hold::Tips;
     }
     let moment = |i: usize| points.iter().zip(&q).map(|(p, q)| p.normal_impulse * q[i]).sum::<f32>() + rest.dot(t[i]);
     if !in_hull([moment(0) / total, moment(1) / total], &q[..count]) {
-        return false;
+        return Hold::Tips;
     }
     let friction = [c.tangent_impulse[0] + pt[0], c.tangent_impulse[1] + pt[1]];
     let limit = c.friction * total;
-    friction[0] * friction[0] + friction[1] * friction[1] <= limit * limit
+    if friction[0] * friction[0] + friction[1] * friction[1] <= limit * limit
         && (c.twist_impulse + rest.dot(n)).abs() <= limit * c.twist_radius
+    {
+        Hold::Holds
+    } else {
+        Hold::Slides
+    }
+}
+
+/// Whether a contact can hold a column ([`holds`]), and if not, why.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Hold {
+    Holds,
+    /// The normal impulses cannot push with their centre inside the points: the column turns over an edge.
+    Tips,
+    /// Friction or twist past its limit.
+    Slides,
 }
 
 /// Whether `p` lies in the convex hull of `points` (three or four): in one of the triangles of three of them.
@@ -921,6 +937,8 @@ fn upper_lower(c: &ContactConstraint) -> Option<(usize, usize)> {
 #[derive(Clone, Debug, Default)]
 pub struct ColumnLoads {
     column: Vec<bool>,
+    /// Something rests on the body.
+    carries: Vec<bool>,
     supports: Vec<u32>,
     mass: Vec<f32>,
     /// Mass times the offset from the body's centre.
@@ -936,6 +954,7 @@ impl ColumnLoads {
     /// Room for `slots` solver slots.
     pub fn reserve(&mut self, slots: usize) {
         self.column.reserve(slots.saturating_sub(self.column.len()));
+        self.carries.reserve(slots.saturating_sub(self.carries.len()));
         self.supports.reserve(slots.saturating_sub(self.supports.len()));
         self.mass.reserve(slots.saturating_sub(self.mass.len()));
         for v in [&mut self.first_moment, &mut self.momentum, &mut self.angular] {
@@ -949,6 +968,8 @@ impl ColumnLoads {
         let slots = bodies.v.len();
         self.column.clear();
         self.column.resize(slots, true);
+        self.carries.clear();
+        self.carries.resize(slots, false);
         self.supports.clear();
         self.supports.resize(slots, 0);
         self.mass.clear();
@@ -1001,6 +1022,7 @@ impl ColumnLoads {
             let inertia = self.inertia[upper] - point(c) + point(c + x);
             self.inertia[lower] += inertia;
             self.mass[lower] += m;
+            self.carries[lower] = true;
             self.first_moment[lower] += first + x * m;
             self.momentum[lower] += p;
             let angular = self.angular[upper] + x.cross(p);
