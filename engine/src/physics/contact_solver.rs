@@ -702,8 +702,9 @@ fn solve_lanes<const N: usize>(
 /// [`ColumnLoads`]) is answered exactly instead ([`weld`]): when the column as a whole can be held there — the
 /// contact's accumulated impulse plus what the column still needs to move with the lower body has its centre
 /// of pressure inside the points and its friction in the cone — the upper body is given the lower one's motion;
-/// when it cannot and the column is all but still on it (a column past its balance starting to turn), the
-/// contact is left to the velocity passes, so the column turns over the edge. The passes below, a few local
+/// when it cannot, the column is all but still on it and its centre of mass (or that of one below it) is past
+/// its points (a column past its balance starting to turn), the contact is left to the velocity passes, so the
+/// column turns over the edge. The passes below, a few local
 /// iterations with the lower body fixed, cannot do either for an offset patch: two of them leave a slip that is
 /// never warm started and comes back the same every step (leaning columns below their limit crept 1 to 80 cm),
 /// and more of them pull the far corners down with whatever impulse the unconverged velocity passes left there,
@@ -833,9 +834,14 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &ColumnLoads) -> Weld {
     let need_l = loads.inertia[up] * w_low + first.cross(v_low + w_low.cross(x)) - loads.angular[up];
     match holds(c, upper_is_b, need_p * s, need_l * s) {
         Hold::Holds => {}
-        // A column of more than one body turning over an edge while all but still: the velocity passes' answer
-        // stands. (On a body alone the iterations see the whole load, and their answer is kept.)
-        Hold::Tips if loads.carries[up] && need_p.length() <= mass * HELD_SPEED_M_S => return Weld::LetGo,
+        // A column of more than one body turning over an edge while all but still, where it or one below it
+        // rests with its centre of mass past its points: the velocity passes' answer stands. (On a body alone
+        // the iterations see the whole load, and their answer is kept.) A column whose centre of mass is over its
+        // points everywhere below only rocks — a swaying tower, struck — and keeps the iterations: let go there,
+        // nothing damped the sway (smash never settled, 28.9 m).
+        Hold::Tips if loads.carries[up] && loads.unbalanced[up] && need_p.length() <= mass * HELD_SPEED_M_S => {
+            return Weld::LetGo;
+        }
         // Sliding, or hit: the iterations answer it.
         _ => return Weld::Iterate,
     }
@@ -885,6 +891,20 @@ fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> Hold {
     } else {
         Hold::Slides
     }
+}
+
+/// Whether the column's centre of mass (`com`, from the upper body's centre) lies over the contact's points,
+/// seen along the normal.
+fn balanced(c: &ContactConstraint, upper_is_b: bool, com: Vec3A) -> bool {
+    let count = c.count as usize;
+    let t = c.tangents;
+    let lever_x = |row: &Row| if upper_is_b { row.rb_x() } else { row.ra_x() };
+    let q: [[f32; 2]; MAX_MANIFOLD_POINTS] = std::array::from_fn(|k| {
+        let x = lever_x(&c.points[k].normal);
+        [x.dot(t[0]), x.dot(t[1])]
+    });
+    let x = com.cross(c.normal);
+    in_hull([x.dot(t[0]), x.dot(t[1])], &q[..count])
 }
 
 /// Whether a contact can hold a column ([`holds`]), and if not, why.
@@ -945,6 +965,8 @@ pub struct ColumnLoads {
     first_moment: Vec<Vec3A>,
     /// About the body's centre.
     inertia: Vec<Mat3A>,
+    /// The column's centre of mass is outside the points of the contact it rests on, or of one below it.
+    unbalanced: Vec<bool>,
     momentum: Vec<Vec3A>,
     /// About the body's centre.
     angular: Vec<Vec3A>,
@@ -961,6 +983,7 @@ impl ColumnLoads {
             v.reserve(slots.saturating_sub(v.len()));
         }
         self.inertia.reserve(slots.saturating_sub(self.inertia.len()));
+        self.unbalanced.reserve(slots.saturating_sub(self.unbalanced.len()));
     }
 
     /// Sums the columns from the top down (constraints are ordered from the ground up).
@@ -982,6 +1005,8 @@ impl ColumnLoads {
         self.momentum.resize(slots, Vec3A::ZERO);
         self.angular.clear();
         self.angular.resize(slots, Vec3A::ZERO);
+        self.unbalanced.clear();
+        self.unbalanced.resize(slots, false);
         for k in 0..slots {
             if bodies.inv_mass[k] > 0.0 {
                 self.mass[k] = 1.0 / bodies.inv_mass[k];
@@ -1015,6 +1040,9 @@ impl ColumnLoads {
             let rbc = lever_from_tangent_rows(c.tangent_rows[0].rb_x(), c.tangent_rows[1].rb_x(), n, t);
             let x = if c.lower == 1 { rac - rbc } else { rbc - rac };
             let (m, first, p) = (self.mass[upper], self.first_moment[upper], self.momentum[upper]);
+            if c.count >= 3 {
+                self.unbalanced[upper] = !balanced(c, c.lower == 1, first / m);
+            }
             // The upper column's inertia moved from its centre of mass (c from the upper centre) to the lower
             // centre (c + x from there).
             let c = first / m;
@@ -1027,6 +1055,11 @@ impl ColumnLoads {
             self.momentum[lower] += p;
             let angular = self.angular[upper] + x.cross(p);
             self.angular[lower] += angular;
+        }
+        for c in constraints {
+            if let Some((upper, lower)) = upper_lower(c) {
+                self.unbalanced[upper] |= self.unbalanced[lower];
+            }
         }
     }
 }
