@@ -145,6 +145,15 @@ impl PeerConfig {
                 let (room, needed) = packet_room(c, cube_count);
                 room >= needed
             })
+            .inspect(|c| {
+                if c.send_every_steps > 1 {
+                    tracing::info!(
+                        kbps_budget,
+                        packets_per_s = c.packets_per_s(),
+                        "the budget leaves room for fewer packets a second than 90 physics steps"
+                    );
+                }
+            })
             .unwrap_or(PeerConfig::with_budget(kbps_budget))
     }
 }
