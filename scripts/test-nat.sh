@@ -163,6 +163,8 @@ HOST_PID=
 start_host() {
     local name=$1
     shift
+    # The log exists before the host starts: the loop below may read it before the background shell opens it.
+    : >"$OUT/$name-host.log"
     ip netns exec "$H" env RUST_LOG=info "$TUMBLE" host --headless --seconds 9 --port "$PORT" "$@" \
         >"$OUT/$name-host.json" 2>"$OUT/$name-host.log" &
     HOST_PID=$!

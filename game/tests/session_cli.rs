@@ -181,7 +181,7 @@ fn bad_session_flags_are_refused_with_a_message() {
             vec!["session", "--quit-player", "2", "--quit-at-s", "99"],
             "--quit-player's time must be within",
         ),
-        (vec!["session", "--kbps-budget", "10"], "--kbps-budget 10"),
+        (vec!["session", "--kbps-budget", "0"], "--kbps-budget 0"),
         (vec!["session", "--scene", "/nonexistent.toml"], "nonexistent"),
     ] {
         let o = tumble(&args);
@@ -190,5 +190,37 @@ fn bad_session_flags_are_refused_with_a_message() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{err}");
         assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
+/// A budget too small for a packet every step runs at the most packets a second it leaves room for (64 kbps: 90
+/// would leave 31 bytes a packet), and says so; asked for a pace, it keeps it.
+#[test]
+fn a_small_budget_runs_at_the_pace_it_has_room_for() {
+    for (args, pace) in [
+        (
+            vec!["session", "--players", "2", "--seconds", "1", "--kbps-budget", "64"],
+            45,
+        ),
+        (vec!["session", "--players", "2", "--seconds", "1"], 90),
+        (
+            vec![
+                "session",
+                "--players",
+                "2",
+                "--seconds",
+                "1",
+                "--kbps-budget",
+                "64",
+                "--packets-per-s",
+                "30",
+            ],
+            30,
+        ),
+    ] {
+        let o = tumble(&args);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let j = json(&o);
+        assert_eq!(j["packets_per_s"], pace, "{args:?}: {j}");
     }
 }

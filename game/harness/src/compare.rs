@@ -115,8 +115,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "KBPS", default_value_t = super::session::DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
     /// Authority: packets a second on each connection, a divisor of the 90 physics steps (90, 45, 30, ...)
-    #[arg(long, value_name = "P", default_value_t = 90)]
-    pub packets_per_s: u32,
+    /// [default: 90, or the most the budget leaves room for: 45 at 64 kbps]
+    #[arg(long, value_name = "P")]
+    pub packets_per_s: Option<u32>,
     /// Authority: each peer pushes with its own player's input only, not the others' relayed inputs (a control)
     #[arg(long, hide = true)]
     pub no_remote_inputs: bool,
@@ -857,7 +858,7 @@ mod tests {
             snapshot_hz: 30,
             no_compression: false,
             kbps_budget: 128,
-            packets_per_s: 90,
+            packets_per_s: None,
             no_remote_inputs: false,
             view: false,
             frames: None,

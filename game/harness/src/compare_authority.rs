@@ -55,7 +55,7 @@ use tumble_game::authority::rules::{RejectCounts, RejectReason};
 use tumble_game::authority::NOBODY;
 use tumble_game::avatar::AvatarInput;
 use tumble_game::cube_game::{CubeBot, CubeGame, CubeInput};
-use tumble_game::session::peer::{Peer, MAX_PLAYERS, PACKETS_PER_S};
+use tumble_game::session::peer::{Peer, PeerConfig, MAX_PLAYERS, PACKETS_PER_S};
 use tumble_game::{STEP_HZ, STEP_S};
 
 /// Least per-connection budget accepted (kbps): below it a packet holds no cube update.
@@ -72,8 +72,9 @@ pub struct AuthorityConfig {
     pub run: RunSettings,
     /// Per connection and direction, IP/UDP headers included (kbps).
     pub kbps_budget: u32,
-    /// Packets a second on each connection (a divisor of 90; physics stays at 90 steps a second).
-    pub packets_per_s: u32,
+    /// Packets a second on each connection (a divisor of 90; physics stays at 90 steps a second); `None`: 90, or
+    /// the most the budget leaves room for ([`PeerConfig::fitting`]).
+    pub packets_per_s: Option<u32>,
     /// Every peer applies every player's relayed input to that player's cube and what it pushes (off: each peer
     /// pushes with its own player's input only, as before issue 30; a control).
     pub remote_inputs: bool,
@@ -93,7 +94,7 @@ impl Default for AuthorityConfig {
             run: RunSettings::default(),
             players: 2,
             kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
-            packets_per_s: PACKETS_PER_S,
+            packets_per_s: None,
             remote_inputs: true,
             host_simulates_all: false,
             input_lag_frames: [0; 2],
@@ -120,11 +121,11 @@ impl AuthorityConfig {
             bail!("--players must be 2 to {MAX_PLAYERS} (got {})", self.players);
         }
         validate_run(&self.run)?;
-        if self.packets_per_s == 0 || !PACKETS_PER_S.is_multiple_of(self.packets_per_s) {
-            bail!(
-                "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {}",
-                self.packets_per_s
-            );
+        if let Some(p) = self
+            .packets_per_s
+            .filter(|&p| p == 0 || !PACKETS_PER_S.is_multiple_of(p))
+        {
+            bail!("--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {p}");
         }
         if !(MIN_KBPS_BUDGET..=MAX_KBPS_BUDGET).contains(&self.kbps_budget) {
             bail!(
@@ -144,6 +145,8 @@ impl AuthorityConfig {
 #[derive(Debug, Clone, Default)]
 pub struct AuthorityReport {
     pub players: usize,
+    /// Packets a second on each connection, as run.
+    pub packets_per_s: u32,
     pub cubes: usize,
     pub frames: u64,
     pub kbps_mean_up: f64,
@@ -182,7 +185,7 @@ impl AuthorityReport {
                 "scene": scene,
                 "cubes": self.cubes,
                 "kbps_budget": config.kbps_budget,
-                "packets_per_s": config.packets_per_s,
+                "packets_per_s": self.packets_per_s,
                 "remote_inputs": config.remote_inputs,
                 "kbps_mean": self.kbps_mean_up.max(self.kbps_mean_down),
                 "kbps_mean_up": self.kbps_mean_up,
@@ -420,7 +423,10 @@ impl AuthorityRun {
             },
             players,
             kbps_budget: config.kbps_budget,
-            send_every_steps: PACKETS_PER_S / config.packets_per_s,
+            send_every_steps: match config.packets_per_s {
+                Some(p) => PACKETS_PER_S / p,
+                None => PeerConfig::fitting(config.kbps_budget, world.body_count()).send_every_steps,
+            },
             pinned: player_cubes
                 .iter()
                 .enumerate()
@@ -594,6 +600,7 @@ impl AuthorityRun {
         let steps = peers.iter().map(|p| p.step_count()).sum::<u64>().max(1);
         Ok(AuthorityReport {
             players: self.config.players,
+            packets_per_s: session.packets_per_s,
             cubes: peers
                 .first()
                 .map_or(0, |p| p.world.body_count() - self.player_cubes.len()),
@@ -792,9 +799,9 @@ mod tests {
             };
             run_authority(&config, cubes90()).unwrap()
         };
-        let calm = run(2, DEFAULT_SESSION_KBPS_BUDGET, PACKETS_PER_S);
+        let calm = run(2, DEFAULT_SESSION_KBPS_BUDGET, None);
         assert!(calm.correction_max_m < 0.01, "{calm:?}");
-        let crowded = run(4, 64, 45);
+        let crowded = run(4, 64, Some(45));
         assert!(crowded.corrections > 0 && crowded.correction_max_m > 0.1, "{crowded:?}");
     }
 
@@ -887,7 +894,7 @@ mod tests {
             let config = AuthorityConfig {
                 run: RunSettings::link(4.0, 50.0, 0.0, 0.0),
                 players: 3,
-                packets_per_s: 10,
+                packets_per_s: Some(10),
                 remote_inputs,
                 ..AuthorityConfig::default()
             };
@@ -937,7 +944,7 @@ mod tests {
                 ..AuthorityConfig::default()
             },
             AuthorityConfig {
-                packets_per_s: 40,
+                packets_per_s: Some(40),
                 ..AuthorityConfig::default()
             },
         ] {

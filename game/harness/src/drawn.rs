@@ -350,6 +350,7 @@ impl DrawnMeter {
                     let jump = (bend - truth_bend).max(0.0);
                     if jump > 0.01 {
                         tracing::debug!(
+                            step = self.steps,
                             seat,
                             cube = c,
                             jump,

@@ -67,6 +67,9 @@ pub struct PeerProcessArgs {
     pub seed: u64,
     #[arg(long)]
     pub kbps_budget: u32,
+    /// A packet every this many physics steps on each connection
+    #[arg(long, default_value_t = 1)]
+    pub send_every_steps: u32,
     #[arg(long)]
     pub headless: bool,
     /// This guest forges claims instead of sending its state
@@ -95,7 +98,10 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
     let seed = args.seed.wrapping_add(u64::from(args.seat) * 7919);
     let mut socket = UdpTransport::bind("127.0.0.1:0".parse()?)?;
     let mut sim = LinkSim::new(link, seed ^ 0x5eed);
-    let config = PeerConfig::with_budget(args.kbps_budget);
+    let config = PeerConfig {
+        send_every_steps: args.send_every_steps.clamp(1, tumble_game::STEP_HZ),
+        ..PeerConfig::with_budget(args.kbps_budget)
+    };
     let clock = Instant::now();
     let mut peer = match args.join {
         None => {
@@ -644,6 +650,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
             format!("--dup-pct={}", config.run.link.duplicate_pct),
             format!("--seed={}", config.run.seed),
             format!("--kbps-budget={}", config.kbps_budget),
+            format!("--send-every-steps={}", config.send_every_steps),
             format!("--trace={}", trace_of(seat).display()),
         ];
         if let Some(j) = join {
@@ -783,6 +790,7 @@ fn host_gone_report(
         run: config.run.clone(),
         players: config.players,
         kbps_budget: config.kbps_budget,
+        packets_per_s: tumble_game::STEP_HZ / config.send_every_steps.clamp(1, tumble_game::STEP_HZ),
         peers_at_end: 0,
         host_departed: true,
         seconds_to_notice_host_gone: Some(noticed),
@@ -799,6 +807,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         run: config.run.clone(),
         players: config.players,
         kbps_budget: config.kbps_budget,
+        packets_per_s: tumble_game::STEP_HZ / config.send_every_steps.clamp(1, tumble_game::STEP_HZ),
         peers_at_end: finals.len(),
         ..SessionReport::default()
     };

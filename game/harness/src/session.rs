@@ -117,6 +117,8 @@ pub struct SessionReport {
     pub rejected_updates: RejectCounts,
     pub peers_at_end: usize,
     pub kbps_budget: u32,
+    /// Packets a second on each connection (90, or fewer: `--packets-per-s`, or what the budget leaves room for).
+    pub packets_per_s: u32,
     /// What the worst connection would have sent with no budget (kbps, same counting as the rates; a packet's
     /// 255-update limit still applies).
     pub kbps_demand_mean_max: f64,
@@ -239,6 +241,7 @@ impl SessionReport {
             "rejected_updates": Value::Object(rejected),
             "peers_at_end": self.peers_at_end,
             "kbps_budget": self.kbps_budget,
+            "packets_per_s": self.packets_per_s,
             "kbps_demand_mean_max": self.kbps_demand_mean_max,
             // What each connection would send with no budget (its cube state unbounded; the rest of the wire as
             // sent), beside the capped figures: `_mean_max` over the run, `_p95_max` over its seconds.
@@ -829,6 +832,7 @@ impl SessionRun {
             run: self.config.run.clone(),
             players: self.config.players,
             kbps_budget: self.config.kbps_budget,
+            packets_per_s: tumble_game::STEP_HZ / self.config.send_every_steps.clamp(1, tumble_game::STEP_HZ),
             conflicts: self.conflicts,
             conflict_resolve_ms_max: self.conflict_steps_max as f64 * STEP_S * 1000.0,
             remote_rest_jitter_m: Some(self.rest_jitter_m),

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 
 use crate::session::{run_session, SessionConfig, SessionReport, DEFAULT_SESSION_KBPS_BUDGET};
+use tumble_game::session::peer::PeerConfig;
 
 /// Flags of `tumble session` (link flags mean what they mean for `tumble loopback`: one way, each direction).
 #[derive(Args, Debug, Clone)]
@@ -56,8 +57,9 @@ pub struct SessionArgs {
     #[arg(long, value_name = "K", default_value_t = DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
     /// Packets a second on each connection, a divisor of the 90 physics steps (90, 45, 30, 18, 15, 10, ...)
-    #[arg(long, value_name = "P", default_value_t = 90)]
-    pub packets_per_s: u32,
+    /// [default: 90, or the most the budget leaves room for: 45 at 64 kbps]
+    #[arg(long, value_name = "P")]
+    pub packets_per_s: Option<u32>,
     /// Print the JSON object on stdout (always printed; accepted for the documented command line)
     #[arg(long)]
     pub json: bool,
@@ -68,7 +70,8 @@ pub use tumble_game::desktop::scenes::default_scene;
 pub use tumble_game::session::net_play::world_maker;
 
 impl SessionArgs {
-    pub fn config(&self) -> Result<SessionConfig> {
+    /// The run's settings, for a scene of `cube_count` cubes (what a packet must have room for).
+    pub fn config(&self, cube_count: usize) -> Result<SessionConfig> {
         if !(1..=4).contains(&self.players) {
             bail!("--players must be 1 to 4 (got {})", self.players);
         }
@@ -85,15 +88,16 @@ impl SessionArgs {
                 bail!("{flag}'s time must be within the run's {} s", self.seconds);
             }
         }
-        if self.packets_per_s == 0 || !tumble_game::STEP_HZ.is_multiple_of(self.packets_per_s) {
-            bail!(
-                "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {}",
-                self.packets_per_s
-            );
-        }
+        let send_every_steps = match self.packets_per_s {
+            Some(p) if p == 0 || !tumble_game::STEP_HZ.is_multiple_of(p) => bail!(
+                "--packets-per-s must divide the 90 physics steps a second (90, 45, 30, 18, 15, 10, ...), not {p}"
+            ),
+            Some(p) => tumble_game::STEP_HZ / p,
+            None => PeerConfig::fitting(self.kbps_budget, cube_count).send_every_steps,
+        };
         Ok(SessionConfig {
             run: RunSettings::new(self.seconds, self.seed, self.link.config()),
-            send_every_steps: tumble_game::STEP_HZ / self.packets_per_s,
+            send_every_steps,
             players: self.players,
             kbps_budget: self.kbps_budget,
             kill_player: self.kill_player.zip(self.kill_at_s),
@@ -139,13 +143,13 @@ impl SessionArgs {
 
 /// Runs `tumble session` and returns its report.
 pub fn run(args: &SessionArgs) -> Result<SessionReport> {
-    let config = args.config()?;
     let seats = args.seats()?;
     let scene = args.scene.clone().unwrap_or_else(default_scene);
+    let make_world = world_maker(&scene).with_context(|| format!("scene {}", scene.display()))?;
+    let config = args.config(make_world()?.body_count())?;
     if args.processes {
         return crate::processes::run_processes(&config, &scene, &seats);
     }
-    let make_world = world_maker(&scene).with_context(|| format!("scene {}", scene.display()))?;
     let mut drivers = seats
         .iter()
         .enumerate()

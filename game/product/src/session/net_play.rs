@@ -292,7 +292,6 @@ impl NetPlay {
             )));
         }
         let (name, make_world) = load(&options.scene)?;
-        let config = PeerConfig::with_budget(options.kbps_budget);
         let seed = clock_seed();
         let socket = bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, options.port)))?;
         let port = socket.local_addr().port();
@@ -323,6 +322,7 @@ impl NetPlay {
             (None, None) => SocketAddr::new(lan_address(), port),
         };
         let join_code = join_code::encode(advertised, &secret, &key_hash);
+        let config = PeerConfig::fitting(options.kbps_budget, world.body_count());
         let mut host = Peer::host(world, endpoint, config, options.playing)?;
         host.set_scene_name(&name);
         // Player 1 is the desktop's hands (or nobody, dedicated); bots take the guest players in order.
@@ -394,7 +394,7 @@ impl NetPlay {
             path: options.scene.clone(),
             source,
         })?;
-        let config = PeerConfig::with_budget(options.kbps_budget);
+        let config = PeerConfig::fitting(options.kbps_budget, world.body_count());
         let mut guest = Peer::guest(world, endpoint, config)?;
         guest.set_scene_name(&name);
         if let Some(v) = options.pretend_version {
@@ -459,13 +459,13 @@ impl NetPlay {
             )));
         }
         let (name, make_world) = load(&options.scene)?;
-        let config = PeerConfig::with_budget(options.kbps_budget);
         let world = |_| {
             make_world().map_err(|source| NetPlayError::Scene {
                 path: options.scene.clone(),
                 source,
             })
         };
+        let config = PeerConfig::fitting(options.kbps_budget, world(0)?.body_count());
         let mut seats = Vec::with_capacity(options.players);
         let (mut secret, mut key_hash) = (JoinSecret::OPEN, None);
         for i in 0..options.players {

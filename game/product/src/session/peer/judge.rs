@@ -2,6 +2,7 @@
 //! a guest accepts what the host sends unless its own claim is newer.
 
 use super::*;
+use crate::sync::codec::quantize::dequantize_state;
 
 impl Peer {
     pub(super) fn take_updates(&mut self, peer: PeerId, from_player: u8) -> Result<(), PeerError> {
@@ -43,10 +44,15 @@ impl Peer {
                 let here = quantize_state(&self.world.state(id)?);
                 let same = here.at_rest
                     && (here.position, here.rotation, here.at_rest) == (state.position, state.rotation, state.at_rest);
-                if state.stamp.authority == DEFAULT_AUTHORITY && !same {
+                let half_diagonal_m = self.world.half_extents(id)?.length();
+                if state.stamp.authority == DEFAULT_AUTHORITY && moved_on_from(&here, &state, half_diagonal_m) {
                     // Rule 8b: the host returned the cube on a resting state we have since moved on from (the
                     // cube was hit again while the news was on its way). Take it back at once, one authority
                     // sequence later, with what we have: the host takes the newer claim and nothing is lost.
+                    // Still resting where the host has it (to a millimetre), we have not moved on: the host's copy
+                    // may have woken since (a neighbour's update touched it there) and say so, but taking the cube
+                    // back for that only has the host return it again, and in a block of touching cubes each
+                    // return woke the next: a loop that never ended.
                     self.stats.reclaims += 1;
                     let again = AuthorityStamp {
                         authority: self.table.me(),
@@ -91,5 +97,55 @@ impl Peer {
             self.snap_drawn(cube as usize, &old, &new);
         }
         Ok(())
+    }
+}
+
+/// A cube whose copy here rests within this of the host's (its farthest corner, m) is where the host has it: the
+/// host's copy may have woken since the return, not moved on.
+const RETURNED_POSE_TOLERANCE_M: f32 = 0.001;
+
+/// Rule 8b's test: whether this guest's copy `here` of a cube the host returned to default in state `returned` has
+/// moved on from it — awake, or resting farther than [`RETURNED_POSE_TOLERANCE_M`] from it at the corners of a box
+/// of half diagonal `half_diagonal_m` (whether the host's copy is awake does not matter).
+fn moved_on_from(here: &QuantizedState, returned: &QuantizedState, half_diagonal_m: f32) -> bool {
+    let (a, b) = (dequantize_state(here), dequantize_state(returned));
+    let turn_rad = a.rotation.angle_between(b.rotation);
+    !(here.at_rest && a.position.distance(b.position) + turn_rad * half_diagonal_m <= RETURNED_POSE_TOLERANCE_M)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use glam::Quat;
+
+    fn state(x: f32, turn_rad: f32, at_rest: bool) -> QuantizedState {
+        quantize_state(&BodyState {
+            position: Vec3::new(x, 0.5, 0.0),
+            rotation: Quat::from_rotation_y(turn_rad),
+            linear_velocity: Vec3::ZERO,
+            angular_velocity: Vec3::ZERO,
+            at_rest,
+        })
+    }
+
+    #[test]
+    fn a_guest_resting_where_the_host_returned_its_cube_has_not_moved_on_even_if_the_hosts_copy_woke() {
+        let half_diagonal_m = 0.75f32.sqrt();
+        let resting_here = state(1.0, 0.0, true);
+        // The host's copy woke after the return, a few micrometres off: the same cube, not a new resting place.
+        assert!(!moved_on_from(
+            &resting_here,
+            &state(1.00002, 0.0, false),
+            half_diagonal_m
+        ));
+        assert!(!moved_on_from(&resting_here, &state(1.0, 0.0, true), half_diagonal_m));
+        // Moved on: awake here, or resting 5 cm away, or turned 2 mrad (1.7 mm at the corners).
+        assert!(moved_on_from(
+            &state(1.0, 0.0, false),
+            &state(1.0, 0.0, true),
+            half_diagonal_m
+        ));
+        assert!(moved_on_from(&resting_here, &state(1.05, 0.0, true), half_diagonal_m));
+        assert!(moved_on_from(&resting_here, &state(1.0, 0.002, true), half_diagonal_m));
     }
 }

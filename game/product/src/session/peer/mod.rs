@@ -129,6 +129,51 @@ impl PeerConfig {
     pub fn packets_per_s(&self) -> u32 {
         PACKETS_PER_S / self.send_every_steps.clamp(1, PACKETS_PER_S)
     }
+
+    /// Under `kbps_budget`, a packet every step when each packet still has room for the message header and one
+    /// cube update of a scene of `cube_count` cubes, else the most packets a second (a divisor of the 90 steps)
+    /// that leave it that room: 128 kbps sends 90 a second, 64 sends 45 (90 would leave 31 bytes a packet). A
+    /// budget too small for even one a second keeps 90, for [`Peer::new`] to refuse with its reason.
+    pub fn fitting(kbps_budget: u32, cube_count: usize) -> PeerConfig {
+        (1..=PACKETS_PER_S)
+            .filter(|&every| PACKETS_PER_S.is_multiple_of(every))
+            .map(|every| PeerConfig {
+                kbps_budget,
+                send_every_steps: every,
+            })
+            .find(|c| {
+                let (room, needed) = packet_room(c, cube_count);
+                room >= needed
+            })
+            .inspect(|c| {
+                if c.send_every_steps > 1 {
+                    tracing::info!(
+                        kbps_budget,
+                        packets_per_s = c.packets_per_s(),
+                        "the budget leaves room for fewer packets a second than 90 physics steps"
+                    );
+                }
+            })
+            .unwrap_or(PeerConfig::with_budget(kbps_budget))
+    }
+}
+
+/// Bytes a packet may take under `config` (IP/UDP and transport headers taken off), and the fewest it must have:
+/// a message header with a welcome, and room for one absolute cube update, in a scene of `cube_count` cubes.
+/// (Avatars may take a packet past the budget while they are absolute, after a join: they must travel.)
+fn packet_room(config: &PeerConfig, cube_count: usize) -> (usize, usize) {
+    let room = packet_budget_bytes(
+        config.kbps_budget,
+        config.packets_per_s(),
+        (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
+        (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
+    ) as usize;
+    let worst = StateHeader {
+        welcome: Some(Welcome::default()),
+        ..StateHeader::default()
+    };
+    let header = header_bytes(&worst, cube_count as u32).unwrap_or(usize::MAX);
+    (room, header.saturating_add(MIN_BODY_BYTES))
 }
 
 /// The player index a guest in endpoint slot `peer` gets: the host is player 1, guests 2..=4.
@@ -363,20 +408,8 @@ impl Peer {
         slots: usize,
     ) -> Result<Peer, PeerError> {
         let cubes = world.body_count();
-        let budget = packet_budget_bytes(
-            config.kbps_budget,
-            config.packets_per_s(),
-            (IP_UDP_HEADER_BYTES + CONNECTED_HEADER_BYTES) as u32,
-            (MAX_PACKET_BYTES + IP_UDP_HEADER_BYTES) as u32,
-        ) as usize;
-        // A welcome, and room for at least one absolute update. (Avatars may take the packet past the budget while
-        // they are absolute, after a join: they must travel.)
-        let worst = StateHeader {
-            welcome: Some(Welcome::default()),
-            ..StateHeader::default()
-        };
-        let header = header_bytes(&worst, cubes as u32).unwrap_or(usize::MAX);
-        if budget < header.saturating_add(MIN_BODY_BYTES) {
+        let (budget, needed) = packet_room(&config, cubes);
+        if budget < needed {
             return Err(PeerError::BudgetTooSmall {
                 kbps: config.kbps_budget,
                 bytes: budget,
@@ -741,6 +774,33 @@ mod tests {
 
     use super::held::move_held_towards;
     use super::*;
+
+    #[test]
+    fn a_budget_too_small_for_a_packet_every_step_sends_the_most_a_second_it_has_room_for() {
+        let pace = |kbps| PeerConfig::fitting(kbps, 900).packets_per_s();
+        assert_eq!(pace(128), 90);
+        assert_eq!(pace(64), 45);
+        assert_eq!(pace(32), 30);
+        let world = || {
+            let mut w = World::new(WorldConfig::default()).unwrap();
+            for k in 0..900 {
+                w.add_body(&BodyDesc {
+                    position: Vec3::new((k % 30) as f32 * 1.1, 0.5, (k / 30) as f32 * 1.1),
+                    ..BodyDesc::default()
+                })
+                .unwrap();
+            }
+            w
+        };
+        let endpoint = || Endpoint::host(tumble_net::EndpointConfig::default(), 0.0).unwrap();
+        // 64 kbps at 90 a second is refused, naming the room it leaves; at the pace it fits, the peer starts.
+        let refused = Peer::host(world(), endpoint(), PeerConfig::with_budget(64), true).err();
+        assert!(
+            matches!(refused, Some(PeerError::BudgetTooSmall { kbps: 64, .. })),
+            "{refused:?}"
+        );
+        assert!(Peer::host(world(), endpoint(), PeerConfig::fitting(64, 900), true).is_ok());
+    }
 
     /// A cube in a remote hand whose played-out pose jumps 1 m through a resting cube, followed for 30 steps:
     /// the fastest the resting cube is then sent moving (m/s).
