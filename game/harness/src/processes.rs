@@ -790,7 +790,7 @@ fn host_gone_report(
         run: config.run.clone(),
         players: config.players,
         kbps_budget: config.kbps_budget,
-        packets_per_s: tumble_game::STEP_HZ / config.send_every_steps.clamp(1, tumble_game::STEP_HZ),
+        packets_per_s: config.peer_config().packets_per_s(),
         peers_at_end: 0,
         host_departed: true,
         seconds_to_notice_host_gone: Some(noticed),
@@ -807,7 +807,7 @@ fn merge(config: &SessionConfig, finals: &[Value], killed_at_ms: Option<f64>, se
         run: config.run.clone(),
         players: config.players,
         kbps_budget: config.kbps_budget,
-        packets_per_s: tumble_game::STEP_HZ / config.send_every_steps.clamp(1, tumble_game::STEP_HZ),
+        packets_per_s: config.peer_config().packets_per_s(),
         peers_at_end: finals.len(),
         ..SessionReport::default()
     };

@@ -59,6 +59,16 @@ pub struct SessionConfig {
     pub send_every_steps: u32,
 }
 
+impl SessionConfig {
+    /// What every peer of the run is given: the budget and the pace.
+    pub fn peer_config(&self) -> PeerConfig {
+        PeerConfig {
+            kbps_budget: self.kbps_budget,
+            send_every_steps: self.send_every_steps,
+        }
+    }
+}
+
 impl Default for SessionConfig {
     fn default() -> Self {
         SessionConfig {
@@ -337,10 +347,7 @@ impl SessionRun {
         let link = config.run.link;
         let steps = (config.run.seconds * PACKETS_PER_S as f64).round() as u64;
         let settle_step = steps.saturating_sub((SETTLE_S * PACKETS_PER_S as f64) as u64);
-        let peer_config = PeerConfig {
-            send_every_steps: config.send_every_steps,
-            ..PeerConfig::with_budget(config.kbps_budget)
-        };
+        let peer_config = config.peer_config();
         let host_endpoint = Endpoint::host(EndpointConfig::default(), 0.0)?;
         // The guests get the host's secret and key hash as players get them from the join code.
         let (join_secret, host_key) = (host_endpoint.join_secret(), host_endpoint.key_hash());
@@ -414,10 +421,7 @@ impl SessionRun {
             address(1),
             now_s,
         )?;
-        let peer_config = PeerConfig {
-            send_every_steps: config.send_every_steps,
-            ..PeerConfig::with_budget(config.kbps_budget)
-        };
+        let peer_config = config.peer_config();
         let mut guest = Peer::guest(make_world()?, endpoint, peer_config)?;
         if config.hostile_players.contains(&(player as u8)) {
             guest.make_hostile();
@@ -832,7 +836,7 @@ impl SessionRun {
             run: self.config.run.clone(),
             players: self.config.players,
             kbps_budget: self.config.kbps_budget,
-            packets_per_s: tumble_game::STEP_HZ / self.config.send_every_steps.clamp(1, tumble_game::STEP_HZ),
+            packets_per_s: self.config.peer_config().packets_per_s(),
             conflicts: self.conflicts,
             conflict_resolve_ms_max: self.conflict_steps_max as f64 * STEP_S * 1000.0,
             remote_rest_jitter_m: Some(self.rest_jitter_m),
