@@ -718,7 +718,6 @@ pub fn shock_pass(
 ) {
     let inv_dt = 1.0 / params.dt;
     loads.compute(constraints, bodies);
-    let loads = &*loads;
     for group in &schedule.groups {
         let lane = |l: usize| &constraints[group[l] as usize];
         match used_lanes(group) {
@@ -736,7 +735,7 @@ fn shock_lanes<const N: usize>(
     cs: [&ContactConstraint; N],
     bodies: &mut SolverBodies,
     inv_dt: f32,
-    loads: &ColumnLoads,
+    loads: &mut ColumnLoads,
 ) {
     let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], cs[l].response(true)));
     let mut pushed = [[0.0f32; MAX_MANIFOLD_POINTS]; N];
@@ -805,7 +804,7 @@ fn lever_from_tangent_rows(u: Vec3A, w: Vec3A, n: Vec3A, t: [Vec3A; 2]) -> Vec3A
 }
 
 /// The exact shock answer for a contact that carries a column (see [`shock_pass`]).
-fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &ColumnLoads) -> Weld {
+fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld {
     let count = c.count as usize;
     let upper_is_b = c.lower == 1;
     let up = if upper_is_b { c.b } else { c.a } as usize;
@@ -833,6 +832,7 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &ColumnLoads) -> Weld {
     let need_p = v_low * mass + w_low.cross(first + x * mass) - loads.momentum[up];
     let need_l = loads.inertia[up] * w_low + first.cross(v_low + w_low.cross(x)) - loads.angular[up];
     match holds(c, upper_is_b, need_p * s, need_l * s) {
+        Hold::Holds if !loads.held_below(if upper_is_b { c.a } else { c.b } as usize) => return Weld::Iterate,
         Hold::Holds => {}
         // A column of more than one body turning over an edge while all but still, where it or one below it
         // rests with its centre of mass past its points: the velocity passes' answer stands. (On a body alone
@@ -854,6 +854,7 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &ColumnLoads) -> Weld {
         pair.va += dv;
         pair.wa += dw;
     }
+    loads.held[up] = true;
     Weld::Held
 }
 
@@ -970,6 +971,8 @@ pub struct ColumnLoads {
     momentum: Vec<Vec3A>,
     /// About the body's centre.
     angular: Vec<Vec3A>,
+    /// The shock pass gave the body the motion of the one it rests on (set as the pass goes, from the ground up).
+    held: Vec<bool>,
 }
 
 impl ColumnLoads {
@@ -984,6 +987,14 @@ impl ColumnLoads {
         }
         self.inertia.reserve(slots.saturating_sub(self.inertia.len()));
         self.unbalanced.reserve(slots.saturating_sub(self.unbalanced.len()));
+        self.held.reserve(slots.saturating_sub(self.held.len()));
+    }
+
+    /// Whether a column resting on `lower` can be held to it: `lower` is not part of a column (the ground, or a
+    /// body of a pile, which the iterations answer as before), or was itself held to what it rests on. A body the iterations answered moved as if nothing rested on it,
+    /// and holding the column above to that would hand its answer to the whole column.
+    fn held_below(&self, lower: usize) -> bool {
+        self.held[lower] || !self.column[lower]
     }
 
     /// Sums the columns from the top down (constraints are ordered from the ground up).
@@ -1007,6 +1018,8 @@ impl ColumnLoads {
         self.angular.resize(slots, Vec3A::ZERO);
         self.unbalanced.clear();
         self.unbalanced.resize(slots, false);
+        self.held.clear();
+        self.held.resize(slots, false);
         for k in 0..slots {
             if bodies.inv_mass[k] > 0.0 {
                 self.mass[k] = 1.0 / bodies.inv_mass[k];
