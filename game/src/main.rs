@@ -392,6 +392,8 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
     // Fallen bodies are out of the simulation; setting their state would put them back in.
     let mut fallen = vec![false; ids.len()];
     let mut max_penetration_m = 0.0f32;
+    // The step after which every body stayed at rest to the end; `None` while something still moves.
+    let mut settled_at_step: Option<u64> = None;
     for step in 0..args.steps {
         if args.quantize {
             quantize_world(&mut world).with_context(|| format!("quantizing before step {step}"))?;
@@ -400,6 +402,11 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
         max_penetration_m = max_penetration_m.max(report.max_penetration);
         for id in &report.fell_below_floor {
             fallen[id.index()] = true;
+        }
+        if !world.all_at_rest() {
+            settled_at_step = None;
+        } else if settled_at_step.is_none() {
+            settled_at_step = Some(step + 1);
         }
     }
 
@@ -417,6 +424,7 @@ fn simulate(args: &SimulateArgs) -> anyhow::Result<()> {
             "bodies": ids.len(),
             "resting": resting,
             "all_at_rest": all_at_rest,
+            "settled_at_step": settled_at_step,
             "checksum": checksum,
             "fell_below_floor": fell_below_floor,
             "max_penetration_m": max_penetration_m,

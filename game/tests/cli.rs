@@ -118,6 +118,40 @@ fn bad_arguments_are_usage_errors() {
     }
 }
 
+fn settled_at_step(args: &[&str]) -> serde_json::Value {
+    let o = tumble(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+    report["settled_at_step"].clone()
+}
+
+#[test]
+fn simulate_says_when_the_scene_settled_or_null_while_it_moves() {
+    let tower = [
+        "simulate",
+        "--scene",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/tower30.toml"),
+        "--steps",
+        "60",
+        "--json",
+    ];
+    let settled = settled_at_step(&tower)
+        .as_u64()
+        .expect("the tower settles within 60 steps");
+    assert!((1..=60).contains(&settled), "{settled}");
+    // Controls: with rest detection off nothing is ever at rest; a tower just struck still moves.
+    assert!(settled_at_step(&[&tower[..], &["--no-sleep"]].concat()).is_null());
+    let smash = [
+        "simulate",
+        "--scene",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/smash.toml"),
+        "--steps",
+        "60",
+        "--json",
+    ];
+    assert!(settled_at_step(&smash).is_null());
+}
+
 #[test]
 fn a_missing_scene_is_one_clear_line() {
     let o = tumble(&["simulate", "--scene", "no/such/scene.toml", "--json"]);

@@ -46,6 +46,8 @@ pub enum Family {
     Overhang,
     Column3,
     Column5,
+    /// A tall leaning column (see [`leaning_case`]): the parameter is the offset per cube in cm.
+    Leaning,
 }
 
 impl Family {
@@ -55,12 +57,13 @@ impl Family {
             Family::Overhang => "overhang",
             Family::Column3 => "column3",
             Family::Column5 => "column5",
+            Family::Leaning => "leaning",
         }
     }
 
     /// Columns may creep (see [`CREPT_DISTANCE_M`]); single cubes may not.
     pub fn tolerates_creep(self) -> bool {
-        matches!(self, Family::Column3 | Family::Column5)
+        matches!(self, Family::Column3 | Family::Column5 | Family::Leaning)
     }
 
     /// What the case's parameter is.
@@ -69,6 +72,7 @@ impl Family {
             Family::Edge => "angle (°)",
             Family::Overhang => "overhang (% of width)",
             Family::Column3 | Family::Column5 => "offset per cube (% of width)",
+            Family::Leaning => "offset per cube (cm)",
         }
     }
 }
@@ -200,6 +204,42 @@ pub fn column_case(cubes: u32, percent: f32) -> TippingCase {
     }
 }
 
+/// The offset per cube (m) at which a leaning column of `cubes` 1 m cubes stops standing.
+///
+/// Cube k (from 0 at the bottom) sits at x = k·d. The cubes above cube j are j+1..n−1; their centre of mass is at
+/// x = d·(j + 1 + n − 1)/2 = d·(n + j)/2, which is d·(n − j)/2 beyond cube j's own centre. They stand while that is
+/// inside cube j's top face, whose far edge is half a width (0.5 m) from its centre: d·(n − j)/2 < 1/2, that is
+/// d < 1/(n − j). The bottom cube's top (j = 0) is the weakest face: d < 1/n. The whole column on the ground
+/// (centre of mass d·(n − 1)/2 from the bottom cube) asks less, d < 1/(n − 1). At d = 1/n − δ the weakest face
+/// keeps a margin of n·δ/2 (12 cubes at 7 cm: 8 cm).
+pub fn leaning_limit_m(cubes: u32) -> f32 {
+    1.0 / cubes as f32
+}
+
+/// `cubes` cubes, each set `offset_m` further along x than the one below: stands below [`leaning_limit_m`].
+pub fn leaning_case(cubes: u32, offset_m: f32) -> TippingCase {
+    TippingCase {
+        family: Family::Leaning,
+        parameter: offset_m * 100.0,
+        expect: expect_around(offset_m, leaning_limit_m(cubes)),
+        bodies: (0..cubes)
+            .map(|k| cube_at(Vec3::new(k as f32 * offset_m, 0.5 + k as f32, 0.0), Quat::IDENTITY))
+            .collect(),
+    }
+}
+
+/// Leaning columns of 4, 8, 12 and 16 cubes, 2 cm and 1 cm either side of their limit.
+pub fn leaning_cases() -> Vec<TippingCase> {
+    let mut cases = Vec::new();
+    for cubes in [4, 8, 12, 16] {
+        let limit = leaning_limit_m(cubes);
+        for margin in [-0.02, -0.01, 0.01, 0.02] {
+            cases.push(leaning_case(cubes, limit + margin));
+        }
+    }
+    cases
+}
+
 /// Every case of the sweep, in table order.
 pub fn tipping_cases() -> Vec<TippingCase> {
     let mut cases: Vec<TippingCase> = (0..=20).map(|k| edge_case(40.0 + 0.5 * k as f32)).collect();
@@ -294,8 +334,14 @@ pub fn tipping_markdown(rows: &[TippingRow]) -> String {
     for r in rows {
         let _ = writeln!(
             md,
-            "| {} | {} = {} | {} | {} | {} | {} |",
+            "| {}{} | {} = {} | {} | {} | {} | {} |",
             r.case.family.name(),
+            // A leaning column's height is no part of its parameter: say it beside the family.
+            if r.case.family == Family::Leaning {
+                format!(" ({} cubes)", r.case.bodies.len())
+            } else {
+                String::new()
+            },
             r.case.family.parameter_name(),
             r.case.parameter,
             r.case.expect.name(),

@@ -697,30 +697,64 @@ fn solve_lanes<const N: usize>(
 /// starting from them would put momentum into the stack that was never there. The total normal impulse
 /// (accumulated + this pass) stays ≥ 0, so a loaded corner can be pulled back as well as pushed — a pass that
 /// could only push would turn rocking into lift. `schedule` groups the constraints with a lower body.
+///
+/// A contact that carries a column (its upper body and everything on it rest on one contact each, see
+/// [`ColumnLoads`]) is answered exactly instead ([`weld`]): when the column as a whole can be held there — the
+/// contact's accumulated impulse plus what the column still needs to move with the lower body has its centre
+/// of pressure inside the points and its friction in the cone — the upper body is given the lower one's motion;
+/// when it cannot, the column is all but still on it and its centre of mass (or that of one below it) is past
+/// its points (a column past its balance starting to turn), the contact is left to the velocity passes, so the
+/// column turns over the edge. The passes below, a few local
+/// iterations with the lower body fixed, cannot do either for an offset patch: two of them leave a slip that is
+/// never warm started and comes back the same every step (leaning columns below their limit crept 1 to 80 cm),
+/// and more of them pull the far corners down with whatever impulse the unconverged velocity passes left there,
+/// holding columns past their limit up.
 pub fn shock_pass(
     constraints: &[ContactConstraint],
     schedule: &Schedule,
     bodies: &mut SolverBodies,
     params: &SolverParams,
+    loads: &mut ColumnLoads,
 ) {
     let inv_dt = 1.0 / params.dt;
+    loads.compute(constraints, bodies);
     for group in &schedule.groups {
         let lane = |l: usize| &constraints[group[l] as usize];
         match used_lanes(group) {
-            4 => shock_lanes::<4>(std::array::from_fn(lane), bodies, inv_dt),
-            3 => shock_lanes::<3>(std::array::from_fn(lane), bodies, inv_dt),
-            2 => shock_lanes::<2>(std::array::from_fn(lane), bodies, inv_dt),
-            _ => shock_lanes::<1>(std::array::from_fn(lane), bodies, inv_dt),
+            4 => shock_lanes::<4>(std::array::from_fn(lane), bodies, inv_dt, loads),
+            3 => shock_lanes::<3>(std::array::from_fn(lane), bodies, inv_dt, loads),
+            2 => shock_lanes::<2>(std::array::from_fn(lane), bodies, inv_dt, loads),
+            _ => shock_lanes::<1>(std::array::from_fn(lane), bodies, inv_dt, loads),
         }
     }
 }
 
 /// The shock pass over `N` constraints that share no body but the ground.
 #[inline(always)]
-fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverBodies, inv_dt: f32) {
+fn shock_lanes<const N: usize>(
+    cs: [&ContactConstraint; N],
+    bodies: &mut SolverBodies,
+    inv_dt: f32,
+    loads: &mut ColumnLoads,
+) {
     let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], cs[l].response(true)));
     let mut pushed = [[0.0f32; MAX_MANIFOLD_POINTS]; N];
     let mut rubbed = [[0.0f32; 3]; N];
+    let mut done = [false; N];
+    for l in 0..N {
+        done[l] = weld(cs[l], &mut pairs[l], loads) != Weld::Iterate;
+        if done[l] {
+            // Answered (or left alone): the passes below leave this lane's velocities as they are.
+            let pair = &mut pairs[l];
+            (pair.ma, pair.mb, pair.scale_a, pair.scale_b) = (0.0, 0.0, 0.0, 0.0);
+        }
+    }
+    if done.iter().all(|&d| d) {
+        for l in 0..N {
+            pairs[l].store(bodies, cs[l]);
+        }
+        return;
+    }
     for pass in 0..SHOCK_LOCAL_ITERATIONS {
         let normal_total: [f32; N] =
             std::array::from_fn(|l| cs[l].total_normal_impulse() + pushed[l].iter().sum::<f32>());
@@ -744,6 +778,302 @@ fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &mut SolverB
     }
     for l in 0..N {
         pairs[l].store(bodies, cs[l]);
+    }
+}
+
+/// A column that cannot be held is left to the velocity passes only while it moves on its lower body slower
+/// than this (m/s, about one step of gravity at 90 Hz): a column starting to turn over an edge. Anything
+/// faster (a cube thrown onto a column) keeps the shock pass's iterations, which stop it sinking in.
+pub const HELD_SPEED_M_S: f32 = 0.11;
+
+/// What [`weld`] did with a contact.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Weld {
+    /// Not a column's contact, or apart: the shock pass's iterations answer it.
+    Iterate,
+    /// The upper body moves with the lower one.
+    Held,
+    /// The column cannot be held there and is all but still: the velocity passes' answer stands.
+    LetGo,
+}
+
+/// The lever arm whose crossings with the two tangents are `u` (r × t0) and `w` (r × t1): the tangent rows keep
+/// the friction centre's lever arms only crossed.
+fn lever_from_tangent_rows(u: Vec3A, w: Vec3A, n: Vec3A, t: [Vec3A; 2]) -> Vec3A {
+    t[0] * w.dot(n) - t[1] * u.dot(n) + n * u.dot(t[1])
+}
+
+/// The exact shock answer for a contact that carries a column (see [`shock_pass`]).
+fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld {
+    let count = c.count as usize;
+    let upper_is_b = c.lower == 1;
+    let up = if upper_is_b { c.b } else { c.a } as usize;
+    let column = loads.column.get(up).copied().unwrap_or(false);
+    if !column || count < 3 || c.points[..count].iter().any(|p| p.separation > TOUCHING_SEPARATION_M) {
+        return Weld::Iterate;
+    }
+    let (n, t) = (c.normal, c.tangents);
+    let rac = lever_from_tangent_rows(c.tangent_rows[0].ra_x(), c.tangent_rows[1].ra_x(), n, t);
+    let rbc = lever_from_tangent_rows(c.tangent_rows[0].rb_x(), c.tangent_rows[1].rb_x(), n, t);
+    // The upper centre less the lower one; impulses on the upper body count along the rows' direction for b.
+    let (x, s) = if upper_is_b {
+        (rac - rbc, 1.0)
+    } else {
+        (rbc - rac, -1.0)
+    };
+    let (v_up, w_up, v_low, w_low) = if upper_is_b {
+        (pair.vb, pair.wb, pair.va, pair.wa)
+    } else {
+        (pair.va, pair.wa, pair.vb, pair.wb)
+    };
+    // What the column (mass M, first moment S and inertia J about the upper centre) needs to move with the lower
+    // body: linear M·v + ω×(S + M·x), angular J·ω + S×(v + ω×x), less the momentum it has.
+    let (mass, first) = (loads.mass[up], loads.first_moment[up]);
+    let need_p = v_low * mass + w_low.cross(first + x * mass) - loads.momentum[up];
+    let need_l = loads.inertia[up] * w_low + first.cross(v_low + w_low.cross(x)) - loads.angular[up];
+    match holds(c, upper_is_b, need_p * s, need_l * s) {
+        Hold::Holds if !loads.held_below(if upper_is_b { c.a } else { c.b } as usize) => return Weld::Iterate,
+        Hold::Holds => {}
+        // A column of more than one body turning over an edge while all but still, where it or one below it
+        // rests with its centre of mass past its points: the velocity passes' answer stands. (On a body alone
+        // the iterations see the whole load, and their answer is kept.) A column whose centre of mass is over its
+        // points everywhere below only rocks — a swaying tower, struck — and keeps the iterations: let go there,
+        // nothing damped the sway (smash never settled, 28.9 m).
+        Hold::Tips if loads.carries[up] && loads.unbalanced[up] && need_p.length() <= mass * HELD_SPEED_M_S => {
+            return Weld::LetGo;
+        }
+        // Sliding, or hit: the iterations answer it.
+        _ => return Weld::Iterate,
+    }
+    let dv = v_low + w_low.cross(x) - v_up;
+    let dw = w_low - w_up;
+    if upper_is_b {
+        pair.vb += dv;
+        pair.wb += dw;
+    } else {
+        pair.va += dv;
+        pair.wa += dw;
+    }
+    loads.held[up] = true;
+    Weld::Held
+}
+
+/// How the contact's accumulated impulses plus the wrench `p`, `l` (on the upper body about its centre,
+/// along the rows' direction) can be given by the contact: the normal impulses together push, with their centre
+/// of pressure inside the points (then some spread of them, each ≥ 0, gives it), and the friction and twist are
+/// inside their limits.
+fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> Hold {
+    let count = c.count as usize;
+    let (n, t) = (c.normal, c.tangents);
+    let lever_x = |row: &Row| if upper_is_b { row.rb_x() } else { row.ra_x() };
+    let pt = [p.dot(t[0]), p.dot(t[1])];
+    // The friction part acts at the centre; what is left of the moment is the normal impulses' and the twist's.
+    let rest = l - lever_x(&c.tangent_rows[0]) * pt[0] - lever_x(&c.tangent_rows[1]) * pt[1];
+    // Points as (r × n)·t: the contact plane turned a quarter, which keeps what is inside what.
+    let q: [[f32; 2]; MAX_MANIFOLD_POINTS] = std::array::from_fn(|k| {
+        let x = lever_x(&c.points[k].normal);
+        [x.dot(t[0]), x.dot(t[1])]
+    });
+    let points = &c.points[..count];
+    let total = points.iter().map(|p| p.normal_impulse).sum::<f32>() + p.dot(n);
+    if total <= 0.0 {
+        return Hold::Tips;
+    }
+    let moment = |i: usize| points.iter().zip(&q).map(|(p, q)| p.normal_impulse * q[i]).sum::<f32>() + rest.dot(t[i]);
+    if !in_hull([moment(0) / total, moment(1) / total], &q[..count]) {
+        return Hold::Tips;
+    }
+    let friction = [c.tangent_impulse[0] + pt[0], c.tangent_impulse[1] + pt[1]];
+    let limit = c.friction * total;
+    if friction[0] * friction[0] + friction[1] * friction[1] <= limit * limit
+        && (c.twist_impulse + rest.dot(n)).abs() <= limit * c.twist_radius
+    {
+        Hold::Holds
+    } else {
+        Hold::Slides
+    }
+}
+
+/// Whether the column's centre of mass (`com`, from the upper body's centre) lies over the contact's points,
+/// seen along the normal.
+fn balanced(c: &ContactConstraint, upper_is_b: bool, com: Vec3A) -> bool {
+    let count = c.count as usize;
+    let t = c.tangents;
+    let lever_x = |row: &Row| if upper_is_b { row.rb_x() } else { row.ra_x() };
+    let q: [[f32; 2]; MAX_MANIFOLD_POINTS] = std::array::from_fn(|k| {
+        let x = lever_x(&c.points[k].normal);
+        [x.dot(t[0]), x.dot(t[1])]
+    });
+    let x = com.cross(c.normal);
+    in_hull([x.dot(t[0]), x.dot(t[1])], &q[..count])
+}
+
+/// Whether a contact can hold a column ([`holds`]), and if not, why.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Hold {
+    Holds,
+    /// The normal impulses cannot push with their centre inside the points: the column turns over an edge.
+    Tips,
+    /// Friction or twist past its limit.
+    Slides,
+}
+
+/// Whether `p` lies in the convex hull of `points` (three or four): in one of the triangles of three of them.
+fn in_hull(p: [f32; 2], points: &[[f32; 2]]) -> bool {
+    let cross = |o: [f32; 2], a: [f32; 2], b: [f32; 2]| (a[0] - o[0]) * (b[1] - o[1]) - (a[1] - o[1]) * (b[0] - o[0]);
+    let n = points.len();
+    for i in 0..n {
+        for j in i + 1..n {
+            for k in j + 1..n {
+                let (a, b, c) = (points[i], points[j], points[k]);
+                let d = [cross(a, b, p), cross(b, c, p), cross(c, a, p)];
+                let negative = d.iter().any(|&d| d < 0.0);
+                let positive = d.iter().any(|&d| d > 0.0);
+                if !(negative && positive) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}
+
+fn outer(a: Vec3A, b: Vec3A) -> Mat3A {
+    Mat3A::from_cols(a * b.x, a * b.y, a * b.z)
+}
+
+fn upper_lower(c: &ContactConstraint) -> Option<(usize, usize)> {
+    match c.lower {
+        1 => Some((c.b as usize, c.a as usize)),
+        2 => Some((c.a as usize, c.b as usize)),
+        _ => None,
+    }
+}
+
+/// Per solver slot, what the body and everything resting on it weigh and carry, where that is a column: a tree of
+/// bodies each resting on one contact alone and touching nothing else (`column`). Momenta are taken after the
+/// velocity passes; the contacts inside a column pass equal and opposite impulses, so the momentum of a column
+/// differs from what it had before the passes by its contact with the lower body alone. Kept by the world so a
+/// step allocates nothing.
+#[derive(Clone, Debug, Default)]
+pub struct ColumnLoads {
+    column: Vec<bool>,
+    /// Something rests on the body.
+    carries: Vec<bool>,
+    supports: Vec<u32>,
+    mass: Vec<f32>,
+    /// Mass times the offset from the body's centre.
+    first_moment: Vec<Vec3A>,
+    /// About the body's centre.
+    inertia: Vec<Mat3A>,
+    /// The column's centre of mass is outside the points of the contact it rests on, or of one below it.
+    unbalanced: Vec<bool>,
+    momentum: Vec<Vec3A>,
+    /// About the body's centre.
+    angular: Vec<Vec3A>,
+    /// The shock pass gave the body the motion of the one it rests on (set as the pass goes, from the ground up).
+    held: Vec<bool>,
+}
+
+impl ColumnLoads {
+    /// Room for `slots` solver slots.
+    pub fn reserve(&mut self, slots: usize) {
+        self.column.reserve(slots.saturating_sub(self.column.len()));
+        self.carries.reserve(slots.saturating_sub(self.carries.len()));
+        self.supports.reserve(slots.saturating_sub(self.supports.len()));
+        self.mass.reserve(slots.saturating_sub(self.mass.len()));
+        for v in [&mut self.first_moment, &mut self.momentum, &mut self.angular] {
+            v.reserve(slots.saturating_sub(v.len()));
+        }
+        self.inertia.reserve(slots.saturating_sub(self.inertia.len()));
+        self.unbalanced.reserve(slots.saturating_sub(self.unbalanced.len()));
+        self.held.reserve(slots.saturating_sub(self.held.len()));
+    }
+
+    /// Whether a column resting on `lower` can be held to it: `lower` is not part of a column (the ground, or a
+    /// body of a pile, which the iterations answer as before), or was itself held to what it rests on. A body the iterations answered moved as if nothing rested on it,
+    /// and holding the column above to that would hand its answer to the whole column.
+    fn held_below(&self, lower: usize) -> bool {
+        self.held[lower] || !self.column[lower]
+    }
+
+    /// Sums the columns from the top down (constraints are ordered from the ground up).
+    fn compute(&mut self, constraints: &[ContactConstraint], bodies: &SolverBodies) {
+        let slots = bodies.v.len();
+        self.column.clear();
+        self.column.resize(slots, true);
+        self.carries.clear();
+        self.carries.resize(slots, false);
+        self.supports.clear();
+        self.supports.resize(slots, 0);
+        self.mass.clear();
+        self.mass.resize(slots, 0.0);
+        self.first_moment.clear();
+        self.first_moment.resize(slots, Vec3A::ZERO);
+        self.inertia.clear();
+        self.inertia.resize(slots, Mat3A::ZERO);
+        self.momentum.clear();
+        self.momentum.resize(slots, Vec3A::ZERO);
+        self.angular.clear();
+        self.angular.resize(slots, Vec3A::ZERO);
+        self.unbalanced.clear();
+        self.unbalanced.resize(slots, false);
+        self.held.clear();
+        self.held.resize(slots, false);
+        for k in 0..slots {
+            if bodies.inv_mass[k] > 0.0 {
+                self.mass[k] = 1.0 / bodies.inv_mass[k];
+                self.momentum[k] = bodies.v[k] * self.mass[k];
+                self.inertia[k] = bodies.inv_inertia[k].inverse();
+                self.angular[k] = self.inertia[k] * bodies.w[k];
+            } else {
+                self.column[k] = false;
+            }
+        }
+        for c in constraints {
+            match upper_lower(c) {
+                Some((upper, _)) => self.supports[upper] += 1,
+                None => {
+                    self.column[c.a as usize] = false;
+                    self.column[c.b as usize] = false;
+                }
+            }
+        }
+        for c in constraints.iter().rev() {
+            let Some((upper, lower)) = upper_lower(c) else { continue };
+            if self.supports[upper] != 1 {
+                self.column[upper] = false;
+            }
+            if !self.column[upper] {
+                self.column[lower] = false;
+                continue;
+            }
+            let (n, t) = (c.normal, c.tangents);
+            let rac = lever_from_tangent_rows(c.tangent_rows[0].ra_x(), c.tangent_rows[1].ra_x(), n, t);
+            let rbc = lever_from_tangent_rows(c.tangent_rows[0].rb_x(), c.tangent_rows[1].rb_x(), n, t);
+            let x = if c.lower == 1 { rac - rbc } else { rbc - rac };
+            let (m, first, p) = (self.mass[upper], self.first_moment[upper], self.momentum[upper]);
+            if c.count >= 3 {
+                self.unbalanced[upper] = !balanced(c, c.lower == 1, first / m);
+            }
+            // The upper column's inertia moved from its centre of mass (c from the upper centre) to the lower
+            // centre (c + x from there).
+            let c = first / m;
+            let point = |d: Vec3A| (Mat3A::IDENTITY * d.length_squared() - outer(d, d)) * m;
+            let inertia = self.inertia[upper] - point(c) + point(c + x);
+            self.inertia[lower] += inertia;
+            self.mass[lower] += m;
+            self.carries[lower] = true;
+            self.first_moment[lower] += first + x * m;
+            self.momentum[lower] += p;
+            let angular = self.angular[upper] + x.cross(p);
+            self.angular[lower] += angular;
+        }
+        for c in constraints {
+            if let Some((upper, lower)) = upper_lower(c) {
+                self.unbalanced[upper] |= self.unbalanced[lower];
+            }
+        }
     }
 }
 
@@ -1080,7 +1410,7 @@ mod tests {
                 for pass in 0..3 {
                     largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass).to_bits());
                 }
-                shock_pass(&constraints, &shock, &mut bodies, &params);
+                shock_pass(&constraints, &shock, &mut bodies, &params, &mut ColumnLoads::default());
                 results.push((bits(&bodies, &constraints), largest));
             }
             assert_eq!(results[0], results[1], "seed {seed}");

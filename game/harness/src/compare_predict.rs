@@ -658,11 +658,13 @@ mod tests {
         };
         let ((max, mean), set) = play(false, 0.0);
         assert!(max <= 0.01 && mean <= max, "{max} {mean}");
-        // `resting_cubes_set` counts what put the field back; with the near cubes only, nothing is set.
+        // `resting_cubes_set` counts what put the field back; with the near cubes only, next to nothing is set (the
+        // few near cubes still when their resting state came: 0 on the bits this seed was picked on, 3 since the
+        // shock pass holds columns exactly, against 294 with the far cubes carried).
         let ((near_only, _), near_set) = play(true, 0.0);
         assert!(near_only > 0.1, "{near_only}");
         assert!(
-            set > 0 && near_set == 0,
+            set > 20 * near_set.max(1),
             "{set} cubes set, {near_set} with the near cubes only"
         );
         let ((nudged, _), _) = play(false, 3.0);

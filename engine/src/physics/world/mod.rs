@@ -357,6 +357,8 @@ pub struct World {
     load: Vec<f32>,
     new_load: Vec<f32>,
     supports: Vec<u32>,
+    /// The shock pass's sums over columns (see `contact_solver::ColumnLoads`).
+    column_loads: super::contact_solver::ColumnLoads,
     report: StepReport,
 }
 
@@ -429,6 +431,7 @@ impl World {
             load: Vec::new(),
             new_load: Vec::new(),
             supports: Vec::new(),
+            column_loads: Default::default(),
             report: StepReport::default(),
         })
     }
@@ -525,6 +528,7 @@ impl World {
             v.reserve((n + 1).saturating_sub(v.len()));
         }
         self.supports.reserve((n + 1).saturating_sub(self.supports.len()));
+        self.column_loads.reserve(n + 1);
         let sb = &mut self.solver_bodies;
         for v in [&mut sb.v, &mut sb.w, &mut sb.dp, &mut sb.dtheta] {
             v.reserve((n + 1).saturating_sub(v.len()));

@@ -154,7 +154,13 @@ impl World {
                 break;
             }
         }
-        solver::shock_pass(&self.constraints, &self.shock_schedule, sb, &params);
+        solver::shock_pass(
+            &self.constraints,
+            &self.shock_schedule,
+            sb,
+            &params,
+            &mut self.column_loads,
+        );
         solver::apply_restitution((&mut self.constraints, &self.anchors), sb, params.restitution_threshold);
         solver::store_impulses((&self.constraints, &self.anchors), &mut self.contacts.contacts);
         for k in 0..slots {
