@@ -69,11 +69,14 @@ pub struct Sender {
     demand_encodings: Vec<Encoding>,
     /// The step of the last packet: activity (collisions, interactions) is aged by the steps between packets.
     last_step: Option<u64>,
-    /// Per cube: the step it last went out and the stamp it carried then.
-    last_sent: Vec<Option<(u64, AuthorityStamp)>>,
+    /// Per cube: the step it last went out and the state it carried then.
+    last_sent: Vec<Option<(u64, QuantizedState)>>,
     /// Packets in which a resting cube was hurried because the receiver had not acked its stamp (see
     /// [`UNACKED_STAMP_RESEND_STEPS`]; a cube the budget keeps out of one packet is counted again in the next).
     pub stamp_resends: u64,
+    /// Packets in which a resting cube was hurried because the receiver still had it resting at another pose (it
+    /// never heard the cube wake; a cube the budget keeps out of one packet is counted again in the next).
+    pub rest_news_hurries: u64,
 }
 
 impl Sender {
@@ -98,6 +101,7 @@ impl Sender {
             last_step: None,
             last_sent: vec![None; cube_count],
             stamp_resends: 0,
+            rest_news_hurries: 0,
         }
     }
 
@@ -141,12 +145,22 @@ impl Sender {
                 continue;
             }
             let state = &self.states[i];
-            let unacked = self.acked.newest(i as u32).is_none_or(|a| a.stamp != state.stamp);
+            let newest = self.acked.newest(i as u32);
+            let unacked = newest.is_none_or(|a| a.stamp != state.stamp);
             let went_long_ago = self.last_sent[i]
-                .is_some_and(|(at, stamp)| stamp == state.stamp && step >= at + UNACKED_STAMP_RESEND_STEPS);
+                .is_some_and(|(at, sent)| sent.stamp == state.stamp && step >= at + UNACKED_STAMP_RESEND_STEPS);
             if state.at_rest && unacked && went_long_ago {
                 hurry(acc);
                 self.stamp_resends += 1;
+            }
+            // The receiver shows the cube resting where it rested before: every state of it awake stayed out of
+            // full packets, and it has come to rest somewhere else. Its new resting pose goes at once, or the
+            // receiver's resting copy would jump whenever its turn came (seconds on a busy link).
+            let rests_elsewhere =
+                newest.is_some_and(|a| a.at_rest && (a.position, a.rotation) != (state.position, state.rotation));
+            if state.at_rest && rests_elsewhere && self.last_sent[i].is_none_or(|(_, sent)| sent != *state) {
+                hurry(acc);
+                self.rest_news_hurries += 1;
             }
         }
         // Aged by the steps since the last packet (one, when a packet goes every step).
@@ -175,7 +189,7 @@ impl Sender {
         }
         mark_sent(&mut self.accumulators, &self.sent);
         for &id in &self.sent {
-            self.last_sent[id as usize] = Some((step, self.states[id as usize].stamp));
+            self.last_sent[id as usize] = Some((step, self.states[id as usize]));
         }
         self.sent_states.clear();
         self.sent_states
@@ -314,6 +328,56 @@ mod tests {
         let (went, resends) = resting_cube_sent_at(Some(10));
         assert_eq!(went, vec![10, 10 + UNACKED_STAMP_RESEND_STEPS], "{went:?}");
         assert_eq!(resends, 1);
+    }
+
+    /// 120 steps of the busy world's link, every packet acked: the resting cube 20 goes at step 0 (hurried), wakes
+    /// at step 30 and falls among the twenty touched cubes that fill every packet, and is put to rest where it is
+    /// at step `rest_at` (its state unchanged but for that: same stamp). Returns the steps whose packets carried it
+    /// and the sender's count of rest-news hurries.
+    fn woken_cube_sent_at(rest_at: u64) -> (Vec<u64>, u64) {
+        let mut world = busy_world();
+        let cube = BodyId(20);
+        let mut sender = Sender::new(21);
+        let mut buf = [0u8; 160];
+        let mut went = Vec::new();
+        for step in 0..120u64 {
+            for a in &mut sender.activity[..20] {
+                a.record_interaction();
+            }
+            if step == 0 {
+                sender.hurry(20);
+            }
+            if step == 30 || step == rest_at {
+                let s = world.state(cube).unwrap();
+                world
+                    .set_state(
+                        cube,
+                        &BodyState {
+                            at_rest: step == rest_at,
+                            ..s
+                        },
+                    )
+                    .unwrap();
+            }
+            sender.write_packet(&world, step, step as u16, &mut buf).unwrap();
+            if sender.last_packet().0.contains(&20) {
+                went.push(step);
+            }
+            sender.on_acked(step as u16);
+            world.step();
+            shake(&mut world, step);
+        }
+        (went, sender.rest_news_hurries)
+    }
+
+    #[test]
+    fn a_cube_that_woke_unseen_and_rested_elsewhere_goes_at_once() {
+        // Awake for 20 steps it never wins a place among the touched cubes (it starves only after half a second);
+        // resting at a new pose, the receiver would show it jump when its turn came. It goes in the next packet,
+        // once.
+        let (went, hurries) = woken_cube_sent_at(50);
+        assert_eq!(went, vec![0, 50], "{went:?}");
+        assert_eq!(hurries, 1);
     }
 
     #[test]
