@@ -118,8 +118,12 @@ fn bad_arguments_are_usage_errors() {
     }
 }
 
-fn settled_at_step(args: &[&str]) -> serde_json::Value {
-    let o = tumble(args);
+/// `tumble simulate --json` on a shipped scene for `steps`, with `extra` flags: its `settled_at_step`.
+fn settled_at_step(scene: &str, steps: &str, extra: &[&str]) -> serde_json::Value {
+    let path = format!("{}/../assets/scenes/{scene}.toml", env!("CARGO_MANIFEST_DIR"));
+    let mut args = vec!["simulate", "--scene", &path, "--steps", steps, "--json"];
+    args.extend_from_slice(extra);
+    let o = tumble(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
     report["settled_at_step"].clone()
@@ -127,29 +131,13 @@ fn settled_at_step(args: &[&str]) -> serde_json::Value {
 
 #[test]
 fn simulate_says_when_the_scene_settled_or_null_while_it_moves() {
-    let tower = [
-        "simulate",
-        "--scene",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/tower30.toml"),
-        "--steps",
-        "60",
-        "--json",
-    ];
-    let settled = settled_at_step(&tower)
+    let settled = settled_at_step("tower30", "60", &[])
         .as_u64()
         .expect("the tower settles within 60 steps");
     assert!((1..=60).contains(&settled), "{settled}");
     // Controls: with rest detection off nothing is ever at rest; a tower just struck still moves.
-    assert!(settled_at_step(&[&tower[..], &["--no-sleep"]].concat()).is_null());
-    let smash = [
-        "simulate",
-        "--scene",
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../assets/scenes/smash.toml"),
-        "--steps",
-        "60",
-        "--json",
-    ];
-    assert!(settled_at_step(&smash).is_null());
+    assert!(settled_at_step("tower30", "60", &["--no-sleep"]).is_null());
+    assert!(settled_at_step("smash", "60", &[]).is_null());
 }
 
 #[test]

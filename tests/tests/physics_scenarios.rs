@@ -6,15 +6,20 @@ use glam::{Quat, Vec3};
 use tumble_engine::physics::{BodyDesc, BodyId, BodyKind, BodyState, World, WorldConfig};
 use tumble_tests::{deepest_overlap, max_distance, positions, quantize_all, scene_world};
 
-/// Steps a scene with quantization before every step; returns the first step after which everything rests.
-fn run_quantized(world: &mut World, steps: u32) -> Option<u32> {
+/// Steps a scene (with quantization before every step when `quantize`); returns the step after which every body
+/// stayed at rest to the end, or `None`.
+fn run_until_settled(world: &mut World, steps: u32, quantize: bool) -> Option<u32> {
     let mut settled = None;
     for step in 1..=steps {
-        quantize_all(world);
-        world.step();
-        if settled.is_none() && world.all_at_rest() {
-            settled = Some(step);
+        if quantize {
+            quantize_all(world);
         }
+        world.step();
+        settled = match settled {
+            None if world.all_at_rest() => Some(step),
+            Some(_) if !world.all_at_rest() => None,
+            s => s,
+        };
     }
     settled
 }
@@ -25,10 +30,11 @@ fn quantized_stacks_settle_within_two_seconds_and_then_never_move() {
     for name in ["tower30", "pyramid20", "towers2x25", "towers2x2x20", "tower_wall"] {
         let mut world = scene_world(name, true);
         let start = positions(&world);
-        let settled = run_quantized(&mut world, 180).unwrap_or_else(|| panic!("{name} did not settle in 180 steps"));
+        let settled =
+            run_until_settled(&mut world, 180, true).unwrap_or_else(|| panic!("{name} did not settle in 180 steps"));
         quantize_all(&mut world);
         let at_rest = positions(&world);
-        run_quantized(&mut world, 600);
+        run_until_settled(&mut world, 600, true);
         let end = positions(&world);
         assert_eq!(
             max_distance(&at_rest, &end),
@@ -56,23 +62,6 @@ fn a_struck_tower_settles_under_quantization_within_twice_its_free_time() {
         quantized.expect("smash settles quantized"),
     );
     assert!(quantized <= 2 * free, "free {free}, quantized {quantized}");
-}
-
-/// The step after which every body stayed at rest to the end, or `None`.
-fn run_until_settled(world: &mut World, steps: u32, quantize: bool) -> Option<u32> {
-    let mut settled = None;
-    for step in 1..=steps {
-        if quantize {
-            quantize_all(world);
-        }
-        world.step();
-        settled = match settled {
-            None if world.all_at_rest() => Some(step),
-            Some(_) if !world.all_at_rest() => None,
-            s => s,
-        };
-    }
-    settled
 }
 
 #[test]

@@ -803,24 +803,43 @@ fn lever_from_tangent_rows(u: Vec3A, w: Vec3A, n: Vec3A, t: [Vec3A; 2]) -> Vec3A
     t[0] * w.dot(n) - t[1] * u.dot(n) + n * u.dot(t[1])
 }
 
+/// The upper body's centre less the lower one's, from the contact's friction rows.
+fn upper_from_lower(c: &ContactConstraint) -> Vec3A {
+    let (n, t) = (c.normal, c.tangents);
+    let rac = lever_from_tangent_rows(c.tangent_rows[0].ra_x(), c.tangent_rows[1].ra_x(), n, t);
+    let rbc = lever_from_tangent_rows(c.tangent_rows[0].rb_x(), c.tangent_rows[1].rb_x(), n, t);
+    if c.lower == 1 {
+        rac - rbc
+    } else {
+        rbc - rac
+    }
+}
+
+/// The contact's points seen along its normal, as (r × n)·t on the upper body: the contact plane turned a quarter,
+/// which keeps what is inside what.
+fn points_in_plane(c: &ContactConstraint, upper_is_b: bool) -> [[f32; 2]; MAX_MANIFOLD_POINTS] {
+    let t = c.tangents;
+    std::array::from_fn(|k| {
+        let row = &c.points[k].normal;
+        let x = if upper_is_b { row.rb_x() } else { row.ra_x() };
+        [x.dot(t[0]), x.dot(t[1])]
+    })
+}
+
 /// The exact shock answer for a contact that carries a column (see [`shock_pass`]).
 fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld {
     let count = c.count as usize;
+    let Some((up, low)) = upper_lower(c) else {
+        return Weld::Iterate;
+    };
     let upper_is_b = c.lower == 1;
-    let up = if upper_is_b { c.b } else { c.a } as usize;
     let column = loads.column.get(up).copied().unwrap_or(false);
     if !column || count < 3 || c.points[..count].iter().any(|p| p.separation > TOUCHING_SEPARATION_M) {
         return Weld::Iterate;
     }
-    let (n, t) = (c.normal, c.tangents);
-    let rac = lever_from_tangent_rows(c.tangent_rows[0].ra_x(), c.tangent_rows[1].ra_x(), n, t);
-    let rbc = lever_from_tangent_rows(c.tangent_rows[0].rb_x(), c.tangent_rows[1].rb_x(), n, t);
-    // The upper centre less the lower one; impulses on the upper body count along the rows' direction for b.
-    let (x, s) = if upper_is_b {
-        (rac - rbc, 1.0)
-    } else {
-        (rbc - rac, -1.0)
-    };
+    let x = upper_from_lower(c);
+    // Impulses on the upper body count along the rows' direction for b.
+    let s = if upper_is_b { 1.0 } else { -1.0 };
     let (v_up, w_up, v_low, w_low) = if upper_is_b {
         (pair.vb, pair.wb, pair.va, pair.wa)
     } else {
@@ -832,7 +851,7 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld
     let need_p = v_low * mass + w_low.cross(first + x * mass) - loads.momentum[up];
     let need_l = loads.inertia[up] * w_low + first.cross(v_low + w_low.cross(x)) - loads.angular[up];
     match holds(c, upper_is_b, need_p * s, need_l * s) {
-        Hold::Holds if !loads.held_below(if upper_is_b { c.a } else { c.b } as usize) => return Weld::Iterate,
+        Hold::Holds if !loads.held_below(low) => return Weld::Iterate,
         Hold::Holds => {}
         // A column of more than one body turning over an edge while all but still, where it or one below it
         // rests with its centre of mass past its points: the velocity passes' answer stands. (On a body alone
@@ -869,11 +888,7 @@ fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> Hold {
     let pt = [p.dot(t[0]), p.dot(t[1])];
     // The friction part acts at the centre; what is left of the moment is the normal impulses' and the twist's.
     let rest = l - lever_x(&c.tangent_rows[0]) * pt[0] - lever_x(&c.tangent_rows[1]) * pt[1];
-    // Points as (r × n)·t: the contact plane turned a quarter, which keeps what is inside what.
-    let q: [[f32; 2]; MAX_MANIFOLD_POINTS] = std::array::from_fn(|k| {
-        let x = lever_x(&c.points[k].normal);
-        [x.dot(t[0]), x.dot(t[1])]
-    });
+    let q = points_in_plane(c, upper_is_b);
     let points = &c.points[..count];
     let total = points.iter().map(|p| p.normal_impulse).sum::<f32>() + p.dot(n);
     if total <= 0.0 {
@@ -899,11 +914,7 @@ fn holds(c: &ContactConstraint, upper_is_b: bool, p: Vec3A, l: Vec3A) -> Hold {
 fn balanced(c: &ContactConstraint, upper_is_b: bool, com: Vec3A) -> bool {
     let count = c.count as usize;
     let t = c.tangents;
-    let lever_x = |row: &Row| if upper_is_b { row.rb_x() } else { row.ra_x() };
-    let q: [[f32; 2]; MAX_MANIFOLD_POINTS] = std::array::from_fn(|k| {
-        let x = lever_x(&c.points[k].normal);
-        [x.dot(t[0]), x.dot(t[1])]
-    });
+    let q = points_in_plane(c, upper_is_b);
     let x = com.cross(c.normal);
     in_hull([x.dot(t[0]), x.dot(t[1])], &q[..count])
 }
@@ -1048,10 +1059,7 @@ impl ColumnLoads {
                 self.column[lower] = false;
                 continue;
             }
-            let (n, t) = (c.normal, c.tangents);
-            let rac = lever_from_tangent_rows(c.tangent_rows[0].ra_x(), c.tangent_rows[1].ra_x(), n, t);
-            let rbc = lever_from_tangent_rows(c.tangent_rows[0].rb_x(), c.tangent_rows[1].rb_x(), n, t);
-            let x = if c.lower == 1 { rac - rbc } else { rbc - rac };
+            let x = upper_from_lower(c);
             let (m, first, p) = (self.mass[upper], self.first_moment[upper], self.momentum[upper]);
             if c.count >= 3 {
                 self.unbalanced[upper] = !balanced(c, c.lower == 1, first / m);
