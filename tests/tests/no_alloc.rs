@@ -35,6 +35,24 @@ fn running_scenes_step_without_allocating_at_rest_and_in_collisions() {
         assert_eq!(allocations, 0, "{name}: {allocations} allocations in 100 steps");
     }
     a_cube_thrown_through_a_pyramid_steps_without_allocating();
+    a_step_shared_out_over_threads_allocates_nothing();
+}
+
+/// On several threads too: the workers start, and the passes' bookkeeping grows, in the first steps only.
+fn a_step_shared_out_over_threads_allocates_nothing() {
+    for (name, threads) in [("smash", 2), ("topple900", 3)] {
+        let mut world = scene_world(name, false);
+        world.set_threads(threads);
+        world.set_min_contacts_to_share(0);
+        for _ in 0..60 {
+            world.step();
+        }
+        let (allocations, _) = measure(&mut world, 60);
+        assert_eq!(
+            allocations, 0,
+            "{name} on {threads} threads: {allocations} allocations in 60 steps"
+        );
+    }
 }
 
 fn a_cube_thrown_through_a_pyramid_steps_without_allocating() {

@@ -11,6 +11,7 @@ use super::box_box::{collide_box_box, BoxContact};
 use super::box_plane::{collide_box_plane, OrientedBox};
 use super::broadphase::GROUND;
 use super::manifold::{CandidatePoint, Manifold, ManifoldPoint, MAX_MANIFOLD_POINTS};
+use super::parallel::Runner;
 use super::BodyId;
 
 /// Points closer than this are generated ahead of time, so the solver stops bodies before they overlap (metres).
@@ -271,83 +272,13 @@ impl ContactSet {
     /// one of its bodies `moved` (see [`World`](super::World)'s pose references); otherwise last step's manifold
     /// still holds to within the reference tolerance and is kept, impulses included. A body moved when its
     /// `moved_at` stamp is `now`.
-    pub fn update(&mut self, poses: &BodyPoses, ids: &[u32], moved_at: &[u64], now: u64) -> f32 {
-        let moved = |i: usize| moved_at[i] == now;
-        let mut deepest = 0.0f32;
-        for &k in ids {
-            let c = &mut self.contacts[k as usize];
-            let (a, b) = (c.a as usize, c.b);
-            let position_b = if b == GROUND {
-                Vec3::ZERO
-            } else {
-                poses.position[b as usize]
-            };
-            if c.built && !moved(a) && (b == GROUND || !moved(b as usize)) {
-                c.fresh = false;
-                let shift = c
-                    .manifold
-                    .normal
-                    .dot((position_b - c.built_at[1]) - (poses.position[a] - c.built_at[0]));
-                for (p, s0) in c.manifold.points_mut().iter_mut().zip(c.built_separation) {
-                    p.separation = s0 + shift;
-                    deepest = deepest.max(-p.separation);
-                }
-                continue;
+    pub fn update(&mut self, poses: &BodyPoses, ids: &[u32], moved_at: &[u64], now: u64, run: &mut Runner) -> f32 {
+        let contacts = ContactSlots::new(&mut self.contacts);
+        run.chunks(ids.len(), NARROWPHASE_PER_CHUNK, &|range, deepest| {
+            for &k in &ids[range] {
+                *deepest = deepest.max(update_one(contacts.get(k), poses, moved_at, now));
             }
-            c.built = true;
-            c.built_in_look = now;
-            c.built_at = [poses.position[a], position_b];
-            let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
-            let box_a = poses.oriented_box(a);
-            let (found, center_b) = if b == GROUND {
-                let margin = SPECULATIVE_DISTANCE_M + poses.motion_bound(a);
-                let ground = poses.ground.unwrap_or(f32::NEG_INFINITY);
-                let count = collide_box_plane(&box_a, Vec3::Y, ground, margin, &mut points);
-                let found = BoxContact {
-                    normal: -Vec3::Y,
-                    count,
-                    rim: false,
-                };
-                (found, Vec3::ZERO)
-            } else {
-                let b = b as usize;
-                let margin = SPECULATIVE_DISTANCE_M + poses.motion_bound(a) + poses.motion_bound(b);
-                let found = collide_box_box(&box_a, &poses.oriented_box(b), margin, &mut points);
-                (found, poses.position[b])
-            };
-            let count = found.count;
-            let old = c.manifold;
-            c.manifold = Manifold {
-                normal: found.normal,
-                count: count as u8,
-                rim: found.rim,
-                ..Manifold::default()
-            };
-            c.fresh = true;
-            for (p, cand) in c.manifold.points.iter_mut().zip(&points[..count]) {
-                *p = ManifoldPoint {
-                    anchor_a: cand.position - box_a.center,
-                    anchor_b: cand.position - center_b,
-                    separation: cand.separation,
-                    id: cand.id,
-                    ..ManifoldPoint::default()
-                };
-                if let Some(o) = matching_point(old.points(), p) {
-                    p.normal_impulse = o.normal_impulse;
-                    p.bounce_speed = o.bounce_speed;
-                    c.fresh = false;
-                }
-                deepest = deepest.max(-cand.separation);
-            }
-            for (s0, p) in c.built_separation.iter_mut().zip(c.manifold.points()) {
-                *s0 = p.separation;
-            }
-            if !c.fresh {
-                c.manifold.tangent_impulse = old.tangent_impulse;
-                c.manifold.twist_impulse = old.twist_impulse;
-            }
-        }
-        deepest
+        })
     }
 
     /// Appends to `out` every contact of `ids` (updated this step, in pair order) that touched or pushed.
@@ -370,6 +301,112 @@ impl ContactSet {
             });
         }
     }
+}
+
+/// Contacts a worker brings up to date at once.
+const NARROWPHASE_PER_CHUNK: usize = 64;
+
+/// The contact slots, each written by the one worker its id went to. SAFETY: the ids a step updates are
+/// distinct (each contact is listed once, marked `updated`), and the view lives no longer than the `&mut` it was
+/// made from.
+struct ContactSlots {
+    ptr: *mut Contact,
+    len: usize,
+}
+
+unsafe impl Sync for ContactSlots {}
+
+impl ContactSlots {
+    fn new(contacts: &mut [Contact]) -> ContactSlots {
+        ContactSlots {
+            ptr: contacts.as_mut_ptr(),
+            len: contacts.len(),
+        }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn get(&self, k: u32) -> &mut Contact {
+        assert!((k as usize) < self.len);
+        // SAFETY: in bounds, and only this worker has id k (see the type).
+        unsafe { &mut *self.ptr.add(k as usize) }
+    }
+}
+
+/// [`ContactSet::update`] for one contact: its manifold kept (shifted) or recomputed; returns its deepest overlap.
+fn update_one(c: &mut Contact, poses: &BodyPoses, moved_at: &[u64], now: u64) -> f32 {
+    let moved = |i: usize| moved_at[i] == now;
+    let mut deepest = 0.0f32;
+    let (a, b) = (c.a as usize, c.b);
+    let position_b = if b == GROUND {
+        Vec3::ZERO
+    } else {
+        poses.position[b as usize]
+    };
+    if c.built && !moved(a) && (b == GROUND || !moved(b as usize)) {
+        c.fresh = false;
+        let shift = c
+            .manifold
+            .normal
+            .dot((position_b - c.built_at[1]) - (poses.position[a] - c.built_at[0]));
+        for (p, s0) in c.manifold.points_mut().iter_mut().zip(c.built_separation) {
+            p.separation = s0 + shift;
+            deepest = deepest.max(-p.separation);
+        }
+        return deepest;
+    }
+    c.built = true;
+    c.built_in_look = now;
+    c.built_at = [poses.position[a], position_b];
+    let mut points = [CandidatePoint::default(); MAX_MANIFOLD_POINTS];
+    let box_a = poses.oriented_box(a);
+    let (found, center_b) = if b == GROUND {
+        let margin = SPECULATIVE_DISTANCE_M + poses.motion_bound(a);
+        let ground = poses.ground.unwrap_or(f32::NEG_INFINITY);
+        let count = collide_box_plane(&box_a, Vec3::Y, ground, margin, &mut points);
+        let found = BoxContact {
+            normal: -Vec3::Y,
+            count,
+            rim: false,
+        };
+        (found, Vec3::ZERO)
+    } else {
+        let b = b as usize;
+        let margin = SPECULATIVE_DISTANCE_M + poses.motion_bound(a) + poses.motion_bound(b);
+        let found = collide_box_box(&box_a, &poses.oriented_box(b), margin, &mut points);
+        (found, poses.position[b])
+    };
+    let count = found.count;
+    let old = c.manifold;
+    c.manifold = Manifold {
+        normal: found.normal,
+        count: count as u8,
+        rim: found.rim,
+        ..Manifold::default()
+    };
+    c.fresh = true;
+    for (p, cand) in c.manifold.points.iter_mut().zip(&points[..count]) {
+        *p = ManifoldPoint {
+            anchor_a: cand.position - box_a.center,
+            anchor_b: cand.position - center_b,
+            separation: cand.separation,
+            id: cand.id,
+            ..ManifoldPoint::default()
+        };
+        if let Some(o) = matching_point(old.points(), p) {
+            p.normal_impulse = o.normal_impulse;
+            p.bounce_speed = o.bounce_speed;
+            c.fresh = false;
+        }
+        deepest = deepest.max(-cand.separation);
+    }
+    for (s0, p) in c.built_separation.iter_mut().zip(c.manifold.points()) {
+        *s0 = p.separation;
+    }
+    if !c.fresh {
+        c.manifold.tangent_impulse = old.tangent_impulse;
+        c.manifold.twist_impulse = old.twist_impulse;
+    }
+    deepest
 }
 
 #[cfg(test)]

@@ -18,7 +18,8 @@ use glam::{Mat3A, Vec3, Vec3A, Vec4};
 
 use super::contact::{Contact, TOUCHING_SEPARATION_M};
 use super::manifold::MAX_MANIFOLD_POINTS;
-use super::solver_lanes::{used_lanes, Schedule, LANES};
+use super::parallel::Runner;
+use super::solver_lanes::{used_lanes, Schedule, LANES, NO_LANE};
 
 /// Overlap allowed before push-out starts (metres): well under the quantization step of 1/4096 m, so 30 stacked
 /// contacts lose less than 3 mm even at the slop.
@@ -403,6 +404,143 @@ fn build_rows(
     out.twist_radius = twist_radius;
 }
 
+/// The solver bodies as the passes reach them, possibly from several workers at once (`parallel.rs`).
+///
+/// SAFETY (the contract every pass here keeps): a pass reads and writes through a view only the two bodies of the
+/// constraints it is given, and runs them through `Runner::groups`, which starts a group only after every earlier
+/// group on the same bodies is done (with release/acquire between the workers): no body is read or written by
+/// two workers at once. The ground (slot 0) is read by all and never written: it has no mass, so every push
+/// leaves its +0 velocity as it is, and writing it back would change nothing. The view lives no longer than the
+/// `&mut SolverBodies` it was made from, and nothing else touches those while it does.
+#[derive(Clone, Copy)]
+struct BodiesView {
+    v: *mut Vec3A,
+    w: *mut Vec3A,
+    dp: *mut Vec3A,
+    dtheta: *mut Vec3A,
+    inv_mass: *const f32,
+    len: usize,
+    /// Slots of `dp` and `dtheta` (the velocity passes run before they are filled).
+    displacement_len: usize,
+}
+
+unsafe impl Send for BodiesView {}
+unsafe impl Sync for BodiesView {}
+
+impl BodiesView {
+    fn new(bodies: &mut SolverBodies) -> BodiesView {
+        let len = bodies.v.len();
+        assert!(bodies.w.len() == len && bodies.inv_mass.len() == len);
+        let displacement_len = bodies.dp.len().min(bodies.dtheta.len());
+        BodiesView {
+            v: bodies.v.as_mut_ptr(),
+            w: bodies.w.as_mut_ptr(),
+            dp: bodies.dp.as_mut_ptr(),
+            dtheta: bodies.dtheta.as_mut_ptr(),
+            inv_mass: bodies.inv_mass.as_ptr(),
+            len,
+            displacement_len,
+        }
+    }
+
+    #[inline(always)]
+    fn v(&self, k: usize) -> Vec3A {
+        assert!(k < self.len);
+        // SAFETY: in bounds; see the type's contract.
+        unsafe { *self.v.add(k) }
+    }
+
+    #[inline(always)]
+    fn w(&self, k: usize) -> Vec3A {
+        assert!(k < self.len);
+        // SAFETY: in bounds; see the type's contract.
+        unsafe { *self.w.add(k) }
+    }
+
+    #[inline(always)]
+    fn inv_mass(&self, k: usize) -> f32 {
+        assert!(k < self.len);
+        // SAFETY: in bounds; read-only for the view's life.
+        unsafe { *self.inv_mass.add(k) }
+    }
+
+    #[inline(always)]
+    fn set_velocity(&self, k: usize, v: Vec3A, w: Vec3A) {
+        assert!(k < self.len);
+        if k != 0 {
+            // SAFETY: in bounds; see the type's contract.
+            unsafe {
+                *self.v.add(k) = v;
+                *self.w.add(k) = w;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn displacement(&self, k: usize) -> (Vec3A, Vec3A) {
+        assert!(k < self.displacement_len);
+        // SAFETY: in bounds; see the type's contract.
+        unsafe { (*self.dp.add(k), *self.dtheta.add(k)) }
+    }
+
+    #[inline(always)]
+    fn set_displacement(&self, k: usize, dp: Vec3A, dtheta: Vec3A) {
+        assert!(k < self.displacement_len);
+        if k != 0 {
+            // SAFETY: in bounds; see the type's contract.
+            unsafe {
+                *self.dp.add(k) = dp;
+                *self.dtheta.add(k) = dtheta;
+            }
+        }
+    }
+}
+
+/// The constraints as the passes reach them: a group's constraints are handed out as `&mut` to the one worker
+/// that runs the group. SAFETY: as [`BodiesView`]: a schedule puts each constraint in one group, and a group runs
+/// once per pass; the view lives no longer than the `&mut [ContactConstraint]` it was made from.
+#[derive(Clone, Copy)]
+struct ConstraintsView {
+    ptr: *mut ContactConstraint,
+    len: usize,
+}
+
+unsafe impl Send for ConstraintsView {}
+unsafe impl Sync for ConstraintsView {}
+
+impl ConstraintsView {
+    fn new(constraints: &mut [ContactConstraint]) -> ConstraintsView {
+        ConstraintsView {
+            ptr: constraints.as_mut_ptr(),
+            len: constraints.len(),
+        }
+    }
+
+    /// The group's first `N` constraints, or `None` should two of them be one (a schedule never gives that).
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn lanes<const N: usize>(&self, group: &[u32; LANES]) -> Option<[&mut ContactConstraint; N]> {
+        let lanes: [usize; N] = std::array::from_fn(|l| group[l] as usize);
+        for l in 0..N {
+            assert!(lanes[l] < self.len);
+            if lanes[..l].contains(&lanes[l]) {
+                return None;
+            }
+        }
+        // SAFETY: in bounds and distinct; only this group's worker holds them (see the type's contract).
+        Some(std::array::from_fn(|l| unsafe { &mut *self.ptr.add(lanes[l]) }))
+    }
+
+    /// One constraint of the group.
+    #[inline(always)]
+    #[allow(clippy::mut_from_ref)]
+    fn one(&self, k: u32) -> &mut ContactConstraint {
+        assert!((k as usize) < self.len);
+        // SAFETY: in bounds; only this group's worker holds it.
+        unsafe { &mut *self.ptr.add(k as usize) }
+    }
+}
+
 /// The velocities of one contact's two bodies, loaded once per contact and written back once, so the inner loops
 /// touch only registers. `scale_a`/`scale_b` are 0 for a body held fixed (the lower body in the shock pass).
 struct Pair {
@@ -418,27 +556,25 @@ struct Pair {
 
 impl Pair {
     #[inline(always)]
-    fn load(bodies: &SolverBodies, c: &ContactConstraint, (scale_a, scale_b): (f32, f32)) -> Pair {
+    fn load(bodies: &BodiesView, c: &ContactConstraint, (scale_a, scale_b): (f32, f32)) -> Pair {
         let (a, b) = (c.a as usize, c.b as usize);
         Pair {
-            va: bodies.v[a],
-            wa: bodies.w[a],
-            vb: bodies.v[b],
-            wb: bodies.w[b],
-            ma: bodies.inv_mass[a] * scale_a,
-            mb: bodies.inv_mass[b] * scale_b,
+            va: bodies.v(a),
+            wa: bodies.w(a),
+            vb: bodies.v(b),
+            wb: bodies.w(b),
+            ma: bodies.inv_mass(a) * scale_a,
+            mb: bodies.inv_mass(b) * scale_b,
             scale_a,
             scale_b,
         }
     }
 
     #[inline(always)]
-    fn store(&self, bodies: &mut SolverBodies, c: &ContactConstraint) {
+    fn store(&self, bodies: &BodiesView, c: &ContactConstraint) {
         let (a, b) = (c.a as usize, c.b as usize);
-        bodies.v[a] = self.va;
-        bodies.w[a] = self.wa;
-        bodies.v[b] = self.vb;
-        bodies.w[b] = self.wb;
+        bodies.set_velocity(a, self.va, self.wa);
+        bodies.set_velocity(b, self.vb, self.wb);
     }
 
     /// Applies `impulse` along a row: −to A, +to B. `linear` is the row's direction (zero for a twist).
@@ -539,18 +675,28 @@ pub fn seed_fresh_contacts(
     }
 }
 
-pub fn warm_start(constraints: &[ContactConstraint], bodies: &mut SolverBodies) {
-    for c in constraints {
-        let mut pair = Pair::load(bodies, c, BOTH);
-        for p in &c.points[..c.count as usize] {
-            pair.push(c.normal, &p.normal, p.normal_impulse);
+/// Applies last step's impulses, constraint by constraint in `schedule`'s order (all constraints).
+pub fn warm_start(
+    constraints: &mut [ContactConstraint],
+    schedule: &Schedule,
+    bodies: &mut SolverBodies,
+    run: &mut Runner,
+) {
+    let (bodies, constraints) = (BodiesView::new(bodies), ConstraintsView::new(constraints));
+    run.groups(&schedule.waits, &|g, _| {
+        for &k in schedule.groups[g].iter().take_while(|&&k| k != NO_LANE) {
+            let c = &*constraints.one(k);
+            let mut pair = Pair::load(&bodies, c, BOTH);
+            for p in &c.points[..c.count as usize] {
+                pair.push(c.normal, &p.normal, p.normal_impulse);
+            }
+            for t in 0..2 {
+                pair.push(c.tangents[t], &c.tangent_rows[t], c.tangent_impulse[t]);
+            }
+            pair.push(Vec3A::ZERO, &c.twist, c.twist_impulse);
+            pair.store(&bodies, c);
         }
-        for t in 0..2 {
-            pair.push(c.tangents[t], &c.tangent_rows[t], c.tangent_impulse[t]);
-        }
-        pair.push(Vec3A::ZERO, &c.twist, c.twist_impulse);
-        pair.store(bodies, c);
-    }
+    });
 }
 
 /// Friction at the manifold's centre, for each lane: drives sliding to zero within the cone `|tangent| ≤ μN` and
@@ -608,50 +754,45 @@ pub fn solve(
     bodies: &mut SolverBodies,
     params: &SolverParams,
     pass: u32,
+    run: &mut Runner,
 ) -> f32 {
     let inv_dt = 1.0 / params.dt;
-    let mut largest = 0.0f32;
-    for group in &schedule.groups {
+    let (bodies, constraints) = (BodiesView::new(bodies), ConstraintsView::new(constraints));
+    run.groups(&schedule.waits, &|g, largest| {
+        let group = &schedule.groups[g];
         let change = match used_lanes(group) {
-            4 => solve_disjoint::<4>(constraints, group, bodies, inv_dt, pass),
-            3 => solve_disjoint::<3>(constraints, group, bodies, inv_dt, pass),
-            2 => solve_disjoint::<2>(constraints, group, bodies, inv_dt, pass),
-            _ => solve_disjoint::<1>(constraints, group, bodies, inv_dt, pass),
+            4 => solve_disjoint::<4>(&constraints, group, &bodies, inv_dt, pass),
+            3 => solve_disjoint::<3>(&constraints, group, &bodies, inv_dt, pass),
+            2 => solve_disjoint::<2>(&constraints, group, &bodies, inv_dt, pass),
+            _ => solve_disjoint::<1>(&constraints, group, &bodies, inv_dt, pass),
         };
-        largest = largest.max(change);
-    }
-    largest
+        *largest = largest.max(change);
+    })
 }
 
 /// The first `N` lanes of `group` side by side (one by one should they not be distinct, which a schedule never
 /// gives).
 #[inline(always)]
 fn solve_disjoint<const N: usize>(
-    constraints: &mut [ContactConstraint],
+    constraints: &ConstraintsView,
     group: &[u32; LANES],
-    bodies: &mut SolverBodies,
+    bodies: &BodiesView,
     inv_dt: f32,
     pass: u32,
 ) -> f32 {
-    let lanes: [usize; N] = std::array::from_fn(|l| group[l] as usize);
-    if let Ok(cs) = constraints.get_disjoint_mut(lanes) {
+    if let Some(cs) = constraints.lanes::<N>(group) {
         return solve_lanes(cs, bodies, inv_dt, pass);
     }
     let mut largest = 0.0f32;
-    for k in lanes {
-        largest = largest.max(solve_lanes([&mut constraints[k]], bodies, inv_dt, pass));
+    for &k in &group[..N] {
+        largest = largest.max(solve_lanes([constraints.one(k)], bodies, inv_dt, pass));
     }
     largest
 }
 
 /// One velocity pass over `N` constraints that share no body but the ground.
 #[inline(always)]
-fn solve_lanes<const N: usize>(
-    cs: [&mut ContactConstraint; N],
-    bodies: &mut SolverBodies,
-    inv_dt: f32,
-    pass: u32,
-) -> f32 {
+fn solve_lanes<const N: usize>(cs: [&mut ContactConstraint; N], bodies: &BodiesView, inv_dt: f32, pass: u32) -> f32 {
     let mut largest = 0.0f32;
     let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], BOTH));
     let mut change = [[0.0f32; 3]; N];
@@ -715,28 +856,26 @@ pub fn shock_pass(
     bodies: &mut SolverBodies,
     params: &SolverParams,
     loads: &mut ColumnLoads,
+    run: &mut Runner,
 ) {
     let inv_dt = 1.0 / params.dt;
     loads.compute(constraints, bodies);
-    for group in &schedule.groups {
+    let (bodies, loads) = (BodiesView::new(bodies), ColumnView::new(loads));
+    run.groups(&schedule.waits, &|g, _| {
+        let group = &schedule.groups[g];
         let lane = |l: usize| &constraints[group[l] as usize];
         match used_lanes(group) {
-            4 => shock_lanes::<4>(std::array::from_fn(lane), bodies, inv_dt, loads),
-            3 => shock_lanes::<3>(std::array::from_fn(lane), bodies, inv_dt, loads),
-            2 => shock_lanes::<2>(std::array::from_fn(lane), bodies, inv_dt, loads),
-            _ => shock_lanes::<1>(std::array::from_fn(lane), bodies, inv_dt, loads),
+            4 => shock_lanes::<4>(std::array::from_fn(lane), &bodies, inv_dt, &loads),
+            3 => shock_lanes::<3>(std::array::from_fn(lane), &bodies, inv_dt, &loads),
+            2 => shock_lanes::<2>(std::array::from_fn(lane), &bodies, inv_dt, &loads),
+            _ => shock_lanes::<1>(std::array::from_fn(lane), &bodies, inv_dt, &loads),
         }
-    }
+    });
 }
 
 /// The shock pass over `N` constraints that share no body but the ground.
 #[inline(always)]
-fn shock_lanes<const N: usize>(
-    cs: [&ContactConstraint; N],
-    bodies: &mut SolverBodies,
-    inv_dt: f32,
-    loads: &mut ColumnLoads,
-) {
+fn shock_lanes<const N: usize>(cs: [&ContactConstraint; N], bodies: &BodiesView, inv_dt: f32, loads: &ColumnView) {
     let mut pairs: [Pair; N] = std::array::from_fn(|l| Pair::load(bodies, cs[l], cs[l].response(true)));
     let mut pushed = [[0.0f32; MAX_MANIFOLD_POINTS]; N];
     let mut rubbed = [[0.0f32; 3]; N];
@@ -827,7 +966,8 @@ fn points_in_plane(c: &ContactConstraint, upper_is_b: bool) -> [[f32; 2]; MAX_MA
 }
 
 /// The exact shock answer for a contact that carries a column (see [`shock_pass`]).
-fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld {
+fn weld(c: &ContactConstraint, pair: &mut Pair, view: &ColumnView) -> Weld {
+    let loads = view.loads;
     let count = c.count as usize;
     let Some((up, low)) = upper_lower(c) else {
         return Weld::Iterate;
@@ -851,7 +991,7 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld
     let need_p = v_low * mass + w_low.cross(first + x * mass) - loads.momentum[up];
     let need_l = loads.inertia[up] * w_low + first.cross(v_low + w_low.cross(x)) - loads.angular[up];
     match holds(c, upper_is_b, need_p * s, need_l * s) {
-        Hold::Holds if !loads.held_below(low) => return Weld::Iterate,
+        Hold::Holds if !view.held_below(low) => return Weld::Iterate,
         Hold::Holds => {}
         // A column of more than one body turning over an edge while all but still, where it or one below it
         // rests with its centre of mass past its points: the velocity passes' answer stands. (On a body alone
@@ -873,7 +1013,7 @@ fn weld(c: &ContactConstraint, pair: &mut Pair, loads: &mut ColumnLoads) -> Weld
         pair.va += dv;
         pair.wa += dw;
     }
-    loads.held[up] = true;
+    view.set_held(up);
     Weld::Held
 }
 
@@ -1001,13 +1141,6 @@ impl ColumnLoads {
         self.held.reserve(slots.saturating_sub(self.held.len()));
     }
 
-    /// Whether a column resting on `lower` can be held to it: `lower` is not part of a column (the ground, or a
-    /// body of a pile, which the iterations answer as before), or was itself held to what it rests on. A body the iterations answered moved as if nothing rested on it,
-    /// and holding the column above to that would hand its answer to the whole column.
-    fn held_below(&self, lower: usize) -> bool {
-        self.held[lower] || !self.column[lower]
-    }
-
     /// Sums the columns from the top down (constraints are ordered from the ground up).
     fn compute(&mut self, constraints: &[ContactConstraint], bodies: &SolverBodies) {
         let slots = bodies.v.len();
@@ -1085,36 +1218,80 @@ impl ColumnLoads {
     }
 }
 
+/// [`ColumnLoads`] as the shock pass reads it, possibly from several workers at once: the sums are read-only;
+/// `held` is written by the contact a column rests on (its upper body has one support, so one contact writes it)
+/// and read by the contacts on that body, which share the body and so run after it (see [`BodiesView`]'s
+/// contract).
+struct ColumnView<'a> {
+    loads: &'a ColumnLoads,
+    held: *mut bool,
+    len: usize,
+}
+
+unsafe impl Sync for ColumnView<'_> {}
+
+impl<'a> ColumnView<'a> {
+    fn new(loads: &'a mut ColumnLoads) -> ColumnView<'a> {
+        let (held, len) = (loads.held.as_mut_ptr(), loads.held.len());
+        ColumnView { loads, held, len }
+    }
+
+    fn set_held(&self, k: usize) {
+        assert!(k < self.len);
+        // SAFETY: in bounds; one writer, ordered before its readers (see the type).
+        unsafe { *self.held.add(k) = true }
+    }
+
+    /// Whether a column resting on `lower` can be held to it: `lower` is not part of a column (the ground, or a
+    /// body of a pile, which the iterations answer as before), or was itself held to what it rests on. A body the
+    /// iterations answered moved as if nothing rested on it, and holding the column above to that would hand its
+    /// answer to the whole column.
+    fn held_below(&self, lower: usize) -> bool {
+        assert!(lower < self.len);
+        // SAFETY: in bounds; written (if at all) before this read, see the type.
+        unsafe { *self.held.add(lower) || !self.loads.column[lower] }
+    }
+}
+
 /// One position pass: moves bodies (through `dp`, `dtheta`) to remove overlap beyond the slop, at most the
 /// maximum depenetration velocity × dt per step. The current separation of each point is its separation at the
 /// start of the step plus the relative motion of its anchors. With `shock`, the lower body stays put.
 pub fn solve_positions(
     (constraints, anchors): (&[ContactConstraint], &[ContactAnchors]),
+    schedule: &Schedule,
     bodies: &mut SolverBodies,
     params: &SolverParams,
     shock: bool,
+    run: &mut Runner,
 ) {
     let max_correction = params.max_depenetration_velocity * params.dt / params.position_iterations.max(1) as f32;
-    for (c, anchors) in constraints.iter().zip(anchors) {
-        let (a, b) = (c.a as usize, c.b as usize);
-        let (sa, sb) = c.response(shock);
-        for (k, p) in c.points[..c.count as usize].iter().enumerate() {
-            let da = bodies.dp[a] + bodies.dtheta[a].cross(anchors.ra[k]);
-            let db = bodies.dp[b] + bodies.dtheta[b].cross(anchors.rb[k]);
-            let s = p.separation + c.normal.dot(db - da);
-            let correction = (PUSH_OUT_FACTOR * (s + LINEAR_SLOP_M)).clamp(-max_correction, 0.0);
-            if correction == 0.0 {
-                continue;
+    let bodies = BodiesView::new(bodies);
+    run.groups(&schedule.waits, &|g, _| {
+        for &k in schedule.groups[g].iter().take_while(|&&k| k != NO_LANE) {
+            let (c, anchors) = (&constraints[k as usize], &anchors[k as usize]);
+            let (a, b) = (c.a as usize, c.b as usize);
+            let (sa, sb) = c.response(shock);
+            let ((mut dpa, mut dta), (mut dpb, mut dtb)) = (bodies.displacement(a), bodies.displacement(b));
+            for (k, p) in c.points[..c.count as usize].iter().enumerate() {
+                let da = dpa + dta.cross(anchors.ra[k]);
+                let db = dpb + dtb.cross(anchors.rb[k]);
+                let s = p.separation + c.normal.dot(db - da);
+                let correction = (PUSH_OUT_FACTOR * (s + LINEAR_SLOP_M)).clamp(-max_correction, 0.0);
+                if correction == 0.0 {
+                    continue;
+                }
+                let mass = if shock { p.normal.shock_mass() } else { p.normal.mass() };
+                let impulse = -correction * mass;
+                let (ja, jb) = (sa * impulse, sb * impulse);
+                dpa -= c.normal * (bodies.inv_mass(a) * ja);
+                dta -= p.normal.ia * ja;
+                dpb += c.normal * (bodies.inv_mass(b) * jb);
+                dtb += p.normal.ib * jb;
             }
-            let mass = if shock { p.normal.shock_mass() } else { p.normal.mass() };
-            let impulse = -correction * mass;
-            let (ja, jb) = (sa * impulse, sb * impulse);
-            bodies.dp[a] -= c.normal * (bodies.inv_mass[a] * ja);
-            bodies.dtheta[a] -= p.normal.ia * ja;
-            bodies.dp[b] += c.normal * (bodies.inv_mass[b] * jb);
-            bodies.dtheta[b] += p.normal.ib * jb;
+            bodies.set_displacement(a, dpa, dta);
+            bodies.set_displacement(b, dpb, dtb);
         }
-    }
+    });
 }
 
 /// Bounces: for points that approached faster than the threshold and pushed, aim for −e × the approach speed.
@@ -1123,6 +1300,7 @@ pub fn apply_restitution(
     bodies: &mut SolverBodies,
     threshold: f32,
 ) {
+    let bodies = &BodiesView::new(bodies);
     for (c, anchors) in constraints.iter_mut().zip(anchors).filter(|(c, _)| c.restitution > 0.0) {
         let mut pair = Pair::load(bodies, c, BOTH);
         let count = c.count as usize;
@@ -1144,19 +1322,59 @@ pub fn apply_restitution(
 }
 
 /// Writes accumulated impulses back to the contacts for next step's warm start and the contact report.
-pub fn store_impulses((constraints, anchors): (&[ContactConstraint], &[ContactAnchors]), contacts: &mut [Contact]) {
-    for (c, anchors) in constraints.iter().zip(anchors) {
-        let m = &mut contacts[anchors.contact as usize].manifold;
-        m.tangent_impulse = Vec3::from(c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1]);
-        m.twist_impulse = c.twist_impulse;
-        let bouncy = c.restitution > 0.0;
-        for ((mp, p), &relative_velocity) in m.points_mut().iter_mut().zip(&c.points).zip(&anchors.relative_velocity) {
-            mp.normal_impulse = p.normal_impulse;
-            mp.max_normal_impulse = p.max_normal_impulse;
-            mp.approach_speed = (-relative_velocity).max(0.0);
-            let stopped_short = bouncy && p.separation > TOUCHING_SEPARATION_M && p.max_normal_impulse > 0.0;
-            mp.bounce_speed = if stopped_short { mp.approach_speed } else { 0.0 };
+pub fn store_impulses(
+    (constraints, anchors): (&[ContactConstraint], &[ContactAnchors]),
+    contacts: &mut [Contact],
+    run: &mut Runner,
+) {
+    let contacts = ContactsView::new(contacts);
+    run.chunks(constraints.len(), STORE_PER_CHUNK, &|range, _| {
+        for (c, anchors) in constraints[range.clone()].iter().zip(&anchors[range]) {
+            store_one(c, anchors, contacts.get(anchors.contact));
         }
+    });
+}
+
+/// Constraints a worker stores at once.
+const STORE_PER_CHUNK: usize = 256;
+
+/// The contacts, each written by the one constraint made from it. SAFETY: a step makes one constraint per contact
+/// at most (`World::solve` orders each updated contact once), so no two workers write one contact; the view lives
+/// no longer than the `&mut [Contact]` it was made from.
+struct ContactsView {
+    ptr: *mut Contact,
+    len: usize,
+}
+
+unsafe impl Sync for ContactsView {}
+
+impl ContactsView {
+    fn new(contacts: &mut [Contact]) -> ContactsView {
+        ContactsView {
+            ptr: contacts.as_mut_ptr(),
+            len: contacts.len(),
+        }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn get(&self, k: u32) -> &mut Contact {
+        assert!((k as usize) < self.len);
+        // SAFETY: in bounds; one constraint per contact (see the type).
+        unsafe { &mut *self.ptr.add(k as usize) }
+    }
+}
+
+fn store_one(c: &ContactConstraint, anchors: &ContactAnchors, contact: &mut Contact) {
+    let m = &mut contact.manifold;
+    m.tangent_impulse = Vec3::from(c.tangents[0] * c.tangent_impulse[0] + c.tangents[1] * c.tangent_impulse[1]);
+    m.twist_impulse = c.twist_impulse;
+    let bouncy = c.restitution > 0.0;
+    for ((mp, p), &relative_velocity) in m.points_mut().iter_mut().zip(&c.points).zip(&anchors.relative_velocity) {
+        mp.normal_impulse = p.normal_impulse;
+        mp.max_normal_impulse = p.max_normal_impulse;
+        mp.approach_speed = (-relative_velocity).max(0.0);
+        let stopped_short = bouncy && p.separation > TOUCHING_SEPARATION_M && p.max_normal_impulse > 0.0;
+        mp.bounce_speed = if stopped_short { mp.approach_speed } else { 0.0 };
     }
 }
 
@@ -1273,6 +1491,8 @@ mod tests {
             let mut group = [super::super::solver_lanes::NO_LANE; LANES];
             group[0] = k as u32;
             schedule.groups.push(group);
+            // Run on one thread only: nothing to wait for.
+            schedule.waits.push([super::super::solver_lanes::NO_WAIT; 2 * LANES]);
         }
         schedule
     }
@@ -1387,7 +1607,8 @@ mod tests {
         }
     }
 
-    /// The groups solved side by side give exactly the bits of one constraint at a time, in order.
+    /// The groups solved side by side give exactly the bits of one constraint at a time, in order, on one thread
+    /// or several.
     #[test]
     fn lanes_give_the_same_bits_as_one_at_a_time() {
         let params = SolverParams {
@@ -1399,7 +1620,14 @@ mod tests {
         for seed in 1..20 {
             let (bodies, constraints) = random_problem(seed);
             let mut results = Vec::new();
-            for side_by_side in [false, true] {
+            for (side_by_side, threads) in [(false, 1), (true, 1), (true, 2), (true, 4)] {
+                let workers = super::super::workers::Workers::new(threads);
+                let mut progress = super::super::parallel::Progress::default();
+                let mut run = Runner {
+                    workers: &workers,
+                    progress: &mut progress,
+                    share: true,
+                };
                 let (mut bodies, mut constraints) = (bodies.clone(), constraints.clone());
                 let (all, shock) = if side_by_side {
                     let (mut all, mut shock) = (Schedule::default(), Schedule::default());
@@ -1416,12 +1644,15 @@ mod tests {
                 };
                 let mut largest = Vec::new();
                 for pass in 0..3 {
-                    largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass).to_bits());
+                    largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass, &mut run).to_bits());
                 }
-                shock_pass(&constraints, &shock, &mut bodies, &params, &mut ColumnLoads::default());
+                let mut loads = ColumnLoads::default();
+                shock_pass(&constraints, &shock, &mut bodies, &params, &mut loads, &mut run);
                 results.push((bits(&bodies, &constraints), largest));
             }
-            assert_eq!(results[0], results[1], "seed {seed}");
+            for (k, result) in results.iter().enumerate() {
+                assert_eq!(result, &results[0], "seed {seed}, run {k}");
+            }
         }
     }
 

@@ -13,13 +13,17 @@
 //! - [`contact_solver`]: sequential impulses with warm starting, friction, restitution and capped push-out.
 //! - [`solver_lanes`]: groups of constraints that share no body, solved side by side with the same result as one
 //!   at a time.
+//! - [`workers`], [`parallel`]: the threads a step shares its work with ([`World::set_threads`]), and how its
+//!   loops split over them with the bits of one thread: independent items in chunks, the solver's passes group
+//!   by group, each after the groups before it on its bodies.
 //! - [`rest`]: our rest detection, a window of the last 16 poses and velocities per body: still means not moving,
 //!   not fast and not accelerating.
 //! - [`world`]: the [`World`] that owns all of it, its configuration and the step pipeline.
 //! - [`overlap`]: how deep bodies overlap, from their poses alone (a check for tests and benches, not a step).
 //!
-//! Everything is deterministic: no hash maps, no threads, sorts on unique keys only. The same scene and inputs on
-//! the same build give bit-identical state.
+//! Everything is deterministic: no hash maps, sorts on unique keys only, and the threads change only who computes
+//! what, never from what. The same scene and inputs on the same build give bit-identical state, on any number of
+//! threads.
 
 pub mod aabb_tree;
 pub mod awake_set;
@@ -32,9 +36,11 @@ pub mod contact_solver;
 pub mod island;
 pub mod manifold;
 pub mod overlap;
+pub mod parallel;
 pub mod rest;
 pub mod solver_lanes;
 pub mod stack_order;
+pub mod workers;
 pub mod world;
 
 pub use body::{BodyDesc, BodyId, BodyKind, BodyState, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};

@@ -359,6 +359,16 @@ pub struct World {
     supports: Vec<u32>,
     /// The shock pass's sums over columns (see `contact_solver::ColumnLoads`).
     column_loads: super::contact_solver::ColumnLoads,
+    /// This step's constraints' solver slots (a, b), in constraint order.
+    order_slots: Vec<(u32, u32)>,
+    /// The threads a step shares its work with ([`World::set_threads`]); the bits do not depend on how many.
+    workers: super::workers::Workers,
+    /// What the parallel loops keep between uses (`parallel.rs`).
+    progress: super::parallel::Progress,
+    /// A step shares its work out when it has at least this many contacts to bring up to date
+    /// ([`World::set_min_contacts_to_share`]); `share` says whether this step does.
+    min_contacts_to_share: usize,
+    share: bool,
     report: StepReport,
 }
 
@@ -432,8 +442,34 @@ impl World {
             new_load: Vec::new(),
             supports: Vec::new(),
             column_loads: Default::default(),
+            order_slots: Vec::new(),
+            workers: super::workers::Workers::new(1),
+            progress: Default::default(),
+            min_contacts_to_share: super::parallel::MIN_CONTACTS_TO_SHARE,
+            share: false,
             report: StepReport::default(),
         })
+    }
+
+    /// Steps on `threads` threads from now on (the caller's and `threads - 1` workers, started at the next step;
+    /// clamped to 1..=64). The result is bit for bit the same for any number: only the time a step takes changes.
+    /// A new world steps on one thread.
+    pub fn set_threads(&mut self, threads: usize) {
+        if threads != self.workers.threads() {
+            self.workers = super::workers::Workers::new(threads);
+        }
+    }
+
+    /// The threads a step runs on.
+    pub fn threads(&self) -> usize {
+        self.workers.threads()
+    }
+
+    /// With more than one thread, a step shares its work out only when it has at least `contacts` contacts to
+    /// bring up to date (default [`MIN_CONTACTS_TO_SHARE`](super::parallel::MIN_CONTACTS_TO_SHARE): below it,
+    /// one thread is faster). Tests set 0 so that every step shares. The bits never depend on it.
+    pub fn set_min_contacts_to_share(&mut self, contacts: usize) {
+        self.min_contacts_to_share = contacts;
     }
 
     pub fn config(&self) -> &WorldConfig {

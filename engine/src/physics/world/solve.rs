@@ -7,6 +7,7 @@ use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 use super::super::body::{MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::super::broadphase::GROUND;
 use super::super::contact_solver::{self as solver, SolverParams};
+use super::super::parallel::Runner;
 use super::super::stack_order::{lower_body, UNSUPPORTED};
 use super::{World, CONVERGED_IMPULSE_PER_KG, NO_SLOT};
 
@@ -60,7 +61,9 @@ impl World {
         self.anchors.resize(self.order.len(), solver::ContactAnchors::default());
         // Whether every constraint is where it was in the last executed step, between the same slots with the same
         // lower body: then the schedules built then still hold (they depend on nothing else).
-        let mut schedules_hold = self.constraints.len() == self.scheduled_constraints;
+        // Solver slots in constraint order (so the same contacts get the same slots, whatever the threads), then
+        // each constraint built on its own.
+        self.order_slots.clear();
         for o in 0..self.order.len() {
             let k = self.updated_ids[self.order[o].1 as usize];
             let (a, b) = (
@@ -68,34 +71,32 @@ impl World {
                 self.contacts.contacts[k as usize].b,
             );
             let slot_a = self.solver_slot(a);
-            let (slot_b, friction_b, restitution_b) = if b == GROUND {
-                (0, self.config.ground_friction, self.config.ground_restitution)
-            } else {
-                (
-                    self.solver_slot(b),
-                    self.friction[b as usize],
-                    self.restitution[b as usize],
-                )
-            };
-            let (a, c) = (a as usize, &self.contacts.contacts[k as usize]);
-            let friction = (self.friction[a] * friction_b).sqrt();
-            let restitution = self.restitution[a].max(restitution_b);
-            let lower = lower_body(c, &self.stack.level, &self.simulated, up);
-            schedules_hold &= solver::prepare(
-                (&mut self.constraints[o], &mut self.anchors[o]),
-                solver::PrepareInput {
-                    contact_index: k,
-                    contact: c,
-                    a: slot_a,
-                    b: slot_b,
-                    friction,
-                    restitution,
-                    lower,
-                    look: self.looks,
-                },
-                &self.solver_bodies,
-            );
+            let slot_b = if b == GROUND { 0 } else { self.solver_slot(b) };
+            self.order_slots.push((slot_a, slot_b));
         }
+        let changed = {
+            // The world is read by every worker, so the loop's own state is taken out of it for the loop.
+            let mut progress = std::mem::take(&mut self.progress);
+            let constraints = ConstraintSlots::new(&mut self.constraints, &mut self.anchors);
+            let world = &*self;
+            let mut run = Runner {
+                workers: &world.workers,
+                progress: &mut progress,
+                share: world.share,
+            };
+            let changed = run.chunks(world.order.len(), PREPARE_PER_CHUNK, &|range, changed| {
+                for o in range {
+                    if !world.prepare_constraint(o, up, constraints.get(o), &world.solver_bodies) {
+                        *changed = 1.0;
+                    }
+                }
+            });
+            self.progress = progress;
+            changed
+        };
+        // Whether every constraint is where it was in the last executed step, between the same slots with the same
+        // lower body: then the schedules built then still hold (they depend on nothing else).
+        let schedules_hold = self.constraints.len() == self.scheduled_constraints && changed == 0.0;
         let params = SolverParams {
             dt: self.config.dt,
             max_depenetration_velocity: self.config.max_depenetration_velocity,
@@ -143,12 +144,17 @@ impl World {
                 .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
             self.scheduled_constraints = self.constraints.len();
         }
-        solver::warm_start(&self.constraints, sb);
+        let mut run = Runner {
+            workers: &self.workers,
+            progress: &mut self.progress,
+            share: self.share,
+        };
+        solver::warm_start(&mut self.constraints, &self.schedule, sb, &mut run);
         let iterations = self.config.velocity_iterations;
         // Stop early once a pass changes no impulse by more than the tolerance: a settled pile converges in one.
         let tolerance = CONVERGED_IMPULSE_PER_KG * self.config.gravity.length() * self.config.dt;
         for k in 0..iterations {
-            if solver::solve(&mut self.constraints, &self.schedule, sb, &params, k) <= tolerance
+            if solver::solve(&mut self.constraints, &self.schedule, sb, &params, k, &mut run) <= tolerance
                 && self.config.velocity_early_stop
             {
                 break;
@@ -160,9 +166,14 @@ impl World {
             sb,
             &params,
             &mut self.column_loads,
+            &mut run,
         );
         solver::apply_restitution((&mut self.constraints, &self.anchors), sb, params.restitution_threshold);
-        solver::store_impulses((&self.constraints, &self.anchors), &mut self.contacts.contacts);
+        solver::store_impulses(
+            (&self.constraints, &self.anchors),
+            &mut self.contacts.contacts,
+            &mut run,
+        );
         for k in 0..slots {
             sb.dp[k] = sb.v[k] * params.dt;
             sb.dtheta[k] = sb.w[k] * params.dt;
@@ -171,9 +182,11 @@ impl World {
         for k in 0..position_iterations {
             solver::solve_positions(
                 (&self.constraints, &self.anchors),
+                &self.schedule,
                 sb,
                 &params,
                 k + 1 == position_iterations,
+                &mut run,
             );
         }
         for &i in &self.simulated_ids {
@@ -185,6 +198,43 @@ impl World {
         for &i in &self.slot_body {
             self.slot[i as usize] = NO_SLOT;
         }
+    }
+
+    /// Builds constraint `o` of this step's order (see `solver::prepare`); returns whether it is the same
+    /// constraint as in the last executed step.
+    fn prepare_constraint(
+        &self,
+        o: usize,
+        up: Vec3,
+        out: (&mut solver::ContactConstraint, &mut solver::ContactAnchors),
+        solver_bodies: &solver::SolverBodies,
+    ) -> bool {
+        let k = self.updated_ids[self.order[o].1 as usize];
+        let c = &self.contacts.contacts[k as usize];
+        let (a, b) = (c.a as usize, c.b);
+        let (slot_a, slot_b) = self.order_slots[o];
+        let (friction_b, restitution_b) = if b == GROUND {
+            (self.config.ground_friction, self.config.ground_restitution)
+        } else {
+            (self.friction[b as usize], self.restitution[b as usize])
+        };
+        let friction = (self.friction[a] * friction_b).sqrt();
+        let restitution = self.restitution[a].max(restitution_b);
+        let lower = lower_body(c, &self.stack.level, &self.simulated, up);
+        solver::prepare(
+            out,
+            solver::PrepareInput {
+                contact_index: k,
+                contact: c,
+                a: slot_a,
+                b: slot_b,
+                friction,
+                restitution,
+                lower,
+                look: self.looks,
+            },
+            solver_bodies,
+        )
     }
 
     /// Body i's solver slot, given one now if it has none this step: a simulated body with its mass, inertia and
@@ -256,6 +306,37 @@ impl World {
             let spin = Quat::from_xyzw(dtheta.x, dtheta.y, dtheta.z, 0.0) * q;
             self.rotation[i] = (q + spin * 0.5).normalize();
         }
+    }
+}
+
+/// Constraints a worker builds at once.
+const PREPARE_PER_CHUNK: usize = 64;
+
+/// The constraints and their anchors, each built by the one worker its index went to. SAFETY: `run_chunks` hands
+/// each index to one worker; the view lives no longer than the `&mut` slices it was made from.
+struct ConstraintSlots {
+    constraints: *mut solver::ContactConstraint,
+    anchors: *mut solver::ContactAnchors,
+    len: usize,
+}
+
+unsafe impl Sync for ConstraintSlots {}
+
+impl ConstraintSlots {
+    fn new(constraints: &mut [solver::ContactConstraint], anchors: &mut [solver::ContactAnchors]) -> ConstraintSlots {
+        assert_eq!(constraints.len(), anchors.len());
+        ConstraintSlots {
+            constraints: constraints.as_mut_ptr(),
+            anchors: anchors.as_mut_ptr(),
+            len: constraints.len(),
+        }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn get(&self, o: usize) -> (&mut solver::ContactConstraint, &mut solver::ContactAnchors) {
+        assert!(o < self.len);
+        // SAFETY: in bounds, and only this worker has index o (see the type).
+        unsafe { (&mut *self.constraints.add(o), &mut *self.anchors.add(o)) }
     }
 }
 

@@ -10,6 +10,7 @@ use glam::Vec3;
 use super::super::body::MAX_LINEAR_SPEED_M_S;
 use super::super::broadphase::GROUND;
 use super::super::contact::{NO_CONTACT, SPECULATIVE_DISTANCE_M};
+use super::super::parallel::Runner;
 use super::super::{BodyId, BodyKind};
 use super::{FlushDenormals, StepReport, World, POSE_REFERENCE_TOLERANCE};
 
@@ -184,8 +185,16 @@ impl World {
                 self.list_contacts_of(i);
             }
         }
+        // Shared out over the workers when there is enough to share (the woken bodies' contacts, listed later,
+        // follow this step's choice).
+        self.share = self.workers.threads() > 1 && self.updated_ids.len() >= self.min_contacts_to_share;
+        let mut run = Runner {
+            workers: &self.workers,
+            progress: &mut self.progress,
+            share: self.share,
+        };
         self.contacts
-            .update(&poses!(self), &self.updated_ids, &self.moved_at, self.looks)
+            .update(&poses!(self), &self.updated_ids, &self.moved_at, self.looks, &mut run)
     }
 
     /// Whatever is done in order from here on is done in pair order, as if the contacts were one sorted list: the
@@ -230,8 +239,18 @@ impl World {
         for k in 0..self.woken_ids.len() {
             self.list_contacts_of(self.woken_ids[k]);
         }
-        self.contacts
-            .update(&poses!(self), &self.updated_ids[start..], &self.moved_at, self.looks)
+        let mut run = Runner {
+            workers: &self.workers,
+            progress: &mut self.progress,
+            share: self.share,
+        };
+        self.contacts.update(
+            &poses!(self),
+            &self.updated_ids[start..],
+            &self.moved_at,
+            self.looks,
+            &mut run,
+        )
     }
 
     /// Whether body i's contacts must be recomputed: it was set from outside, is moving fast enough to need a
