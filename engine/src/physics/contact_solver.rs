@@ -682,19 +682,27 @@ pub fn warm_start(
     bodies: &mut SolverBodies,
     run: &mut Runner,
 ) {
-    let (bodies, constraints) = (BodiesView::new(bodies), ConstraintsView::new(constraints));
+    let bodies = BodiesView::new(bodies);
+    let warm = |c: &ContactConstraint| {
+        let mut pair = Pair::load(&bodies, c, BOTH);
+        for p in &c.points[..c.count as usize] {
+            pair.push(c.normal, &p.normal, p.normal_impulse);
+        }
+        for t in 0..2 {
+            pair.push(c.tangents[t], &c.tangent_rows[t], c.tangent_impulse[t]);
+        }
+        pair.push(Vec3A::ZERO, &c.twist, c.twist_impulse);
+        pair.store(&bodies, c);
+    };
+    if !run.shares(schedule.groups.len()) {
+        // One thread: in list order, streaming (the schedule's order gives the same bits).
+        constraints.iter().for_each(warm);
+        return;
+    }
+    let constraints = &*constraints;
     run.groups(&schedule.waits, &|g, _| {
         for &k in schedule.groups[g].iter().take_while(|&&k| k != NO_LANE) {
-            let c = &*constraints.one(k);
-            let mut pair = Pair::load(&bodies, c, BOTH);
-            for p in &c.points[..c.count as usize] {
-                pair.push(c.normal, &p.normal, p.normal_impulse);
-            }
-            for t in 0..2 {
-                pair.push(c.tangents[t], &c.tangent_rows[t], c.tangent_impulse[t]);
-            }
-            pair.push(Vec3A::ZERO, &c.twist, c.twist_impulse);
-            pair.store(&bodies, c);
+            warm(&constraints[k as usize]);
         }
     });
 }
@@ -1266,30 +1274,37 @@ pub fn solve_positions(
 ) {
     let max_correction = params.max_depenetration_velocity * params.dt / params.position_iterations.max(1) as f32;
     let bodies = BodiesView::new(bodies);
+    let push_out = |c: &ContactConstraint, anchors: &ContactAnchors| {
+        let (a, b) = (c.a as usize, c.b as usize);
+        let (sa, sb) = c.response(shock);
+        let ((mut dpa, mut dta), (mut dpb, mut dtb)) = (bodies.displacement(a), bodies.displacement(b));
+        for (k, p) in c.points[..c.count as usize].iter().enumerate() {
+            let da = dpa + dta.cross(anchors.ra[k]);
+            let db = dpb + dtb.cross(anchors.rb[k]);
+            let s = p.separation + c.normal.dot(db - da);
+            let correction = (PUSH_OUT_FACTOR * (s + LINEAR_SLOP_M)).clamp(-max_correction, 0.0);
+            if correction == 0.0 {
+                continue;
+            }
+            let mass = if shock { p.normal.shock_mass() } else { p.normal.mass() };
+            let impulse = -correction * mass;
+            let (ja, jb) = (sa * impulse, sb * impulse);
+            dpa -= c.normal * (bodies.inv_mass(a) * ja);
+            dta -= p.normal.ia * ja;
+            dpb += c.normal * (bodies.inv_mass(b) * jb);
+            dtb += p.normal.ib * jb;
+        }
+        bodies.set_displacement(a, dpa, dta);
+        bodies.set_displacement(b, dpb, dtb);
+    };
+    if !run.shares(schedule.groups.len()) {
+        // One thread: in list order, streaming (the schedule's order gives the same bits).
+        constraints.iter().zip(anchors).for_each(|(c, a)| push_out(c, a));
+        return;
+    }
     run.groups(&schedule.waits, &|g, _| {
         for &k in schedule.groups[g].iter().take_while(|&&k| k != NO_LANE) {
-            let (c, anchors) = (&constraints[k as usize], &anchors[k as usize]);
-            let (a, b) = (c.a as usize, c.b as usize);
-            let (sa, sb) = c.response(shock);
-            let ((mut dpa, mut dta), (mut dpb, mut dtb)) = (bodies.displacement(a), bodies.displacement(b));
-            for (k, p) in c.points[..c.count as usize].iter().enumerate() {
-                let da = dpa + dta.cross(anchors.ra[k]);
-                let db = dpb + dtb.cross(anchors.rb[k]);
-                let s = p.separation + c.normal.dot(db - da);
-                let correction = (PUSH_OUT_FACTOR * (s + LINEAR_SLOP_M)).clamp(-max_correction, 0.0);
-                if correction == 0.0 {
-                    continue;
-                }
-                let mass = if shock { p.normal.shock_mass() } else { p.normal.mass() };
-                let impulse = -correction * mass;
-                let (ja, jb) = (sa * impulse, sb * impulse);
-                dpa -= c.normal * (bodies.inv_mass(a) * ja);
-                dta -= p.normal.ia * ja;
-                dpb += c.normal * (bodies.inv_mass(b) * jb);
-                dtb += p.normal.ib * jb;
-            }
-            bodies.set_displacement(a, dpa, dta);
-            bodies.set_displacement(b, dpb, dtb);
+            push_out(&constraints[k as usize], &anchors[k as usize]);
         }
     });
 }

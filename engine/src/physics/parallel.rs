@@ -133,25 +133,29 @@ pub fn run_groups(
     share: bool,
 ) -> f32 {
     let n = waits.len();
-    if !share || workers.threads() == 1 || n < MIN_GROUPS_TO_SHARE {
+    if !(share && workers.threads() > 1 && n >= MIN_GROUPS_TO_SHARE) {
         let mut largest = 0.0f32;
         for g in 0..n {
             body(g, &mut largest);
         }
         return largest;
     }
-    progress.begin(n);
+    progress.begin(n.div_ceil(workers.threads()) * workers.threads());
     let progress = &*progress;
     let stamp = progress.stamp;
     let largest = Largest::new();
     let threads = workers.threads();
+    // Each worker's stamps lie together, so marking a group done does not take the cache line another worker is
+    // writing its own in (consecutive groups go to different workers).
+    let per_worker = n.div_ceil(threads);
+    let slot = |g: usize| (g % threads) * per_worker + g / threads;
     workers.run(&|worker| {
         let mut mine = 0.0f32;
         for g in (worker..n).step_by(threads) {
             for &h in &waits[g] {
                 // This worker's own earlier groups are done: it did them.
                 if h != NO_WAIT && h as usize % threads != worker {
-                    let done = &progress.done[h as usize];
+                    let done = &progress.done[slot(h as usize)];
                     let mut spins = 0u32;
                     while done.load(Ordering::Acquire) != stamp {
                         spin_or_yield(&mut spins);
@@ -159,7 +163,7 @@ pub fn run_groups(
                 }
             }
             body(g, &mut mine);
-            progress.done[g].store(stamp, Ordering::Release);
+            progress.done[slot(g)].store(stamp, Ordering::Release);
         }
         largest.add(mine);
     });
@@ -175,6 +179,13 @@ pub struct Runner<'a> {
 }
 
 impl Runner<'_> {
+    /// Whether a pass over `groups` groups goes to the workers ([`run_groups`] runs it on the caller otherwise):
+    /// a pass that need not go group by group may then take the constraints in their own order (the same bits:
+    /// every two on one body keep their order), which streams through memory.
+    pub fn shares(&self, groups: usize) -> bool {
+        self.share && self.workers.threads() > 1 && groups >= MIN_GROUPS_TO_SHARE
+    }
+
     /// [`run_groups`].
     pub fn groups(&mut self, waits: &[[u32; 2 * LANES]], body: &(dyn Fn(usize, &mut f32) + Sync)) -> f32 {
         run_groups(self.workers, self.progress, waits, body, self.share)

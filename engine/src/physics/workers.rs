@@ -20,10 +20,8 @@ use std::time::{Duration, Instant};
 /// The most threads a world steps on (the caller and 63 workers): more gains nothing on the scenes a game has.
 pub const MAX_THREADS: usize = 64;
 
-/// How long a worker spins for the next job before it parks: a step's jobs follow one another within
-/// microseconds, and waking a parked thread costs about as much as one of them; between steps (milliseconds)
-/// the workers sleep.
-const SPIN_BEFORE_PARKING: Duration = Duration::from_micros(200);
+/// How long a worker spins for the next job before it parks, outside a step (see [`Workers::warm`]).
+const SPIN_BEFORE_PARKING: Duration = Duration::from_micros(50);
 
 /// The job a worker runs: a borrowed closure with its lifetime erased. Only [`Workers::run`] writes it, before it
 /// bumps the generation, and the closure outlives every use (the caller waits for all workers before returning).
@@ -40,6 +38,7 @@ struct Shared {
     quit: AtomicBool,
     /// A worker's part of the last job panicked (the caller panics in turn).
     panicked: AtomicBool,
+    warm: Arc<AtomicBool>,
 }
 
 // SAFETY: `job` is written only by the caller while no worker runs (every worker has finished the last job and
@@ -53,6 +52,11 @@ unsafe impl Sync for Shared {}
 pub struct Workers {
     threads: usize,
     pool: Arc<Mutex<Option<Pool>>>,
+    /// A step is under way: the workers wait for its next job spinning (and yielding), never parked. Waking a
+    /// parked thread takes tens of microseconds, more on a virtual machine whose idle core the host has halted
+    /// (large_pyramid on 2 threads: 7.4 ms a step kept warm, 13–15 ms in runs where the workers parked between
+    /// the step's loops, a step's serial stretches being longer than any spin before parking).
+    warm: Arc<AtomicBool>,
 }
 
 struct Pool {
@@ -67,7 +71,14 @@ impl Workers {
         Workers {
             threads: threads.clamp(1, MAX_THREADS),
             pool: Arc::new(Mutex::new(None)),
+            warm: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Keeps the workers waiting for jobs, never parked, until the guard is dropped: for the length of a step.
+    pub fn warm(&self) -> Warm {
+        self.warm.store(true, Ordering::Relaxed);
+        Warm(Arc::clone(&self.warm))
     }
 
     /// Threads a job runs on, the caller's included.
@@ -83,7 +94,7 @@ impl Workers {
         }
         // A job that panicked left the pool as it was (every worker finished or never started it).
         let mut pool = self.pool.lock().unwrap_or_else(PoisonError::into_inner);
-        let pool = pool.get_or_insert_with(|| Pool::start(self.threads));
+        let pool = pool.get_or_insert_with(|| Pool::start(self.threads, &self.warm));
         let shared = &*pool.shared;
         // SAFETY: the reference is read by workers only between the generation bump below and their decrement of
         // `running`, and this function does not return before `running` is 0: it never outlives `job`. No worker
@@ -106,6 +117,15 @@ impl Workers {
         if shared.panicked.swap(false, Ordering::Relaxed) {
             panic!("a physics worker thread panicked (its message is above)");
         }
+    }
+}
+
+/// While it lives, the workers stay warm ([`Workers::warm`]).
+pub struct Warm(Arc<AtomicBool>);
+
+impl Drop for Warm {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Relaxed);
     }
 }
 
@@ -138,7 +158,7 @@ pub fn spin_or_yield(spins: &mut u32) {
 const SPINS_BEFORE_YIELDING: u32 = 128;
 
 impl Pool {
-    fn start(threads: usize) -> Pool {
+    fn start(threads: usize, warm: &Arc<AtomicBool>) -> Pool {
         let shared = Arc::new(Shared {
             job: UnsafeCell::new(None),
             generation: AtomicU64::new(0),
@@ -146,6 +166,7 @@ impl Pool {
             parked: (1..threads).map(|_| AtomicBool::new(false)).collect(),
             quit: AtomicBool::new(false),
             panicked: AtomicBool::new(false),
+            warm: Arc::clone(warm),
         });
         let handles: Vec<JoinHandle<()>> = (1..threads)
             .map(|worker| {
@@ -180,6 +201,16 @@ fn work(shared: &Shared, worker: usize) {
             if generation != seen {
                 seen = generation;
                 break;
+            }
+            if shared.warm.load(Ordering::Relaxed) {
+                // In a step: spin, and now and then give the core to whatever else wants it.
+                spins = spins.wrapping_add(1);
+                if spins % 1024 == 0 {
+                    thread::yield_now();
+                } else {
+                    std::hint::spin_loop();
+                }
+                continue;
             }
             if spins < 1 << 10 || since.elapsed() < SPIN_BEFORE_PARKING {
                 spins += 1;

@@ -32,6 +32,9 @@ impl World {
             return &self.report;
         }
         self.looks += 1;
+        // The workers wait for this step's loops warm (a copy of the handle: no allocation).
+        let workers = self.workers.clone();
+        let _warm = (workers.threads() > 1).then(|| workers.warm());
         self.apply_gravity();
         self.update_broadphase();
         self.report.max_penetration = self.update_contacts();
