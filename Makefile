@@ -88,6 +88,8 @@ bench: system-packages toolchain
 		> target/bench-report/render.json
 	cargo run --release -p tumble-benches --features jolt --bin engine-speed -- --out target/bench-report \
 		> target/bench-report/engine-speed.json
+	cargo run --release -p tumble-benches --bin parallel-speed -- --out target/bench-report \
+		> target/bench-report/parallel-speed.json
 	cargo run --release -p tumble-benches --bin network-models -- --out target/bench-report \
 		> target/bench-report/network-models.json
 	cargo bench -p tumble-benches --benches

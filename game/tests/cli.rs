@@ -110,6 +110,8 @@ fn bad_arguments_are_usage_errors() {
     for args in [
         &["simulate"][..],
         &["simulate", "--scene", "x.toml", "--steps", "many"],
+        &["simulate", "--scene", "x.toml", "--threads", "0"],
+        &["simulate", "--scene", "x.toml", "--threads", "65"],
         &["fly"],
     ] {
         let o = tumble(args);
@@ -138,6 +140,28 @@ fn simulate_says_when_the_scene_settled_or_null_while_it_moves() {
     // Controls: with rest detection off nothing is ever at rest; a tower just struck still moves.
     assert!(settled_at_step("tower30", "60", &["--no-sleep"]).is_null());
     assert!(settled_at_step("smash", "60", &[]).is_null());
+}
+
+#[test]
+fn simulate_on_two_threads_gives_the_bits_of_one() {
+    let path = format!("{}/../assets/scenes/large_pyramid.toml", env!("CARGO_MANIFEST_DIR"));
+    let run = |threads: &str| {
+        let o = tumble(&[
+            "simulate",
+            "--scene",
+            &path,
+            "--steps",
+            "4",
+            "--json",
+            "--threads",
+            threads,
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON on stdout");
+        assert_eq!(report["threads"].as_u64(), Some(threads.parse().unwrap()));
+        report["checksum"].as_str().expect("a checksum").to_string()
+    };
+    assert_eq!(run("1"), run("2"));
 }
 
 #[test]

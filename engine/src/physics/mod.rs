@@ -45,6 +45,7 @@ pub mod world;
 
 pub use body::{BodyDesc, BodyId, BodyKind, BodyState, MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 pub use contact::ContactReport;
+pub use workers::default_threads;
 pub use world::{StepReport, World, WorldConfig, WorldSnapshot};
 
 /// What the engine refuses, and why. Nothing refused ever reaches the solver.

@@ -20,6 +20,14 @@ use std::time::{Duration, Instant};
 /// The most threads a world steps on (the caller and 63 workers): more gains nothing on the scenes a game has.
 pub const MAX_THREADS: usize = 64;
 
+/// The threads a game's world steps on by default: the machine's cores, leaving one for rendering (at least 1).
+pub fn default_threads() -> usize {
+    thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .saturating_sub(1)
+        .max(1)
+}
+
 /// How long a worker spins for the next job before it parks, outside a step (see [`Workers::warm`]).
 const SPIN_BEFORE_PARKING: Duration = Duration::from_micros(50);
 
@@ -205,7 +213,7 @@ fn work(shared: &Shared, worker: usize) {
             if shared.warm.load(Ordering::Relaxed) {
                 // In a step: spin, and now and then give the core to whatever else wants it.
                 spins = spins.wrapping_add(1);
-                if spins % 1024 == 0 {
+                if spins.is_multiple_of(1024) {
                     thread::yield_now();
                 } else {
                     std::hint::spin_loop();

@@ -167,7 +167,8 @@ impl DesktopSim {
 
 fn build(path: &Path) -> Result<(String, World), SceneError> {
     let scene = load_scene(path)?;
-    let world = scene.build_world(WorldConfig::default())?;
+    let mut world = scene.build_world(WorldConfig::default())?;
+    world.set_threads(tumble_engine::physics::default_threads());
     Ok((scene.name.clone(), world))
 }
 

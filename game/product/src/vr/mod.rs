@@ -266,7 +266,8 @@ pub fn run_cli(args: &VrArgs) -> Result<(), VrError> {
 /// Runs the VR client until the runtime ends the session, or `options.frames` are done.
 pub fn run(options: &VrOptions) -> Result<VrReport, VrError> {
     let scene = load_scene(&options.scene)?;
-    let world = scene.build_world(WorldConfig::default())?;
+    let mut world = scene.build_world(WorldConfig::default())?;
+    world.set_threads(tumble_engine::physics::default_threads());
     // Before the runtime: a path that cannot be written is the user's mistake, told at once.
     let record = match &options.record {
         Some(path) => Some(FrameRecord::create(path)?),
