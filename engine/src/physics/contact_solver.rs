@@ -700,7 +700,7 @@ pub fn warm_start(
         return;
     }
     let constraints = &*constraints;
-    run.groups(&schedule.waits, &|g, _| {
+    run.groups(schedule, &|g, _| {
         for &k in schedule.groups[g].iter().take_while(|&&k| k != NO_LANE) {
             warm(&constraints[k as usize]);
         }
@@ -766,7 +766,7 @@ pub fn solve(
 ) -> f32 {
     let inv_dt = 1.0 / params.dt;
     let (bodies, constraints) = (BodiesView::new(bodies), ConstraintsView::new(constraints));
-    run.groups(&schedule.waits, &|g, largest| {
+    run.groups(schedule, &|g, largest| {
         let group = &schedule.groups[g];
         let change = match used_lanes(group) {
             4 => solve_disjoint::<4>(&constraints, group, &bodies, inv_dt, pass),
@@ -869,7 +869,7 @@ pub fn shock_pass(
     let inv_dt = 1.0 / params.dt;
     loads.compute(constraints, bodies);
     let (bodies, loads) = (BodiesView::new(bodies), ColumnView::new(loads));
-    run.groups(&schedule.waits, &|g, _| {
+    run.groups(schedule, &|g, _| {
         let group = &schedule.groups[g];
         let lane = |l: usize| &constraints[group[l] as usize];
         match used_lanes(group) {
@@ -1302,7 +1302,7 @@ pub fn solve_positions(
         constraints.iter().zip(anchors).for_each(|(c, a)| push_out(c, a));
         return;
     }
-    run.groups(&schedule.waits, &|g, _| {
+    run.groups(schedule, &|g, _| {
         for &k in schedule.groups[g].iter().take_while(|&&k| k != NO_LANE) {
             push_out(&constraints[k as usize], &anchors[k as usize]);
         }
@@ -1650,6 +1650,8 @@ mod tests {
                     shock.build(&constraints, bodies.v.len(), ContactConstraint::has_lower);
                     // The problem is one the lanes are used on.
                     assert!(all.groups.len() * 2 < constraints.len());
+                    all.deal(threads);
+                    shock.deal(threads);
                     (all, shock)
                 } else {
                     (
@@ -1667,6 +1669,46 @@ mod tests {
             }
             for (k, result) in results.iter().enumerate() {
                 assert_eq!(result, &results[0], "seed {seed}, run {k}");
+            }
+        }
+    }
+
+    /// Dealing a schedule to workers gives every group one worker, gives none more than its share of a wave (the
+    /// wave's groups over the workers, rounded up), and lists
+    /// each worker's groups in order.
+    #[test]
+    fn a_deal_gives_each_group_one_worker_and_each_wave_evenly() {
+        for seed in 1..10 {
+            let (bodies, constraints) = random_problem(seed);
+            let mut schedule = Schedule::default();
+            schedule.build(&constraints, bodies.v.len(), |_| true);
+            for threads in [1, 2, 3, 4, 8] {
+                schedule.deal(threads);
+                let deal = &schedule.deal;
+                assert_eq!(deal.threads, threads);
+                assert_eq!(deal.start[threads] as usize, schedule.groups.len());
+                for t in 0..threads {
+                    let mine = &deal.by_owner[deal.start[t] as usize..deal.start[t + 1] as usize];
+                    assert!(mine.windows(2).all(|w| w[0] < w[1]), "worker {t}'s groups in order");
+                    for &g in mine {
+                        assert_eq!(deal.owner[g as usize] as usize, t);
+                        assert_eq!(deal.by_owner[deal.position[g as usize] as usize], g);
+                    }
+                }
+                let waves = schedule.group_wave.last().map_or(0, |&w| w as usize + 1);
+                for wave in 0..waves {
+                    let mut load = vec![0usize; threads];
+                    for (g, &w) in schedule.group_wave.iter().enumerate() {
+                        if w as usize == wave {
+                            load[deal.owner[g] as usize] += 1;
+                        }
+                    }
+                    let (most, count) = (*load.iter().max().unwrap(), load.iter().sum::<usize>());
+                    assert!(
+                        most <= count.div_ceil(threads),
+                        "seed {seed}, {threads} threads, wave {wave}: {load:?}"
+                    );
+                }
             }
         }
     }

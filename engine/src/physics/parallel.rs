@@ -10,18 +10,18 @@
 //!   value is computed from the same inputs as on one thread: the same bits, whatever the number of threads.
 //!
 //! Independent items are handed out in chunks of consecutive items, claimed from one counter (a worker the OS takes
-//! off its core holds up only the chunk it has). Groups are dealt round: group g to worker g mod N, each worker
-//! taking its own in order. Consecutive groups are mostly of one wave (see `Schedule::build`), so the workers go
-//! through a pass side by side, a wave at a time, each waiting only where a group of its own needs one of
-//! another's; the worker with the lowest unfinished group never waits on anything unfinished, so a pass always
-//! moves on. (Claiming groups from a counter instead was slower and less steady on two cores: a late worker
-//! holds up the next wave either way, and the claims cost a shared cache line.) Reductions are maxima (of
+//! off its core holds up only the chunk it has). Groups are dealt out by `Schedule::deal`: each wave's groups
+//! shared evenly, a group to the worker that ran most of the groups it waits for (chains stay with one worker);
+//! each worker takes its own in order, so the workers go through a pass side by side, a wave at a time, waiting
+//! only where a group needs another worker's; the worker with the lowest unfinished group never waits on anything
+//! unfinished, so a pass always moves on. (Claiming groups from a counter instead was slower and less steady on
+//! two cores, and dealing round-robin made every other group wait for the other worker.) Reductions are maxima (of
 //! non-negative figures), which any order gives alike.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use super::solver_lanes::{LANES, NO_WAIT};
+use super::solver_lanes::{Schedule, NO_WAIT};
 use super::workers::{spin_or_yield, Workers};
 
 /// A pass of fewer groups runs on the caller alone, whatever the step: there is nothing to share.
@@ -128,34 +128,36 @@ pub fn run_chunks(
 pub fn run_groups(
     workers: &Workers,
     progress: &mut Progress,
-    waits: &[[u32; 2 * LANES]],
+    schedule: &Schedule,
     body: &(dyn Fn(usize, &mut f32) + Sync),
     share: bool,
 ) -> f32 {
-    let n = waits.len();
-    if !(share && workers.threads() > 1 && n >= MIN_GROUPS_TO_SHARE) {
+    let (n, threads) = (schedule.groups.len(), workers.threads());
+    if !(share && threads > 1 && n >= MIN_GROUPS_TO_SHARE) {
         let mut largest = 0.0f32;
         for g in 0..n {
             body(g, &mut largest);
         }
         return largest;
     }
-    progress.begin(n.div_ceil(workers.threads()) * workers.threads());
+    let deal = &schedule.deal;
+    assert!(
+        deal.threads == threads && deal.owner.len() == n,
+        "the schedule was not dealt for {threads} threads"
+    );
+    progress.begin(n);
     let progress = &*progress;
     let stamp = progress.stamp;
     let largest = Largest::new();
-    let threads = workers.threads();
-    // Each worker's stamps lie together, so marking a group done does not take the cache line another worker is
-    // writing its own in (consecutive groups go to different workers).
-    let per_worker = n.div_ceil(threads);
-    let slot = |g: usize| (g % threads) * per_worker + g / threads;
     workers.run(&|worker| {
         let mut mine = 0.0f32;
-        for g in (worker..n).step_by(threads) {
-            for &h in &waits[g] {
+        let mine_groups = &deal.by_owner[deal.start[worker] as usize..deal.start[worker + 1] as usize];
+        for &g in mine_groups {
+            let g = g as usize;
+            for &h in &schedule.waits[g] {
                 // This worker's own earlier groups are done: it did them.
-                if h != NO_WAIT && h as usize % threads != worker {
-                    let done = &progress.done[slot(h as usize)];
+                if h != NO_WAIT && deal.owner[h as usize] as usize != worker {
+                    let done = &progress.done[deal.position[h as usize] as usize];
                     let mut spins = 0u32;
                     while done.load(Ordering::Acquire) != stamp {
                         spin_or_yield(&mut spins);
@@ -163,7 +165,9 @@ pub fn run_groups(
                 }
             }
             body(g, &mut mine);
-            progress.done[slot(g)].store(stamp, Ordering::Release);
+            // Each worker's stamps lie together (`position`): marking a group done does not take the cache line
+            // another worker is writing its own in.
+            progress.done[deal.position[g] as usize].store(stamp, Ordering::Release);
         }
         largest.add(mine);
     });
@@ -187,8 +191,8 @@ impl Runner<'_> {
     }
 
     /// [`run_groups`].
-    pub fn groups(&mut self, waits: &[[u32; 2 * LANES]], body: &(dyn Fn(usize, &mut f32) + Sync)) -> f32 {
-        run_groups(self.workers, self.progress, waits, body, self.share)
+    pub fn groups(&mut self, schedule: &Schedule, body: &(dyn Fn(usize, &mut f32) + Sync)) -> f32 {
+        run_groups(self.workers, self.progress, schedule, body, self.share)
     }
 
     /// [`run_chunks`].

@@ -33,6 +33,10 @@ pub struct Schedule {
     pub waits: Vec<[u32; 2 * LANES]>,
     /// Per solver slot while building: one past its last wave, then one past the last group on it (0: none yet).
     after: Vec<u32>,
+    /// Per group, its wave.
+    pub group_wave: Vec<u32>,
+    /// The groups dealt out to the workers ([`Schedule::deal`]).
+    pub deal: Deal,
     /// Scratch while building: each constraint's wave, where each wave starts, the constraints by wave.
     wave: Vec<u32>,
     starts: Vec<u32>,
@@ -42,9 +46,27 @@ pub struct Schedule {
 /// No group to wait for.
 pub const NO_WAIT: u32 = u32::MAX;
 
+/// Which worker runs each group of a [`Schedule`] on some number of threads, and in what order: made by
+/// [`Schedule::deal`], kept until the schedule is built again or the threads change. Who runs what changes no bit
+/// (see `parallel.rs`), only how often a worker waits for another.
+#[derive(Clone, Debug, Default)]
+pub struct Deal {
+    /// The threads it was made for (0: none yet).
+    pub threads: usize,
+    /// Per group, its worker.
+    pub owner: Vec<u8>,
+    /// The groups, each worker's together, in order within each; worker t's are `by_owner[start[t]..start[t + 1]]`.
+    pub by_owner: Vec<u32>,
+    pub start: Vec<u32>,
+    /// Per group, its place in `by_owner` (where its done-stamp is kept: each worker's together).
+    pub position: Vec<u32>,
+}
+
 impl Schedule {
     pub fn reserve(&mut self, slots: usize, constraints: usize) {
         self.groups.reserve(constraints.saturating_sub(self.groups.len()));
+        self.group_wave
+            .reserve(constraints.saturating_sub(self.group_wave.len()));
         self.waits.reserve(constraints.saturating_sub(self.waits.len()));
         self.after.reserve(slots.saturating_sub(self.after.len()));
         self.wave.reserve(constraints.saturating_sub(self.wave.len()));
@@ -68,6 +90,8 @@ impl Schedule {
     ) {
         self.groups.clear();
         self.waits.clear();
+        self.group_wave.clear();
+        self.deal.threads = 0;
         self.after.clear();
         self.after.resize(slots, 0);
         // Per constraint its wave (NO_LANE: not included); `after` holds, for now, one past a body's last wave.
@@ -121,6 +145,7 @@ impl Schedule {
             if full || wave != open_wave {
                 self.groups.push([NO_LANE; LANES]);
                 self.waits.push([NO_WAIT; 2 * LANES]);
+                self.group_wave.push(wave);
                 open_wave = wave;
             }
             let g = self.groups.len() - 1;
@@ -134,6 +159,72 @@ impl Schedule {
                     self.after[slot] = g as u32 + 1;
                 }
             }
+        }
+    }
+
+    /// Deals the groups to `threads` workers (1..=64), unless they already are. Each wave's groups are shared out
+    /// evenly (the workers go through a pass a wave at a time), and within that each group goes to the worker
+    /// that ran most of the groups it waits for, so a chain of constraints (a row of touching cubes) stays with
+    /// one worker and the workers seldom wait for each other. Round-robin dealing instead made every other group
+    /// wait for the other worker.
+    pub fn deal(&mut self, threads: usize) {
+        let threads = threads.clamp(1, 64);
+        if self.deal.threads == threads {
+            return;
+        }
+        let n = self.groups.len();
+        let deal = &mut self.deal;
+        deal.threads = threads;
+        deal.owner.clear();
+        deal.owner.resize(n, 0);
+        let mut load = [0u32; 64];
+        let mut g = 0;
+        while g < n {
+            let wave = self.group_wave[g];
+            let end = g + self.group_wave[g..].iter().take_while(|&&w| w == wave).count();
+            let room = (end - g).div_ceil(threads) as u32;
+            load[..threads].fill(0);
+            for h in g..end {
+                let mut votes = [0u8; 64];
+                for &p in &self.waits[h] {
+                    if p != NO_WAIT {
+                        votes[deal.owner[p as usize] as usize] += 1;
+                    }
+                }
+                // The most votes among the workers with room left; ties to the least loaded, then the first.
+                let mut best = usize::MAX;
+                for t in 0..threads {
+                    let better = best == usize::MAX
+                        || votes[t] > votes[best]
+                        || (votes[t] == votes[best] && load[t] < load[best]);
+                    if load[t] < room && better {
+                        best = t;
+                    }
+                }
+                deal.owner[h] = best as u8;
+                load[best] += 1;
+            }
+            g = end;
+        }
+        deal.start.clear();
+        deal.start.resize(threads + 1, 0);
+        for &o in &deal.owner {
+            deal.start[o as usize + 1] += 1;
+        }
+        for t in 0..threads {
+            deal.start[t + 1] += deal.start[t];
+        }
+        deal.by_owner.clear();
+        deal.by_owner.resize(n, 0);
+        deal.position.clear();
+        deal.position.resize(n, 0);
+        let mut next = [0u32; 64];
+        next[..threads].copy_from_slice(&deal.start[..threads]);
+        for (g, &o) in deal.owner.iter().enumerate() {
+            let at = next[o as usize];
+            deal.by_owner[at as usize] = g as u32;
+            deal.position[g] = at;
+            next[o as usize] += 1;
         }
     }
 }

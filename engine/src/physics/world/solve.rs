@@ -144,6 +144,10 @@ impl World {
                 .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
             self.scheduled_constraints = self.constraints.len();
         }
+        if self.share {
+            self.schedule.deal(self.workers.threads());
+            self.shock_schedule.deal(self.workers.threads());
+        }
         let mut run = Runner {
             workers: &self.workers,
             progress: &mut self.progress,
