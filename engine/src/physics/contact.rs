@@ -11,7 +11,7 @@ use super::box_box::{collide_box_box, BoxContact};
 use super::box_plane::{collide_box_plane, OrientedBox};
 use super::broadphase::GROUND;
 use super::manifold::{CandidatePoint, Manifold, ManifoldPoint, MAX_MANIFOLD_POINTS};
-use super::parallel::Runner;
+use super::parallel::{Runner, SlotsMut};
 use super::BodyId;
 
 /// Points closer than this are generated ahead of time, so the solver stops bodies before they overlap (metres).
@@ -273,10 +273,11 @@ impl ContactSet {
     /// still holds to within the reference tolerance and is kept, impulses included. A body moved when its
     /// `moved_at` stamp is `now`.
     pub fn update(&mut self, poses: &BodyPoses, ids: &[u32], moved_at: &[u64], now: u64, run: &mut Runner) -> f32 {
-        let contacts = ContactSlots::new(&mut self.contacts);
+        // The ids a step updates are distinct (each contact is listed once, marked `updated`): one worker each.
+        let contacts = SlotsMut::new(&mut self.contacts);
         run.chunks(ids.len(), NARROWPHASE_PER_CHUNK, &|range, deepest| {
             for &k in &ids[range] {
-                *deepest = deepest.max(update_one(contacts.get(k), poses, moved_at, now));
+                *deepest = deepest.max(update_one(contacts.get(k as usize), poses, moved_at, now));
             }
         })
     }
@@ -305,32 +306,6 @@ impl ContactSet {
 
 /// Contacts a worker brings up to date at once.
 const NARROWPHASE_PER_CHUNK: usize = 64;
-
-/// The contact slots, each written by the one worker its id went to. SAFETY: the ids a step updates are
-/// distinct (each contact is listed once, marked `updated`), and the view lives no longer than the `&mut` it was
-/// made from.
-struct ContactSlots {
-    ptr: *mut Contact,
-    len: usize,
-}
-
-unsafe impl Sync for ContactSlots {}
-
-impl ContactSlots {
-    fn new(contacts: &mut [Contact]) -> ContactSlots {
-        ContactSlots {
-            ptr: contacts.as_mut_ptr(),
-            len: contacts.len(),
-        }
-    }
-
-    #[allow(clippy::mut_from_ref)]
-    fn get(&self, k: u32) -> &mut Contact {
-        assert!((k as usize) < self.len);
-        // SAFETY: in bounds, and only this worker has id k (see the type).
-        unsafe { &mut *self.ptr.add(k as usize) }
-    }
-}
 
 /// [`ContactSet::update`] for one contact: its manifold kept (shifted) or recomputed; returns its deepest overlap.
 fn update_one(c: &mut Contact, poses: &BodyPoses, moved_at: &[u64], now: u64) -> f32 {

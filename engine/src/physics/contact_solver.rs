@@ -18,7 +18,7 @@ use glam::{Mat3A, Vec3, Vec3A, Vec4};
 
 use super::contact::{Contact, TOUCHING_SEPARATION_M};
 use super::manifold::MAX_MANIFOLD_POINTS;
-use super::parallel::Runner;
+use super::parallel::{Runner, SlotsMut};
 use super::solver_lanes::{used_lanes, Schedule, LANES, NO_LANE};
 
 /// Overlap allowed before push-out starts (metres): well under the quantization step of 1/4096 m, so 30 stacked
@@ -1342,42 +1342,17 @@ pub fn store_impulses(
     contacts: &mut [Contact],
     run: &mut Runner,
 ) {
-    let contacts = ContactsView::new(contacts);
+    // Each contact is written by the one constraint made from it: a step makes one constraint per contact at most.
+    let contacts = SlotsMut::new(contacts);
     run.chunks(constraints.len(), STORE_PER_CHUNK, &|range, _| {
         for (c, anchors) in constraints[range.clone()].iter().zip(&anchors[range]) {
-            store_one(c, anchors, contacts.get(anchors.contact));
+            store_one(c, anchors, contacts.get(anchors.contact as usize));
         }
     });
 }
 
 /// Constraints a worker stores at once.
 const STORE_PER_CHUNK: usize = 256;
-
-/// The contacts, each written by the one constraint made from it. SAFETY: a step makes one constraint per contact
-/// at most (`World::solve` orders each updated contact once), so no two workers write one contact; the view lives
-/// no longer than the `&mut [Contact]` it was made from.
-struct ContactsView {
-    ptr: *mut Contact,
-    len: usize,
-}
-
-unsafe impl Sync for ContactsView {}
-
-impl ContactsView {
-    fn new(contacts: &mut [Contact]) -> ContactsView {
-        ContactsView {
-            ptr: contacts.as_mut_ptr(),
-            len: contacts.len(),
-        }
-    }
-
-    #[allow(clippy::mut_from_ref)]
-    fn get(&self, k: u32) -> &mut Contact {
-        assert!((k as usize) < self.len);
-        // SAFETY: in bounds; one constraint per contact (see the type).
-        unsafe { &mut *self.ptr.add(k as usize) }
-    }
-}
 
 fn store_one(c: &ContactConstraint, anchors: &ContactAnchors, contact: &mut Contact) {
     let m = &mut contact.manifold;

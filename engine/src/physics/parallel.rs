@@ -174,6 +174,34 @@ pub fn run_groups(
     largest.get()
 }
 
+/// A slice whose items are each written by the one worker its index went to (a contact by the worker that
+/// updates it, a constraint by the worker that builds it). SAFETY (the caller's promise): no index is handed to
+/// two workers at once, which [`run_chunks`] keeps for the items of its ranges; the view lives no longer than the
+/// `&mut` slice it was made from, and nothing else touches the slice meanwhile.
+pub struct SlotsMut<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+unsafe impl<T: Send> Sync for SlotsMut<T> {}
+
+impl<T> SlotsMut<T> {
+    pub fn new(items: &mut [T]) -> SlotsMut<T> {
+        SlotsMut {
+            ptr: items.as_mut_ptr(),
+            len: items.len(),
+        }
+    }
+
+    /// Item `k`, for the one worker that has it.
+    #[allow(clippy::mut_from_ref)]
+    pub fn get(&self, k: usize) -> &mut T {
+        assert!(k < self.len);
+        // SAFETY: in bounds, and only this worker has index k (see the type).
+        unsafe { &mut *self.ptr.add(k) }
+    }
+}
+
 /// A step's workers and the progress their passes keep, borrowed together for the loops of one stage.
 /// `share` false: this step is too small to gain from the workers, and every loop runs on the caller alone.
 pub struct Runner<'a> {

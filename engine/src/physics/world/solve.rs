@@ -7,7 +7,7 @@ use glam::{Mat3, Mat3A, Quat, Vec3, Vec3A};
 use super::super::body::{MAX_ANGULAR_SPEED_RAD_S, MAX_LINEAR_SPEED_M_S};
 use super::super::broadphase::GROUND;
 use super::super::contact_solver::{self as solver, SolverParams};
-use super::super::parallel::Runner;
+use super::super::parallel::{Runner, SlotsMut};
 use super::super::stack_order::{lower_body, UNSUPPORTED};
 use super::{World, CONVERGED_IMPULSE_PER_KG, NO_SLOT};
 
@@ -77,7 +77,8 @@ impl World {
         let changed = {
             // The world is read by every worker, so the loop's own state is taken out of it for the loop.
             let mut progress = std::mem::take(&mut self.progress);
-            let constraints = ConstraintSlots::new(&mut self.constraints, &mut self.anchors);
+            let constraints = SlotsMut::new(&mut self.constraints);
+            let anchors = SlotsMut::new(&mut self.anchors);
             let world = &*self;
             let mut run = Runner {
                 workers: &world.workers,
@@ -86,7 +87,7 @@ impl World {
             };
             let changed = run.chunks(world.order.len(), PREPARE_PER_CHUNK, &|range, changed| {
                 for o in range {
-                    if !world.prepare_constraint(o, up, constraints.get(o), &world.solver_bodies) {
+                    if !world.prepare_constraint(o, up, (constraints.get(o), anchors.get(o)), &world.solver_bodies) {
                         *changed = 1.0;
                     }
                 }
@@ -315,34 +316,6 @@ impl World {
 
 /// Constraints a worker builds at once.
 const PREPARE_PER_CHUNK: usize = 64;
-
-/// The constraints and their anchors, each built by the one worker its index went to. SAFETY: `run_chunks` hands
-/// each index to one worker; the view lives no longer than the `&mut` slices it was made from.
-struct ConstraintSlots {
-    constraints: *mut solver::ContactConstraint,
-    anchors: *mut solver::ContactAnchors,
-    len: usize,
-}
-
-unsafe impl Sync for ConstraintSlots {}
-
-impl ConstraintSlots {
-    fn new(constraints: &mut [solver::ContactConstraint], anchors: &mut [solver::ContactAnchors]) -> ConstraintSlots {
-        assert_eq!(constraints.len(), anchors.len());
-        ConstraintSlots {
-            constraints: constraints.as_mut_ptr(),
-            anchors: anchors.as_mut_ptr(),
-            len: constraints.len(),
-        }
-    }
-
-    #[allow(clippy::mut_from_ref)]
-    fn get(&self, o: usize) -> (&mut solver::ContactConstraint, &mut solver::ContactAnchors) {
-        assert!(o < self.len);
-        // SAFETY: in bounds, and only this worker has index o (see the type).
-        unsafe { (&mut *self.constraints.add(o), &mut *self.anchors.add(o)) }
-    }
-}
 
 /// `entries` (level, rank), pushed in rank order, into `out` ordered by (level, rank) — what sorting the pairs gives,
 /// since ranks are distinct and already ascending — by a stable counting sort over the levels: linear where a
