@@ -193,16 +193,30 @@ fn bad_session_flags_are_refused_with_a_message() {
     }
 }
 
-/// A budget too small for a packet every step runs at the most packets a second it leaves room for (64 kbps: 90
-/// would leave 31 bytes a packet), and says so; asked for a pace, it keeps it.
+/// The default pace is 30 packets a second under the default 64 kbps; a budget too small for that runs at the most
+/// packets a second it leaves room for (16 kbps: 18), and says so; asked for a pace, it keeps it.
 #[test]
 fn a_small_budget_runs_at_the_pace_it_has_room_for() {
     for (args, pace) in [
         (
-            vec!["session", "--players", "2", "--seconds", "1", "--kbps-budget", "64"],
-            45,
+            vec!["session", "--players", "2", "--seconds", "1", "--kbps-budget", "16"],
+            18,
         ),
-        (vec!["session", "--players", "2", "--seconds", "1"], 90),
+        (vec!["session", "--players", "2", "--seconds", "1"], 30),
+        (
+            vec![
+                "session",
+                "--players",
+                "2",
+                "--seconds",
+                "1",
+                "--kbps-budget",
+                "128",
+                "--packets-per-s",
+                "90",
+            ],
+            90,
+        ),
         (
             vec![
                 "session",

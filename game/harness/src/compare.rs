@@ -115,7 +115,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "KBPS", default_value_t = super::session::DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
     /// Authority: packets a second on each connection, a divisor of the 90 physics steps (90, 45, 30, ...)
-    /// [default: 90, or the most the budget leaves room for: 45 at 64 kbps]
+    /// [default: 30, or fewer where the budget leaves too little room]
     #[arg(long, value_name = "P")]
     pub packets_per_s: Option<u32>,
     /// Authority: each peer pushes with its own player's input only, not the others' relayed inputs (a control)

@@ -36,6 +36,11 @@ const SUBTICKS_PER_STEP: u64 = 12;
 const TICK_S: f64 = 1.0 / (PACKETS_PER_S as f64 * SUBTICKS_PER_STEP as f64);
 const STEP_S: f64 = 1.0 / PACKETS_PER_S as f64;
 
+/// The test bench's budget (kbps): [`SessionConfig::default`] sends a packet every step, as the mechanisms' tests
+/// were written for, and 90 a second need this much room; the game's own defaults are
+/// [`DEFAULT_SESSION_KBPS_BUDGET`] at `peer::DEFAULT_PACKETS_PER_S`.
+pub const BENCH_KBPS_BUDGET: u32 = 128;
+
 /// What a run does.
 #[derive(Clone, Debug)]
 pub struct SessionConfig {
@@ -84,7 +89,7 @@ impl Default for SessionConfig {
                 },
             },
             players: 4,
-            kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
+            kbps_budget: BENCH_KBPS_BUDGET,
             kill_player: None,
             quit_player: None,
             join_at_s: None,
@@ -1507,6 +1512,52 @@ mod tests {
         );
     }
 
+    /// Issue 30, the trail's control: at the game's own pace (30 packets a second, 64 kbps) four bots' heads and
+    /// hands are drawn within 2 cm of their owners (`avatar_error_m_p99`) because each sample carries the steps
+    /// since the last where a straight path would miss them; with no trails the same game's hands are drawn further
+    /// off (curves guessed through samples three steps apart cut the bots' sharp turns and throws).
+    #[test]
+    fn avatar_trails_keep_remote_hands_on_their_path_at_the_games_pace() {
+        let run = |trails: bool| {
+            let config = SessionConfig {
+                run: RunSettings {
+                    seed: 4,
+                    ..RunSettings::link(30.0, 50.0, 10.0, 5.0)
+                },
+                players: 4,
+                kbps_budget: DEFAULT_SESSION_KBPS_BUDGET,
+                send_every_steps: tumble_game::STEP_HZ / tumble_game::session::peer::DEFAULT_PACKETS_PER_S,
+                ..SessionConfig::default()
+            };
+            let mut run = SessionRun::new(config, table64()).unwrap();
+            if !trails {
+                for seat in 1..=4 {
+                    run.peer_mut(seat).unwrap().stop_sending_trails();
+                }
+            }
+            let mut drivers: Vec<Box<dyn Driver>> = ["builder", "thrower", "contender", "catcher"]
+                .iter()
+                .enumerate()
+                .map(|(i, name)| crate::session_cli::make_driver(name, i as u8 + 1, 4 + i as u64).unwrap())
+                .collect();
+            while !run.is_finished() {
+                run.step(&mut drivers).unwrap();
+            }
+            run.report().unwrap().to_json()
+        };
+        let f = |j: &Value, k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k}: {j}"));
+        let (with, without) = (run(true), run(false));
+        let (e_with, e_without) = (f(&with, "avatar_error_m_p99"), f(&without, "avatar_error_m_p99"));
+        eprintln!(
+            "avatar error p99 at 30 packets a second: {e_with} m with trails, {e_without} without; avatars {:.1} / {:.1} kbps",
+            f(&with, "kbps_avatars_per_connection_mean_max"),
+            f(&without, "kbps_avatars_per_connection_mean_max")
+        );
+        assert_eq!(f(&with, "packets_per_s"), 30.0);
+        assert!(e_with < 0.02, "{with}");
+        assert!(e_without > e_with * 1.3, "with {e_with}, without {e_without}");
+    }
+
     #[test]
     fn the_jitter_and_commit_measures_follow_who_has_authority() {
         // Four bots play for 25 s, on two seeds. Whenever a peer is a cube's authority, the rest-jitter measure must
@@ -1856,8 +1907,8 @@ mod tests {
 
     #[test]
     fn a_player_standing_still_costs_a_few_bits_of_avatar_per_packet() {
-        // Idle players, a clean link: once acked, each avatar is one "unchanged" bit; with the baseline's age and
-        // the presence flags, a few bits a packet.
+        // Idle players, a clean link: once acked, each avatar is one "unchanged" bit and one "no trail" bit; with
+        // the baseline's age and the presence flags, a few bits a packet.
         let config = SessionConfig {
             run: RunSettings {
                 seed: 8,
@@ -1885,8 +1936,9 @@ mod tests {
         for (b, a) in before.iter().zip(&after) {
             let bits = (a.0 - b.0) as f64 * 8.0 / (a.1 - b.1) as f64;
             eprintln!("still avatars: {bits:.2} bits a packet");
-            // Host → guest: two avatars (host's, other guest's): 5 bits of age beyond a bare header, 2 flags.
-            assert!(bits <= 8.0, "{bits}");
+            // Host → guest: two avatars (host's, other guest's): 5 bits of age and the prior's flag beyond a bare
+            // header, 2 flags each.
+            assert!(bits <= 10.0, "{bits}");
         }
     }
 

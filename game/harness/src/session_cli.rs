@@ -57,7 +57,7 @@ pub struct SessionArgs {
     #[arg(long, value_name = "K", default_value_t = DEFAULT_SESSION_KBPS_BUDGET)]
     pub kbps_budget: u32,
     /// Packets a second on each connection, a divisor of the 90 physics steps (90, 45, 30, 18, 15, 10, ...)
-    /// [default: 90, or the most the budget leaves room for: 45 at 64 kbps]
+    /// [default: 30, or fewer where the budget leaves too little room]
     #[arg(long, value_name = "P")]
     pub packets_per_s: Option<u32>,
     /// Print the JSON object on stdout (always printed; accepted for the documented command line)

@@ -76,6 +76,7 @@ pub fn forge(step: u64, me: u8, table: &AuthorityTable) -> Forgery {
             *slot = Some(AvatarSample {
                 step: step as u32,
                 avatar,
+                ..AvatarSample::default()
             });
         }
     };

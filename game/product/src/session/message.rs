@@ -26,7 +26,9 @@ use crate::session::hello::{
     read_hello, read_refusal, Hello, HelloError, Refusal, LEGACY_MESSAGE_STATE, MESSAGE_HELLO, MESSAGE_REFUSED,
     PROTOCOL_VERSION,
 };
-use crate::sync::codec::avatar_state::{predict_avatar, serialize_avatar, AvatarStateError, WireAvatar};
+use crate::sync::codec::avatar_state::{
+    predict_avatar, serialize_avatar, serialize_trail, AvatarStateError, WireAvatar,
+};
 use crate::sync::codec::cube_state::{CubeStateError, MAX_CUBES};
 use crate::sync::codec::reject_notice::REJECT_NOTICE_TAG;
 use crate::sync::codec::stamp::MAX_AUTHORITY;
@@ -208,6 +210,7 @@ fn serialize_avatar_sample<S: Stream>(
             *sample = AvatarSample {
                 step: expected,
                 avatar: b.avatar,
+                trail: sample.trail,
             };
             return Ok(());
         }
@@ -291,6 +294,7 @@ fn serialize_header_fields<S: Stream>(
         let reference = base.as_ref().and_then(|b| b[slot].as_ref());
         let before = prior.as_ref().and_then(|p| p[slot].as_ref());
         serialize_avatar_sample(s, &mut sample, reference, before, age, cube_count)?;
+        serialize_trail(s, &mut sample.trail, &sample.avatar)?;
         *avatar = Some(sample);
     }
     serialize_game_inputs(s, &mut h.game_inputs)?;
@@ -456,13 +460,26 @@ mod tests {
 
     fn header() -> StateHeader {
         let mut avatars = NO_AVATARS;
+        let one = avatar(1.0, Some(63));
+        // Player 2's sample carries a trail: the two steps before it, a hand a few millimetres off the line.
+        let mut trail = crate::sync::codec::avatar_state::AvatarTrail {
+            len: 2,
+            ..Default::default()
+        };
+        let now = crate::sync::codec::avatar_state::trail_positions(&one);
+        trail.points = [
+            now.map(|p| [p[0] - 10, p[1] + 4, p[2]]),
+            now.map(|p| [p[0] - 21, p[1] + 5, p[2] - 1]),
+        ];
         avatars[1] = Some(AvatarSample {
             step: 1234,
-            avatar: avatar(1.0, Some(63)),
+            avatar: one,
+            trail,
         });
         avatars[3] = Some(AvatarSample {
             step: 99,
             avatar: avatar(-2.0, None),
+            ..AvatarSample::default()
         });
         StateHeader {
             sender_step: 70_000,
@@ -550,10 +567,14 @@ mod tests {
         let h = header();
         let mut same = next_header(9);
         same.avatars[3] = h.avatars[3].map(|a| AvatarSample { step: a.step + 9, ..a });
+        // A still avatar has no trail (its steps between lie on the straight path).
+        for a in same.avatars.iter_mut().flatten() {
+            a.trail = Default::default();
+        }
         let (_, bits) = write_header(&mut [0u8; 400], &same, 64, Some(&h.avatars), None).unwrap();
         // Beyond a header with no avatars: the baseline age (short flag and 4 bits), the flag saying there is no
-        // prior set, and one "unchanged" bit for each of the two avatars.
-        assert_eq!(bits, 5 + 1 + 2);
+        // prior set, and for each of the two avatars one "unchanged" bit and one "no trail" bit.
+        assert_eq!(bits, 5 + 1 + 2 * 2);
         // A sample step off schedule by one adds a flag and a small residual.
         same.avatars[1].as_mut().unwrap().step += 1;
         let (_, late) = write_header(&mut [0u8; 400], &same, 64, Some(&h.avatars), None).unwrap();
@@ -574,6 +595,7 @@ mod tests {
             AvatarSample {
                 step,
                 avatar: WireAvatar::from_avatar(&a, [None, None]).unwrap(),
+                ..AvatarSample::default()
             }
         };
         let set = |step: u32| {

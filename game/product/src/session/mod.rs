@@ -14,8 +14,10 @@
 //!   link simulator), no window — tested headless; [`net_runner`]: it steps on a thread of its own at 90 Hz, so
 //!   no frame loop holds the game; [`net_graphs`]: each connection's graphs as data.
 
-/// Default per-connection budget (kbps, each direction, IP/UDP headers included): half the reference's 256.
-pub const DEFAULT_SESSION_KBPS_BUDGET: u32 = 128;
+/// Default per-connection budget (kbps, each direction, IP/UDP headers included): a quarter of the reference's 256.
+/// Four players' busiest connection asks for less at the default pace (`peer::DEFAULT_PACKETS_PER_S`); the budget
+/// caps the bursts.
+pub const DEFAULT_SESSION_KBPS_BUDGET: u32 = 64;
 
 pub mod hello;
 pub mod hostile;

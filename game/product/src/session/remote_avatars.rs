@@ -64,6 +64,7 @@ impl RemoteAvatars {
     pub fn push(&mut self, player: u8, sample: &AvatarSample, arrival_s: f64) {
         if let Some(s) = slot(player) {
             self.playouts[s].push(u64::from(sample.step), arrival_s, sample.avatar);
+            self.playouts[s].push_trail(u64::from(sample.step), &sample.trail);
         }
     }
 
@@ -353,6 +354,7 @@ mod tests {
                 &AvatarSample {
                     step: k as u32,
                     avatar: wire,
+                    ..AvatarSample::default()
                 },
                 k as f64 * f64::from(dt),
             );

@@ -31,7 +31,9 @@ use crate::session::message::{
 };
 use crate::session::remote_avatars::RemoteAvatars;
 use crate::smoothing::{DrawSmoothing, Motion};
-use crate::sync::codec::avatar_state::{AvatarPoses, WireAvatar, DESKTOP_HAND_REACH_M};
+use crate::sync::codec::avatar_state::{
+    trail_positions, AvatarPoses, AvatarTrail, WireAvatar, DESKTOP_HAND_REACH_M, TRAIL_PARTS, TRAIL_STEPS,
+};
 use crate::sync::codec::quantize::{quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
 use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY, MAX_AUTHORITY};
@@ -50,6 +52,12 @@ pub use held::{MAX_REMOTE_HELD_SPEED_M_S, MAX_REMOTE_HELD_SPIN_RAD_S};
 
 /// Packets per second per connection: one per 90 Hz step.
 pub const PACKETS_PER_S: u32 = crate::STEP_HZ;
+/// Packets a second on each connection unless a budget leaves room for fewer: a third of the physics steps. Four
+/// players over 600 s (table64, four bots, 50 ± 10 ms, 5 % loss) at 90 a second would send 134–156 kbps on the
+/// host's busiest connection, 41 of them transport and IP/UDP headers alone; at 30, 46–53, with every state still
+/// describing one physics step and avatars carrying the steps between (`avatar_state::AvatarTrail`).
+pub const DEFAULT_PACKETS_PER_S: u32 = 30;
+const _: () = assert!(PACKETS_PER_S.is_multiple_of(DEFAULT_PACKETS_PER_S));
 /// Steps after a guest's welcome in which changes of authority are arrival, not hand-overs (1 s: at the default
 /// budget about 30 updates fit a packet, so every cube of table64 has had its first, absolute, state by then).
 pub const JOIN_GRACE_STEPS: u64 = crate::STEP_HZ as u64;
@@ -130,12 +138,12 @@ impl PeerConfig {
         PACKETS_PER_S / self.send_every_steps.clamp(1, PACKETS_PER_S)
     }
 
-    /// Under `kbps_budget`, a packet every step when each packet still has room for the message header and one
-    /// cube update of a scene of `cube_count` cubes, else the most packets a second (a divisor of the 90 steps)
-    /// that leave it that room: 128 kbps sends 90 a second, 64 sends 45 (90 would leave 31 bytes a packet). A
-    /// budget too small for even one a second keeps 90, for [`Peer::new`] to refuse with its reason.
+    /// Under `kbps_budget`, the default pace ([`DEFAULT_PACKETS_PER_S`]) when each packet still has room for the
+    /// message header and one cube update of a scene of `cube_count` cubes, else the most packets a second (a
+    /// divisor of the 90 steps) that leave it that room. A budget too small for even one a second keeps 90, for
+    /// [`Peer::new`] to refuse with its reason.
     pub fn fitting(kbps_budget: u32, cube_count: usize) -> PeerConfig {
-        (1..=PACKETS_PER_S)
+        (PACKETS_PER_S / DEFAULT_PACKETS_PER_S..=PACKETS_PER_S)
             .filter(|&every| PACKETS_PER_S.is_multiple_of(every))
             .map(|every| PeerConfig {
                 kbps_budget,
@@ -146,11 +154,11 @@ impl PeerConfig {
                 room >= needed
             })
             .inspect(|c| {
-                if c.send_every_steps > 1 {
+                if c.packets_per_s() < DEFAULT_PACKETS_PER_S {
                     tracing::info!(
                         kbps_budget,
                         packets_per_s = c.packets_per_s(),
-                        "the budget leaves room for fewer packets a second than 90 physics steps"
+                        "the budget leaves room for fewer packets a second than {DEFAULT_PACKETS_PER_S}"
                     );
                 }
             })
@@ -360,6 +368,8 @@ pub struct Peer {
     remote: RemoteAvatars,
     /// This player's avatar as last sent (kept when a step's cannot be put on the wire).
     own_avatar: Option<AvatarSample>,
+    /// This player's head and hand positions at its last few steps (by step, a ring): the trail of its next sample.
+    own_path: [Option<(u64, [[i32; 3]; TRAIL_PARTS])>; TRAIL_STEPS + 1],
     /// The latest time `send` or `receive` was given (s): the clock remote avatars are played out on.
     clock_s: f64,
     /// This peer said goodbye ([`Peer::leave`]): it sends nothing more.
@@ -378,6 +388,8 @@ pub struct Peer {
     scene_mismatch: Option<Welcome>,
     /// Whether the avatar sent carries the head as it is (off only as [`Peer::stop_sending_head`]'s control).
     send_head: bool,
+    /// Whether this peer's avatar samples carry their trails (off only as a negative control).
+    send_trails: bool,
     /// This player's game input (see [`StateHeader::game_inputs`]), sent with every message from now on.
     own_game_input: Option<u8>,
     /// The other players' newest game inputs (index = player − 1): on the host those it accepted from each guest
@@ -466,6 +478,7 @@ impl Peer {
                 remote
             },
             own_avatar: None,
+            own_path: [None; TRAIL_STEPS + 1],
             clock_s: 0.0,
             left: false,
             host_gone: None,
@@ -478,6 +491,7 @@ impl Peer {
             protocol_version: PROTOCOL_VERSION,
             scene_mismatch: None,
             send_head: true,
+            send_trails: true,
             own_game_input: None,
             game_inputs: [None; 4],
         })
@@ -512,6 +526,12 @@ impl Peer {
     /// was (what every VR player sent before its head went on the wire).
     pub fn stop_sending_head(&mut self) {
         self.send_head = false;
+    }
+
+    /// A negative control of the avatar measures: from now on this peer's avatar samples carry no trail, and the
+    /// steps between its packets are drawn along the curve through its samples alone.
+    pub fn stop_sending_trails(&mut self) {
+        self.send_trails = false;
     }
 
     /// A negative control of the drawn measures: every snap drawn as it is, nothing eased.
@@ -778,9 +798,10 @@ mod tests {
     #[test]
     fn a_budget_too_small_for_a_packet_every_step_sends_the_most_a_second_it_has_room_for() {
         let pace = |kbps| PeerConfig::fitting(kbps, 900).packets_per_s();
-        assert_eq!(pace(128), 90);
-        assert_eq!(pace(64), 45);
+        assert_eq!(pace(128), 30);
+        assert_eq!(pace(64), 30);
         assert_eq!(pace(32), 30);
+        assert_eq!(pace(16), 18);
         let world = || {
             let mut w = World::new(WorldConfig::default()).unwrap();
             for k in 0..900 {

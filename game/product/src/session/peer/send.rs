@@ -17,6 +17,8 @@ impl Peer {
         if self.left || self.host_gone.is_some() {
             return Ok(());
         }
+        // Every step, so that a sample between packets can carry the trail of the steps since the last.
+        self.capture_own_avatar();
         if !self.step.is_multiple_of(u64::from(self.send_every_steps)) {
             return Ok(());
         }
@@ -32,7 +34,6 @@ impl Peer {
             }
             return Ok(());
         }
-        self.capture_own_avatar();
         for slot in 0..self.links.len() {
             if self.links[slot].is_some() {
                 self.send_on(slot, now_s)?;
@@ -60,9 +61,22 @@ impl Peer {
         }
         match WireAvatar::from_avatar(&avatar, held) {
             Ok(avatar) => {
+                let now = trail_positions(&avatar);
+                let path: [_; TRAIL_STEPS + 1] = std::array::from_fn(|k| {
+                    let back = self.step.checked_sub(k as u64 + 1)?;
+                    let (at, positions) = self.own_path[back as usize % self.own_path.len()]?;
+                    (at == back).then_some(positions)
+                });
+                let slot = self.step as usize % self.own_path.len();
+                self.own_path[slot] = Some((self.step, now));
                 self.own_avatar = Some(AvatarSample {
                     step: self.step as u32,
                     avatar,
+                    trail: if self.send_trails {
+                        AvatarTrail::between(&now, &path, self.send_every_steps)
+                    } else {
+                        AvatarTrail::default()
+                    },
                 })
             }
             Err(e) => tracing::debug!("own avatar not sendable, the last one stands: {e}"),

@@ -545,6 +545,122 @@ pub fn predict_avatar(newer: &WireAvatar, older: &WireAvatar, gap_steps: u32, ah
     out
 }
 
+/// The most steps before a sample that its trail carries: a packet every third step (30 a second) leaves two
+/// between samples.
+pub const TRAIL_STEPS: usize = 2;
+/// Parts of an avatar a trail point places: the head and the hands.
+pub const TRAIL_PARTS: usize = 1 + HAND_COUNT;
+/// A trail goes only where the straight path between a sender's samples misses a point between them by more than
+/// this (avatar position units: 3 mm); within it, the receiver's curve through the samples does as well.
+pub const TRAIL_TOLERANCE_UNITS: i32 = 3;
+
+/// Where an avatar's head and hands were at the steps just before its sample's own: the receiver plays its hands
+/// along them instead of along a curve guessed through samples a few steps apart (a sender that sends fewer
+/// packets than it steps). `points[k]` is `k + 1` steps before the sample; only the first `len` are carried.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct AvatarTrail {
+    pub len: u8,
+    /// Head, left hand, right hand, in avatar position units.
+    pub points: [[[i32; 3]; TRAIL_PARTS]; TRAIL_STEPS],
+}
+
+/// An avatar's head and hand positions, in trail order.
+pub fn trail_positions(avatar: &WireAvatar) -> [[i32; 3]; TRAIL_PARTS] {
+    [
+        avatar.head.position,
+        avatar.hands[0].pose.position,
+        avatar.hands[1].pose.position,
+    ]
+}
+
+impl AvatarTrail {
+    /// The trail of a sample at `now` whose sender was at `path[k]` `k + 1` steps before it (`None` where it has no
+    /// pose for that step) and sent its previous sample `interval` steps before: the points between the two, or
+    /// none when the straight path from the previous sample's positions to `now`'s passes within
+    /// [`TRAIL_TOLERANCE_UNITS`] of each of them (or a point is missing).
+    pub fn between(
+        now: &[[i32; 3]; TRAIL_PARTS],
+        path: &[Option<[[i32; 3]; TRAIL_PARTS]>],
+        interval: u32,
+    ) -> AvatarTrail {
+        let n = (interval as usize).saturating_sub(1).min(TRAIL_STEPS);
+        let mut trail = AvatarTrail::default();
+        let (Some(points), Some(Some(from))) = (path.get(..n), path.get(n)) else {
+            return trail;
+        };
+        let span = (n + 1) as i64;
+        let mut misses = false;
+        for (k, point) in points.iter().enumerate() {
+            let Some(point) = point else { return trail };
+            // Steps after the previous sample: n − k of n + 1.
+            let t = (n - k) as i64;
+            for part in 0..TRAIL_PARTS {
+                for axis in 0..3 {
+                    let (a, b) = (i64::from(from[part][axis]), i64::from(now[part][axis]));
+                    let straight = a + (b - a) * t / span;
+                    misses |= (i64::from(point[part][axis]) - straight).abs() > i64::from(TRAIL_TOLERANCE_UNITS);
+                }
+            }
+            trail.points[k] = *point;
+        }
+        if misses {
+            trail.len = n as u8;
+            trail
+        } else {
+            AvatarTrail::default()
+        }
+    }
+}
+
+/// A trail, written or read, after the avatar it belongs to: a flag (one bit when there is none), its length, then
+/// each point's positions, the first against the avatar's own and each later one against the straight line through
+/// the two after it (a hand's motion over one step changes little from the next).
+pub fn serialize_trail<S: Stream>(
+    s: &mut S,
+    trail: &mut AvatarTrail,
+    avatar: &WireAvatar,
+) -> Result<(), AvatarStateError> {
+    let mut any = trail.len > 0;
+    s.set_context(context::AVATAR_FLAG);
+    s.serialize_bool(&mut any)?;
+    let mut len = u32::from(trail.len.max(1)) - 1;
+    if any {
+        s.serialize_uint(&mut len, TRAIL_STEPS as u32 - 1)?;
+        len += 1;
+    } else {
+        len = 0;
+    }
+    trail.len = len as u8;
+    let now = trail_positions(avatar);
+    for k in 0..TRAIL_STEPS {
+        if k >= len as usize {
+            trail.points[k] = [[0; 3]; TRAIL_PARTS];
+            continue;
+        }
+        for (part, &at_sample) in now.iter().enumerate() {
+            let reference = match k {
+                0 => at_sample,
+                1 => carry_on(trail.points[0][part], at_sample),
+                _ => carry_on(trail.points[k - 1][part], trail.points[k - 2][part]),
+            };
+            let (kind, which) = match part {
+                0 => (PoseKind::Head, AvatarPart::Head),
+                h => (PoseKind::Hand, AvatarPart::Hand(h as u8 - 1)),
+            };
+            serialize_position(s, &mut trail.points[k][part], Some(&reference), kind, which)?;
+        }
+    }
+    Ok(())
+}
+
+/// The point one step past `a` on the line from `b` through `a` (`2a − b`), inside the play space.
+fn carry_on(a: [i32; 3], b: [i32; 3]) -> [i32; 3] {
+    std::array::from_fn(|i| {
+        let (min, max) = AXIS_RANGE[i];
+        (2 * i64::from(a[i]) - i64::from(b[i])).clamp(i64::from(min), i64::from(max)) as i32
+    })
+}
+
 // ---- the wire ----
 
 /// Head and hand fields have their own models in the entropy coder: heads move less.
@@ -1057,6 +1173,92 @@ mod tests {
             let baselines = batch.map(|(_, b)| b);
             assert_eq!(read_entropy(&bytes, &baselines), Ok(batch.map(|(a, _)| a).to_vec()));
         }
+    }
+
+    /// A trail of `len` points near `avatar`'s positions (random steps of up to `reach` units), anywhere in the play
+    /// space when `reach` is large.
+    fn random_trail(rng: &mut Rng, avatar: &WireAvatar, len: u8, reach: i32) -> AvatarTrail {
+        let mut trail = AvatarTrail {
+            len,
+            ..AvatarTrail::default()
+        };
+        let now = trail_positions(avatar);
+        for point in trail.points.iter_mut().take(usize::from(len)) {
+            for (part, p) in point.iter_mut().enumerate() {
+                *p = std::array::from_fn(|i| {
+                    let (min, max) = AXIS_RANGE[i];
+                    (now[part][i] + rng.below(2 * reach as usize + 1) as i32 - reach).clamp(min, max)
+                });
+            }
+        }
+        trail
+    }
+
+    #[test]
+    fn trails_round_trip_in_both_codings_and_reads_refuse_a_point_outside_the_play_space() {
+        let mut rng = Rng::new(11);
+        for _ in 0..2000 {
+            let avatar = random_avatar(&mut rng);
+            let len = rng.below(TRAIL_STEPS + 1) as u8;
+            let reach = [3, 40, 300, 200_000][rng.below(4)];
+            let trail = random_trail(&mut rng, &avatar, len, reach);
+            let mut buf = [0u8; 128];
+            let mut w = WriteStream::new(&mut buf);
+            serialize_trail(&mut w, &mut { trail }, &avatar).unwrap();
+            let n = w.finish().unwrap();
+            let mut read = AvatarTrail::default();
+            serialize_trail(&mut ReadStream::new(&buf[..n]), &mut read, &avatar).unwrap();
+            assert_eq!(read, trail);
+            let mut w = EntropyWriteStream::new(&mut buf);
+            serialize_trail(&mut w, &mut { trail }, &avatar).unwrap();
+            let n = w.finish().unwrap();
+            let mut read = AvatarTrail::default();
+            serialize_trail(&mut EntropyReadStream::new(&buf[..n]), &mut read, &avatar).unwrap();
+            assert_eq!(read, trail);
+        }
+        // A residual that takes a point past the play space's edge is refused, not clamped.
+        let mut avatar = WireAvatar::default();
+        avatar.head.position[0] = AXIS_RANGE[0].1;
+        let mut trail = AvatarTrail {
+            len: 1,
+            ..AvatarTrail::default()
+        };
+        trail.points[0][0] = [AXIS_RANGE[0].1 - 10, 0, 0];
+        let mut buf = [0u8; 64];
+        let mut w = WriteStream::new(&mut buf);
+        serialize_trail(&mut w, &mut { trail }, &avatar).unwrap();
+        let n = w.finish().unwrap();
+        // Read against an avatar 20 units further along: the same residual now lands outside.
+        let mut further = avatar;
+        further.head.position[0] = AXIS_RANGE[0].1 + 20;
+        let read = serialize_trail(&mut ReadStream::new(&buf[..n]), &mut AvatarTrail::default(), &further);
+        assert!(
+            matches!(read, Err(AvatarStateError::OutOfRange(AvatarPart::Head))),
+            "{read:?}"
+        );
+    }
+
+    #[test]
+    fn a_trail_goes_only_where_the_straight_path_misses_a_step_between_samples() {
+        let at = |x: i32| [[x, 1000, 0], [x + 300, 900, 0], [x - 300, 900, 0]];
+        // Samples three steps apart (30 a second): path[k] is k + 1 steps back, path[2] the previous sample.
+        let straight = [Some(at(20)), Some(at(10)), Some(at(0))];
+        assert_eq!(AvatarTrail::between(&at(30), &straight, 3).len, 0);
+        // The hand swings 4 units off the line at one step between: both steps go.
+        let mut bent = straight;
+        bent[0].as_mut().unwrap()[2][1] += TRAIL_TOLERANCE_UNITS + 1;
+        let trail = AvatarTrail::between(&at(30), &bent, 3);
+        assert_eq!(trail.len, 2);
+        assert_eq!(trail.points[..2], [bent[0].unwrap(), bent[1].unwrap()]);
+        // Within the tolerance, or a step missing, or a packet every step: none.
+        let mut slight = straight;
+        slight[1].as_mut().unwrap()[0][2] += TRAIL_TOLERANCE_UNITS;
+        assert_eq!(AvatarTrail::between(&at(30), &slight, 3).len, 0);
+        assert_eq!(AvatarTrail::between(&at(30), &[bent[0], None, bent[2]], 3).len, 0);
+        assert_eq!(AvatarTrail::between(&at(30), &bent, 1).len, 0);
+        // Every other step (45 a second): one step between, the previous sample two back.
+        let trail = AvatarTrail::between(&at(30), &[bent[0], Some(at(0))], 2);
+        assert_eq!((trail.len, trail.points[0]), (1, bent[0].unwrap()));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //!
 //! Flat arrays sized once; recording, acking and looking up allocate nothing.
 
-use crate::sync::codec::avatar_state::WireAvatar;
+use crate::sync::codec::avatar_state::{AvatarTrail, WireAvatar};
 use crate::sync::codec::stamp::MAX_AUTHORITY;
 
 /// Players a message can carry avatars for (index = player − 1).
@@ -28,6 +28,8 @@ const _: () = assert!(AVATAR_RING > MAX_AVATAR_BASELINE_AGE_STEPS as usize);
 pub struct AvatarSample {
     pub step: u32,
     pub avatar: WireAvatar,
+    /// Where the head and hands were at the steps just before `step` (none from a sender that sends every step).
+    pub trail: AvatarTrail,
 }
 
 /// The avatars one message carried, by player (index = player − 1).
@@ -167,6 +169,7 @@ mod tests {
         s[1] = Some(AvatarSample {
             step,
             avatar: WireAvatar::default(),
+            ..AvatarSample::default()
         });
         s
     }
