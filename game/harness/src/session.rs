@@ -313,7 +313,9 @@ pub struct SessionRun {
     /// Scratch for `measure_draw`: per cube, who has authority this step (sized once).
     authority_now: Vec<u8>,
     authority_rest_since: Vec<u64>,
-    /// Steps news may take to reach a guest through the host: two one-way trips with their jitter, and two steps.
+    /// Steps news may take to reach a guest through the host: two one-way trips with their jitter, a send interval
+    /// at each hop (a state waits for the next packet), one interval more for a packet lost on the way, and two
+    /// steps.
     news_steps: u64,
     /// Per cube: the step a holder disagreement began, if one is going on.
     disagreement_since: Vec<Option<u64>>,
@@ -389,6 +391,7 @@ impl SessionRun {
             authority_rest_since: vec![0; cubes],
             news_steps: (2.0 * (config.run.link.latency_ms + config.run.link.jitter_ms) / 1000.0 * PACKETS_PER_S as f64)
                 .ceil() as u64
+                + 3 * u64::from(config.send_every_steps.max(1))
                 + 2,
             disagreement_since: vec![None; cubes],
             conflicts: 0,
