@@ -573,8 +573,9 @@ mod tests {
         }
         let (_, bits) = write_header(&mut [0u8; 400], &same, 64, Some(&h.avatars), None).unwrap();
         // Beyond a header with no avatars: the baseline age (short flag and 4 bits), the flag saying there is no
-        // prior set, and for each of the two avatars one "unchanged" bit and one "no trail" bit.
-        assert_eq!(bits, 5 + 1 + 2 * 2);
+        // prior set, and for each of the two avatars one "unchanged" bit and two "no trail" bits (no points, no
+        // previous sample).
+        assert_eq!(bits, 5 + 1 + 2 * 3);
         // A sample step off schedule by one adds a flag and a small residual.
         same.avatars[1].as_mut().unwrap().step += 1;
         let (_, late) = write_header(&mut [0u8; 400], &same, 64, Some(&h.avatars), None).unwrap();

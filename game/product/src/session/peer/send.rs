@@ -59,6 +59,14 @@ impl Peer {
         if !self.send_head {
             avatar.head = Pose::IDENTITY;
         }
+        // A lossy link (any of this peer's, by the share of its packets not acked) is worth the previous sample's
+        // position again in every trail; a clean one is not.
+        let lossy = self
+            .links
+            .iter()
+            .flatten()
+            .filter_map(|l| self.endpoint.stats(l.peer))
+            .any(|s| s.loss_pct >= REPEAT_PREVIOUS_LOSS_PCT);
         match WireAvatar::from_avatar(&avatar, held) {
             Ok(avatar) => {
                 let now = trail_positions(&avatar);
@@ -72,10 +80,10 @@ impl Peer {
                 self.own_avatar = Some(AvatarSample {
                     step: self.step as u32,
                     avatar,
-                    trail: if self.send_trails {
-                        AvatarTrail::between(&now, &path, self.send_every_steps)
-                    } else {
-                        AvatarTrail::default()
+                    trail: match (self.send_trails, self.repeat_previous_samples && lossy) {
+                        (false, _) => AvatarTrail::default(),
+                        (true, true) => AvatarTrail::between(&now, &path, self.send_every_steps),
+                        (true, false) => AvatarTrail::between(&now, &path, self.send_every_steps).without_previous(),
                     },
                 })
             }

@@ -557,12 +557,22 @@ pub const TRAIL_TOLERANCE_UNITS: i32 = 3;
 /// Where an avatar's head and hands were at the steps just before its sample's own: the receiver plays its hands
 /// along them instead of along a curve guessed through samples a few steps apart (a sender that sends fewer
 /// packets than it steps). `points[k]` is `k + 1` steps before the sample; only the first `len` are carried.
+///
+/// `previous` is where they were at the sender's previous sample, `previous_back` steps before this one, sent
+/// again: a relayed avatar crosses two links, and at 25 % loss on each 44 % of its samples never arrive; with its
+/// position in the next sample a lost one leaves a gap of one interval, not two.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct AvatarTrail {
     pub len: u8,
     /// Head, left hand, right hand, in avatar position units.
     pub points: [[[i32; 3]; TRAIL_PARTS]; TRAIL_STEPS],
+    pub previous: Option<[[i32; 3]; TRAIL_PARTS]>,
+    /// 2..=[`MAX_PREVIOUS_BACK_STEPS`] when `previous` is carried, else 0.
+    pub previous_back: u8,
 }
+
+/// The farthest back a trail names the previous sample (steps): a packet every eighth step.
+pub const MAX_PREVIOUS_BACK_STEPS: u32 = 8;
 
 /// An avatar's head and hand positions, in trail order.
 pub fn trail_positions(avatar: &WireAvatar) -> [[i32; 3]; TRAIL_PARTS] {
@@ -577,7 +587,8 @@ impl AvatarTrail {
     /// The trail of a sample at `now` whose sender was at `path[k]` `k + 1` steps before it (`None` where it has no
     /// pose for that step) and sent its previous sample `interval` steps before: the points between the two, or
     /// none when the straight path from the previous sample's positions to `now`'s passes within
-    /// [`TRAIL_TOLERANCE_UNITS`] of each of them (or a point is missing).
+    /// [`TRAIL_TOLERANCE_UNITS`] of each of them (or a point is missing); and the previous sample's positions again
+    /// whenever the path reaches back to them.
     pub fn between(
         now: &[[i32; 3]; TRAIL_PARTS],
         path: &[Option<[[i32; 3]; TRAIL_PARTS]>],
@@ -588,10 +599,20 @@ impl AvatarTrail {
         let (Some(points), Some(Some(from))) = (path.get(..n), path.get(n)) else {
             return trail;
         };
+        // The previous sample, when the path reaches back to it.
+        let again = if interval >= 2 && interval as usize == n + 1 {
+            AvatarTrail {
+                previous: Some(*from),
+                previous_back: interval as u8,
+                ..AvatarTrail::default()
+            }
+        } else {
+            AvatarTrail::default()
+        };
         let span = (n + 1) as i64;
         let mut misses = false;
         for (k, point) in points.iter().enumerate() {
-            let Some(point) = point else { return trail };
+            let Some(point) = point else { return again };
             // Steps after the previous sample: n − k of n + 1.
             let t = (n - k) as i64;
             for part in 0..TRAIL_PARTS {
@@ -604,10 +625,22 @@ impl AvatarTrail {
             trail.points[k] = *point;
         }
         if misses {
-            trail.len = n as u8;
-            trail
+            AvatarTrail {
+                len: n as u8,
+                points: trail.points,
+                ..again
+            }
         } else {
-            AvatarTrail::default()
+            again
+        }
+    }
+
+    /// The trail without the previous sample (a sender that does not send it again).
+    pub fn without_previous(self) -> AvatarTrail {
+        AvatarTrail {
+            previous: None,
+            previous_back: 0,
+            ..self
         }
     }
 }
@@ -650,6 +683,33 @@ pub fn serialize_trail<S: Stream>(
             serialize_position(s, &mut trail.points[k][part], Some(&reference), kind, which)?;
         }
     }
+    // The previous sample: against the line through the last two points (the trail's end), else the sample's own.
+    let mut again = trail.previous.is_some();
+    s.set_context(context::AVATAR_FLAG);
+    s.serialize_bool(&mut again)?;
+    if !again {
+        trail.previous = None;
+        trail.previous_back = 0;
+        return Ok(());
+    }
+    let mut back = u32::from(trail.previous_back.max(2)) - 2;
+    s.serialize_uint(&mut back, MAX_PREVIOUS_BACK_STEPS - 2)?;
+    trail.previous_back = (back + 2) as u8;
+    let mut previous = trail.previous.unwrap_or_default();
+    let len = len as usize;
+    for (part, &at_sample) in now.iter().enumerate() {
+        let reference = match len {
+            0 => at_sample,
+            1 => carry_on(trail.points[0][part], at_sample),
+            _ => carry_on(trail.points[len - 1][part], trail.points[len - 2][part]),
+        };
+        let (kind, which) = match part {
+            0 => (PoseKind::Head, AvatarPart::Head),
+            h => (PoseKind::Hand, AvatarPart::Hand(h as u8 - 1)),
+        };
+        serialize_position(s, &mut previous[part], Some(&reference), kind, which)?;
+    }
+    trail.previous = Some(previous);
     Ok(())
 }
 
@@ -1183,13 +1243,20 @@ mod tests {
             ..AvatarTrail::default()
         };
         let now = trail_positions(avatar);
-        for point in trail.points.iter_mut().take(usize::from(len)) {
-            for (part, p) in point.iter_mut().enumerate() {
-                *p = std::array::from_fn(|i| {
+        let near = |rng: &mut Rng| -> [[i32; 3]; TRAIL_PARTS] {
+            std::array::from_fn(|part| {
+                std::array::from_fn(|i| {
                     let (min, max) = AXIS_RANGE[i];
                     (now[part][i] + rng.below(2 * reach as usize + 1) as i32 - reach).clamp(min, max)
-                });
-            }
+                })
+            })
+        };
+        for point in trail.points.iter_mut().take(usize::from(len)) {
+            *point = near(rng);
+        }
+        if rng.below(2) == 0 {
+            trail.previous = Some(near(rng));
+            trail.previous_back = 2 + rng.below(MAX_PREVIOUS_BACK_STEPS as usize - 1) as u8;
         }
         trail
     }
@@ -1255,10 +1322,18 @@ mod tests {
         slight[1].as_mut().unwrap()[0][2] += TRAIL_TOLERANCE_UNITS;
         assert_eq!(AvatarTrail::between(&at(30), &slight, 3).len, 0);
         assert_eq!(AvatarTrail::between(&at(30), &[bent[0], None, bent[2]], 3).len, 0);
-        assert_eq!(AvatarTrail::between(&at(30), &bent, 1).len, 0);
+        assert_eq!(AvatarTrail::between(&at(30), &bent, 1), AvatarTrail::default());
+        // The previous sample goes again whenever the path reaches it, straight or not (the sender drops it on a
+        // clean link: `without_previous`).
+        for path in [straight, bent, [bent[0], None, bent[2]]] {
+            let trail = AvatarTrail::between(&at(30), &path, 3);
+            assert_eq!((trail.previous, trail.previous_back), (Some(at(0)), 3));
+            assert_eq!(trail.without_previous().previous, None);
+        }
         // Every other step (45 a second): one step between, the previous sample two back.
         let trail = AvatarTrail::between(&at(30), &[bent[0], Some(at(0))], 2);
         assert_eq!((trail.len, trail.points[0]), (1, bent[0].unwrap()));
+        assert_eq!((trail.previous, trail.previous_back), (Some(at(0)), 2));
     }
 
     #[test]

@@ -69,6 +69,9 @@ struct Slot {
     /// `None`: empty.
     step: Option<u64>,
     poses: AvatarPoses,
+    /// Filled from a later sample's trail, not a sample of its own: played, but neither a duplicate of the sample
+    /// when that arrives nor an arrival for the measure of losses.
+    trail: bool,
 }
 
 const EMPTY_HAND: HandPose = HandPose {
@@ -81,6 +84,7 @@ const EMPTY_HAND: HandPose = HandPose {
 
 const EMPTY_SLOT: Slot = Slot {
     step: None,
+    trail: false,
     poses: AvatarPoses {
         head: Pose::IDENTITY,
         hands: [EMPTY_HAND; HAND_COUNT],
@@ -173,7 +177,7 @@ impl AvatarPlayout {
             return;
         }
         let slot = sample_step as usize % PLAYOUT_RING;
-        if self.slots[slot].step == Some(sample_step) {
+        if self.slots[slot].step == Some(sample_step) && !self.slots[slot].trail {
             self.stats.duplicates += 1;
             return;
         }
@@ -205,13 +209,15 @@ impl AvatarPlayout {
         self.slots[slot] = Slot {
             step: Some(sample_step),
             poses: avatar.to_poses(),
+            trail: false,
         };
         self.newest_step = Some(self.newest_step.map_or(sample_step, |n| n.max(sample_step)));
         self.stats.accepted += 1;
     }
 
     /// Takes the trail of the sample of `sample_step` (pushed just before): the head and hand positions at the steps
-    /// before it, each a slot of its own that the played moment passes through. Rotations, grips and the rest come
+    /// before it, and at the sender's previous sample (when the trail repeats it and that sample never came), each a
+    /// slot of its own that the played moment passes through. Rotations, grips and the rest come
     /// from the sample and the one before it (when that arrived), blended by step; tracking and held cubes from the
     /// sample. A trail step already held, older than the ring or already played is skipped, and a trail adds
     /// nothing to the measured jitter or losses (its steps are not samples the sender sends).
@@ -228,9 +234,16 @@ impl AvatarPlayout {
             .map(|p| &self.slots[p as usize % PLAYOUT_RING])
             .filter(|slot| slot.step == previous_step)
             .map(|slot| slot.poses);
-        for (k, point) in trail.points.iter().take(usize::from(trail.len)).enumerate() {
-            let Some(step) = sample_step.checked_sub(k as u64 + 1) else {
-                break;
+        let near = trail
+            .points
+            .iter()
+            .take(usize::from(trail.len))
+            .enumerate()
+            .map(|(k, point)| (k as u64 + 1, point));
+        let again = trail.previous.as_ref().map(|p| (u64::from(trail.previous_back), p));
+        for (back, point) in near.chain(again) {
+            let Some(step) = sample_step.checked_sub(back) else {
+                continue;
             };
             let slot = step as usize % PLAYOUT_RING;
             let played = self
@@ -259,6 +272,7 @@ impl AvatarPlayout {
             self.slots[slot] = Slot {
                 step: Some(step),
                 poses,
+                trail: true,
             };
         }
     }
@@ -287,7 +301,8 @@ impl AvatarPlayout {
         let from = from.max(first_kept.saturating_sub(JITTER_WINDOW as u64));
         let interval = self.interval_steps;
         for step in (from..first_kept.max(from)).filter(|s| s % interval == 0) {
-            let arrived = self.slots[step as usize % PLAYOUT_RING].step == Some(step);
+            let s = &self.slots[step as usize % PLAYOUT_RING];
+            let arrived = s.step == Some(step) && !s.trail;
             if arrived {
                 for left in (1..=self.lost_in_a_row).rev() {
                     self.record_lost_run(left);
