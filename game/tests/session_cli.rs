@@ -197,40 +197,12 @@ fn bad_session_flags_are_refused_with_a_message() {
 /// packets a second it leaves room for (16 kbps: 18), and says so; asked for a pace, it keeps it.
 #[test]
 fn a_small_budget_runs_at_the_pace_it_has_room_for() {
+    let session = |more: &[&'static str]| [&["session", "--players", "2", "--seconds", "1"][..], more].concat();
     for (args, pace) in [
-        (
-            vec!["session", "--players", "2", "--seconds", "1", "--kbps-budget", "16"],
-            18,
-        ),
-        (vec!["session", "--players", "2", "--seconds", "1"], 30),
-        (
-            vec![
-                "session",
-                "--players",
-                "2",
-                "--seconds",
-                "1",
-                "--kbps-budget",
-                "128",
-                "--packets-per-s",
-                "90",
-            ],
-            90,
-        ),
-        (
-            vec![
-                "session",
-                "--players",
-                "2",
-                "--seconds",
-                "1",
-                "--kbps-budget",
-                "64",
-                "--packets-per-s",
-                "30",
-            ],
-            30,
-        ),
+        (session(&["--kbps-budget", "16"]), 18),
+        (session(&[]), 30),
+        (session(&["--kbps-budget", "128", "--packets-per-s", "90"]), 90),
+        (session(&["--kbps-budget", "64", "--packets-per-s", "30"]), 30),
     ] {
         let o = tumble(&args);
         assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));

@@ -595,9 +595,8 @@ impl AvatarTrail {
         interval: u32,
     ) -> AvatarTrail {
         let n = (interval as usize).saturating_sub(1).min(TRAIL_STEPS);
-        let mut trail = AvatarTrail::default();
         let (Some(points), Some(Some(from))) = (path.get(..n), path.get(n)) else {
-            return trail;
+            return AvatarTrail::default();
         };
         // The previous sample, when the path reaches back to it.
         let again = if interval >= 2 && interval as usize == n + 1 {
@@ -610,6 +609,7 @@ impl AvatarTrail {
             AvatarTrail::default()
         };
         let span = (n + 1) as i64;
+        let mut carried = [[[0; 3]; TRAIL_PARTS]; TRAIL_STEPS];
         let mut misses = false;
         for (k, point) in points.iter().enumerate() {
             let Some(point) = point else { return again };
@@ -622,12 +622,12 @@ impl AvatarTrail {
                     misses |= (i64::from(point[part][axis]) - straight).abs() > i64::from(TRAIL_TOLERANCE_UNITS);
                 }
             }
-            trail.points[k] = *point;
+            carried[k] = *point;
         }
         if misses {
             AvatarTrail {
                 len: n as u8,
-                points: trail.points,
+                points: carried,
                 ..again
             }
         } else {
@@ -670,16 +670,9 @@ pub fn serialize_trail<S: Stream>(
             trail.points[k] = [[0; 3]; TRAIL_PARTS];
             continue;
         }
-        for (part, &at_sample) in now.iter().enumerate() {
-            let reference = match k {
-                0 => at_sample,
-                1 => carry_on(trail.points[0][part], at_sample),
-                _ => carry_on(trail.points[k - 1][part], trail.points[k - 2][part]),
-            };
-            let (kind, which) = match part {
-                0 => (PoseKind::Head, AvatarPart::Head),
-                h => (PoseKind::Hand, AvatarPart::Hand(h as u8 - 1)),
-            };
+        for part in 0..TRAIL_PARTS {
+            let reference = chain_reference(&trail.points, &now, k, part);
+            let (kind, which) = trail_part(part);
             serialize_position(s, &mut trail.points[k][part], Some(&reference), kind, which)?;
         }
     }
@@ -696,21 +689,36 @@ pub fn serialize_trail<S: Stream>(
     s.serialize_uint(&mut back, MAX_PREVIOUS_BACK_STEPS - 2)?;
     trail.previous_back = (back + 2) as u8;
     let mut previous = trail.previous.unwrap_or_default();
-    let len = len as usize;
-    for (part, &at_sample) in now.iter().enumerate() {
-        let reference = match len {
-            0 => at_sample,
-            1 => carry_on(trail.points[0][part], at_sample),
-            _ => carry_on(trail.points[len - 1][part], trail.points[len - 2][part]),
-        };
-        let (kind, which) = match part {
-            0 => (PoseKind::Head, AvatarPart::Head),
-            h => (PoseKind::Hand, AvatarPart::Hand(h as u8 - 1)),
-        };
-        serialize_position(s, &mut previous[part], Some(&reference), kind, which)?;
+    for (part, position) in previous.iter_mut().enumerate() {
+        let reference = chain_reference(&trail.points, &now, len as usize, part);
+        let (kind, which) = trail_part(part);
+        serialize_position(s, position, Some(&reference), kind, which)?;
     }
     trail.previous = Some(previous);
     Ok(())
+}
+
+/// What the `k`-th point of a trail (0: one step before the sample) is coded against, for `part`: the sample's own
+/// position for the first, then the line through the two points after it carried one step on.
+fn chain_reference(
+    points: &[[[i32; 3]; TRAIL_PARTS]; TRAIL_STEPS],
+    now: &[[i32; 3]; TRAIL_PARTS],
+    k: usize,
+    part: usize,
+) -> [i32; 3] {
+    match k {
+        0 => now[part],
+        1 => carry_on(points[0][part], now[part]),
+        _ => carry_on(points[k - 1][part], points[k - 2][part]),
+    }
+}
+
+/// The entropy model and the error's name of a trail part (0: the head, 1 and 2: the hands).
+fn trail_part(part: usize) -> (PoseKind, AvatarPart) {
+    match part {
+        0 => (PoseKind::Head, AvatarPart::Head),
+        h => (PoseKind::Hand, AvatarPart::Hand(h as u8 - 1)),
+    }
 }
 
 /// The point one step past `a` on the line from `b` through `a` (`2a − b`), inside the play space.

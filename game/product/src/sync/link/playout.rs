@@ -188,8 +188,7 @@ impl AvatarPlayout {
             self.reset();
             self.stats.resyncs += 1;
         }
-        let ring_old = self.newest_step.is_some_and(|n| n >= sample_step + PLAYOUT_RING as u64);
-        if ring_old {
+        if self.ring_old(sample_step) {
             self.stats.too_old += 1;
             return;
         }
@@ -199,10 +198,7 @@ impl AvatarPlayout {
             self.judged_until.get_or_insert(sample_step);
             self.judge_leaving(sample_step);
         }
-        let played = self
-            .playout_s
-            .is_some_and(|p| (sample_step as f64) * SAMPLE_INTERVAL_S < p - SAMPLE_INTERVAL_S);
-        if played {
+        if self.played(sample_step) {
             self.stats.too_old += 1;
             return;
         }
@@ -222,13 +218,11 @@ impl AvatarPlayout {
     /// sample. A trail step already held, older than the ring or already played is skipped, and a trail adds
     /// nothing to the measured jitter or losses (its steps are not samples the sender sends).
     pub fn push_trail(&mut self, sample_step: u64, trail: &AvatarTrail) {
-        let Some(sample) = self.slots[sample_step as usize % PLAYOUT_RING]
-            .step
-            .filter(|&s| s == sample_step)
-            .map(|_| self.slots[sample_step as usize % PLAYOUT_RING].poses)
-        else {
+        let here = &self.slots[sample_step as usize % PLAYOUT_RING];
+        if here.step != Some(sample_step) || here.trail {
             return;
-        };
+        }
+        let sample = here.poses;
         let previous_step = sample_step.checked_sub(self.interval_steps);
         let previous = previous_step
             .map(|p| &self.slots[p as usize % PLAYOUT_RING])
@@ -246,11 +240,7 @@ impl AvatarPlayout {
                 continue;
             };
             let slot = step as usize % PLAYOUT_RING;
-            let played = self
-                .playout_s
-                .is_some_and(|p| (step as f64) * SAMPLE_INTERVAL_S < p - SAMPLE_INTERVAL_S);
-            let ring_old = self.newest_step.is_some_and(|n| n >= step + PLAYOUT_RING as u64);
-            if self.slots[slot].step == Some(step) || played || ring_old {
+            if self.slots[slot].step == Some(step) || self.played(step) || self.ring_old(step) {
                 continue;
             }
             let mut poses = match (previous, previous_step) {
@@ -264,8 +254,7 @@ impl AvatarPlayout {
             for (hand, position) in poses.hands.iter_mut().zip(&point[1..]) {
                 hand.pose.position = trail_position(*position);
             }
-            let sample_hands = sample.hands;
-            for (hand, s) in poses.hands.iter_mut().zip(&sample_hands) {
+            for (hand, s) in poses.hands.iter_mut().zip(&sample.hands) {
                 hand.tracked = s.tracked;
                 hand.held = s.held;
             }
@@ -275,6 +264,17 @@ impl AvatarPlayout {
                 trail: true,
             };
         }
+    }
+
+    /// Whether `step` is older than the ring holds, behind the newest sample.
+    fn ring_old(&self, step: u64) -> bool {
+        self.newest_step.is_some_and(|n| n >= step + PLAYOUT_RING as u64)
+    }
+
+    /// Whether the moment of `step` was already played (a step's grace past it).
+    fn played(&self, step: u64) -> bool {
+        self.playout_s
+            .is_some_and(|p| (step as f64) * SAMPLE_INTERVAL_S < p - SAMPLE_INTERVAL_S)
     }
 
     fn record_offset(&mut self, offset: f64) {
@@ -806,24 +806,8 @@ mod tests {
     /// and the hand is played out along its path.
     #[test]
     fn samples_every_third_step_are_not_losses_and_the_delay_covers_one_interval() {
-        let mut p = AvatarPlayout::new();
-        p.set_interval_steps(3);
-        let latency = 0.03;
-        let mut worst = 0.0f32;
-        for k in 0..(6 * 90u64) {
-            if k % 3 == 0 {
-                p.push(k, k as f64 * SAMPLE_INTERVAL_S + latency, sample_at(k));
-            }
-            let now = (k as f64 + 0.5) * SAMPLE_INTERVAL_S + latency;
-            let played = p.sample(now);
-            if k > 2 * 90 {
-                let t = p.playout_time_s().unwrap();
-                let drawn = played.unwrap().hands[1].pose.position;
-                worst = worst.max(drawn.distance(hand_at(t)));
-            }
-        }
-        assert_eq!(p.lost_cover_steps(), 0, "no sample was lost");
-        let delay = p.delay_s().unwrap();
+        let (worst, delay, lost_cover) = every_third_step(hand_at, false);
+        assert_eq!(lost_cover, 0, "no sample was lost");
         assert!(
             (3.0 * SAMPLE_INTERVAL_S..3.0 * SAMPLE_INTERVAL_S + 0.006).contains(&delay),
             "{delay}"
@@ -836,21 +820,22 @@ mod tests {
         assert!(worst < 0.006, "{worst}");
     }
 
-    /// A shaking hand sampled every third step, played out with or without each sample's trail (the two steps
-    /// before it, as a sender that sends 30 a second gives them where the straight path misses): the farthest the
-    /// drawn hand gets from its path, and the delay the buffer settles on.
-    fn throw_every_third_step(trails: bool) -> (f32, f64) {
+    /// A hand on `path` sampled every third step, 30 ms away, played out with or without each sample's trail (the
+    /// two steps before it, as a sender that sends 30 a second gives them where the straight path misses): the
+    /// farthest the drawn hand gets from its path after the first two seconds, the delay the buffer settles on, and
+    /// the lost samples it covers.
+    fn every_third_step(path: fn(f64) -> Vec3, trails: bool) -> (f32, f64, u32) {
         let mut p = AvatarPlayout::new();
         p.set_interval_steps(3);
         let latency = 0.03;
         let mut worst = 0.0f32;
-        let positions = |k: u64| trail_positions(&sample_on(zigzag_hand_at, k));
+        let positions = |k: u64| trail_positions(&sample_on(path, k));
         for k in 0..(6 * 90u64) {
             if k % 3 == 0 {
-                p.push(k, k as f64 * SAMPLE_INTERVAL_S + latency, sample_on(zigzag_hand_at, k));
+                p.push(k, k as f64 * SAMPLE_INTERVAL_S + latency, sample_on(path, k));
                 if trails && k >= 3 {
-                    let path = [1, 2, 3].map(|back| Some(positions(k - back)));
-                    p.push_trail(k, &AvatarTrail::between(&positions(k), &path, 3));
+                    let back = [1, 2, 3].map(|back| Some(positions(k - back)));
+                    p.push_trail(k, &AvatarTrail::between(&positions(k), &back, 3));
                 }
             }
             let now = (k as f64 + 0.5) * SAMPLE_INTERVAL_S + latency;
@@ -858,16 +843,16 @@ mod tests {
             if k > 2 * 90 {
                 let t = p.playout_time_s().unwrap();
                 let drawn = played.unwrap().hands[1].pose.position;
-                worst = worst.max(drawn.distance(zigzag_hand_at(t)));
+                worst = worst.max(drawn.distance(path(t)));
             }
         }
-        (worst, p.delay_s().unwrap())
+        (worst, p.delay_s().unwrap(), p.lost_cover_steps())
     }
 
     #[test]
     fn trails_put_a_shaking_hand_back_on_its_path_between_samples_and_leave_the_delay_alone() {
-        let (with, delay_with) = throw_every_third_step(true);
-        let (without, delay_without) = throw_every_third_step(false);
+        let (with, delay_with, _) = every_third_step(zigzag_hand_at, true);
+        let (without, delay_without, _) = every_third_step(zigzag_hand_at, false);
         eprintln!(
             "a shaking hand sampled every third step: within {:.1} mm of its path with trails, {:.1} mm without",
             with * 1e3,
