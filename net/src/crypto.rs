@@ -198,6 +198,9 @@ impl std::fmt::Debug for KeyPair {
     }
 }
 
+/// Bytes of one direction's key of a direct link between two guests.
+pub const DIRECT_KEY_BYTES: usize = 32;
+
 /// One direction's AEAD key.
 #[derive(Clone)]
 pub struct PacketKey(ChaCha20Poly1305);
@@ -217,6 +220,12 @@ fn nonce(counter: u64) -> Nonce {
 impl PacketKey {
     fn new(bytes: &[u8]) -> Self {
         PacketKey(ChaCha20Poly1305::new_from_slice(bytes).expect("32-byte key"))
+    }
+
+    /// A key from its 32 bytes: a direct link's, which the host made and handed to both guests over their own
+    /// sealed connections (`Endpoint::direct_link_keys`, `Endpoint::open_direct`).
+    pub fn from_bytes(bytes: &[u8; DIRECT_KEY_BYTES]) -> Self {
+        Self::new(bytes)
     }
 
     /// Encrypts `buf` in place, binding `aad` (sent in clear) to it; returns the tag to append.

@@ -29,6 +29,13 @@
 //! requester: it sends more bytes than it gets back and must complete a round trip at its own address before the
 //! host does any expensive work.
 //!
+//! Direct links: a guest may also hold connections to other guests (slots 1 and up), with no handshake of their
+//! own: the host, which both guests trust, makes a pair of keys for the two (`direct_link_keys`) and hands each its
+//! half with the other's address over its own sealed connection; each guest then opens the link
+//! (`open_direct`). What they carry is sealed, acked, kept alive and timed out as the host's connection is, and
+//! a guest whose NAT rebinds is followed there as a host follows its guests. Anything else from an address that
+//! is not the host's is still dropped unread.
+//!
 //! Acks: a received payload is handed up as `Received` and acked only once the caller `accept`s it, so what the
 //! peer sees acked is what the game took (keep-alives and disconnects are accepted here).
 //!
@@ -47,8 +54,8 @@ use crate::ack::AckEvent;
 use crate::connection::{Connection, ConnectionStats};
 use crate::crypto::{
     host_handshake, host_key_hash, refusal_tag, restore_counter, same_bytes, CookieKey, GuestHandshake,
-    HandshakeContext, JoinMacKey, JoinSecret, KeyPair, RandomError, Randomness, COOKIE_BYTES, HANDSHAKE_FIRST_BYTES,
-    HOST_KEY_HASH_BYTES, JOIN_MAC_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
+    HandshakeContext, JoinMacKey, JoinSecret, KeyPair, PacketKey, RandomError, Randomness, SessionKeys, COOKIE_BYTES,
+    DIRECT_KEY_BYTES, HANDSHAKE_FIRST_BYTES, HOST_KEY_HASH_BYTES, JOIN_MAC_BYTES, PUBLIC_KEY_BYTES, TAG_BYTES,
 };
 use crate::packet::{
     deny_reason_code, read_packet, write_packet, write_sealed, ConnectedHeader, DenyReason, DisconnectReason, Packet,
@@ -143,7 +150,8 @@ impl Default for EndpointConfig {
     }
 }
 
-/// A peer, by slot. On a guest, the host is `PeerId(0)`.
+/// A peer, by slot. On a guest, the host is `PeerId(0)`, and the other slots are direct links to other guests
+/// (`Endpoint::open_direct`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PeerId(pub u8);
 
@@ -469,7 +477,9 @@ impl Endpoint {
             started_s: now_s,
             last_handshake_s: now_s,
         };
-        let mut e = Self::new(config, role, 1, now_s)?;
+        // Slot 0 is the host; the others are direct links to other guests, opened when the host introduces them.
+        let slots = config.max_players.clamp(2, usize::from(MAX_PEERS_LIMIT));
+        let mut e = Self::new(config, role, slots, now_s)?;
         let salt = u64::from_le_bytes(e.randomness.bytes()?);
         if let Role::Guest { salt: s, .. } = &mut e.role {
             *s = salt;
@@ -747,6 +757,42 @@ impl Endpoint {
         }
     }
 
+    /// On a host: fresh keys for a direct link between two of its guests, `a` and `b` by player order: the first
+    /// half seals what `a` sends `b`, the second what `b` sends `a`. The host hands them to both over their own
+    /// sealed connections, with each other's address (`open_direct`).
+    pub fn direct_link_keys(&mut self) -> Result<[u8; 2 * DIRECT_KEY_BYTES], RandomError> {
+        self.randomness.bytes()
+    }
+
+    /// On a guest: a direct link in slot `peer` (not 0, the host's) to another guest at `addr`, with the keys the
+    /// host made for the pair (`send` seals what we send, `receive` opens what it sends). Its packets are sealed,
+    /// acked, kept alive and timed out as the host's are; there is no handshake (the host vouched for both ends).
+    /// Keys are fresh per introduction: never open a link twice with the same keys (the counters start again at
+    /// 0). Returns false, changing nothing, on a host or for a slot out of range.
+    pub fn open_direct(
+        &mut self,
+        now_s: f64,
+        peer: PeerId,
+        addr: SocketAddr,
+        send: &[u8; DIRECT_KEY_BYTES],
+        receive: &[u8; DIRECT_KEY_BYTES],
+    ) -> bool {
+        let slots = self.slots.len();
+        let Role::Guest { salt, .. } = self.role else {
+            return false;
+        };
+        let Some(slot) = self.slots.get_mut(usize::from(peer.0)).filter(|_| peer.0 != 0) else {
+            return false;
+        };
+        let keys = SessionKeys {
+            send: PacketKey::from_bytes(send),
+            receive: PacketKey::from_bytes(receive),
+        };
+        *slot = Some(Connection::new(addr, keys, salt, (peer.0, slots as u8), now_s));
+        tracing::debug!("direct link {peer:?} to {addr} opened");
+        true
+    }
+
     /// Closes the connection to `peer`, telling it several times over.
     pub fn disconnect(&mut self, now_s: f64, peer: PeerId) {
         self.close(now_s, peer, DisconnectReason::Closed, true);
@@ -776,7 +822,7 @@ impl Endpoint {
         let Some(conn) = self.slots.get_mut(usize::from(peer.0)).and_then(Option::take) else {
             return;
         };
-        if let Role::Guest { state, .. } = &mut self.role {
+        if let (Role::Guest { state, .. }, 0) = (&mut self.role, peer.0) {
             *state = GuestState::Disconnected;
         }
         tracing::debug!("peer {peer:?} at {} disconnected: {reason:?}", conn.addr);
@@ -852,7 +898,10 @@ impl Endpoint {
         {
             let clear = &data[..CONNECTED_CLEAR_BYTES];
             match self.role {
-                Role::Guest { host, .. } if host != from => self.drops.unknown_sender += 1,
+                // A guest hears from its host, and from the guests the host introduced (direct links).
+                Role::Guest { host, .. } if host != from && !self.slots[1..].iter().any(Option::is_some) => {
+                    self.drops.unknown_sender += 1
+                }
                 _ => self.connected_receive(now_s, from, version, packet_type, sequence, clear, sealed),
             }
             return;
@@ -1180,20 +1229,24 @@ impl Endpoint {
         clear: &[u8],
         sealed: &[u8],
     ) -> Option<usize> {
-        if !self.is_host() || !self.limits[0].address.allow(from, now_s) {
+        // A guest's host stays where its join code says; its direct links may move.
+        let first = usize::from(!self.is_host());
+        if self.slots[first..].iter().all(Option::is_none) || !self.limits[0].address.allow(from, now_s) {
             return None;
         }
         let plain_len = sealed.len() - TAG_BYTES;
         let tag: &[u8; TAG_BYTES] = sealed[plain_len..].try_into().ok()?;
-        let slot = self.slots.iter().position(|c| {
-            let Some(conn) = c else { return false };
+        let slot = self.slots.iter().enumerate().position(|(i, c)| {
+            let Some(conn) = c.as_ref().filter(|_| i >= first) else {
+                return false;
+            };
             let counter = restore_counter(conn.newest_received, sequence);
             let plain = &mut self.scratch[..plain_len];
             plain.copy_from_slice(&sealed[..plain_len]);
             conn.newest_received.is_none_or(|n| counter > n) && conn.keys.receive.open(counter, clear, plain, tag)
         })?;
         let conn = self.slots[slot].as_mut()?;
-        tracing::info!("guest {slot} moved from {} to {from} (its NAT rebound)", conn.addr);
+        tracing::info!("peer {slot} moved from {} to {from} (its NAT rebound)", conn.addr);
         conn.moved_to(from);
         Some(slot)
     }

@@ -1112,3 +1112,82 @@ fn a_botnet_without_the_code_does_not_keep_a_real_guest_out() {
     assert!(joined_after < 1.0, "joined after {joined_after:.2} s");
     assert_eq!(n.host.peers().count(), 1);
 }
+
+/// Two guests the host introduces talk over a direct link sealed with the keys the host made for them: payloads
+/// flow both ways and are acked, a third guest (with keys of its own) cannot speak on it, a packet of the link
+/// replayed or flipped opens nothing, a guest with no direct link drops what comes from anyone but its host, and
+/// closing the link is not losing the host.
+#[test]
+fn guests_the_host_introduces_talk_directly() {
+    let mut n = Net::new(LinkConfig::default(), vec![config(), config(), config()]);
+    n.run(0.5);
+    assert!(n.guests.iter().all(Endpoint::is_connected));
+    let keys = n.host.direct_link_keys().unwrap();
+    let (a_to_b, b_to_a): (&[u8; 32], &[u8; 32]) = (keys[..32].try_into().unwrap(), keys[32..].try_into().unwrap());
+    let (a, b) = (addr(2000), addr(2001));
+    // Guest 0 knows guest 1 as slot 2, guest 1 knows guest 0 as slot 1 (as players 3 and 2 would be).
+    assert!(n.guests[0].open_direct(n.now, PeerId(2), b, a_to_b, b_to_a));
+    assert!(n.guests[1].open_direct(n.now, PeerId(1), a, b_to_a, a_to_b));
+    assert!(
+        !n.host.open_direct(n.now, PeerId(1), a, a_to_b, b_to_a),
+        "a host opens no direct link"
+    );
+    assert!(
+        !n.guests[0].open_direct(n.now, PeerId(0), b, a_to_b, b_to_a),
+        "slot 0 is the host's"
+    );
+    for g in &mut n.guests {
+        events(g);
+    }
+    let seq = n.guests[0].send(n.now, PeerId(2), b"hand at x").unwrap();
+    n.guests[1].send(n.now, PeerId(1), b"head at y").unwrap();
+    // The third guest has no direct link: what guest 0 sends it is dropped unread.
+    let unknown_before = n.guests[2].drops().unknown_sender;
+    n.run(0.1);
+    let got_b = received(&mut n.guests[1]);
+    assert!(
+        got_b.contains(&(
+            EndpointEvent::Received {
+                peer: PeerId(1),
+                sequence: seq
+            },
+            b"hand at x".to_vec()
+        )),
+        "{got_b:?}"
+    );
+    let got_a = received(&mut n.guests[0]);
+    assert!(got_a
+        .iter()
+        .any(|(e, d)| matches!(e, EndpointEvent::Received { peer: PeerId(2), .. }) && d == b"head at y"));
+    n.run(0.1);
+    assert!(events(&mut n.guests[0]).contains(&EndpointEvent::Acked {
+        peer: PeerId(2),
+        sequence: seq
+    }));
+    // Replayed and flipped copies of a packet of the link: refused and counted, nothing received.
+    n.guests[0].send(n.now, PeerId(2), b"once").unwrap();
+    let (to, bytes) = n.guests[0].pop_outgoing().map(|(t, d)| (t, d.to_vec())).unwrap();
+    assert_eq!(to, b);
+    n.guests[1].receive(n.now, a, &bytes);
+    n.guests[1].receive(n.now, a, &bytes);
+    let mut flipped = bytes.clone();
+    *flipped.last_mut().unwrap() ^= 1;
+    n.guests[1].receive(n.now, a, &flipped);
+    let onces = received(&mut n.guests[1])
+        .into_iter()
+        .filter(|(_, d)| d == b"once")
+        .count();
+    assert_eq!(onces, 1);
+    assert_eq!(n.guests[1].drops().duplicate, 1);
+    assert!(n.guests[1].drops().forged >= 1);
+    n.guests[2].receive(n.now, a, &bytes);
+    assert_eq!(n.guests[2].drops().unknown_sender, unknown_before + 1);
+    // Closing the direct link says so on both ends; neither loses its host.
+    n.guests[0].disconnect(n.now, PeerId(2));
+    n.run(0.2);
+    assert!(events(&mut n.guests[1])
+        .iter()
+        .any(|e| matches!(e, EndpointEvent::Disconnected { peer: PeerId(1), .. })));
+    assert!(n.guests[0].is_connected() && n.guests[1].is_connected());
+    assert_eq!(n.guests[1].peers().collect::<Vec<_>>(), vec![PeerId(0)]);
+}

@@ -19,7 +19,10 @@
 //! One function ([`serialize_header`]) writes and reads the header; a read checks every value, and a message that
 //! does not parse is refused whole.
 
+use std::net::{IpAddr, SocketAddr};
+
 use thiserror::Error;
+use tumble_net::crypto::DIRECT_KEY_BYTES;
 use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 
 use crate::session::hello::{
@@ -77,12 +80,26 @@ pub struct Welcome {
     pub scene_checksum: u32,
 }
 
+/// The host's introduction of another guest to a guest, so that the two send each other their avatars directly
+/// (one hop instead of two through the host): the other's player index, its address as the host sees it, and the
+/// keys the host made for the pair, as this guest uses them. Sent until acked; travels only inside the host's
+/// sealed connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Introduction {
+    pub player: u8,
+    pub addr: SocketAddr,
+    pub send_key: [u8; DIRECT_KEY_BYTES],
+    pub receive_key: [u8; DIRECT_KEY_BYTES],
+}
+
 /// A state message's header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StateHeader {
     /// Low 32 bits of the sender's step.
     pub sender_step: u32,
     pub welcome: Option<Welcome>,
+    /// Host to guest: another guest to link with directly, until acked (one bit when there is none).
+    pub introduction: Option<Introduction>,
     /// Age (sender steps, 1..=[`MAX_AVATAR_BASELINE_AGE_STEPS`]) of the message whose avatars these are coded
     /// against; `None`: absolute.
     pub avatar_baseline_age: Option<u32>,
@@ -259,6 +276,20 @@ fn serialize_header_fields<S: Stream>(
     } else {
         h.welcome = None;
     }
+    let mut has_introduction = h.introduction.is_some();
+    s.serialize_bool(&mut has_introduction)?;
+    if has_introduction {
+        let mut introduction = h.introduction.unwrap_or(Introduction {
+            player: 1,
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            send_key: [0; DIRECT_KEY_BYTES],
+            receive_key: [0; DIRECT_KEY_BYTES],
+        });
+        serialize_introduction(s, &mut introduction)?;
+        h.introduction = Some(introduction);
+    } else {
+        h.introduction = None;
+    }
     let mut has_present = h.present.is_some();
     s.serialize_bool(&mut has_present)?;
     if has_present {
@@ -298,6 +329,44 @@ fn serialize_header_fields<S: Stream>(
         *avatar = Some(sample);
     }
     serialize_game_inputs(s, &mut h.game_inputs)?;
+    Ok(())
+}
+
+/// Bytes as whole 32-bit words (`bytes.len()` a multiple of 4), unaligned.
+fn serialize_words<S: Stream>(s: &mut S, bytes: &mut [u8]) -> Result<(), MessageError> {
+    for word in bytes.chunks_exact_mut(4) {
+        let mut w = u32::from_le_bytes([word[0], word[1], word[2], word[3]]);
+        s.serialize_bits(&mut w, 32)?;
+        word.copy_from_slice(&w.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// An introduction: the player, the address (a flag for IPv6, its bytes, the port) and both keys.
+fn serialize_introduction<S: Stream>(s: &mut S, i: &mut Introduction) -> Result<(), MessageError> {
+    serialize_player(s, &mut i.player)?;
+    let mut v6 = i.addr.is_ipv6();
+    s.serialize_bool(&mut v6)?;
+    let mut port = u32::from(i.addr.port());
+    let ip = if v6 {
+        let mut octets = match i.addr.ip() {
+            IpAddr::V6(ip) => ip.octets(),
+            IpAddr::V4(ip) => ip.to_ipv6_mapped().octets(),
+        };
+        serialize_words(s, &mut octets)?;
+        IpAddr::from(octets)
+    } else {
+        let mut octets = match i.addr.ip() {
+            IpAddr::V4(ip) => ip.octets(),
+            IpAddr::V6(_) => [0; 4],
+        };
+        serialize_words(s, &mut octets)?;
+        IpAddr::from(octets)
+    };
+    s.serialize_bits(&mut port, 16)?;
+    i.addr = SocketAddr::new(ip, port as u16);
+    serialize_words(s, &mut i.send_key)?;
+    serialize_words(s, &mut i.receive_key)?;
     Ok(())
 }
 
@@ -359,7 +428,7 @@ pub fn write_header(
         avatars: NO_AVATARS,
         ..*header
     };
-    let mut scratch = [0u8; 64];
+    let mut scratch = [0u8; 256];
     let mut b = WriteStream::new(&mut scratch);
     serialize_header_fields(&mut b, &mut { bare }, cube_count, |_| None)?;
     Ok((1 + n, bits.saturating_sub(b.bits_processed())))
@@ -488,6 +557,7 @@ mod tests {
                 cube_count: 64,
                 scene_checksum: 0xdead_beef,
             }),
+            introduction: None,
             avatar_baseline_age: None,
             avatar_prior_age: None,
             avatars,
@@ -562,6 +632,34 @@ mod tests {
         );
     }
 
+    /// An introduction (IPv4 and IPv6) round-trips whole, and a message cut inside one is refused.
+    #[test]
+    fn an_introduction_round_trips_and_costs_a_bit_when_absent() {
+        let without = header();
+        let mut buf = [0u8; 600];
+        let bare = write_state_message(&mut buf, &without, 64, None, None, &[]).unwrap();
+        for addr in ["192.0.2.7:4000", "[2001:db8::7]:65535"] {
+            let mut h = header();
+            h.introduction = Some(Introduction {
+                player: 4,
+                addr: addr.parse().unwrap(),
+                send_key: std::array::from_fn(|i| i as u8),
+                receive_key: std::array::from_fn(|i| 200 - i as u8),
+            });
+            let n = write_state_message(&mut buf, &h, 64, None, None, &[]).unwrap();
+            match read_message(&buf[..n], 64, no_baseline).unwrap() {
+                Message::State { header, .. } => assert_eq!(header, h),
+                m => panic!("{m:?}"),
+            }
+            // Address, port and two 32-byte keys: at least 70 bytes more than none.
+            assert!(n >= bare + 70, "{n} {bare}");
+            assert!(
+                read_message(&buf[..n - 40], 64, no_baseline).is_err(),
+                "a message cut inside it"
+            );
+        }
+    }
+
     #[test]
     fn an_unchanged_avatar_on_schedule_costs_one_bit_beyond_its_presence() {
         let h = header();
@@ -608,6 +706,7 @@ mod tests {
         let header = |prior_age: Option<u32>| StateHeader {
             sender_step: 108,
             welcome: None,
+            introduction: None,
             avatar_baseline_age: Some(4),
             avatar_prior_age: prior_age,
             avatars: now,

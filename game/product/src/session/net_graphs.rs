@@ -91,7 +91,7 @@ impl NetGraphs {
         }
         let mut seen = [false; MAX_LINKS];
         for (player, sent, received) in peer.wire_bytes() {
-            let Some(slot) = link_slot(peer.is_host(), player) else {
+            let Some(slot) = link_slot(peer.is_host(), player, peer.player()) else {
                 continue;
             };
             seen[slot] = true;
@@ -129,18 +129,27 @@ impl LinkGraphs {
     }
 }
 
-/// Where a connection's graphs live: on a host, guest player 2..=4 → 0..=2; on a guest, its one link to the host.
-fn link_slot(is_host: bool, player: u8) -> Option<usize> {
+/// Where a connection's graphs live: on a host, guest player 2..=4 → 0..=2; on a guest, the host → 0 and its
+/// direct links to the other guests after it.
+fn link_slot(is_host: bool, player: u8, me: u8) -> Option<usize> {
     if is_host {
         usize::from(player).checked_sub(2).filter(|&s| s < MAX_LINKS)
     } else {
-        Some(0)
+        // The host first, then the direct links to the other guests in player order (skipping this one).
+        let p = usize::from(player).checked_sub(1)?;
+        let s = if player > me { p - 1 } else { p };
+        (s < MAX_LINKS).then_some(s)
     }
 }
 
-/// The endpoint slot of the connection to `player` (a host's guest `p` sits in slot `p − 2`; a guest has one).
+/// The endpoint slot of the connection to `player` (a host's guest `p` sits in slot `p − 2`; on a guest the host
+/// is slot 0 and a direct link to player `p` slot `p − 1`).
 fn peer_id(is_host: bool, player: u8) -> PeerId {
-    PeerId(if is_host { player.saturating_sub(2) } else { 0 })
+    PeerId(if is_host {
+        player.saturating_sub(2)
+    } else {
+        player.saturating_sub(1)
+    })
 }
 
 #[cfg(test)]
@@ -184,11 +193,15 @@ mod tests {
 
     #[test]
     fn slots_and_endpoint_ids_follow_the_player_numbering() {
-        assert_eq!(link_slot(true, 2), Some(0));
-        assert_eq!(link_slot(true, 4), Some(2));
-        assert_eq!(link_slot(true, 5), None);
-        assert_eq!(link_slot(true, 1), None);
-        assert_eq!(link_slot(false, 1), Some(0));
+        assert_eq!(link_slot(true, 2, 1), Some(0));
+        assert_eq!(link_slot(true, 4, 1), Some(2));
+        assert_eq!(link_slot(true, 5, 1), None);
+        assert_eq!(link_slot(true, 1, 1), None);
+        assert_eq!(link_slot(false, 1, 3), Some(0));
+        // Guest 3's direct links: player 2 in slot 1, player 4 in slot 2.
+        assert_eq!(link_slot(false, 2, 3), Some(1));
+        assert_eq!(link_slot(false, 4, 3), Some(2));
+        assert_eq!(peer_id(false, 4), PeerId(3));
         assert_eq!(peer_id(true, 3), PeerId(1));
         assert_eq!(peer_id(false, 1), PeerId(0));
     }

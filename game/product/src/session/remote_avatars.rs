@@ -68,6 +68,13 @@ impl RemoteAvatars {
         }
     }
 
+    /// `player`'s samples come another way from now on (a direct link): its buffer measures their arrival afresh.
+    pub fn forget_offsets(&mut self, player: u8) {
+        if let Some(s) = slot(player) {
+            self.playouts[s].forget_offsets();
+        }
+    }
+
     /// Host: `player`'s avatar was judged and accepted: it is the one relayed from now on, and it is played out.
     pub fn accept(&mut self, player: u8, sample: &AvatarSample, arrival_s: f64) {
         if let Some(s) = slot(player) {

@@ -14,6 +14,7 @@
 use glam::Vec3;
 use thiserror::Error;
 use tumble_engine::physics::{BodyId, BodyKind, BodyState, PhysicsError, World};
+use tumble_net::crypto::DIRECT_KEY_BYTES;
 use tumble_net::packet::CONNECTED_HEADER_BYTES;
 use tumble_net::socket::ip_udp_header_bytes;
 use tumble_net::{DisconnectReason, Endpoint, EndpointEvent, PeerId, MAX_PACKET_BYTES};
@@ -27,7 +28,7 @@ use crate::session::hello::{
 };
 use crate::session::hostile::{forge, Forgery};
 use crate::session::message::{
-    header_bytes, read_message, write_header, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
+    header_bytes, read_message, write_header, Introduction, Message, MessageError, StateHeader, Welcome, MESSAGE_STATE,
 };
 use crate::session::remote_avatars::RemoteAvatars;
 use crate::smoothing::{DrawSmoothing, Motion};
@@ -41,7 +42,9 @@ use crate::sync::link::avatar_baseline::{AvatarSample, AvatarSet, ReceivedAvatar
 use crate::sync::link::priority::{packet_budget_bytes, IP_UDP_HEADER_BYTES};
 use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::{Sender, SyncError};
+use direct::DirectKeys;
 
+mod direct;
 mod held;
 mod judge;
 mod receive;
@@ -290,6 +293,10 @@ struct Link {
     avatars_sent: SentAvatars,
     /// The avatars of the messages received, by sender step (baselines of the next ones).
     avatars_received: ReceivedAvatars,
+    /// Host: the player each sent message introduced (0: none), by transport sequence.
+    introduction_sequences: Vec<u8>,
+    /// Host: the keys of the introduction to each other player (index = player − 1) this guest acked.
+    introduced: [Option<DirectKeys>; MAX_PLAYERS],
 }
 
 impl Link {
@@ -311,6 +318,8 @@ impl Link {
             avatar_bits_sent: 0,
             avatars_sent: SentAvatars::new(),
             avatars_received: ReceivedAvatars::new(),
+            introduction_sequences: vec![0; usize::from(u16::MAX) + 1],
+            introduced: [None; MAX_PLAYERS],
         }
     }
 }
@@ -402,6 +411,16 @@ pub struct Peer {
     /// The other players' newest game inputs (index = player − 1): on the host those it accepted from each guest
     /// (relayed), on a guest those the host said.
     game_inputs: [Option<u8>; 4],
+    /// Host: the keys of the direct link between each pair of guests (`[a − 1][b − 1]`, players a < b), made when
+    /// both are in the game.
+    pair_keys: [[Option<DirectKeys>; MAX_PLAYERS]; MAX_PLAYERS],
+    /// Guest: the keys each direct link was opened with (index = the other player − 1): never opened twice with the
+    /// same keys.
+    direct_keys: [Option<DirectKeys>; MAX_PLAYERS],
+    /// Guest: when each player's avatar last came over its direct link (this peer's clock, s).
+    direct_heard_at_s: [Option<f64>; MAX_PLAYERS],
+    /// Whether guests link directly for their avatars (off only as a negative control).
+    direct_links: bool,
 }
 
 impl Peer {
@@ -413,9 +432,10 @@ impl Peer {
         Peer::new(world, endpoint, config, true, me, slots)
     }
 
-    /// A guest on `endpoint` (made with `Endpoint::join`); it plays once the host's welcome arrives.
+    /// A guest on `endpoint` (made with `Endpoint::join`); it plays once the host's welcome arrives. Link slot 0
+    /// is the host; slot `p − 1` a direct link to player `p`, once the host introduces the two.
     pub fn guest(world: World, endpoint: Endpoint, config: PeerConfig) -> Result<Peer, PeerError> {
-        Peer::new(world, endpoint, config, false, DEFAULT_AUTHORITY, 1)
+        Peer::new(world, endpoint, config, false, DEFAULT_AUTHORITY, MAX_PLAYERS)
     }
 
     fn new(
@@ -502,6 +522,10 @@ impl Peer {
             repeat_previous_samples: true,
             own_game_input: None,
             game_inputs: [None; 4],
+            pair_keys: [[None; MAX_PLAYERS]; MAX_PLAYERS],
+            direct_keys: [None; MAX_PLAYERS],
+            direct_heard_at_s: [None; MAX_PLAYERS],
+            direct_links: true,
         })
     }
 
@@ -546,6 +570,12 @@ impl Peer {
     /// previous sample again, so a lost sample leaves a gap of two intervals.
     pub fn stop_repeating_previous_samples(&mut self) {
         self.repeat_previous_samples = false;
+    }
+
+    /// A negative control of the avatar delay: from now on this host introduces no guests to each other (they hear
+    /// each other's avatars through it, two hops), and this guest opens no direct link it is introduced to.
+    pub fn stop_direct_links(&mut self) {
+        self.direct_links = false;
     }
 
     /// A negative control of the drawn measures: every snap drawn as it is, nothing eased.

@@ -23,6 +23,7 @@ impl Peer {
                     tracing::info!(peer = peer.0, ?reason, "a guest left");
                     self.guest_left(peer)?;
                 }
+                EndpointEvent::Disconnected { peer, .. } if !self.is_host && peer.0 != 0 => self.direct_closed(peer),
                 EndpointEvent::Disconnected { reason, .. } if self.host_gone.is_none() && !self.left => {
                     let how = match reason {
                         DisconnectReason::TimedOut => HostGone::TimedOut,
@@ -53,6 +54,9 @@ impl Peer {
                             link.welcome_acked = true;
                         }
                     }
+                    if self.is_host {
+                        self.introduction_acked(usize::from(peer.0), sequence);
+                    }
                 }
                 EndpointEvent::Lost { peer, sequence } => {
                     if let Some(link) = self.link_mut(peer) {
@@ -65,12 +69,10 @@ impl Peer {
         Ok(())
     }
 
+    /// The link slot of the connection `peer`: the endpoint's slot (on a guest, 0 is the host and the others its
+    /// direct links).
     pub(super) fn slot_of(&self, peer: PeerId) -> usize {
-        if self.is_host {
-            usize::from(peer.0)
-        } else {
-            0
-        }
+        usize::from(peer.0)
     }
 
     pub(super) fn link_mut(&mut self, peer: PeerId) -> Option<&mut Link> {
@@ -84,6 +86,7 @@ impl Peer {
             return Ok(());
         };
         self.present &= !(1u8 << (link.player - 1));
+        self.forget_introductions(link.player);
         self.remote.forget(link.player);
         self.game_inputs[usize::from(link.player - 1)] = None;
         let mut returned = Vec::new();
@@ -99,6 +102,7 @@ impl Peer {
     pub(super) fn forget_everyone(&mut self) -> Result<(), PeerError> {
         let me = self.table.me();
         for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
+            self.close_direct(player, self.clock_s);
             self.forget_player(player)?;
         }
         self.present = if me == DEFAULT_AUTHORITY { 0 } else { 1 << (me - 1) };
@@ -153,6 +157,9 @@ impl Peer {
                 return Ok(false);
             }
         };
+        if !self.is_host && peer.0 != 0 {
+            return Ok(self.on_direct(peer, message, now_s));
+        }
         match message {
             Message::Hello(hello) => return Ok(self.on_hello(peer, &hello)),
             Message::Refused(refusal) if !self.is_host && !self.welcomed => {
@@ -238,6 +245,9 @@ impl Peer {
                 if newer && !self.is_host {
                     self.take_presence(header.present)?;
                 }
+                if let Some(introduction) = header.introduction.filter(|_| !self.is_host && self.welcomed) {
+                    self.take_introduction(&introduction, now_s);
+                }
                 self.take_avatars(player, &header, newer, now_s)?;
                 if newer && self.welcomed {
                     self.take_game_inputs(player, &header);
@@ -256,6 +266,7 @@ impl Peer {
         let me = self.table.me();
         for player in (1..=MAX_AUTHORITY).filter(|&p| gone & (1 << (p - 1)) != 0 && p != me) {
             tracing::info!(player, "a player left the game");
+            self.close_direct(player, self.clock_s);
             self.forget_player(player)?;
         }
         Ok(())
@@ -361,7 +372,8 @@ impl Peer {
         if !self.is_host {
             let me = self.table.me();
             for player in (1..=MAX_AUTHORITY).filter(|&p| p != me) {
-                if let Some(sample) = header.avatar(player) {
+                // A player heard directly is played out from its own link, a hop sooner than this relay.
+                if let Some(sample) = header.avatar(player).filter(|_| !self.direct_live(player, now_s)) {
                     self.remote.push(player, sample, now_s);
                 }
             }
@@ -378,7 +390,12 @@ impl Peer {
             }
             return Ok(());
         }
+        let own = header.avatar(from_player);
         if !newer {
+            // Out of order: too old for claims, still a sample of the hands to play out.
+            if let Some(sample) = own.filter(|s| s.avatar.is_plausible(DESKTOP_HAND_REACH_M)) {
+                self.remote.push(from_player, sample, now_s);
+            }
             return Ok(());
         }
         for player in (1..=MAX_AUTHORITY).filter(|&p| p != from_player) {
@@ -386,13 +403,18 @@ impl Peer {
                 self.refuse(RejectReason::NotSender);
             }
         }
-        if let Some(sample) = header.avatar(from_player) {
+        if let Some(sample) = own {
             if !sample.avatar.is_plausible(DESKTOP_HAND_REACH_M) {
                 self.refuse(RejectReason::BadPose);
                 return Ok(());
             }
             if self.take_held(from_player, &sample.avatar)? {
                 self.remote.accept(from_player, sample, now_s);
+            } else {
+                // A claim in its hands was refused: not relayed, but the hands are where they are (a cube is drawn
+                // in a hand only where the table says that hand holds it). Left out, the sample would count as a
+                // lost one and lengthen the delay.
+                self.remote.push(from_player, sample, now_s);
             }
         }
         self.release_unnamed(from_player, header)

@@ -160,6 +160,9 @@ impl Peer {
             let link = self.links[slot].as_ref().expect("checked by the caller");
             (link.player, link.welcome_acked)
         };
+        // A guest's direct link to another guest carries its avatar alone.
+        let direct = !self.is_host && slot != 0;
+        let introduction = self.introduction_for(slot);
         let step = self.step as u32;
         let baseline = self.links[slot]
             .as_ref()
@@ -183,11 +186,16 @@ impl Peer {
         let mut header = StateHeader {
             sender_step: step,
             welcome: None,
+            introduction,
             avatar_baseline_age: baseline.map(|(age, _)| age),
             avatar_prior_age: prior.map(|(age, _)| age),
             avatars,
             present: self.is_host.then_some(self.present),
-            game_inputs: self.game_inputs_for(player),
+            game_inputs: if direct {
+                [None; 4]
+            } else {
+                self.game_inputs_for(player)
+            },
         };
         if self.is_host && !welcome_acked {
             header.welcome = Some(Welcome {
@@ -222,14 +230,18 @@ impl Peer {
                     s.authority == me && me != DEFAULT_AUTHORITY
                 }
         };
-        let n = link.sender.write_packet_for(
-            &self.world,
-            table.stamps(),
-            sendable,
-            self.step,
-            sequence,
-            &mut self.message_buf[head..end],
-        )?;
+        let n = if direct {
+            0
+        } else {
+            link.sender.write_packet_for(
+                &self.world,
+                table.stamps(),
+                sendable,
+                self.step,
+                sequence,
+                &mut self.message_buf[head..end],
+            )?
+        };
         let m = head + n;
         link.header_bytes_sent += head as u64;
         link.avatar_bits_sent += avatar_bits as u64;
@@ -237,6 +249,7 @@ impl Peer {
             Ok(transport) => {
                 link.sender_sequence[usize::from(transport)] = Some(sequence);
                 link.welcome_sequences[usize::from(transport)] = header.welcome.is_some();
+                link.introduction_sequences[usize::from(transport)] = header.introduction.map_or(0, |i| i.player);
                 link.avatars_sent.record_sent(transport, step, &header.avatars);
             }
             Err(e) => tracing::debug!("state message not sent: {e}"),

@@ -11,9 +11,13 @@
 //! it gets there (only a gap past [`RESYNC_S`], a stall or a restarted sender, is a jump).
 //!
 //! Lost samples are bridged by interpolating across them, which needs the sample after the gap to have arrived: the
-//! delay adds an interval for each sample lost in a row, as many as [`LOSS_PERCENTILE`] of the recent steps' runs
-//! of loss need (a step's run: how many samples in a row were lost from it on, judged as steps leave the ring). On
-//! a clean link that adds nothing; at 5 % loss one interval; at 25 % three.
+//! delay can add an interval for each sample lost in a row, as many as [`LOSS_PERCENTILE`] of the recent steps' runs
+//! of loss need (a step's run: how many samples in a row were lost from it on, judged as steps leave the ring; a
+//! sample that came after its moment was played arrived, it was not lost). It does so only when those runs are of
+//! two samples or more. A lone lost sample now and then is extrapolated over instead, for one interval at most: the
+//! trail of the sample before it carries every step up to it, so the hand goes on from where it really was, and
+//! waiting an interval for it on every step would cost every step that interval. On a clean link and at 5 % loss
+//! that adds nothing; at 25 % three intervals.
 //!
 //! When the buffer runs dry the avatar is extrapolated from the last two samples for at most
 //! [`MAX_EXTRAPOLATION_STEPS`], then held. Fixed rings: nothing is allocated after [`AvatarPlayout::new`].
@@ -30,13 +34,17 @@ pub const PLAYOUT_RING: usize = 32;
 /// Arrivals the jitter is measured over: 128 is 1.4 s of samples, long enough for a stable 95th percentile,
 /// short enough to follow a change of network within a couple of seconds.
 pub const JITTER_WINDOW: usize = 128;
+/// Samples the runs of loss are measured over: the runs the delay covers are the rare ones (1 % of samples), and in
+/// a window of 128 two runs of two lost samples (one every 10–20 s at 5 % loss) would already set it. 512 samples is
+/// 17 s at 30 a second and 5.7 s at 90.
+pub const LOSS_WINDOW: usize = 512;
 /// The share of arrivals the delay covers: the rest arrive after their moment was played (skipped, or briefly
 /// extrapolated over).
 pub const JITTER_PERCENTILE: f64 = 0.95;
-/// The share of steps whose run of lost samples the delay covers: a sample lost is bridged by interpolating
-/// between its neighbours, which needs the one after the run to have arrived when its moment is played. Higher
-/// than the jitter's share: a step not covered is extrapolated over, and a hand that stops dead (a throw let go)
-/// is drawn a step's motion past where it stopped and then back, a pop.
+/// The share of steps whose run of lost samples the delay covers, when that run is two or more: a sample lost is
+/// bridged by interpolating between its neighbours, which needs the one after the run to have arrived when its
+/// moment is played. Higher than the jitter's share: a step not covered is extrapolated over, and a hand that stops
+/// dead (a throw let go) is drawn a step's motion past where it stopped and then back, a pop.
 pub const LOSS_PERCENTILE: f64 = 0.99;
 /// Added to the delay (s), for the offsets the window has not seen.
 pub const DELAY_MARGIN_S: f64 = 0.002;
@@ -72,6 +80,10 @@ struct Slot {
     /// Filled from a later sample's trail, not a sample of its own: played, but neither a duplicate of the sample
     /// when that arrives nor an arrival for the measure of losses.
     trail: bool,
+    /// A sample that arrived after its moment was played: never drawn, but it did arrive. The delay covers runs of
+    /// *lost* samples; counting late ones as lost would have a shorter delay, which makes more of them late, look
+    /// like loss and lengthen it again.
+    late: bool,
 }
 
 const EMPTY_HAND: HandPose = HandPose {
@@ -85,6 +97,7 @@ const EMPTY_HAND: HandPose = HandPose {
 const EMPTY_SLOT: Slot = Slot {
     step: None,
     trail: false,
+    late: false,
     poses: AvatarPoses {
         head: Pose::IDENTITY,
         hands: [EMPTY_HAND; HAND_COUNT],
@@ -105,11 +118,11 @@ pub struct AvatarPlayout {
     min_offset_s: f64,
     spread_s: f64,
     /// Per step leaving the ring, in step order: how many samples in a row were lost from it on (0: it arrived).
-    /// A ring of the last [`JITTER_WINDOW`], with a scratch copy for the percentile.
-    lost_runs: [u32; JITTER_WINDOW],
+    /// A ring of the last [`LOSS_WINDOW`], with a scratch copy for the percentile.
+    lost_runs: [u32; LOSS_WINDOW],
     lost_run_count: usize,
     lost_run_next: usize,
-    lost_scratch: [u32; JITTER_WINDOW],
+    lost_scratch: [u32; LOSS_WINDOW],
     /// The next step to leave the ring (the first one not yet judged lost or arrived).
     judged_until: Option<u64>,
     /// Samples lost in a row up to `judged_until` (not yet recorded: the run has not ended).
@@ -141,10 +154,10 @@ impl AvatarPlayout {
             scratch: [0.0; JITTER_WINDOW],
             min_offset_s: 0.0,
             spread_s: 0.0,
-            lost_runs: [0; JITTER_WINDOW],
+            lost_runs: [0; LOSS_WINDOW],
             lost_run_count: 0,
             lost_run_next: 0,
-            lost_scratch: [0; JITTER_WINDOW],
+            lost_scratch: [0; LOSS_WINDOW],
             judged_until: None,
             lost_in_a_row: 0,
             lost_cover: 0,
@@ -159,6 +172,13 @@ impl AvatarPlayout {
     /// are expected, and the delay covers one such interval (and one more per lost sample).
     pub fn set_interval_steps(&mut self, steps: u32) {
         self.interval_steps = u64::from(steps.max(1));
+    }
+
+    /// Forgets the arrival offsets measured so far, keeping the samples: they now come another way (a direct link
+    /// instead of through the host), a hop sooner, and the old ones would count as jitter.
+    pub fn forget_offsets(&mut self) {
+        self.offset_count = 0;
+        self.offset_next = 0;
     }
 
     /// Forgets every sample and measurement (a player joined again, or its sender restarted).
@@ -198,15 +218,17 @@ impl AvatarPlayout {
             self.judged_until.get_or_insert(sample_step);
             self.judge_leaving(sample_step);
         }
-        if self.played(sample_step) {
-            self.stats.too_old += 1;
-            return;
-        }
+        let late = self.played(sample_step);
+        self.stats.too_old += u64::from(late);
         self.slots[slot] = Slot {
             step: Some(sample_step),
             poses: avatar.to_poses(),
             trail: false,
+            late,
         };
+        if late {
+            return;
+        }
         self.newest_step = Some(self.newest_step.map_or(sample_step, |n| n.max(sample_step)));
         self.stats.accepted += 1;
     }
@@ -219,7 +241,7 @@ impl AvatarPlayout {
     /// nothing to the measured jitter or losses (its steps are not samples the sender sends).
     pub fn push_trail(&mut self, sample_step: u64, trail: &AvatarTrail) {
         let here = &self.slots[sample_step as usize % PLAYOUT_RING];
-        if here.step != Some(sample_step) || here.trail {
+        if here.step != Some(sample_step) || here.trail || here.late {
             return;
         }
         let sample = here.poses;
@@ -262,6 +284,7 @@ impl AvatarPlayout {
                 step: Some(step),
                 poses,
                 trail: true,
+                late: false,
             };
         }
     }
@@ -318,17 +341,25 @@ impl AvatarPlayout {
 
     fn record_lost_run(&mut self, lost: u32) {
         self.lost_runs[self.lost_run_next] = lost;
-        self.lost_run_next = (self.lost_run_next + 1) % JITTER_WINDOW;
-        self.lost_run_count = (self.lost_run_count + 1).min(JITTER_WINDOW);
-        let window = &mut self.lost_scratch[..self.lost_run_count];
-        window.copy_from_slice(&self.lost_runs[..self.lost_run_count]);
-        let high = ((self.lost_run_count - 1) as f64 * LOSS_PERCENTILE).round() as usize;
+        self.lost_run_next = (self.lost_run_next + 1) % LOSS_WINDOW;
+        self.lost_run_count = (self.lost_run_count + 1).min(LOSS_WINDOW);
+        // Over the whole window from the start, the steps not judged yet as arrivals: a few losses in the first
+        // seconds are not yet the 1 % of all steps (over only the steps judged, the first loss would be).
+        let window = &mut self.lost_scratch;
+        window.copy_from_slice(&self.lost_runs);
+        let high = ((LOSS_WINDOW - 1) as f64 * LOSS_PERCENTILE).round() as usize;
         self.lost_cover = *window.select_nth_unstable(high).1;
     }
 
-    /// Sample intervals the delay adds for lost samples: the [`LOSS_PERCENTILE`] of how many were lost in a row.
+    /// Sample intervals the delay adds for lost samples: the [`LOSS_PERCENTILE`] of how many were lost in a row, when
+    /// that is two or more.
     pub fn lost_cover_steps(&self) -> u32 {
-        self.lost_cover
+        // Lone lost samples are extrapolated over; runs of two or more are waited for.
+        if self.lost_cover <= 1 {
+            0
+        } else {
+            self.lost_cover
+        }
     }
 
     /// The measured jitter spread (s): the percentile offset minus the smallest.
@@ -337,9 +368,11 @@ impl AvatarPlayout {
     }
 
     /// How far behind the fastest arrivals the buffer aims to play (s): spread + one interval + margin, and an
-    /// interval more for each sample in the runs of lost ones it covers.
+    /// interval more for each sample in the runs of lost ones it covers (none while those are lone samples).
     pub fn target_delay_s(&self) -> f64 {
-        self.spread_s + f64::from(1 + self.lost_cover) * self.interval_steps as f64 * SAMPLE_INTERVAL_S + DELAY_MARGIN_S
+        self.spread_s
+            + f64::from(1 + self.lost_cover_steps()) * self.interval_steps as f64 * SAMPLE_INTERVAL_S
+            + DELAY_MARGIN_S
     }
 
     /// How far behind the fastest arrivals it played at the last `sample` (s).
@@ -385,7 +418,7 @@ impl AvatarPlayout {
     fn around(&self, t: f64) -> Around<'_> {
         let mut r = Around::default();
         let step_of = |s: Option<&Slot>| s.and_then(|s| s.step);
-        for slot in self.slots.iter().filter(|s| s.step.is_some()) {
+        for slot in self.slots.iter().filter(|s| s.step.is_some() && !s.late) {
             let step = slot.step.unwrap_or_default();
             if step as f64 <= t {
                 if step_of(r.before).is_none_or(|b| step > b) {
@@ -739,9 +772,10 @@ mod tests {
         );
         // Uniform ±10 ms: the 95th percentile of the spread is 19 ms.
         assert!((0.016..=0.0205).contains(&r.jitter), "{}", r.jitter);
-        // One sample in twenty is lost: runs of one are covered (0.25 % of steps start a run of two).
-        assert_eq!(r.lost_cover, 1);
-        let expected = r.jitter + 2.0 * SAMPLE_INTERVAL_S + DELAY_MARGIN_S;
+        // One sample in twenty is lost, alone (0.25 % of steps start a run of two): extrapolated over, not waited
+        // for (waiting would cover them by one interval more on every step).
+        assert_eq!(r.lost_cover, 0);
+        let expected = r.jitter + SAMPLE_INTERVAL_S + DELAY_MARGIN_S;
         assert!((mean_delay - expected).abs() < 0.003, "{mean_delay} vs {expected}");
         assert!(settled.iter().all(|d| (d - expected).abs() < 0.01), "delay wandered");
         // No pops: the path's own second difference is 0.93 mm and 1 mm quantization adds up to 2 mm; the worst
