@@ -189,6 +189,9 @@ pub struct PeerSample {
     /// Per player 1..=4 (index player − 1): the sender time (s) it plays that player's avatar at, and where it draws
     /// its head and hands.
     pub remote: [Option<(f64, AvatarPoints)>; 4],
+    /// When the peer played those avatars out, on the clock the owners' steps are timed by (s), where it is not the
+    /// measure's step time (a process steps on the wall clock and samples its buffers as its step begins).
+    pub played_at_s: Option<f64>,
 }
 
 impl PeerSample {
@@ -421,7 +424,7 @@ impl DrawnMeter {
     fn observe_avatars(&mut self, peer: &PeerSample, now_s: f64) {
         for (k, remote) in peer.remote.iter().enumerate() {
             let Some((t_s, drawn)) = remote else { continue };
-            self.avatar_delay.add(now_s - t_s);
+            self.avatar_delay.add(peer.played_at_s.unwrap_or(now_s) - t_s);
             let Some(owner) = self.avatars[k].positions_at(t_s * f64::from(STEP_HZ)) else {
                 continue;
             };

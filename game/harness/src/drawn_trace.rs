@@ -53,8 +53,9 @@ impl TraceWriter {
         })
     }
 
-    /// `peer` after its step, as step `grid_step` of the common clock.
-    pub fn record(&mut self, peer: &Peer, grid_step: u64) -> Result<()> {
+    /// `peer` after its step, as step `grid_step` of the common clock, its remote avatars played out at
+    /// `played_at_s` on that clock.
+    pub fn record(&mut self, peer: &Peer, grid_step: u64, played_at_s: f64) -> Result<()> {
         self.sample.take(peer)?;
         self.words.clear();
         for c in 0..peer.world.body_count() as u32 {
@@ -69,6 +70,7 @@ impl TraceWriter {
         }
         let o = &mut self.out;
         o.write_all(&grid_step.to_le_bytes())?;
+        o.write_all(&played_at_s.to_le_bytes())?;
         o.write_all(&[self.sample.player, u8::from(self.sample.measured)])?;
         match self.sample.own {
             Some((step, points)) => {
@@ -160,11 +162,13 @@ impl TraceReader {
             Err(e) => return Err(e.into()),
         }
         let i = &mut self.input;
+        let played_at_s = f64::from_le_bytes(read_array::<8>(i)?);
         let [player, measured] = read_array::<2>(i)?;
         let mut sample = PeerSample {
             present: true,
             player,
             measured: measured != 0,
+            played_at_s: Some(played_at_s),
             ..PeerSample::default()
         };
         if read_array::<1>(i)?[0] != 0 {

@@ -195,13 +195,16 @@ pub fn run_peer_process(args: &PeerProcessArgs) -> Result<()> {
         peer.play(&input)?;
         peer.quantize()?;
         let now_s = clock.elapsed().as_secs_f64();
+        // The moment the step's remote avatars are played out at (`simulate` samples the buffers on the clock `send`
+        // is given last), on the session's common clock: the avatar delay is measured from it.
+        let played_at_s = (unix_ms() - args.start_unix_ms) / 1000.0;
         peer.send(now_s)?;
         socket.flush(now_s, peer.endpoint_mut(), Some(&mut sim));
         watch.before_physics(&peer, unix_ms())?;
         peer.simulate()?;
         watch.after_step(&peer, unix_ms())?;
         if let Some(t) = trace.as_mut() {
-            t.record(&peer, step + grid_offset)?;
+            t.record(&peer, step + grid_offset, played_at_s)?;
         }
         step += 1;
     }
