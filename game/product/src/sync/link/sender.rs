@@ -42,6 +42,12 @@ type WriteFn = fn(
 /// default, a claim refused) must not be lost with one packet.
 pub const UNACKED_STAMP_RESEND_STEPS: u64 = crate::STEP_HZ as u64 / 2;
 
+/// A resting cube's news of a new resting pose (see `write_packet_for`) that has not been acked goes again once
+/// this many steps (0.22 s: a round trip of 100 ms, a send interval at 30 packets a second and room for jitter) have
+/// passed since it went: a receiver whose copy rests at the old pose draws it there until the news arrives, and at
+/// 25 % loss one try in four is lost.
+pub const REST_NEWS_RESEND_STEPS: u64 = 20;
+
 /// Sender state for one connection. Cube ids are body ids.
 #[derive(Debug)]
 pub struct Sender {
@@ -155,10 +161,13 @@ impl Sender {
             }
             // The receiver shows the cube resting where it rested before: every state of it awake stayed out of
             // full packets, and it has come to rest somewhere else. Its new resting pose goes at once, or the
-            // receiver's resting copy would jump whenever its turn came (seconds on a busy link).
+            // receiver's resting copy would jump whenever its turn came (seconds on a busy link); and again every
+            // `REST_NEWS_RESEND_STEPS` until acked.
             let rests_elsewhere =
                 newest.is_some_and(|a| a.at_rest && (a.position, a.rotation) != (state.position, state.rotation));
-            if state.at_rest && rests_elsewhere && self.last_sent[i].is_none_or(|(_, sent)| sent != *state) {
+            let news_went =
+                self.last_sent[i].is_some_and(|(at, sent)| sent == *state && step < at + REST_NEWS_RESEND_STEPS);
+            if state.at_rest && rests_elsewhere && !news_went {
                 hurry(acc);
                 self.rest_news_hurries += 1;
             }
@@ -330,11 +339,11 @@ mod tests {
         assert_eq!(resends, 1);
     }
 
-    /// 120 steps of the busy world's link, every packet acked: the resting cube 20 goes at step 0 (hurried), wakes
+    /// 120 steps of the busy world's link: the resting cube 20 goes at step 0 (hurried), wakes
     /// at step 30 and falls among the twenty touched cubes that fill every packet, and is put to rest where it is
-    /// at step `rest_at` (its state unchanged but for that: same stamp). Returns the steps whose packets carried it
-    /// and the sender's count of rest-news hurries.
-    fn woken_cube_sent_at(rest_at: u64) -> (Vec<u64>, u64) {
+    /// at step `rest_at` (its state unchanged but for that: same stamp); the packet of step `lost` (if any) is never
+    /// acked. Returns the steps whose packets carried it and the sender's count of rest-news hurries.
+    fn woken_cube_sent_at(rest_at: u64, lost: Option<u64>) -> (Vec<u64>, u64) {
         let mut world = busy_world();
         let cube = BodyId(20);
         let mut sender = Sender::new(21);
@@ -363,7 +372,9 @@ mod tests {
             if sender.last_packet().0.contains(&20) {
                 went.push(step);
             }
-            sender.on_acked(step as u16);
+            if Some(step) != lost {
+                sender.on_acked(step as u16);
+            }
             world.step();
             shake(&mut world, step);
         }
@@ -375,9 +386,17 @@ mod tests {
         // Awake for 20 steps it never wins a place among the touched cubes (it starves only after half a second);
         // resting at a new pose, the receiver would show it jump when its turn came. It goes in the next packet,
         // once.
-        let (went, hurries) = woken_cube_sent_at(50);
+        let (went, hurries) = woken_cube_sent_at(50, None);
         assert_eq!(went, vec![0, 50], "{went:?}");
         assert_eq!(hurries, 1);
+    }
+
+    #[test]
+    fn a_new_resting_pose_lost_on_the_way_goes_again_until_acked() {
+        // The packet with the news is lost: it goes again `REST_NEWS_RESEND_STEPS` later, is acked, and stops.
+        let (went, hurries) = woken_cube_sent_at(50, Some(50));
+        assert_eq!(went, vec![0, 50, 50 + REST_NEWS_RESEND_STEPS], "{went:?}");
+        assert_eq!(hurries, 2);
     }
 
     #[test]
