@@ -122,10 +122,11 @@ fn separate_processes_over_udp_join_play_and_report() {
     ] {
         assert!(j[figure].is_number(), "{figure}: {j}");
     }
-    // Every process's connections come back by part: the host's two and each guest's one, each carrying cubes or
-    // avatars and the transport's headers.
+    // Every process's connections come back by part: the host's two, each guest's to the host and its direct link
+    // to the other guest (over UDP between the guest processes), each carrying cubes or avatars and the transport's
+    // headers.
     let connections = j["connections"].as_array().unwrap();
-    assert_eq!(connections.len(), 4, "{j}");
+    assert_eq!(connections.len(), 6, "{j}");
     for c in connections {
         let part = |k: &str| c[k].as_f64().unwrap_or_else(|| panic!("{k}: {j}"));
         assert!(part("rest") > 0.0 && part("cubes") + part("avatars") > 0.0, "{j}");
