@@ -19,6 +19,13 @@
 //!    default cube that hits another player's resting cube takes it back to default the same way (rule 3c). A cube
 //!    at rest here is committed: a player's cube rests on a peer that is not its authority only once the
 //!    authority's resting state arrived, so nothing is lost by taking it.
+//!    **3d. Merge**: two players' moving piles that touch are each simulated by their own authority and corrected
+//!    by the other's news, always late: a column whose top is one player's and whose base is another's was seen to
+//!    creep for seconds and fall, never coming to rest. When another player's awake cube (held by nobody, pinned
+//!    to nobody) has touched an awake cube of the local player's for [`MERGE_AFTER_STEPS`] in a row, and that
+//!    player comes after the local one (by index, so only one side takes), the local player takes it, and with
+//!    it every awake cube of that player's it touches, through the contact graph: authority sequence + 1 each,
+//!    judged by the host as any touch.
 //! 4. **Recency** ([`rules::compare_claims`]): the newer ownership sequence wins; with equal ownership, the newer
 //!    authority sequence wins.
 //! 5. **Host judgement** ([`rules::judge_claim`]): a guest's update (cube state, or a held cube in its avatar) is a
@@ -59,6 +66,9 @@ use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY};
 pub const RETURN_TO_DEFAULT_STEPS: u32 = 60;
 /// No player holds the cube.
 pub const NOBODY: u8 = 0;
+/// Rule 3d: steps (one second at 90 Hz) two players' awake cubes may touch, each simulated by its own authority,
+/// before the earlier player (by index) takes the other's moving pile.
+pub const MERGE_AFTER_STEPS: u16 = 90;
 
 /// One peer's view of every cube's authority and ownership. Flat arrays indexed by cube (body) id.
 #[derive(Clone, Debug)]
@@ -72,6 +82,13 @@ pub struct AuthorityTable {
     rest_steps: Vec<u32>,
     /// The player each cube is pinned to (rule 10), or [`NOBODY`].
     pinned: Vec<u8>,
+    /// Rule 3d: consecutive steps another player's awake cube has touched an awake cube of the local player's.
+    mixed_steps: Vec<u16>,
+    /// Per step of [`AuthorityTable::spread_by_contact`], per cube: whether it touched an awake cube of the local
+    /// player's this step while awake under a later player's authority, and the authority a cube taken by rule 3d
+    /// this step had (0: none). Scratch, sized once.
+    touched_mixed: Vec<bool>,
+    merged_from: Vec<u8>,
 }
 
 impl AuthorityTable {
@@ -83,6 +100,9 @@ impl AuthorityTable {
             holders: vec![NOBODY; cube_count],
             rest_steps: vec![0; cube_count],
             pinned: vec![NOBODY; cube_count],
+            mixed_steps: vec![0; cube_count],
+            touched_mixed: vec![false; cube_count],
+            merged_from: vec![DEFAULT_AUTHORITY; cube_count],
         }
     }
 
@@ -178,6 +198,7 @@ impl AuthorityTable {
         let i = cube as usize;
         if self.stamps[i] != stamp {
             self.rest_steps[i] = 0;
+            self.mixed_steps[i] = 0;
         }
         self.stamps[i] = stamp;
         self.holders[i] = holder;
@@ -198,17 +219,25 @@ impl AuthorityTable {
         rested_before: &[bool],
     ) -> Result<u32, PhysicsError> {
         let mut taken = 0;
+        self.count_mixed_contacts(world, contacts, rested_before)?;
+        self.merged_from.fill(DEFAULT_AUTHORITY);
         // A pass per link of the longest chain; each pass is one sweep over the step's contacts.
         loop {
             let mut changed = false;
             for c in contacts {
                 let Some(b) = c.b else { continue };
                 for (from, to) in [(c.a, b), (b, c.a)] {
-                    if let Some(authority) = self.takes(world, from, to, rested_before)? {
+                    let by_touch = self.takes(world, from, to, rested_before)?;
+                    let merged = self.merges(world, from, to)?;
+                    if let Some(authority) = by_touch.or(merged) {
                         let s = &mut self.stamps[to.index()];
+                        if by_touch.is_none() {
+                            self.merged_from[to.index()] = s.authority;
+                        }
                         s.authority = authority;
                         s.authority_seq = s.authority_seq.wrapping_add(1);
                         self.rest_steps[to.index()] = 0;
+                        self.mixed_steps[to.index()] = 0;
                         taken += 1;
                         changed = true;
                     }
@@ -218,6 +247,66 @@ impl AuthorityTable {
                 return Ok(taken);
             }
         }
+    }
+
+    /// Rule 3d's count: per cube, the consecutive steps it has touched an awake cube of the local player's while
+    /// itself awake under the authority of a player after the local one (by index), held by nobody and pinned to
+    /// nobody.
+    fn count_mixed_contacts(
+        &mut self,
+        world: &World,
+        contacts: &[ContactReport],
+        rested_before: &[bool],
+    ) -> Result<(), PhysicsError> {
+        self.touched_mixed.fill(false);
+        if self.me == DEFAULT_AUTHORITY {
+            return Ok(());
+        }
+        for c in contacts {
+            let Some(b) = c.b else { continue };
+            for (from, to) in [(c.a, b), (b, c.a)] {
+                let (f, t) = (from.index(), to.index());
+                if f >= self.stamps.len() || t >= self.stamps.len() {
+                    continue;
+                }
+                let other = self.stamps[t].authority;
+                let mixed = self.stamps[f].authority == self.me
+                    && other != DEFAULT_AUTHORITY
+                    && other > self.me
+                    && self.holders[t] == NOBODY
+                    && self.pinned[t] == NOBODY
+                    && !rested_before.get(t).copied().unwrap_or(false)
+                    && !world.state(from)?.at_rest
+                    && !world.state(to)?.at_rest
+                    && world.kind(to)? == BodyKind::Dynamic;
+                self.touched_mixed[t] |= mixed;
+            }
+        }
+        for (steps, &touched) in self.mixed_steps.iter_mut().zip(&self.touched_mixed) {
+            *steps = if touched { steps.saturating_add(1) } else { 0 };
+        }
+        Ok(())
+    }
+
+    /// Rule 3d: the authority `to` takes from touching `from` by merging: `to` has touched the local player's
+    /// awake cubes for [`MERGE_AFTER_STEPS`] under a later player's authority, or `from` was merged this step and
+    /// `to` is awake under the authority `from` had (the rest of that player's moving pile goes with it).
+    fn merges(&self, world: &World, from: BodyId, to: BodyId) -> Result<Option<u8>, PhysicsError> {
+        let (f, t) = (from.index(), to.index());
+        if f >= self.stamps.len() || t >= self.stamps.len() || self.me == DEFAULT_AUTHORITY {
+            return Ok(None);
+        }
+        let other = self.stamps[t].authority;
+        let eligible = self.stamps[f].authority == self.me
+            && other != DEFAULT_AUTHORITY
+            && other != self.me
+            && self.holders[t] == NOBODY
+            && self.pinned[t] == NOBODY
+            && world.kind(to)? == BodyKind::Dynamic
+            && !world.state(to)?.at_rest;
+        let long_mixed = self.mixed_steps[t] >= MERGE_AFTER_STEPS;
+        let same_pile = self.merged_from[f] != DEFAULT_AUTHORITY && self.merged_from[f] == other;
+        Ok((eligible && (long_mixed || same_pile)).then_some(self.me))
     }
 
     /// The authority `to` takes from touching `from`, if it takes one: `from` is awake and simulated here for
@@ -503,6 +592,85 @@ mod tests {
         let s2 = world.state(BodyId(2)).unwrap();
         world.set_state(BodyId(2), &BodyState { at_rest: true, ..s2 }).unwrap();
         assert_eq!(t.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
+    }
+
+    #[test]
+    fn rule_3d_two_players_moving_piles_that_keep_touching_become_the_earlier_players() {
+        // Cube 0 is player 2's, cubes 1 and 2 player 3's; all awake, 0 touching 1 touching 2.
+        let mut world = row();
+        for c in 0..3 {
+            let s = world.state(BodyId(c)).unwrap();
+            world
+                .set_state(
+                    BodyId(c),
+                    &BodyState {
+                        at_rest: false,
+                        linear_velocity: Vec3::X * 0.02,
+                        ..s
+                    },
+                )
+                .unwrap();
+        }
+        let touching = |a: u32, b: u32| ContactReport {
+            a: BodyId(a),
+            b: Some(BodyId(b)),
+            normal: Vec3::X,
+            max_normal_impulse: 1.0,
+            approach_speed: 0.0,
+        };
+        let contacts = [touching(1, 2), touching(0, 1)];
+        let stamp = |authority, authority_seq| AuthorityStamp {
+            authority,
+            authority_seq,
+            ownership_seq: 0,
+        };
+        let table = |me: u8| {
+            let mut t = AuthorityTable::new(3, me, false);
+            t.set(0, stamp(2, 1), NOBODY);
+            t.set(1, stamp(3, 4), NOBODY);
+            t.set(2, stamp(3, 6), NOBODY);
+            t
+        };
+        let mut two = table(2);
+        let mut three = table(3);
+        for step in 1..MERGE_AFTER_STEPS {
+            assert_eq!(
+                two.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(),
+                0,
+                "step {step}"
+            );
+            assert_eq!(three.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
+        }
+        // A second's touch: player 2 takes cube 1 and, through it, the rest of player 3's moving pile.
+        assert_eq!(two.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 2);
+        assert_eq!((two.stamp(1), two.stamp(2)), (stamp(2, 5), stamp(2, 7)));
+        // Player 3 (after player 2) never takes: only one side does.
+        for _ in 0..2 * MERGE_AFTER_STEPS {
+            assert_eq!(three.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
+        }
+        // A touch broken for a step starts the count over; a held cube is never taken.
+        let mut two = table(2);
+        for _ in 0..MERGE_AFTER_STEPS - 1 {
+            two.spread_by_contact(&world, &contacts, &[false; 3]).unwrap();
+        }
+        two.spread_by_contact(&world, &[], &[false; 3]).unwrap();
+        for _ in 0..MERGE_AFTER_STEPS - 1 {
+            assert_eq!(two.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
+        }
+        two.set_holder(1, 3);
+        for _ in 0..2 * MERGE_AFTER_STEPS {
+            assert_eq!(two.spread_by_contact(&world, &contacts, &[false; 3]).unwrap(), 0);
+        }
+        assert_eq!(two.stamp(1), stamp(3, 4));
+        // Resting cubes are rule 3b's, not this rule's: a pile of player 3's at rest is taken at the first touch.
+        let s1 = world.state(BodyId(1)).unwrap();
+        world.set_state(BodyId(1), &BodyState { at_rest: true, ..s1 }).unwrap();
+        let mut two = table(2);
+        assert_eq!(
+            two.spread_by_contact(&world, &contacts, &[false, true, false]).unwrap(),
+            1
+        );
+        assert_eq!((two.stamp(1).authority, two.stamp(2).authority), (2, 3));
     }
 
     #[test]
