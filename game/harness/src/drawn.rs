@@ -380,6 +380,19 @@ impl DrawnMeter {
                     truth,
                 };
                 if who.settled {
+                    if error > 0.001 {
+                        tracing::debug!(
+                            step = self.steps,
+                            seat,
+                            cube = c,
+                            error,
+                            truth_seat = who.seat,
+                            drawn = ?drawn,
+                            simulated = ?peer.sim[c],
+                            truth = ?truth,
+                            "a settled cube drawn off"
+                        );
+                    }
                     self.error_resting.add(error);
                     Worst::keep(&mut self.worst_resting, here);
                 } else {

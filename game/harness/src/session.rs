@@ -792,7 +792,20 @@ impl SessionRun {
                 let id = BodyId(c as u32);
                 if commit_outcome(stamp, &host.table.stamp(c as u32)).is_some() && !host.world.is_removed(id)? {
                     let h = quantize_state(&host.world.state(id)?);
-                    lost += u64::from((h.position, h.rotation) != (state.position, state.rotation));
+                    let differs = (h.position, h.rotation) != (state.position, state.rotation);
+                    if differs {
+                        tracing::warn!(
+                            cube = c,
+                            guest = guest.player(),
+                            claim = ?stamp,
+                            host_stamp = ?host.table.stamp(c as u32),
+                            claim_position = ?state.position,
+                            host_position = ?h.position,
+                            host_at_rest = h.at_rest,
+                            "a lost commit"
+                        );
+                    }
+                    lost += u64::from(differs);
                 }
             }
         }

@@ -403,6 +403,18 @@ mod tests {
     }
 
     #[test]
+    fn a_cube_last_heard_awake_goes_at_once_when_it_comes_to_rest() {
+        // Awake from step 30, it starves among the touched cubes and goes awake once it has waited half a second
+        // (acked: the receiver's newest state of it is awake, and its copy comes to rest wherever its own
+        // simulation takes it). Put to rest at step 100, it goes in that step's packet, once.
+        let (went, hurries) = woken_cube_sent_at(100, None);
+        let awake_sends = went.iter().filter(|&&s| s > 30 && s < 100).count();
+        assert!(awake_sends >= 1, "{went:?}");
+        assert_eq!(went.last(), Some(&100), "{went:?}");
+        assert_eq!(hurries, 1);
+    }
+
+    #[test]
     fn an_acked_stamp_is_not_sent_again() {
         let (went, resends) = resting_cube_sent_at(None);
         assert_eq!(went, vec![10], "{went:?}");
