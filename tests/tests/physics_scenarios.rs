@@ -505,6 +505,27 @@ fn a_remote_resting_cube_wakes_when_this_peer_takes_what_holds_it_up_not_what_br
 }
 
 #[test]
+fn a_remote_cube_its_authority_rests_just_off_the_ground_holds_there() {
+    // The ground never moves away: a remote cube that stops touching it did so by its own motion here (its
+    // authority's resting state, applied a little off), and whether it moves is its authority's to say.
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let cube = cube_at(&mut world, 0.0, 0.5);
+    world.set_remote(cube, true).unwrap();
+    for _ in 0..40 {
+        world.step();
+    }
+    world.set_rest_detection(cube, false).unwrap();
+    let mut lifted = world.state(cube).unwrap();
+    assert!(lifted.at_rest);
+    lifted.position.y += 0.05;
+    world.set_state(cube, &lifted).unwrap();
+    for _ in 0..10 {
+        world.step();
+    }
+    assert_eq!(world.state(cube).unwrap(), lifted, "it rests where its authority put it");
+}
+
+#[test]
 fn a_remote_cube_resting_on_this_peers_cube_holds_when_that_cube_becomes_remote_too() {
     let mut world = World::new(WorldConfig::default()).unwrap();
     let under = cube_at(&mut world, 0.0, 0.5);
