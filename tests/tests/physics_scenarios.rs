@@ -522,7 +522,11 @@ fn a_remote_cube_its_authority_rests_just_off_the_ground_holds_there() {
     for _ in 0..10 {
         world.step();
     }
-    assert_eq!(world.state(cube).unwrap(), lifted, "it rests where its authority put it");
+    assert_eq!(
+        world.state(cube).unwrap(),
+        lifted,
+        "it rests where its authority put it"
+    );
 }
 
 #[test]

@@ -228,7 +228,10 @@ impl AuthorityTable {
                 let Some(b) = c.b else { continue };
                 for (from, to) in [(c.a, b), (b, c.a)] {
                     let by_touch = self.takes(world, from, to, rested_before)?;
-                    let merged = self.merges(world, from, to)?;
+                    let merged = match by_touch {
+                        Some(_) => None,
+                        None => self.merges(world, from, to)?,
+                    };
                     if let Some(authority) = by_touch.or(merged) {
                         let s = &mut self.stamps[to.index()];
                         if by_touch.is_none() {
@@ -269,16 +272,11 @@ impl AuthorityTable {
                 if f >= self.stamps.len() || t >= self.stamps.len() {
                     continue;
                 }
-                let other = self.stamps[t].authority;
                 let mixed = self.stamps[f].authority == self.me
-                    && other != DEFAULT_AUTHORITY
-                    && other > self.me
-                    && self.holders[t] == NOBODY
-                    && self.pinned[t] == NOBODY
+                    && self.stamps[t].authority > self.me
                     && !rested_before.get(t).copied().unwrap_or(false)
                     && !world.state(from)?.at_rest
-                    && !world.state(to)?.at_rest
-                    && world.kind(to)? == BodyKind::Dynamic;
+                    && self.mergeable(world, to)?;
                 self.touched_mixed[t] |= mixed;
             }
         }
@@ -297,16 +295,23 @@ impl AuthorityTable {
             return Ok(None);
         }
         let other = self.stamps[t].authority;
-        let eligible = self.stamps[f].authority == self.me
-            && other != DEFAULT_AUTHORITY
+        let long_mixed = self.mixed_steps[t] >= MERGE_AFTER_STEPS;
+        let same_pile = self.merged_from[f] != DEFAULT_AUTHORITY && self.merged_from[f] == other;
+        let takes = self.stamps[f].authority == self.me && (long_mixed || same_pile) && self.mergeable(world, to)?;
+        Ok(takes.then_some(self.me))
+    }
+
+    /// Whether cube `to` is one rule 3d may take: another player's (not default, not the local player's), held by
+    /// nobody, pinned to nobody, dynamic and awake.
+    fn mergeable(&self, world: &World, to: BodyId) -> Result<bool, PhysicsError> {
+        let t = to.index();
+        let other = self.stamps[t].authority;
+        Ok(other != DEFAULT_AUTHORITY
             && other != self.me
             && self.holders[t] == NOBODY
             && self.pinned[t] == NOBODY
             && world.kind(to)? == BodyKind::Dynamic
-            && !world.state(to)?.at_rest;
-        let long_mixed = self.mixed_steps[t] >= MERGE_AFTER_STEPS;
-        let same_pile = self.merged_from[f] != DEFAULT_AUTHORITY && self.merged_from[f] == other;
-        Ok((eligible && (long_mixed || same_pile)).then_some(self.me))
+            && !world.state(to)?.at_rest)
     }
 
     /// The authority `to` takes from touching `from`, if it takes one: `from` is awake and simulated here for
@@ -429,6 +434,17 @@ mod tests {
     use glam::Vec3;
     use tumble_engine::physics::{BodyDesc, BodyState, WorldConfig};
 
+    /// A report that cubes `a` and `b` touch.
+    fn touching(a: u32, b: u32) -> ContactReport {
+        ContactReport {
+            a: BodyId(a),
+            b: Some(BodyId(b)),
+            normal: Vec3::X,
+            max_normal_impulse: 1.0,
+            approach_speed: 1.0,
+        }
+    }
+
     /// Three cubes in a row on the ground, touching, at rest.
     fn row() -> World {
         let mut world = World::new(WorldConfig::default()).unwrap();
@@ -503,13 +519,6 @@ mod tests {
                 },
             )
             .unwrap();
-        let touching = |a: u32, b: u32| ContactReport {
-            a: BodyId(a),
-            b: Some(BodyId(b)),
-            normal: Vec3::X,
-            max_normal_impulse: 1.0,
-            approach_speed: 1.0,
-        };
         // Listed so that one pass cannot reach cube 2 before cube 1 is taken, and cube 1 is awake only once hit.
         let contacts = [touching(1, 2), touching(0, 1)];
         let s1 = world.state(BodyId(1)).unwrap();
@@ -611,13 +620,6 @@ mod tests {
                 )
                 .unwrap();
         }
-        let touching = |a: u32, b: u32| ContactReport {
-            a: BodyId(a),
-            b: Some(BodyId(b)),
-            normal: Vec3::X,
-            max_normal_impulse: 1.0,
-            approach_speed: 0.0,
-        };
         let contacts = [touching(1, 2), touching(0, 1)];
         let stamp = |authority, authority_seq| AuthorityStamp {
             authority,

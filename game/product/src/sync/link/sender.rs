@@ -166,11 +166,11 @@ impl Sender {
             // authority's (measured at 25 % loss, a lone cube pushed across the floor) is a settled cube drawn in
             // the wrong place. The resting pose goes at once, or the receiver's copy would be wrong until the
             // cube's turn came (seconds on a busy link); and again every `REST_NEWS_RESEND_STEPS` until acked.
-            let rests_elsewhere =
+            let receiver_unsettled =
                 newest.is_some_and(|a| !a.at_rest || (a.position, a.rotation) != (state.position, state.rotation));
             let news_went =
                 self.last_sent[i].is_some_and(|(at, sent)| sent == *state && step < at + REST_NEWS_RESEND_STEPS);
-            if state.at_rest && rests_elsewhere && !news_went {
+            if state.at_rest && receiver_unsettled && !news_went {
                 hurry(acc);
                 self.rest_news_hurries += 1;
             }
