@@ -420,6 +420,7 @@ impl DrawnMeter {
                             truth_seat = who.seat,
                             since_hand = track.since_hand,
                             truth_bend,
+                            window_max = self.sim_bends[who.seat][c].iter().copied().fold(0.0, f32::max),
                             drawn = ?track.drawn,
                             truth = ?self.sims[who.seat][c].drawn,
                             "a visible jump"
