@@ -418,7 +418,7 @@ impl Bot {
         match self.holding(view) {
             Some(hand) => {
                 let here = self.hands[hand.index()].position;
-                place::start(self, view, hand, here)
+                place::start_within(self, view, hand, here, place::RETIRE_PLACE_STEPS)
             }
             None => Task::Retire,
         }

@@ -20,6 +20,10 @@ const FOOTPRINT_M: f32 = 1.1;
 const SETTLE_STEPS: u64 = VELOCITY_WINDOW_STEPS as u64 + 4;
 /// A placing that takes longer than this (steps, 20 s) lets go where it is.
 const PLACE_TIMEOUT_STEPS: u64 = 1800;
+/// A bot told to stop lets go of what it holds within this (steps, 3 s), put down or not: a session's last
+/// seconds are for the world to rest in, and a cube caught high up and lowered slowly (seen: 3.8 m up when the
+/// session's 10 s settle began, still held and moving at the end) would keep it awake to the end.
+pub const RETIRE_PLACE_STEPS: u64 = 270;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Stage {
@@ -41,6 +45,11 @@ pub(super) struct Place {
 
 /// Puts the cube held in `hand` on `spot`.
 pub(super) fn start(bot: &mut Bot, view: &BotView, hand: HandSide, spot: Vec3) -> Task {
+    start_within(bot, view, hand, spot, PLACE_TIMEOUT_STEPS)
+}
+
+/// [`start`], letting go where the hand is if the cube is not put down within `steps`.
+pub(super) fn start_within(bot: &mut Bot, view: &BotView, hand: HandSide, spot: Vec3, steps: u64) -> Task {
     let Some(held) = view.me.hand(hand).held else {
         return bot.rest_for(0.1, 0.3);
     };
@@ -54,7 +63,7 @@ pub(super) fn start(bot: &mut Bot, view: &BotView, hand: HandSide, spot: Vec3) -
         spot,
         cruise_y,
         stage: Stage::Carry,
-        give_up_at: bot.now + PLACE_TIMEOUT_STEPS,
+        give_up_at: bot.now + steps,
     })
 }
 
