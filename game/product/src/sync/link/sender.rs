@@ -317,29 +317,28 @@ mod tests {
         world
     }
 
-    /// 300 steps of the busy world's link: the resting cube 20's stamp changes at step 10 and goes at once; the
-    /// packet of step `lost` (if any) never arrives, every other one is acked. Returns the steps whose packets
-    /// carried cube 20, and the sender's count of stamp resends.
-    fn resting_cube_sent_at(lost: Option<u64>) -> (Vec<u64>, u64) {
+    /// `steps` steps of the busy world's link: every step the twenty cubes are touched, `before` changes what that
+    /// step is about (the world, the sender, the stamps), a packet goes, and it is acked unless it is the packet of
+    /// step `lost`. Returns the steps whose packets carried cube 20, and the sender.
+    fn busy_link(
+        steps: u64,
+        lost: Option<u64>,
+        mut before: impl FnMut(u64, &mut World, &mut Sender, &mut [AuthorityStamp]),
+    ) -> (Vec<u64>, Sender) {
         let mut world = busy_world();
-        let resting = 20u32;
         let mut sender = Sender::new(21);
         let mut stamps = vec![AuthorityStamp::default(); 21];
         let mut buf = [0u8; 160];
         let mut went = Vec::new();
-        for step in 0..300u64 {
+        for step in 0..steps {
             for a in &mut sender.activity[..20] {
                 a.record_interaction();
             }
-            if step == 10 {
-                // The cube's authority changes while it rests (a return to default), and the news goes at once.
-                stamps[resting as usize].authority_seq = 1;
-                sender.hurry(resting);
-            }
+            before(step, &mut world, &mut sender, &mut stamps);
             sender
                 .write_packet_for(&world, &stamps, |_| true, step, step as u16, &mut buf)
                 .unwrap();
-            if sender.last_packet().0.contains(&resting) {
+            if sender.last_packet().0.contains(&20) {
                 went.push(step);
             }
             if Some(step) != lost {
@@ -348,6 +347,20 @@ mod tests {
             world.step();
             shake(&mut world, step);
         }
+        (went, sender)
+    }
+
+    /// 300 steps of the busy world's link: the resting cube 20's stamp changes at step 10 and goes at once; the
+    /// packet of step `lost` (if any) never arrives, every other one is acked. Returns the steps whose packets
+    /// carried cube 20, and the sender's count of stamp resends.
+    fn resting_cube_sent_at(lost: Option<u64>) -> (Vec<u64>, u64) {
+        let (went, sender) = busy_link(300, lost, |step, _, sender, stamps| {
+            if step == 10 {
+                // The cube's authority changes while it rests (a return to default), and the news goes at once.
+                stamps[20].authority_seq = 1;
+                sender.hurry(20);
+            }
+        });
         (went, sender.stamp_resends)
     }
 
@@ -364,40 +377,17 @@ mod tests {
     /// at step `rest_at` (its state unchanged but for that: same stamp); the packet of step `lost` (if any) is never
     /// acked. Returns the steps whose packets carried it and the sender's count of rest-news hurries.
     fn woken_cube_sent_at(rest_at: u64, lost: Option<u64>) -> (Vec<u64>, u64) {
-        let mut world = busy_world();
         let cube = BodyId(20);
-        let mut sender = Sender::new(21);
-        let mut buf = [0u8; 160];
-        let mut went = Vec::new();
-        for step in 0..120u64 {
-            for a in &mut sender.activity[..20] {
-                a.record_interaction();
-            }
+        let (went, sender) = busy_link(120, lost, |step, world, sender, _| {
             if step == 0 {
                 sender.hurry(20);
             }
             if step == 30 || step == rest_at {
                 let s = world.state(cube).unwrap();
-                world
-                    .set_state(
-                        cube,
-                        &BodyState {
-                            at_rest: step == rest_at,
-                            ..s
-                        },
-                    )
-                    .unwrap();
+                let at_rest = step == rest_at;
+                world.set_state(cube, &BodyState { at_rest, ..s }).unwrap();
             }
-            sender.write_packet(&world, step, step as u16, &mut buf).unwrap();
-            if sender.last_packet().0.contains(&20) {
-                went.push(step);
-            }
-            if Some(step) != lost {
-                sender.on_acked(step as u16);
-            }
-            world.step();
-            shake(&mut world, step);
-        }
+        });
         (went, sender.rest_news_hurries)
     }
 
@@ -432,21 +422,13 @@ mod tests {
     }
 
     /// 70 steps of the busy world's link: cube 20 goes at step 0 (hurried) and falls, awake, among the twenty
-    /// touched cubes that fill every packet, and is claimed (a new stamp) at step 30; every packet is acked. Returns the steps from 30 on whose packets carried it, and the sender's count of claim hurries.
+    /// touched cubes that fill every packet, and is claimed (a new stamp) at step 30; every packet is acked.
+    /// Returns the steps from 30 on whose packets carried it, and the sender's count of claim hurries.
     fn claimed_moving_cube_sent_at() -> (Vec<u64>, u64) {
-        let mut world = busy_world();
-        let cube = BodyId(20);
-        let s = world.state(cube).unwrap();
-        world.set_state(cube, &BodyState { at_rest: false, ..s }).unwrap();
-        let mut sender = Sender::new(21);
-        let mut stamps = vec![AuthorityStamp::default(); 21];
-        let mut buf = [0u8; 160];
-        let mut went = Vec::new();
-        for step in 0..70u64 {
-            for a in &mut sender.activity[..20] {
-                a.record_interaction();
-            }
+        let (went, sender) = busy_link(70, None, |step, world, sender, stamps| {
             if step == 0 {
+                let s = world.state(BodyId(20)).unwrap();
+                world.set_state(BodyId(20), &BodyState { at_rest: false, ..s }).unwrap();
                 sender.hurry(20);
             }
             if step == 30 {
@@ -456,17 +438,11 @@ mod tests {
                     ownership_seq: 0,
                 };
             }
-            sender
-                .write_packet_for(&world, &stamps, |_| true, step, step as u16, &mut buf)
-                .unwrap();
-            if step >= 30 && sender.last_packet().0.contains(&20) {
-                went.push(step);
-            }
-            sender.on_acked(step as u16);
-            world.step();
-            shake(&mut world, step);
-        }
-        (went, sender.claim_hurries)
+        });
+        (
+            went.into_iter().filter(|&step| step >= 30).collect(),
+            sender.claim_hurries,
+        )
     }
 
     #[test]
