@@ -8,7 +8,10 @@
 //!   changes the speed of its fastest point by at most [`REST_MAX_POINT_SPEED_CHANGE_M_S`]. This is what "its
 //!   support can hold it" means without knowing the support: a body whose contacts surround its centre of mass is
 //!   not accelerated, and one on an edge half a degree past balance is (its speed grows every step, so it is
-//!   never still however slowly it starts).
+//!   never still however slowly it starts). Unless the trend keeps turning back — twice or more in the last two
+//!   windows ([`MIN_REVERSALS`], [`REVERSAL_SPAN_STEPS`]) —: that body rocks where it stands (a cube lying across
+//!   the edges of two others rocked a few mm/s each way for ever, its trend past the threshold at every step),
+//!   and the pose test alone holds it.
 //!
 //! An island whose bodies are all still is put to rest (velocities zeroed — by then they are below the speed
 //! threshold — and the solver skips it). The window starts over whenever something from outside the body's own
@@ -35,6 +38,17 @@ pub const REST_MAX_POINT_SPEED_M_S: f32 = 0.05;
 /// window); the smallest tilt caught is about 0.2°, near what state quantization itself can show (a speed change
 /// below 1/2048 m/s per step rounds away).
 pub const REST_MAX_POINT_SPEED_CHANGE_M_S: f32 = 0.005;
+
+/// Steps over which a rocking body's trend must have turned back ([`MotionHistory::observe_trend`]): two windows.
+pub const REVERSAL_SPAN_STEPS: u32 = 2 * REST_WINDOW as u32;
+const REVERSAL_SPAN_MASK: u32 = if REVERSAL_SPAN_STEPS >= 32 {
+    u32::MAX
+} else {
+    (1 << REVERSAL_SPAN_STEPS) - 1
+};
+/// Turns back within the span that make a body rocking, not accelerating: two, so that a body set down that
+/// rocks back once and then tips the other way (one turn) is still seen accelerating.
+pub const MIN_REVERSALS: u32 = 2;
 
 /// What a body must stay within over the window to be still.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -72,6 +86,10 @@ pub struct MotionHistory {
     head: u8,
     /// Entries recorded since the last clear, up to the window.
     len: u8,
+    /// The trend the last reversal was judged against ([`MotionHistory::observe_trend`]): linear, angular.
+    reference_trend: [Vec3; 2],
+    /// One bit per step observed, newest lowest: whether the trend turned against the reference at that step.
+    reversals: u32,
 }
 
 impl Default for MotionHistory {
@@ -83,6 +101,8 @@ impl Default for MotionHistory {
             angular: [Vec3::ZERO; REST_WINDOW],
             head: 0,
             len: 0,
+            reference_trend: [Vec3::ZERO; 2],
+            reversals: 0,
         }
     }
 }
@@ -91,6 +111,8 @@ impl MotionHistory {
     /// Starts the window over: the body must be seen still for [`REST_WINDOW`] more steps.
     pub fn clear(&mut self) {
         self.len = 0;
+        self.reference_trend = [Vec3::ZERO; 2];
+        self.reversals = 0;
     }
 
     /// Steps recorded since the last clear, up to the window.
@@ -110,6 +132,31 @@ impl MotionHistory {
         self.linear[head] = linear;
         self.angular[head] = angular;
         self.len = (self.len + 1).min(REST_WINDOW as u8);
+    }
+
+    /// Once per step after [`MotionHistory::push`]: notes whether the velocity's trend over the full window turned
+    /// against the one last noted as a reversal (their dot product, angular parts weighted by `radius`², below
+    /// zero). A body that tips over an edge accelerates one way step after step; one that rocks on a pile it stands
+    /// on turns its trend back every half period.
+    pub fn observe_trend(&mut self, radius: f32) {
+        self.reversals <<= 1;
+        if (self.len as usize) < REST_WINDOW {
+            return;
+        }
+        let (dv, dw) = self.trend();
+        let [rv, rw] = self.reference_trend;
+        if dv.dot(rv) + dw.dot(rw) * radius * radius < 0.0 {
+            self.reversals |= 1;
+            self.reference_trend = [dv, dw];
+        } else if rv == Vec3::ZERO && rw == Vec3::ZERO {
+            self.reference_trend = [dv, dw];
+        }
+    }
+
+    /// Whether the trend turned back at least [`MIN_REVERSALS`] times in the last [`REVERSAL_SPAN_STEPS`] steps:
+    /// the body rocks about where it stands rather than accelerating away.
+    fn rocking(&self) -> bool {
+        (self.reversals & REVERSAL_SPAN_MASK).count_ones() >= MIN_REVERSALS
     }
 
     /// True when the window is full and the body neither moved, nor moved fast, nor accelerated in it (see the
@@ -140,7 +187,17 @@ impl MotionHistory {
     /// The velocity's trend over the window, fitted by least squares (the slope times the window's length): a
     /// steady acceleration shows in full, while the step-to-step jitter of a body held by a large pile (a few mm/s
     /// in a 5,050-cube pyramid) mostly averages out, which comparing single entries would not do.
+    ///
+    /// A trend past the threshold that keeps turning back (the body rocks in place, a few mm/s each way, as a cube
+    /// lying across the edges of two others can for ever) is not acceleration: the pose test still holds such a
+    /// body to the linear and angular thresholds over the window.
     fn not_accelerating(&self, radius: f32, t: &RestThresholds) -> bool {
+        let (dv, dw) = self.trend();
+        point_speed(dv, dw, radius) <= t.max_point_speed_change_m_s || self.rocking()
+    }
+
+    /// The least-squares trend of the linear and angular velocity over the window.
+    fn trend(&self) -> (Vec3, Vec3) {
         let (mut dv, mut dw) = (Vec3::ZERO, Vec3::ZERO);
         for age in 0..REST_WINDOW {
             let k = (self.head as usize + REST_WINDOW - age) % REST_WINDOW;
@@ -148,7 +205,7 @@ impl MotionHistory {
             dv += self.linear[k] * weight;
             dw += self.angular[k] * weight;
         }
-        point_speed(dv, dw, radius) <= t.max_point_speed_change_m_s
+        (dv, dw)
     }
 }
 
@@ -283,5 +340,61 @@ mod tests {
             );
         }
         assert!(h.is_still(RADIUS_M, &thresholds()));
+    }
+
+    /// Velocities as a cube lying across the edges of two others had them for the last 20 s of a session (5 %
+    /// loss, seed 6, player 4's world): a few mm/s each way, linear and angular, with a period of about 19 steps,
+    /// in a pose that stayed within 0.1 mm. Its trend over a window passed 5 mm/s at every step, so it never came
+    /// to rest, its authority never returned it, and the session did not end identical.
+    fn rocking(h: &mut MotionHistory, steps: std::ops::Range<usize>) {
+        for i in steps {
+            let phase = i as f32 * std::f32::consts::TAU / 19.0;
+            let v = Vec3::new(0.003 * phase.sin(), -0.002, 0.005 * phase.cos());
+            let w = Vec3::new(0.005 * phase.cos(), 0.0, 0.004 * phase.sin());
+            h.push(Vec3::new(0.0, 0.0, 0.00005 * phase.sin()), Quat::IDENTITY, v, w);
+            h.observe_trend(RADIUS_M);
+        }
+    }
+
+    #[test]
+    fn a_body_rocking_in_place_is_still_and_one_that_turns_back_once_and_tips_is_not() {
+        let mut h = MotionHistory::default();
+        rocking(&mut h, 0..200);
+        let stills = (200..219)
+            .filter(|&i| {
+                rocking(&mut h, i..i + 1);
+                h.is_still(RADIUS_M, &thresholds())
+            })
+            .count();
+        // Not at every step (the pose test looks at every step's window too), but within a period.
+        assert!(stills > 0, "rocking is never still");
+        // Without the reversals noted (the rule before), the trend alone never lets it rest.
+        let mut plain = MotionHistory::default();
+        let mut trend_says_still = 0;
+        for i in 0..60 {
+            let phase = i as f32 * std::f32::consts::TAU / 19.0;
+            plain.push(
+                Vec3::ZERO,
+                Quat::IDENTITY,
+                Vec3::new(0.003 * phase.sin(), -0.002, 0.005 * phase.cos()),
+                Vec3::new(0.005 * phase.cos(), 0.0, 0.004 * phase.sin()),
+            );
+            trend_says_still += usize::from(plain.is_still(RADIUS_M, &thresholds()));
+        }
+        assert_eq!(trend_says_still, 0, "the trend alone passes this rocking");
+        // Set down, it swings back once (one reversal of its trend), then tips the other way: never rocking, so
+        // its trend is judged as before and keeps it awake once it passes the threshold.
+        let alpha = 0.18 / 90.0;
+        let mut h = MotionHistory::default();
+        for i in 0..REST_WINDOW {
+            h.push(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, Vec3::Z * (-alpha * i as f32));
+            h.observe_trend(RADIUS_M);
+        }
+        for i in 0..60 {
+            h.push(Vec3::ZERO, Quat::IDENTITY, Vec3::ZERO, Vec3::Z * alpha * i as f32);
+            h.observe_trend(RADIUS_M);
+            assert!(!h.rocking(), "tipping, step {i}: {:b}", h.reversals);
+        }
+        assert!(!h.is_still(RADIUS_M, &thresholds()), "tipping");
     }
 }

@@ -21,6 +21,7 @@ impl World {
             if self.simulated[i] {
                 let (p, q) = (self.position[i], self.rotation[i]);
                 self.history[i].push(p, q, self.linear_velocity[i], self.angular_velocity[i]);
+                self.history[i].observe_trend(self.half[i].length());
             }
         }
         let thresholds = RestThresholds::new(self.config.rest_linear_threshold, self.config.rest_angular_threshold);
