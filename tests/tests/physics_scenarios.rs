@@ -769,3 +769,59 @@ fn an_island_only_remote_cubes_move_leaves_resting_remote_cubes_to_their_authori
         "this peer's own cube pushes the pair: {before:?} → {after:?}"
     );
 }
+
+/// A cube standing on a corner and leaning on a second cube by the opposite corner, turning about its diagonal
+/// (both contacts on the axis, so neither slides), as a four-bot session left one (5 % loss, seed 2, player 1's
+/// world at step 53,190; the cube it leans on held still here). Each contact is a single point, whose twist
+/// friction had no radius to act at: it turned at 0.08 rad/s to the end of the session, never rested, and the
+/// run did not end identical. With twist friction at a least radius (`MIN_TWIST_RADIUS_M`) it stops.
+#[test]
+fn a_cube_turning_on_its_corner_stops_turning() {
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let prop = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(1.3478916, 1.4277574, 3.6169481),
+            rotation: Quat::from_array([0.46571243, -0.5599383, -0.22664237, 0.64669496]).normalize(),
+            kind: BodyKind::Kinematic,
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let cube = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(1.5878946, 0.7365775, 2.6157084),
+            rotation: Quat::from_array([0.007912196, -0.09864771, -0.4336418, 0.89563435]).normalize(),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let s = world.state(cube).unwrap();
+    let spin = Vec3::new(-0.0006257655, 0.07240268, 0.044714388);
+    world
+        .set_state(
+            cube,
+            &BodyState {
+                angular_velocity: spin,
+                ..s
+            },
+        )
+        .unwrap();
+    let start = s.position;
+    for _ in 0..90 {
+        world.step();
+    }
+    let end = world.state(cube).unwrap();
+    assert!(
+        world.touching_bodies(cube).any(|b| b == prop),
+        "still leaning on the prop"
+    );
+    assert!(
+        end.angular_velocity.length() < 0.1 * spin.length(),
+        "turning at {} rad/s after a second (from {})",
+        end.angular_velocity.length(),
+        spin.length()
+    );
+    assert!(
+        end.position.distance(start) < 0.01,
+        "moved {} m",
+        end.position.distance(start)
+    );
+}

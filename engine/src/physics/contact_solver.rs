@@ -31,6 +31,12 @@ pub const PUSH_OUT_FACTOR: f32 = 0.2;
 /// A fresh contact whose points approach no faster than this (m/s) was set down, not hit: the load it brings is
 /// handed to the contacts under it at once ([`seed_fresh_contacts`]).
 pub const SET_DOWN_SPEED_M_S: f32 = 0.05;
+/// The least radius twist friction acts at (m): a contact patch is never a point. Where a manifold's points sit on
+/// one spot (a corner on the floor) their spread is zero and nothing resisted a spin about the normal: a cube
+/// standing on a corner and leaning on another by its opposite corner turned about its diagonal at 0.08 rad/s,
+/// its centre still, to the end of a session, so it never rested (5 % loss, seed 2, with the rocking rest rule).
+/// At 1 cm such a spin stops within a third of a second; a manifold of several points spreads wider than this.
+pub const MIN_TWIST_RADIUS_M: f32 = 0.01;
 
 /// Per-body data the solver reads and writes. The last slot is a body that never moves (the ground); bodies that
 /// are resting or kinematic have zero inverse mass, so impulses never change their velocity.
@@ -117,7 +123,8 @@ pub struct ContactConstraint {
     /// Friction acts at the centre of the points: two tangent rows and a twist about the normal.
     tangent_rows: [Row; 2],
     twist: Row,
-    /// Mean distance of the points from their centre: twist friction is limited to μ·N·radius.
+    /// Mean distance of the points from their centre, at least [`MIN_TWIST_RADIUS_M`]: twist friction is limited to
+    /// μ·N·radius.
     twist_radius: f32,
     tangent_impulse: [f32; 2],
     twist_impulse: f32,
@@ -394,6 +401,7 @@ fn build_rows(
         .map(|p| (Vec3A::from(p.anchor_a) - centre_a).length())
         .sum::<f32>()
         * scale;
+    let twist_radius = twist_radius.max(MIN_TWIST_RADIUS_M);
     let t0 = make_row(row_bodies, tangents[0], Vec3A::ZERO, (centre_a, centre_b), lower);
     let t1 = make_row(row_bodies, tangents[1], Vec3A::ZERO, (centre_a, centre_b), lower);
     out.normal = n;
