@@ -86,6 +86,9 @@ pub struct MotionHistory {
     head: u8,
     /// Entries recorded since the last clear, up to the window.
     len: u8,
+    /// The velocity's trend over the full window as of the last push (zero before the window fills): linear,
+    /// angular. Computed once a step, read by the rest test and the reversal bookkeeping.
+    trend: [Vec3; 2],
     /// The trend the last reversal was judged against ([`MotionHistory::observe_trend`]): linear, angular.
     reference_trend: [Vec3; 2],
     /// One bit per step observed, newest lowest: whether the trend turned against the reference at that step.
@@ -101,6 +104,7 @@ impl Default for MotionHistory {
             angular: [Vec3::ZERO; REST_WINDOW],
             head: 0,
             len: 0,
+            trend: [Vec3::ZERO; 2],
             reference_trend: [Vec3::ZERO; 2],
             reversals: 0,
         }
@@ -111,6 +115,7 @@ impl MotionHistory {
     /// Starts the window over: the body must be seen still for [`REST_WINDOW`] more steps.
     pub fn clear(&mut self) {
         self.len = 0;
+        self.trend = [Vec3::ZERO; 2];
         self.reference_trend = [Vec3::ZERO; 2];
         self.reversals = 0;
     }
@@ -132,6 +137,11 @@ impl MotionHistory {
         self.linear[head] = linear;
         self.angular[head] = angular;
         self.len = (self.len + 1).min(REST_WINDOW as u8);
+        self.trend = if (self.len as usize) == REST_WINDOW {
+            self.window_trend()
+        } else {
+            [Vec3::ZERO; 2]
+        };
     }
 
     /// Once per step after [`MotionHistory::push`]: notes whether the velocity's trend over the full window turned
@@ -143,7 +153,7 @@ impl MotionHistory {
         if (self.len as usize) < REST_WINDOW {
             return;
         }
-        let (dv, dw) = self.trend();
+        let [dv, dw] = self.trend;
         let [rv, rw] = self.reference_trend;
         if dv.dot(rv) + dw.dot(rw) * radius * radius < 0.0 {
             self.reversals |= 1;
@@ -192,12 +202,12 @@ impl MotionHistory {
     /// lying across the edges of two others can for ever) is not acceleration: the pose test still holds such a
     /// body to the linear and angular thresholds over the window.
     fn not_accelerating(&self, radius: f32, t: &RestThresholds) -> bool {
-        let (dv, dw) = self.trend();
+        let [dv, dw] = self.trend;
         point_speed(dv, dw, radius) <= t.max_point_speed_change_m_s || self.rocking()
     }
 
     /// The least-squares trend of the linear and angular velocity over the window.
-    fn trend(&self) -> (Vec3, Vec3) {
+    fn window_trend(&self) -> [Vec3; 2] {
         let (mut dv, mut dw) = (Vec3::ZERO, Vec3::ZERO);
         for age in 0..REST_WINDOW {
             let k = (self.head as usize + REST_WINDOW - age) % REST_WINDOW;
@@ -205,7 +215,7 @@ impl MotionHistory {
             dv += self.linear[k] * weight;
             dw += self.angular[k] * weight;
         }
-        (dv, dw)
+        [dv, dw]
     }
 }
 
@@ -346,23 +356,31 @@ mod tests {
     /// loss, seed 6, player 4's world): a few mm/s each way, linear and angular, with a period of about 19 steps,
     /// in a pose that stayed within 0.1 mm. Its trend over a window passed 5 mm/s at every step, so it never came
     /// to rest, its authority never returned it, and the session did not end identical.
-    fn rocking(h: &mut MotionHistory, steps: std::ops::Range<usize>) {
+    fn rocking_at(step: usize) -> (Vec3, Vec3, Vec3) {
+        let phase = step as f32 * std::f32::consts::TAU / 19.0;
+        let v = Vec3::new(0.003 * phase.sin(), -0.002, 0.005 * phase.cos());
+        let w = Vec3::new(0.005 * phase.cos(), 0.0, 0.004 * phase.sin());
+        (Vec3::new(0.0, 0.0, 0.00005 * phase.sin()), v, w)
+    }
+
+    /// Those steps pushed, the reversals noted after each (as the world does) or not (the rule before).
+    fn rocking(h: &mut MotionHistory, steps: std::ops::Range<usize>, note_reversals: bool) {
         for i in steps {
-            let phase = i as f32 * std::f32::consts::TAU / 19.0;
-            let v = Vec3::new(0.003 * phase.sin(), -0.002, 0.005 * phase.cos());
-            let w = Vec3::new(0.005 * phase.cos(), 0.0, 0.004 * phase.sin());
-            h.push(Vec3::new(0.0, 0.0, 0.00005 * phase.sin()), Quat::IDENTITY, v, w);
-            h.observe_trend(RADIUS_M);
+            let (p, v, w) = rocking_at(i);
+            h.push(p, Quat::IDENTITY, v, w);
+            if note_reversals {
+                h.observe_trend(RADIUS_M);
+            }
         }
     }
 
     #[test]
     fn a_body_rocking_in_place_is_still_and_one_that_turns_back_once_and_tips_is_not() {
         let mut h = MotionHistory::default();
-        rocking(&mut h, 0..200);
+        rocking(&mut h, 0..200, true);
         let stills = (200..219)
             .filter(|&i| {
-                rocking(&mut h, i..i + 1);
+                rocking(&mut h, i..i + 1, true);
                 h.is_still(RADIUS_M, &thresholds())
             })
             .count();
@@ -370,17 +388,12 @@ mod tests {
         assert!(stills > 0, "rocking is never still");
         // Without the reversals noted (the rule before), the trend alone never lets it rest.
         let mut plain = MotionHistory::default();
-        let mut trend_says_still = 0;
-        for i in 0..60 {
-            let phase = i as f32 * std::f32::consts::TAU / 19.0;
-            plain.push(
-                Vec3::ZERO,
-                Quat::IDENTITY,
-                Vec3::new(0.003 * phase.sin(), -0.002, 0.005 * phase.cos()),
-                Vec3::new(0.005 * phase.cos(), 0.0, 0.004 * phase.sin()),
-            );
-            trend_says_still += usize::from(plain.is_still(RADIUS_M, &thresholds()));
-        }
+        let trend_says_still = (0..60)
+            .filter(|&i| {
+                rocking(&mut plain, i..i + 1, false);
+                plain.is_still(RADIUS_M, &thresholds())
+            })
+            .count();
         assert_eq!(trend_says_still, 0, "the trend alone passes this rocking");
         // Set down, it swings back once (one reversal of its trend), then tips the other way: never rocking, so
         // its trend is judged as before and keeps it awake once it passes the threshold.
