@@ -1550,7 +1550,9 @@ mod tests {
 
     /// At 25 % loss a relayed avatar loses 44 % of its samples over its two links: its trails repeat the previous
     /// sample's position (the link's loss is over `REPEAT_PREVIOUS_LOSS_PCT`), and without that repeat (the
-    /// control) the hands are drawn further off.
+    /// control) the hands are drawn further off: 3.2 cm against 4.0 cm at p99 in this run (+26 %). Since the
+    /// playout eases out of its guesses (stop 51), the control's dry buffers cost less than they did, so the line
+    /// is a fifth more, not 30 %.
     #[test]
     fn on_a_lossy_link_trails_repeat_the_previous_sample() {
         let (with, without) = (
@@ -1564,7 +1566,7 @@ mod tests {
             f(&with, "kbps_avatars_per_connection_mean_max"),
             f(&without, "kbps_avatars_per_connection_mean_max")
         );
-        assert!(e_without > e_with * 1.3, "with {e_with}, without {e_without}");
+        assert!(e_without > e_with * 1.2, "with {e_with}, without {e_without}");
         assert!(
             f(&with, "kbps_avatars_per_connection_mean_max") > f(&without, "kbps_avatars_per_connection_mean_max"),
             "the repeat costs bits"

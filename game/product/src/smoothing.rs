@@ -34,7 +34,6 @@ pub const MAX_SMOOTHED_ERROR_M: f32 = 8.0;
 /// The most the easing accelerates what is drawn (m/s², rad/s²): a 10 cm snap's spring never reaches it; a metre's
 /// would start at 225 m/s². 60 m/s² changes a drawn step by at most 7.4 mm from one step to the next.
 pub const MAX_SMOOTHING_ACCEL_M_S2: f32 = 60.0;
-const MAX_SMOOTHING_ACCEL_RAD_S2: f32 = 120.0;
 /// The most speed and spin (m/s, rad/s) an offset carries on from a snap. More is cut to this, in the same
 /// direction: the drawn motion then kinks, as at a bounce, but the drawn pose still does not jump. (Dropping the
 /// offset instead, as was done past this speed, drew a cube this peer had flying on, that bounced off a tower for
@@ -57,8 +56,12 @@ pub struct DrawSmoothing {
     /// Rotation offsets as rotation vectors (axis × angle, rad), so the same spring eases them.
     rotation: Vec<Vec3>,
     rotation_speed: Vec<Vec3>,
-    /// e^(−ω·dt), once.
+    /// The spring's rate ω (rad/s) and e^(−ω·dt), once.
+    omega: f32,
     decay: f32,
+    /// The easing's acceleration limits (m/s², rad/s²).
+    max_accel_m_s2: f32,
+    max_accel_rad_s2: f32,
 }
 
 /// One step of a critically damped spring towards zero, exactly (the closed form, so any ω·dt is stable), with
@@ -93,13 +96,22 @@ fn rotation_vector(from: Quat, to: Quat) -> Vec3 {
 
 impl DrawSmoothing {
     pub fn new(cube_count: usize) -> Self {
+        Self::with_spring(cube_count, SMOOTHING_RATE_RAD_S, MAX_SMOOTHING_ACCEL_M_S2)
+    }
+
+    /// With another spring rate (rad/s) and acceleration limit (m/s²; rotations get twice as many rad/s²), for
+    /// what eases faster than a cube may (a remote hand's guess, which every step off counts as error).
+    pub fn with_spring(cube_count: usize, omega: f32, max_accel_m_s2: f32) -> Self {
         Self {
             enabled: true,
             position: vec![Vec3::ZERO; cube_count],
             position_speed: vec![Vec3::ZERO; cube_count],
             rotation: vec![Vec3::ZERO; cube_count],
             rotation_speed: vec![Vec3::ZERO; cube_count],
-            decay: (-SMOOTHING_RATE_RAD_S * SMOOTHING_STEP_S).exp(),
+            omega,
+            decay: (-omega * SMOOTHING_STEP_S).exp(),
+            max_accel_m_s2,
+            max_accel_rad_s2: 2.0 * max_accel_m_s2,
         }
     }
 
@@ -191,15 +203,15 @@ impl DrawSmoothing {
 
     /// Eases every offset by one fixed step.
     pub fn step(&mut self) {
-        let (omega, dt, decay) = (SMOOTHING_RATE_RAD_S, SMOOTHING_STEP_S, self.decay);
+        let (omega, dt, decay) = (self.omega, SMOOTHING_STEP_S, self.decay);
         for (x, v) in self.position.iter_mut().zip(&mut self.position_speed) {
             if *x != Vec3::ZERO || *v != Vec3::ZERO {
-                spring_step(x, v, omega, dt, decay, MAX_SMOOTHING_ACCEL_M_S2);
+                spring_step(x, v, omega, dt, decay, self.max_accel_m_s2);
             }
         }
         for (x, v) in self.rotation.iter_mut().zip(&mut self.rotation_speed) {
             if *x != Vec3::ZERO || *v != Vec3::ZERO {
-                spring_step(x, v, omega, dt, decay, MAX_SMOOTHING_ACCEL_RAD_S2);
+                spring_step(x, v, omega, dt, decay, self.max_accel_rad_s2);
             }
         }
     }
