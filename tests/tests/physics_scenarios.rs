@@ -786,25 +786,16 @@ fn a_cube_turning_on_its_corner_stops_turning() {
             ..BodyDesc::default()
         })
         .unwrap();
+    let spin = Vec3::new(-0.0006257655, 0.07240268, 0.044714388);
+    let start = Vec3::new(1.5878946, 0.7365775, 2.6157084);
     let cube = world
         .add_body(&BodyDesc {
-            position: Vec3::new(1.5878946, 0.7365775, 2.6157084),
+            position: start,
             rotation: Quat::from_array([0.007912196, -0.09864771, -0.4336418, 0.89563435]).normalize(),
+            angular_velocity: spin,
             ..BodyDesc::default()
         })
         .unwrap();
-    let s = world.state(cube).unwrap();
-    let spin = Vec3::new(-0.0006257655, 0.07240268, 0.044714388);
-    world
-        .set_state(
-            cube,
-            &BodyState {
-                angular_velocity: spin,
-                ..s
-            },
-        )
-        .unwrap();
-    let start = s.position;
     for _ in 0..90 {
         world.step();
     }

@@ -20,7 +20,9 @@
 //! that adds nothing; at 25 % three intervals.
 //!
 //! When the buffer runs dry the avatar is extrapolated from the last two samples for at most
-//! [`MAX_EXTRAPOLATION_STEPS`] or [`MAX_EXTRAPOLATION_INTERVALS`] sample intervals, whichever is longer, then held. Fixed rings: nothing is allocated after [`AvatarPlayout::new`].
+//! [`MAX_EXTRAPOLATION_STEPS`] or [`MAX_EXTRAPOLATION_INTERVALS`] sample intervals, whichever is longer, then held;
+//! when the samples it guessed at come, the head and hands ease from the guess onto them (a `DrawSmoothing` of
+//! their own) instead of jumping. Fixed rings: nothing is allocated after [`AvatarPlayout::new`].
 
 use glam::Quat;
 
@@ -224,13 +226,9 @@ impl AvatarPlayout {
         for i in 0..ease.cube_count() {
             ease.clear(i);
         }
-        *self = Self {
-            ease,
-            ..Self::new_with(DrawSmoothing::new(0))
-        };
+        *self = Self::new_with(ease);
         self.stats = stats;
-        self.interval_steps = interval;
-        self.extrapolation_cap_steps = extrapolation_cap_steps(interval);
+        self.set_interval_steps(interval as u32);
     }
 
     /// Takes a sample made at the sender's step `sample_step` that arrived at `arrival_s` (the receiver's clock,
