@@ -320,6 +320,14 @@ pub struct World {
     sorted_from: Vec<u32>,
     sorted_to: Vec<u32>,
     sorted_at_changes: u64,
+    /// The bodies whose contacts a step brings up to date (`World::update_contacts`); the last listing of their
+    /// contacts, the bodies it was listed from and `ContactSet::changes` then (while neither changed, it is listed
+    /// again as it was); whether this step's listed contacts have their `Contact::updated` flags set.
+    active_ids: Vec<u32>,
+    listed: Vec<u32>,
+    listed_from: Vec<u32>,
+    listed_at_changes: u64,
+    updated_flags_set: bool,
     /// Bodies whose enlarged box changed this step, and the bodies the broadphase found near one.
     leavers: Vec<u32>,
     candidates: Vec<u32>,
@@ -344,8 +352,11 @@ pub struct World {
     /// The constraints in groups solved side by side (`solver_lanes`): all of them, and those of the shock pass.
     schedule: Schedule,
     shock_schedule: Schedule,
-    /// How many constraints the schedules were built for (`usize::MAX`: none yet); see `World::solve`.
-    scheduled_constraints: usize,
+    /// The constraints' solver slots (a, b), in constraint order, that `schedule` was built for, and which
+    /// constraint of that order lies at each index of `constraints` (group order, see
+    /// `Schedule::place_in_group_order` and `World::solve`).
+    placed_slots: Vec<(u32, u32)>,
+    placed: Vec<u32>,
     /// (stack level, index in `updated_ids`) of the contacts solved this step, sorted; `order_unsorted` the same
     /// in `updated_ids` order, and `level_counts` the counting sort's buckets (see `sort_by_level`).
     order: Vec<(u32, u32)>,
@@ -419,6 +430,11 @@ impl World {
             sorted_from: Vec::new(),
             sorted_to: Vec::new(),
             sorted_at_changes: u64::MAX,
+            active_ids: Vec::new(),
+            listed: Vec::new(),
+            listed_from: Vec::new(),
+            listed_at_changes: u64::MAX,
+            updated_flags_set: false,
             leavers: Vec::new(),
             candidates: Vec::new(),
             lost: Vec::new(),
@@ -433,7 +449,8 @@ impl World {
             anchors: Vec::new(),
             schedule: Schedule::default(),
             shock_schedule: Schedule::default(),
-            scheduled_constraints: usize::MAX,
+            placed_slots: Vec::new(),
+            placed: Vec::new(),
             order: Vec::new(),
             order_unsorted: Vec::new(),
             level_counts: Vec::new(),
@@ -534,18 +551,23 @@ impl World {
             &mut self.lost,
             &mut self.recount,
             &mut self.slot_body,
+            &mut self.active_ids,
+            &mut self.listed_from,
         ] {
             v.reserve(n.saturating_sub(v.len()));
         }
         self.updated_ids
             .reserve(contacts.saturating_sub(self.updated_ids.len()));
-        for v in [&mut self.sorted_from, &mut self.sorted_to] {
+        for v in [&mut self.sorted_from, &mut self.sorted_to, &mut self.listed] {
             v.reserve(contacts.saturating_sub(v.len()));
         }
         self.sort_keys.reserve(contacts.saturating_sub(self.sort_keys.len()));
         self.constraints
             .reserve(contacts.saturating_sub(self.constraints.len()));
         self.anchors.reserve(contacts.saturating_sub(self.anchors.len()));
+        self.placed_slots
+            .reserve(contacts.saturating_sub(self.placed_slots.len()));
+        self.placed.reserve(contacts.saturating_sub(self.placed.len()));
         for v in [&mut self.order, &mut self.order_unsorted] {
             v.reserve(contacts.saturating_sub(v.len()));
         }

@@ -64,15 +64,27 @@ impl World {
         // Solver slots in constraint order (so the same contacts get the same slots, whatever the threads), then
         // each constraint built on its own.
         self.order_slots.clear();
+        // Whether any constraint is new this step (seeding has nothing to do otherwise, below).
+        let mut any_fresh = false;
         for o in 0..self.order.len() {
             let k = self.updated_ids[self.order[o].1 as usize];
-            let (a, b) = (
-                self.contacts.contacts[k as usize].a,
-                self.contacts.contacts[k as usize].b,
-            );
+            let c = &self.contacts.contacts[k as usize];
+            let (a, b) = (c.a, c.b);
+            any_fresh |= c.fresh;
             let slot_a = self.solver_slot(a);
             let slot_b = if b == GROUND { 0 } else { self.solver_slot(b) };
             self.order_slots.push((slot_a, slot_b));
+        }
+        let slots = self.slot_body.len() + 1;
+        // The velocity passes' schedule depends on the constraints' slots alone: built again only when those
+        // changed, and with it where each constraint lies (group order, so the passes stream through memory).
+        let placed = self.order_slots == self.placed_slots;
+        if !placed {
+            let order_slots = &self.order_slots;
+            self.schedule
+                .build_from(order_slots.len(), slots, |o| Some(order_slots[o]));
+            self.schedule.place_in_group_order(&mut self.placed);
+            self.placed_slots.clone_from(&self.order_slots);
         }
         let changed = {
             // The world is read by every worker, so the loop's own state is taken out of it for the loop.
@@ -86,8 +98,10 @@ impl World {
                 share: world.share,
             };
             let changed = run.chunks(world.order.len(), PREPARE_PER_CHUNK, &|range, changed| {
-                for o in range {
-                    if !world.prepare_constraint(o, up, (constraints.get(o), anchors.get(o)), &world.solver_bodies) {
+                // Place by place, so the constraints are written as they lie in memory.
+                for at in range {
+                    let o = world.placed[at] as usize;
+                    if !world.prepare_constraint(o, up, (constraints.get(at), anchors.get(at)), &world.solver_bodies) {
                         *changed = 1.0;
                     }
                 }
@@ -96,8 +110,8 @@ impl World {
             changed
         };
         // Whether every constraint is where it was in the last executed step, between the same slots with the same
-        // lower body: then the schedules built then still hold (they depend on nothing else).
-        let schedules_hold = self.constraints.len() == self.scheduled_constraints && changed == 0.0;
+        // lower body: then the shock pass's schedule built then still holds (it depends on nothing else).
+        let shock_schedule_holds = placed && changed == 0.0;
         let params = SolverParams {
             dt: self.config.dt,
             max_depenetration_velocity: self.config.max_depenetration_velocity,
@@ -105,7 +119,6 @@ impl World {
             position_iterations: self.config.position_iterations,
         };
         // One weight per slot: the ground's and every body's that does not move is nothing.
-        let slots = self.slot_body.len() + 1;
         let weight_impulse = self.config.gravity.length() * self.config.dt;
         self.weight.clear();
         self.weight.push(0.0);
@@ -121,29 +134,34 @@ impl World {
         // The weight of a body released this step is new to its supports.
         self.new_load.clear();
         self.new_load.push(0.0);
+        let mut any_new_load = false;
         for k in 0..self.slot_body.len() {
             let i = self.slot_body[k] as usize;
             let new = self.weight_is_new[i] && self.simulated[i];
+            any_new_load |= new;
             self.new_load.push(if new { self.weight[k + 1] } else { 0.0 });
             self.weight_is_new[i] = false;
         }
         self.supports.resize(slots, 0);
-        solver::seed_fresh_contacts(
-            (&mut self.constraints, &self.anchors),
-            self.config.gravity.normalize_or_zero().into(),
-            &self.weight,
-            solver::SeedScratch {
-                load: &mut self.load,
-                new_load: &mut self.new_load,
-                supports: &mut self.supports,
-            },
-        );
+        // Seeding writes only fresh constraints and those under a new load, and a load is new only where a body's
+        // weight is or a fresh contact brings it: with neither, it would change nothing (a pile that holds, sleeping
+        // off, has neither; the walk down it was a serial stretch of every step).
+        if any_fresh || any_new_load {
+            solver::seed_fresh_contacts(
+                (&mut self.constraints, &self.anchors),
+                self.config.gravity.normalize_or_zero().into(),
+                &self.weight,
+                solver::SeedScratch {
+                    load: &mut self.load,
+                    new_load: &mut self.new_load,
+                    supports: &mut self.supports,
+                },
+            );
+        }
         let sb = &mut self.solver_bodies;
-        if !schedules_hold {
-            self.schedule.build(&self.constraints, slots, |_| true);
+        if !shock_schedule_holds {
             self.shock_schedule
                 .build(&self.constraints, slots, solver::ContactConstraint::has_lower);
-            self.scheduled_constraints = self.constraints.len();
         }
         if self.share {
             self.schedule.deal(self.workers.threads());
