@@ -236,13 +236,13 @@ fn face_contact(
         let d = p - r.center;
         Vec3::new(d.dot(ra[0]), d.dot(ra[1]), d.dot(ra[2]))
     };
-    let mut poly = [ClipVertex::default(); 8];
-    let mut scratch = [ClipVertex::default(); 8];
+    // Two buffers the passes clip from one into the other, in turn (no copy back after each pass).
+    let mut buffers = [[ClipVertex::default(); 8]; 2];
     for (k, (s1, s2)) in [(1.0, 1.0), (-1.0, 1.0), (-1.0, -1.0), (1.0, -1.0)]
         .into_iter()
         .enumerate()
     {
-        poly[k] = ClipVertex {
+        buffers[0][k] = ClipVertex {
             local: to_local(face_center + e1 * s1 + e2 * s2),
             id: k as u32,
             out_edge: k as u32,
@@ -253,8 +253,9 @@ fn face_contact(
     let (hu, hw) = (hr[u] + CLIP_TOLERANCE_M, hr[w] + CLIP_TOLERANCE_M);
     let planes = [(u, 1.0, hu), (u, -1.0, hu), (w, 1.0, hw), (w, -1.0, hw)];
     for (side, &(ax, s, h)) in planes.iter().enumerate() {
-        n = clip(&poly[..n], ax, s, h, side as u32, &mut scratch);
-        poly[..n].copy_from_slice(&scratch[..n]);
+        let [from, to] = &mut buffers;
+        let (from, to) = if side % 2 == 0 { (from, to) } else { (to, from) };
+        n = clip(&from[..n], ax, s, h, side as u32, to);
         if n == 0 {
             return BoxContact {
                 normal,
@@ -263,6 +264,8 @@ fn face_contact(
         }
     }
 
+    // Four passes, an even number: the last one wrote the first buffer.
+    let poly = &buffers[0];
     let mut candidates = [CandidatePoint::default(); 12];
     let mut count = 0;
     // A tumbling box can land on a corner that is not on the incident face yet: every other corner of the
