@@ -1696,6 +1696,88 @@ mod tests {
         }
     }
 
+    /// Constraints laid out in the groups' order (`Schedule::place_in_group_order`, as `World::solve` lays them)
+    /// give the bits of the list's order, on one thread or two: every group names consecutive places, and the
+    /// shock pass's schedule built over the new layout keeps the order of every two constraints on one body. The
+    /// control: the list reversed, which does not keep that order, gives other bits.
+    #[test]
+    fn constraints_placed_in_group_order_give_the_bits_of_the_list() {
+        let params = SolverParams {
+            dt: 1.0 / 90.0,
+            max_depenetration_velocity: 1.0,
+            restitution_threshold: 1.0,
+            position_iterations: 2,
+        };
+        // Velocity passes then the shock pass over `constraints` laid out as `placed` says (place p holds list
+        // constraint placed[p]); the bits in list order.
+        let run_with = |bodies: &SolverBodies, constraints: &[ContactConstraint], placed: &[u32], threads: usize| {
+            let workers = super::super::workers::Workers::new(threads);
+            let mut progress = super::super::parallel::Progress::default();
+            let mut run = Runner {
+                workers: &workers,
+                progress: &mut progress,
+                share: true,
+            };
+            let mut bodies = bodies.clone();
+            let mut laid: Vec<ContactConstraint> = placed.iter().map(|&k| constraints[k as usize].clone()).collect();
+            let (mut all, mut shock) = (Schedule::default(), Schedule::default());
+            all.build(&laid, bodies.v.len(), |_| true);
+            shock.build(&laid, bodies.v.len(), ContactConstraint::has_lower);
+            all.deal(threads);
+            shock.deal(threads);
+            for pass in 0..3 {
+                solve(&mut laid, &all, &mut bodies, &params, pass, &mut run);
+            }
+            let mut loads = ColumnLoads::default();
+            shock_pass(&laid, &shock, &mut bodies, &params, &mut loads, &mut run);
+            let mut in_list = constraints.to_vec();
+            for (p, &k) in placed.iter().enumerate() {
+                in_list[k as usize] = laid[p].clone();
+            }
+            bits(&bodies, &in_list)
+        };
+        for seed in 1..20 {
+            let (bodies, constraints) = random_problem(seed);
+            let n = constraints.len();
+            let list: Vec<u32> = (0..n as u32).collect();
+            let mut schedule = Schedule::default();
+            schedule.build(&constraints, bodies.v.len(), |_| true);
+            let mut placed = Vec::new();
+            schedule.place_in_group_order(&mut placed);
+            let mut seen = vec![false; n];
+            placed.iter().for_each(|&k| seen[k as usize] = true);
+            assert!(
+                seen.iter().all(|&s| s) && placed.len() == n,
+                "seed {seed}: not a permutation"
+            );
+            assert_ne!(
+                placed, list,
+                "seed {seed}: the groups' order is the list's (nothing tested)"
+            );
+            let mut next = 0;
+            for group in &schedule.groups {
+                for &k in group.iter().take_while(|&&k| k != super::super::solver_lanes::NO_LANE) {
+                    assert_eq!(k, next, "seed {seed}: groups name consecutive places");
+                    next += 1;
+                }
+            }
+            let expected = run_with(&bodies, &constraints, &list, 1);
+            for threads in [1, 2] {
+                assert_eq!(
+                    run_with(&bodies, &constraints, &placed, threads),
+                    expected,
+                    "seed {seed}, {threads} threads"
+                );
+            }
+            let reversed: Vec<u32> = list.iter().rev().copied().collect();
+            assert_ne!(
+                run_with(&bodies, &constraints, &reversed, 1),
+                expected,
+                "seed {seed}: the control"
+            );
+        }
+    }
+
     /// Every constraint is in exactly one group; no two in a group share a body but the ground; and of two that
     /// share a body, the one first in the list is in an earlier group.
     #[test]
