@@ -1719,7 +1719,7 @@ mod tests {
                 share: true,
             };
             let mut bodies = bodies.clone();
-            let mut laid: Vec<ContactConstraint> = placed.iter().map(|&k| constraints[k as usize].clone()).collect();
+            let mut laid: Vec<ContactConstraint> = placed.iter().map(|&k| constraints[k as usize]).collect();
             let (mut all, mut shock) = (Schedule::default(), Schedule::default());
             all.build(&laid, bodies.v.len(), |_| true);
             shock.build(&laid, bodies.v.len(), ContactConstraint::has_lower);
@@ -1732,7 +1732,7 @@ mod tests {
             shock_pass(&laid, &shock, &mut bodies, &params, &mut loads, &mut run);
             let mut in_list = constraints.to_vec();
             for (p, &k) in placed.iter().enumerate() {
-                in_list[k as usize] = laid[p].clone();
+                in_list[k as usize] = laid[p];
             }
             bits(&bodies, &in_list)
         };
