@@ -1482,6 +1482,28 @@ mod tests {
         (bodies, constraints)
     }
 
+    /// The solver's settings the pass tests run with.
+    fn test_params() -> SolverParams {
+        SolverParams {
+            dt: 1.0 / 90.0,
+            max_depenetration_velocity: 1.0,
+            restitution_threshold: 1.0,
+            position_iterations: 2,
+        }
+    }
+
+    /// Runs `f` with a runner on `threads` threads of a pool of its own, sharing every loop.
+    fn on_threads<R>(threads: usize, f: impl FnOnce(&mut Runner) -> R) -> R {
+        let workers = super::super::workers::Workers::new(threads);
+        let mut progress = super::super::parallel::Progress::default();
+        let mut run = Runner {
+            workers: &workers,
+            progress: &mut progress,
+            share: true,
+        };
+        f(&mut run)
+    }
+
     /// A schedule of one constraint per group, in list order: plain sequential impulses.
     fn one_at_a_time(constraints: &[ContactConstraint], include: impl Fn(&ContactConstraint) -> bool) -> Schedule {
         let mut schedule = Schedule::default();
@@ -1609,46 +1631,37 @@ mod tests {
     /// or several.
     #[test]
     fn lanes_give_the_same_bits_as_one_at_a_time() {
-        let params = SolverParams {
-            dt: 1.0 / 90.0,
-            max_depenetration_velocity: 1.0,
-            restitution_threshold: 1.0,
-            position_iterations: 2,
-        };
+        let params = test_params();
         for seed in 1..20 {
             let (bodies, constraints) = random_problem(seed);
             let mut results = Vec::new();
             for (side_by_side, threads) in [(false, 1), (true, 1), (true, 2), (true, 4)] {
-                let workers = super::super::workers::Workers::new(threads);
-                let mut progress = super::super::parallel::Progress::default();
-                let mut run = Runner {
-                    workers: &workers,
-                    progress: &mut progress,
-                    share: true,
-                };
-                let (mut bodies, mut constraints) = (bodies.clone(), constraints.clone());
-                let (all, shock) = if side_by_side {
-                    let (mut all, mut shock) = (Schedule::default(), Schedule::default());
-                    all.build(&constraints, bodies.v.len(), |_| true);
-                    shock.build(&constraints, bodies.v.len(), ContactConstraint::has_lower);
-                    // The problem is one the lanes are used on.
-                    assert!(all.groups.len() * 2 < constraints.len());
-                    all.deal(threads);
-                    shock.deal(threads);
-                    (all, shock)
-                } else {
-                    (
-                        one_at_a_time(&constraints, |_| true),
-                        one_at_a_time(&constraints, ContactConstraint::has_lower),
-                    )
-                };
-                let mut largest = Vec::new();
-                for pass in 0..3 {
-                    largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass, &mut run).to_bits());
-                }
-                let mut loads = ColumnLoads::default();
-                shock_pass(&constraints, &shock, &mut bodies, &params, &mut loads, &mut run);
-                results.push((bits(&bodies, &constraints), largest));
+                let result = on_threads(threads, |run| {
+                    let (mut bodies, mut constraints) = (bodies.clone(), constraints.clone());
+                    let (all, shock) = if side_by_side {
+                        let (mut all, mut shock) = (Schedule::default(), Schedule::default());
+                        all.build(&constraints, bodies.v.len(), |_| true);
+                        shock.build(&constraints, bodies.v.len(), ContactConstraint::has_lower);
+                        // The problem is one the lanes are used on.
+                        assert!(all.groups.len() * 2 < constraints.len());
+                        all.deal(threads);
+                        shock.deal(threads);
+                        (all, shock)
+                    } else {
+                        (
+                            one_at_a_time(&constraints, |_| true),
+                            one_at_a_time(&constraints, ContactConstraint::has_lower),
+                        )
+                    };
+                    let mut largest = Vec::new();
+                    for pass in 0..3 {
+                        largest.push(solve(&mut constraints, &all, &mut bodies, &params, pass, run).to_bits());
+                    }
+                    let mut loads = ColumnLoads::default();
+                    shock_pass(&constraints, &shock, &mut bodies, &params, &mut loads, run);
+                    (bits(&bodies, &constraints), largest)
+                });
+                results.push(result);
             }
             for (k, result) in results.iter().enumerate() {
                 assert_eq!(result, &results[0], "seed {seed}, run {k}");
@@ -1702,22 +1715,10 @@ mod tests {
     /// control: the list reversed, which does not keep that order, gives other bits.
     #[test]
     fn constraints_placed_in_group_order_give_the_bits_of_the_list() {
-        let params = SolverParams {
-            dt: 1.0 / 90.0,
-            max_depenetration_velocity: 1.0,
-            restitution_threshold: 1.0,
-            position_iterations: 2,
-        };
+        let params = test_params();
         // Velocity passes then the shock pass over `constraints` laid out as `placed` says (place p holds list
         // constraint placed[p]); the bits in list order.
         let run_with = |bodies: &SolverBodies, constraints: &[ContactConstraint], placed: &[u32], threads: usize| {
-            let workers = super::super::workers::Workers::new(threads);
-            let mut progress = super::super::parallel::Progress::default();
-            let mut run = Runner {
-                workers: &workers,
-                progress: &mut progress,
-                share: true,
-            };
             let mut bodies = bodies.clone();
             let mut laid: Vec<ContactConstraint> = placed.iter().map(|&k| constraints[k as usize]).collect();
             let (mut all, mut shock) = (Schedule::default(), Schedule::default());
@@ -1725,11 +1726,12 @@ mod tests {
             shock.build(&laid, bodies.v.len(), ContactConstraint::has_lower);
             all.deal(threads);
             shock.deal(threads);
-            for pass in 0..3 {
-                solve(&mut laid, &all, &mut bodies, &params, pass, &mut run);
-            }
-            let mut loads = ColumnLoads::default();
-            shock_pass(&laid, &shock, &mut bodies, &params, &mut loads, &mut run);
+            on_threads(threads, |run| {
+                for pass in 0..3 {
+                    solve(&mut laid, &all, &mut bodies, &params, pass, run);
+                }
+                shock_pass(&laid, &shock, &mut bodies, &params, &mut ColumnLoads::default(), run);
+            });
             let mut in_list = constraints.to_vec();
             for (p, &k) in placed.iter().enumerate() {
                 in_list[k as usize] = laid[p];

@@ -78,8 +78,8 @@ impl World {
         let slots = self.slot_body.len() + 1;
         // The velocity passes' schedule depends on the constraints' slots alone: built again only when those
         // changed, and with it where each constraint lies (group order, so the passes stream through memory).
-        let placed = self.order_slots == self.placed_slots;
-        if !placed {
+        let layout_holds = self.order_slots == self.placed_slots;
+        if !layout_holds {
             let order_slots = &self.order_slots;
             self.schedule
                 .build_from(order_slots.len(), slots, |o| Some(order_slots[o]));
@@ -111,7 +111,7 @@ impl World {
         };
         // Whether every constraint is where it was in the last executed step, between the same slots with the same
         // lower body: then the shock pass's schedule built then still holds (it depends on nothing else).
-        let shock_schedule_holds = placed && changed == 0.0;
+        let shock_schedule_holds = layout_holds && changed == 0.0;
         let params = SolverParams {
             dt: self.config.dt,
             max_depenetration_velocity: self.config.max_depenetration_velocity,
