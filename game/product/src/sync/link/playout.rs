@@ -37,10 +37,14 @@ pub const PLAYOUT_RING: usize = 32;
 /// Arrivals the jitter is measured over: 128 is 1.4 s of samples, long enough for a stable 95th percentile,
 /// short enough to follow a change of network within a couple of seconds.
 pub const JITTER_WINDOW: usize = 128;
-/// Samples the runs of loss are measured over: the runs the delay covers are the rare ones (1 % of samples), and in
-/// a window of 128 two runs of two lost samples (one every 10–20 s at 5 % loss) would already set it. 512 samples is
-/// 17 s at 30 a second and 5.7 s at 90.
-pub const LOSS_WINDOW: usize = 512;
+/// Samples the runs of loss are measured over. The runs the delay covers are the rare ones (1 % of samples), so
+/// the window must hold enough of them for their share to be measured, not guessed: at 5 % independent loss a run
+/// of two starts at 0.24 % of samples, about 1.2 in 512, and six in some 512 (the 1 %) came by chance every minute or
+/// two over a session's twelve links — each time the delay rose by two intervals (66 ms at 30 a second) for the
+/// ~15 s those runs stayed in the window (600 s over UDP: the avatars' delay p99 103–161 ms against 97 ms without).
+/// In 2,048 samples (68 s at 30 a second, 23 s at 90) 5 % loss gives about 5 runs of two against the 21 that
+/// cover them, and 25 % loss (a run of two at 4.7 % of samples) reaches the 21 within 15 s.
+pub const LOSS_WINDOW: usize = 2048;
 /// The share of arrivals the delay covers: the rest arrive after their moment was played (skipped, or briefly
 /// extrapolated over).
 pub const JITTER_PERCENTILE: f64 = 0.95;
@@ -136,11 +140,14 @@ pub struct AvatarPlayout {
     min_offset_s: f64,
     spread_s: f64,
     /// Per step leaving the ring, in step order: how many samples in a row were lost from it on (0: it arrived).
-    /// A ring of the last [`LOSS_WINDOW`], with a scratch copy for the percentile.
-    lost_runs: [u32; LOSS_WINDOW],
+    /// A ring of the last [`LOSS_WINDOW`] (runs are at most [`PLAYOUT_RING`]), and how many of them are of each
+    /// length, so the percentile is read from the counts.
+    lost_runs: [u8; LOSS_WINDOW],
     lost_run_count: usize,
     lost_run_next: usize,
-    lost_scratch: [u32; LOSS_WINDOW],
+    lost_run_lengths: [u32; PLAYOUT_RING + 1],
+    /// The window's length in use (samples): [`LOSS_WINDOW`]; shorter only in a test.
+    loss_window: usize,
     /// The next step to leave the ring (the first one not yet judged lost or arrived).
     judged_until: Option<u64>,
     /// Samples lost in a row up to `judged_until` (not yet recorded: the run has not ended).
@@ -190,7 +197,8 @@ impl AvatarPlayout {
             lost_runs: [0; LOSS_WINDOW],
             lost_run_count: 0,
             lost_run_next: 0,
-            lost_scratch: [0; LOSS_WINDOW],
+            lost_run_lengths: [0; PLAYOUT_RING + 1],
+            loss_window: LOSS_WINDOW,
             judged_until: None,
             lost_in_a_row: 0,
             lost_cover: 0,
@@ -220,7 +228,7 @@ impl AvatarPlayout {
 
     /// Forgets every sample and measurement (a player joined again, or its sender restarted).
     pub fn reset(&mut self) {
-        let (stats, interval) = (self.stats, self.interval_steps);
+        let (stats, interval, loss_window) = (self.stats, self.interval_steps, self.loss_window);
         // The easing's arrays are kept (cleared), so a reset allocates nothing.
         let mut ease = std::mem::replace(&mut self.ease, DrawSmoothing::new(0));
         for i in 0..ease.cube_count() {
@@ -228,6 +236,7 @@ impl AvatarPlayout {
         }
         *self = Self::new_with(ease);
         self.stats = stats;
+        self.loss_window = loss_window;
         self.set_interval_steps(interval as u32);
     }
 
@@ -382,15 +391,30 @@ impl AvatarPlayout {
     }
 
     fn record_lost_run(&mut self, lost: u32) {
+        let lost = lost.min(PLAYOUT_RING as u32) as u8;
+        let window = self.loss_window;
+        if self.lost_run_count == window {
+            let leaving = self.lost_runs[self.lost_run_next];
+            self.lost_run_lengths[usize::from(leaving)] -= 1;
+        }
         self.lost_runs[self.lost_run_next] = lost;
-        self.lost_run_next = (self.lost_run_next + 1) % LOSS_WINDOW;
-        self.lost_run_count = (self.lost_run_count + 1).min(LOSS_WINDOW);
+        self.lost_run_lengths[usize::from(lost)] += 1;
+        self.lost_run_next = (self.lost_run_next + 1) % window;
+        self.lost_run_count = (self.lost_run_count + 1).min(window);
         // Over the whole window from the start, the steps not judged yet as arrivals: a few losses in the first
-        // seconds are not yet the 1 % of all steps (over only the steps judged, the first loss would be).
-        let window = &mut self.lost_scratch;
-        window.copy_from_slice(&self.lost_runs);
-        let high = ((LOSS_WINDOW - 1) as f64 * LOSS_PERCENTILE).round() as usize;
-        self.lost_cover = *window.select_nth_unstable(high).1;
+        // seconds are not yet the 1 % of all steps (over only the steps judged, the first loss would be). The
+        // percentile is the longest run that at least the window's share above it reaches.
+        let high = ((window - 1) as f64 * LOSS_PERCENTILE).round() as usize;
+        let need = (window - high) as u32;
+        let mut at_least = 0;
+        self.lost_cover = 0;
+        for length in (1..=PLAYOUT_RING).rev() {
+            at_least += self.lost_run_lengths[length];
+            if at_least >= need {
+                self.lost_cover = length as u32;
+                break;
+            }
+        }
     }
 
     /// Sample intervals the delay adds for lost samples: the [`LOSS_PERCENTILE`] of how many were lost in a row, when
@@ -994,6 +1018,61 @@ mod tests {
             }
         }
         (worst, p.delay_s().unwrap(), p.lost_cover_steps())
+    }
+
+    /// Seconds (over `links` links of `seconds` each, every third step sent 50 ± 10 ms away with `loss_pct` lost,
+    /// seeds 1..) that the delay covered runs of two or more lost samples, and the first second on each link it did.
+    fn seconds_covering_runs(loss_pct: f64, links: u64, seconds: f64, window: usize) -> (f64, Vec<Option<f64>>) {
+        let mut covering = 0.0;
+        let mut first = Vec::new();
+        for seed in 1..=links {
+            let mut rng = Rng::new(seed);
+            let mut p = AvatarPlayout::new();
+            p.set_interval_steps(3);
+            p.loss_window = window;
+            let mut in_flight: Vec<(f64, u64)> = Vec::new();
+            let mut first_here = None;
+            let steps = (seconds / SAMPLE_INTERVAL_S) as u64;
+            for k in 0..steps {
+                let now = k as f64 * SAMPLE_INTERVAL_S;
+                if k % 3 == 0 && !rng.chance_pct(loss_pct) {
+                    in_flight.push((now + 0.05 + rng.range_f64(-0.01, 0.01), k));
+                }
+                in_flight.sort_by(|a, b| b.0.total_cmp(&a.0));
+                while in_flight.last().is_some_and(|a| a.0 <= now) {
+                    let (at, step) = in_flight.pop().unwrap();
+                    p.push(step, at, sample_at(step));
+                }
+                p.sample(now);
+                if p.lost_cover_steps() > 0 {
+                    covering += SAMPLE_INTERVAL_S;
+                    first_here.get_or_insert(now);
+                }
+            }
+            first.push(first_here);
+        }
+        (covering, first)
+    }
+
+    /// At 5 % loss a run of two lost samples starts at 0.24 % of samples, under the 1 % the delay covers: it must
+    /// never wait for them (each time it did, for the ~15 s the runs stayed in a short window, two sample intervals
+    /// went on every remote avatar's delay: 66 ms at 30 a second). At 25 % (4.7 %) it must, and soon.
+    #[test]
+    fn the_delay_waits_for_runs_of_lost_samples_at_25_pct_loss_and_never_at_5() {
+        let (at_5, _) = seconds_covering_runs(5.0, 12, 600.0, LOSS_WINDOW);
+        let (short_window, _) = seconds_covering_runs(5.0, 12, 600.0, 512);
+        let (_, first_at_25) = seconds_covering_runs(25.0, 4, 60.0, LOSS_WINDOW);
+        eprintln!(
+            "12 links x 600 s at 5 % loss: runs covered for {at_5:.1} s ({short_window:.1} s with a window of 512 \
+             samples); at 25 % first covered at {first_at_25:?} s"
+        );
+        assert_eq!(at_5, 0.0);
+        // The control: a window of 512 samples measures the rare runs' share by chance.
+        assert!(short_window > 6.0, "{short_window}");
+        assert!(
+            first_at_25.iter().all(|f| f.is_some_and(|s| s < 20.0)),
+            "{first_at_25:?}"
+        );
     }
 
     #[test]
