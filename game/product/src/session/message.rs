@@ -112,6 +112,10 @@ pub struct StateHeader {
     /// included when it plays). A guest forgets the avatar of a player who is not (a goodbye, a timeout); guests
     /// send `None`.
     pub present: Option<u8>,
+    /// Guest to host: the other players whose avatars this guest hears over a live direct link (bit `p − 1` for
+    /// player `p`); the host then relays those avatars to it only when their held cubes change (the claims still
+    /// come through the host), not every message. The host sends `None`.
+    pub hears_directly: Option<u8>,
     /// The game's own input of each player the sender speaks for, by player (index = player − 1): a byte whose
     /// meaning is the game's (the cube game's keys: roll, hover, blow, pull). A guest sends its own; the host its
     /// own and the newest it accepted from each other guest, so that every peer can apply every player's input to
@@ -298,6 +302,15 @@ fn serialize_header_fields<S: Stream>(
         h.present = Some(mask as u8);
     } else {
         h.present = None;
+    }
+    let mut has_direct = h.hears_directly.is_some();
+    s.serialize_bool(&mut has_direct)?;
+    if has_direct {
+        let mut mask = u32::from(h.hears_directly.unwrap_or(0));
+        s.serialize_bits(&mut mask, u32::from(MAX_AUTHORITY))?;
+        h.hears_directly = Some(mask as u8);
+    } else {
+        h.hears_directly = None;
     }
     serialize_baseline_age(s, &mut h.avatar_baseline_age)?;
     if h.avatar_baseline_age.is_some() {
@@ -562,6 +575,7 @@ mod tests {
             avatar_prior_age: None,
             avatars,
             present: Some(0b1011),
+            hears_directly: Some(0b0100),
             game_inputs: [Some(0x21), None, None, Some(0x07)],
         }
     }
@@ -711,6 +725,7 @@ mod tests {
             avatar_prior_age: prior_age,
             avatars: now,
             present: None,
+            hears_directly: None,
             game_inputs: [None; 4],
         };
         let (_, plain) = write_header(&mut [0u8; 400], &header(None), 64, Some(&base), None).unwrap();

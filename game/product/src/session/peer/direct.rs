@@ -205,6 +205,13 @@ impl Peer {
             .is_some_and(|t| now_s - t <= DIRECT_LIVE_S)
     }
 
+    /// Guest: the players whose avatars come over a live direct link (bit `p − 1` for player `p`).
+    pub(super) fn directly_heard(&self, now_s: f64) -> u8 {
+        (1..=MAX_AUTHORITY)
+            .filter(|&p| self.direct_live(p, now_s))
+            .fold(0, |mask, p| mask | 1 << (p - 1))
+    }
+
     /// Guest: the players it has a direct link open to (bit `p − 1` for player `p`).
     pub fn direct_links_open(&self) -> u8 {
         if self.is_host {

@@ -297,6 +297,11 @@ struct Link {
     introduction_sequences: Vec<u8>,
     /// Host: the keys of the introduction to each other player (index = player − 1) this guest acked.
     introduced: [Option<DirectKeys>; MAX_PLAYERS],
+    /// Host: the players this guest says it hears directly (bit `p − 1`), from its newest message.
+    hears_directly: u8,
+    /// Host: per player this guest hears directly, the sample last relayed to it, relayed again (unchanged, so
+    /// nearly free) until that player's held cubes change.
+    relayed_while_direct: AvatarSet,
 }
 
 impl Link {
@@ -320,6 +325,8 @@ impl Link {
             avatars_received: ReceivedAvatars::new(),
             introduction_sequences: vec![0; usize::from(u16::MAX) + 1],
             introduced: [None; MAX_PLAYERS],
+            hears_directly: 0,
+            relayed_while_direct: NO_AVATARS,
         }
     }
 }
@@ -421,6 +428,9 @@ pub struct Peer {
     direct_heard_at_s: [Option<f64>; MAX_PLAYERS],
     /// Whether guests link directly for their avatars (off only as a negative control).
     direct_links: bool,
+    /// Host: whether an avatar a guest hears directly is relayed to it only when its held cubes change (off only as
+    /// a negative control).
+    hold_directly_heard: bool,
 }
 
 impl Peer {
@@ -526,6 +536,7 @@ impl Peer {
             direct_keys: [None; MAX_PLAYERS],
             direct_heard_at_s: [None; MAX_PLAYERS],
             direct_links: true,
+            hold_directly_heard: true,
         })
     }
 
@@ -576,6 +587,12 @@ impl Peer {
     /// each other's avatars through it, two hops), and this guest opens no direct link it is introduced to.
     pub fn stop_direct_links(&mut self) {
         self.direct_links = false;
+    }
+
+    /// A negative control of the host's relay: from now on this host relays every guest's newest avatar to every
+    /// other guest with every message, also to guests that hear it directly.
+    pub fn relay_every_avatar(&mut self) {
+        self.hold_directly_heard = false;
     }
 
     /// A negative control of the drawn measures: every snap drawn as it is, nothing eased.

@@ -206,6 +206,7 @@ impl Peer {
                         return Ok(false);
                     }
                 }
+                let is_host = self.is_host;
                 let Some(link) = self.link_mut(peer) else {
                     return Ok(false);
                 };
@@ -231,6 +232,9 @@ impl Peer {
                 if newer {
                     link.newest_header_step = Some(header.sender_step);
                     gap = link.newest_header_at_s.replace(now_s).map_or(0.0, |last| now_s - last);
+                }
+                if newer && is_host {
+                    link.hears_directly = header.hears_directly.unwrap_or(0);
                 }
                 let player = link.player;
                 if gap > STALL_GAP_S && !self.is_host {

@@ -168,7 +168,13 @@ impl Peer {
             .as_ref()
             .and_then(|l| l.avatars_sent.baseline(step))
             .map(|(age, set)| (age, *set));
-        let avatars = self.avatars_for(player);
+        let mut avatars = self.avatars_for(player);
+        if let Some(link) = self.links[slot]
+            .as_mut()
+            .filter(|_| self.is_host && self.hold_directly_heard)
+        {
+            hold_directly_heard(&mut avatars, link.hears_directly, &mut link.relayed_while_direct);
+        }
         // With a baseline, an older acked set too — avatars are then coded against their motion carried on — unless
         // every avatar is its baseline's, on schedule (one bit each: the prior's age would cost more than it saves).
         let moving = baseline.is_some_and(|(age, base)| {
@@ -191,6 +197,9 @@ impl Peer {
             avatar_prior_age: prior.map(|(age, _)| age),
             avatars,
             present: self.is_host.then_some(self.present),
+            hears_directly: (!self.is_host && !direct)
+                .then(|| self.directly_heard(now_s))
+                .filter(|&mask| mask != 0),
             game_inputs: if direct {
                 [None; 4]
             } else {
@@ -364,5 +373,83 @@ impl Peer {
             let demand = (wire + l.sender.demand_bytes).saturating_sub(l.sender.body_bytes);
             Some((l.player, if l.sender.measure_demand { demand } else { 0 }))
         })
+    }
+}
+
+/// Host: in the avatars for a guest, each player the guest hears directly (`hears_directly`, bit `p − 1`) gets the
+/// sample last relayed to it again (`relayed`), its trail dropped, until that player's held cubes change: the guest
+/// plays that player's hands from the direct link and takes only the claims from this relay, and a sample the
+/// guest already holds costs a few bits against its baseline where a moving one costs a hundred or more.
+fn hold_directly_heard(avatars: &mut AvatarSet, hears_directly: u8, relayed: &mut AvatarSet) {
+    for (p, (avatar, last)) in avatars.iter_mut().zip(relayed.iter_mut()).enumerate() {
+        let heard = hears_directly & (1 << p) != 0;
+        let Some(newest) = avatar.as_mut().filter(|_| heard) else {
+            *last = None;
+            continue;
+        };
+        let held = |a: &WireAvatar| a.hands.map(|h| h.held);
+        match last {
+            Some(kept) if held(&kept.avatar) == held(&newest.avatar) => *newest = *kept,
+            _ => {
+                newest.trail = AvatarTrail::default();
+                *last = Some(*newest);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::codec::avatar_state::WireHeld;
+
+    fn sample(step: u32, x: f32, held: Option<u32>) -> AvatarSample {
+        let mut avatar = Avatar::default();
+        avatar.hands[1].tracked = true;
+        avatar.hands[1].pose.position = Vec3::new(x, 1.2, 0.0);
+        let mut wire = WireAvatar::from_avatar(&avatar, [None, None]).unwrap();
+        wire.hands[1].held = held.map(|cube| WireHeld {
+            cube,
+            ..WireHeld::default()
+        });
+        AvatarSample {
+            step,
+            avatar: wire,
+            ..AvatarSample::default()
+        }
+    }
+
+    #[test]
+    fn an_avatar_heard_directly_is_relayed_again_as_it_was_until_its_held_cubes_change() {
+        let mut kept = NO_AVATARS;
+        let relay = |newest: [Option<AvatarSample>; 4], heard: u8, kept: &mut AvatarSet| {
+            let mut avatars = newest;
+            hold_directly_heard(&mut avatars, heard, kept);
+            avatars
+        };
+        // Player 3 is heard directly, player 4 is not.
+        let first = relay(
+            [None, None, Some(sample(30, 0.1, None)), Some(sample(30, 0.1, None))],
+            0b0100,
+            &mut kept,
+        );
+        assert_eq!(first[2].map(|s| s.step), Some(30));
+        let moved = relay(
+            [None, None, Some(sample(33, 0.2, None)), Some(sample(33, 0.2, None))],
+            0b0100,
+            &mut kept,
+        );
+        assert_eq!(moved[2], first[2], "heard directly: the sample relayed before, again");
+        assert_eq!(moved[3].map(|s| s.step), Some(33), "not heard directly: the newest");
+        let grabbed = relay([None, None, Some(sample(36, 0.3, Some(7))), None], 0b0100, &mut kept);
+        assert_eq!(grabbed[2].map(|s| s.step), Some(36), "a grab goes at once");
+        assert_eq!(grabbed[2].and_then(|s| s.avatar.hands[1].held).map(|h| h.cube), Some(7));
+        let unheard = relay([None, None, Some(sample(39, 0.4, Some(7))), None], 0, &mut kept);
+        assert_eq!(
+            unheard[2].map(|s| s.step),
+            Some(39),
+            "a direct link gone quiet: the newest again"
+        );
+        assert_eq!(kept, NO_AVATARS);
     }
 }
