@@ -9,7 +9,8 @@
 //!
 //! Avatars are coded against the avatars of one earlier message the receiver is known to hold (its transport ack
 //! came back; `sync::link::avatar_baseline`), named by its age in sender steps, or absolute when there is none. An
-//! avatar whose sample is the baseline's, made the expected number of steps later, is one bit; otherwise its sample
+//! avatar whose sample is the baseline's, made the expected number of steps later, is one bit; the baseline's own
+//! sample again (a relay held while the receiver hears that player directly) two; otherwise its sample
 //! step and `sync::codec::avatar_state::serialize_avatar` against the baseline's avatar of that player.
 //!
 //! Who an avatar belongs to is its slot (player 1–4). A guest's message should carry its own only; the format lets
@@ -230,6 +231,18 @@ fn serialize_avatar_sample<S: Stream>(
         if unchanged {
             *sample = AvatarSample {
                 step: expected,
+                avatar: b.avatar,
+                trail: sample.trail,
+            };
+            return Ok(());
+        }
+        // The baseline's own sample again: the host's relay of a hand the receiver hears directly, held until its
+        // cubes change (`peer::send::hold_directly_heard`).
+        let mut again = sample.avatar == b.avatar && sample.step == b.step;
+        s.serialize_bool(&mut again)?;
+        if again {
+            *sample = AvatarSample {
+                step: b.step,
                 avatar: b.avatar,
                 trail: sample.trail,
             };
@@ -694,6 +707,33 @@ mod tests {
         assert!(late > bits && late < bits + 40, "{late}");
         let (_, absolute) = write_header(&mut [0u8; 400], &h, 64, None, None).unwrap();
         assert!(absolute > 500, "{absolute}");
+    }
+
+    /// The host's relay of a hand the receiver hears directly: the baseline's own sample again (same step) is two
+    /// bits and a trail's two, and reads back as that sample.
+    #[test]
+    fn the_baselines_own_sample_again_costs_two_bits_and_reads_back() {
+        let mut h = header();
+        for a in h.avatars.iter_mut().flatten() {
+            a.trail = Default::default();
+        }
+        let mut again = next_header(9);
+        again.avatars = h.avatars;
+        let (_, bits) = write_header(&mut [0u8; 400], &again, 64, Some(&h.avatars), None).unwrap();
+        // The baseline age (5), no prior (1), and per avatar "not on schedule", "again", "no trail" (1 + 1 + 2).
+        assert_eq!(bits, 5 + 1 + 2 * 4);
+        let mut buf = [0u8; 400];
+        let n = write_state_message(&mut buf, &again, 64, Some(&h.avatars), None, &[]).unwrap();
+        let base_step = again.sender_step - 9;
+        let baseline = |step: u32| (step == base_step).then_some(h.avatars);
+        match read_message(&buf[..n], 64, baseline).unwrap() {
+            Message::State { header, .. } => assert_eq!(header.avatars, h.avatars),
+            m => panic!("{m:?}"),
+        }
+        // One step of difference is not the same sample: coded as any other.
+        again.avatars[1].as_mut().unwrap().step += 1;
+        let (_, other) = write_header(&mut [0u8; 400], &again, 64, Some(&h.avatars), None).unwrap();
+        assert!(other > bits, "{other}");
     }
 
     /// Issue 30, item 2: a hand moving steadily, coded against its baseline carried on at the pace it moved since a

@@ -176,10 +176,10 @@ impl Peer {
             hold_directly_heard(&mut avatars, link.hears_directly, &mut link.relayed_while_direct);
         }
         // With a baseline, an older acked set too — avatars are then coded against their motion carried on — unless
-        // every avatar is its baseline's, on schedule (one bit each: the prior's age would cost more than it saves).
+        // every avatar is its baseline's, on schedule or held (a bit or two each: the prior's age would cost more than it saves).
         let moving = baseline.is_some_and(|(age, base)| {
             avatars.iter().zip(base.iter()).any(|(a, b)| match (a, b) {
-                (Some(a), Some(b)) => a.avatar != b.avatar || a.step != b.step.wrapping_add(age),
+                (Some(a), Some(b)) => a.avatar != b.avatar || (a.step != b.step.wrapping_add(age) && a.step != b.step),
                 (Some(_), None) => true,
                 (None, _) => false,
             })
@@ -378,8 +378,8 @@ impl Peer {
 
 /// Host: in the avatars for a guest, each player the guest hears directly (`hears_directly`, bit `p − 1`) gets the
 /// sample last relayed to it again (`relayed`), its trail dropped, until that player's held cubes change: the guest
-/// plays that player's hands from the direct link and takes only the claims from this relay, and a sample the
-/// guest already holds costs a few bits against its baseline where a moving one costs a hundred or more.
+/// plays that player's hands from the direct link and takes only the claims from this relay, and the sample of the
+/// guest's baseline again is two bits where a moving one costs a hundred or more.
 fn hold_directly_heard(avatars: &mut AvatarSet, hears_directly: u8, relayed: &mut AvatarSet) {
     for (p, (avatar, last)) in avatars.iter_mut().zip(relayed.iter_mut()).enumerate() {
         let heard = hears_directly & (1 << p) != 0;
@@ -389,7 +389,15 @@ fn hold_directly_heard(avatars: &mut AvatarSet, hears_directly: u8, relayed: &mu
         };
         let held = |a: &WireAvatar| a.hands.map(|h| h.held);
         match last {
-            Some(kept) if held(&kept.avatar) == held(&newest.avatar) => *newest = *kept,
+            // A player standing still: the newest, on schedule against the baseline, is one bit.
+            Some(kept) if kept.avatar == newest.avatar => *kept = *newest,
+            // Its trail is dropped: a trail costs bits in every message it rides in.
+            Some(kept) if held(&kept.avatar) == held(&newest.avatar) => {
+                *newest = AvatarSample {
+                    trail: AvatarTrail::default(),
+                    ..*kept
+                }
+            }
             _ => {
                 newest.trail = AvatarTrail::default();
                 *last = Some(*newest);
