@@ -307,24 +307,8 @@ fn serialize_header_fields<S: Stream>(
     } else {
         h.introduction = None;
     }
-    let mut has_present = h.present.is_some();
-    s.serialize_bool(&mut has_present)?;
-    if has_present {
-        let mut mask = u32::from(h.present.unwrap_or(0));
-        s.serialize_bits(&mut mask, u32::from(MAX_AUTHORITY))?;
-        h.present = Some(mask as u8);
-    } else {
-        h.present = None;
-    }
-    let mut has_direct = h.hears_directly.is_some();
-    s.serialize_bool(&mut has_direct)?;
-    if has_direct {
-        let mut mask = u32::from(h.hears_directly.unwrap_or(0));
-        s.serialize_bits(&mut mask, u32::from(MAX_AUTHORITY))?;
-        h.hears_directly = Some(mask as u8);
-    } else {
-        h.hears_directly = None;
-    }
+    serialize_player_mask(s, &mut h.present)?;
+    serialize_player_mask(s, &mut h.hears_directly)?;
     serialize_baseline_age(s, &mut h.avatar_baseline_age)?;
     if h.avatar_baseline_age.is_some() {
         serialize_baseline_age(s, &mut h.avatar_prior_age)?;
@@ -355,6 +339,20 @@ fn serialize_header_fields<S: Stream>(
         *avatar = Some(sample);
     }
     serialize_game_inputs(s, &mut h.game_inputs)?;
+    Ok(())
+}
+
+/// A set of players (bit `p − 1` for player `p`), or none: a flag, and the bits when there is one.
+fn serialize_player_mask<S: Stream>(s: &mut S, mask: &mut Option<u8>) -> Result<(), MessageError> {
+    let mut present = mask.is_some();
+    s.serialize_bool(&mut present)?;
+    if present {
+        let mut bits = u32::from(mask.unwrap_or(0));
+        s.serialize_bits(&mut bits, u32::from(MAX_AUTHORITY))?;
+        *mask = Some(bits as u8);
+    } else {
+        *mask = None;
+    }
     Ok(())
 }
 
