@@ -4,8 +4,9 @@
 //! sends the window. In a real X window on an Xvfb of its own (installed by `make test`), with no headset;
 //! `make test-vr` checks the same beside a real runtime.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use glam::{Quat, Vec3};
@@ -18,8 +19,9 @@ use tumble_game::vr::mirror_window::MirrorWindow;
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// An Xvfb on the first free display of :110..:129, stopped when dropped.
-struct Xvfb(Child);
+/// An Xvfb on the first free display of :110..:129, stopped when dropped. Its standard output, where it said it was
+/// ready, stays open while it runs: a server that wrote there again would otherwise die of a broken pipe.
+struct Xvfb(Child, #[allow(dead_code)] BufReader<ChildStdout>);
 
 /// Whether display `n` is taken: its lock file names a process that is still running (a server killed without
 /// the chance to clean up leaves its lock behind, and Xvfb itself takes over such a stale one).
@@ -31,37 +33,49 @@ fn display_taken(n: u32) -> bool {
 }
 
 impl Xvfb {
+    /// Starts the server and returns once it serves clients. Its socket file appears before it does (the server
+    /// makes it first, then sets up its screen and keyboard), and a client that connects in between can be cut off
+    /// mid-request — a CI run's window failed so ("Failed to query XInput extension"). `-displayfd` has the server
+    /// write its display number when it is ready, and `-noreset` keeps it from resetting, which drops every
+    /// connection, when a client (the Vulkan driver's, say) goes away. A number another server takes between the
+    /// check and the start makes this one exit with nothing written: the next number is tried.
     fn start() -> (Xvfb, String) {
-        let n = (110..130)
-            .find(|&n| !display_taken(n))
-            .expect("a free X display number in :110..:129");
-        // A stale server's lock and socket go first, so that the wait below sees this server's socket.
-        std::fs::remove_file(format!("/tmp/.X{n}-lock")).ok();
-        std::fs::remove_file(format!("/tmp/.X11-unix/X{n}")).ok();
-        let child = Command::new("Xvfb")
-            .args([
-                format!(":{n}").as_str(),
-                "-screen",
-                "0",
-                "800x600x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("Xvfb (package xvfb, which `make test` installs): {e}"));
-        let server = Xvfb(child);
-        let socket = format!("/tmp/.X11-unix/X{n}");
-        let since = Instant::now();
-        while !Path::new(&socket).exists() {
-            assert!(
-                since.elapsed() < Duration::from_secs(30),
-                "Xvfb :{n} never made {socket}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        let log = std::env::temp_dir().join(format!("tumble-mirror-xvfb-{}.log", std::process::id()));
+        let mut tried = Vec::new();
+        for n in (110..130).filter(|&n| !display_taken(n)) {
+            // A stale server's lock and socket go first.
+            std::fs::remove_file(format!("/tmp/.X{n}-lock")).ok();
+            std::fs::remove_file(format!("/tmp/.X11-unix/X{n}")).ok();
+            let stderr = std::fs::File::create(&log).expect("the Xvfb log file");
+            let mut child = Command::new("Xvfb")
+                .args([
+                    format!(":{n}").as_str(),
+                    "-screen",
+                    "0",
+                    "800x600x24",
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                    "-displayfd",
+                    "1",
+                ])
+                .stdout(Stdio::piped())
+                .stderr(stderr)
+                .spawn()
+                .unwrap_or_else(|e| panic!("Xvfb (package xvfb, which `make test` installs): {e}"));
+            let mut ready = String::new();
+            let mut said = BufReader::new(child.stdout.take().expect("piped"));
+            // Blocks until the server is ready (a line) or has exited (end of file).
+            let read = said.read_line(&mut ready);
+            if read.is_ok_and(|bytes| bytes > 0) && ready.trim() == n.to_string() {
+                return (Xvfb(child, said), format!(":{n}"));
+            }
+            child.kill().ok();
+            child.wait().ok();
+            tried.push(format!(":{n}"));
         }
-        (server, format!(":{n}"))
+        let said = std::fs::read_to_string(&log).unwrap_or_default();
+        panic!("no Xvfb started on {tried:?}; the last one said:\n{said}");
     }
 }
 
