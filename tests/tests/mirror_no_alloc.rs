@@ -33,11 +33,11 @@ fn display_taken(n: u32) -> bool {
 }
 
 impl Xvfb {
-    /// Starts the server and returns once it serves clients. Its socket file appears before it does (the server
-    /// makes it first, then sets up its screen and keyboard), and a client that connects in between can be cut off
-    /// mid-request — a CI run's window failed so ("Failed to query XInput extension"). `-displayfd` has the server
-    /// write its display number when it is ready, and `-noreset` keeps it from resetting, which drops every
-    /// connection, when a client (the Vulkan driver's, say) goes away. A number another server takes between the
+    /// Starts the server and returns once it says it serves clients. Its socket file appears before that (the
+    /// server makes it first, then sets up its screen and keyboard); a CI run's window, made once the socket was
+    /// there, lost its connection at its first request ("Failed to query XInput extension"), for a cause not pinned
+    /// down. `-displayfd` has the server write its display number when it is ready, and `-noreset` keeps it from
+    /// resetting (which drops every connection) when a client goes away. A number another server takes between the
     /// check and the start makes this one exit with nothing written: the next number is tried.
     fn start() -> (Xvfb, String) {
         let log = std::env::temp_dir().join(format!("tumble-mirror-xvfb-{}.log", std::process::id()));
