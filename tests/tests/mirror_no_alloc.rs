@@ -5,8 +5,9 @@
 //! `make test-vr` checks the same beside a real runtime.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use glam::{Quat, Vec3};
@@ -19,9 +20,30 @@ use tumble_game::vr::mirror_window::MirrorWindow;
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-/// An Xvfb on the first free display of :110..:129, stopped when dropped. Its standard output, where it said it was
-/// ready, stays open while it runs: a server that wrote there again would otherwise die of a broken pipe.
-struct Xvfb(Child, #[allow(dead_code)] BufReader<ChildStdout>);
+/// An Xvfb on the first free display of :110..:129, stopped (and its log removed) when dropped. Its standard output,
+/// where it said it was ready, stays open while it runs: a server that wrote there again would otherwise die of a
+/// broken pipe.
+struct Xvfb {
+    child: Child,
+    _said: BufReader<ChildStdout>,
+    log: PathBuf,
+}
+
+/// How long a server may take to say it is ready (s): it takes well under a second; one that neither serves nor
+/// exits in this time is reported with its log rather than left to the test run's hang guard.
+const XVFB_READY_S: u64 = 60;
+
+/// The first line `said` writes, or `None` at end of file or after [`XVFB_READY_S`]. The read runs on a thread of
+/// its own, which gives the reader back with the line so that the pipe stays open.
+fn first_line(mut said: BufReader<ChildStdout>) -> Option<(String, BufReader<ChildStdout>)> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let read = said.read_line(&mut line);
+        tx.send(read.is_ok_and(|bytes| bytes > 0).then_some((line, said))).ok();
+    });
+    rx.recv_timeout(Duration::from_secs(XVFB_READY_S)).ok().flatten()
+}
 
 /// Whether display `n` is taken: its lock file names a process that is still running (a server killed without
 /// the chance to clean up leaves its lock behind, and Xvfb itself takes over such a stale one).
@@ -63,38 +85,48 @@ impl Xvfb {
                 .stderr(stderr)
                 .spawn()
                 .unwrap_or_else(|e| panic!("Xvfb (package xvfb, which `make test` installs): {e}"));
-            let mut ready = String::new();
-            let mut said = BufReader::new(child.stdout.take().expect("piped"));
-            // Blocks until the server is ready (a line) or has exited (end of file).
-            let read = said.read_line(&mut ready);
-            if read.is_ok_and(|bytes| bytes > 0) && ready.trim() == n.to_string() {
-                return (Xvfb(child, said), format!(":{n}"));
+            let said = BufReader::new(child.stdout.take().expect("piped"));
+            // Waits until the server is ready (a line), has exited (end of file) or has taken too long.
+            match first_line(said) {
+                Some((ready, said)) if ready.trim() == n.to_string() => {
+                    let xvfb = Xvfb {
+                        child,
+                        _said: said,
+                        log,
+                    };
+                    return (xvfb, format!(":{n}"));
+                }
+                ready => tried.push(format!(
+                    ":{n} ({})",
+                    if ready.is_some() { "another line" } else { "no line" }
+                )),
             }
             child.kill().ok();
             child.wait().ok();
-            tried.push(format!(":{n}"));
         }
         let said = std::fs::read_to_string(&log).unwrap_or_default();
-        panic!("no Xvfb started on {tried:?}; the last one said:\n{said}");
+        std::fs::remove_file(&log).ok();
+        panic!("no Xvfb started within {XVFB_READY_S} s on {tried:?}; the last one said:\n{said}");
     }
 }
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
         // SIGTERM lets the server remove its lock file; SIGKILL only if it does not stop.
+        std::fs::remove_file(&self.log).ok();
         let terminated = Command::new("kill")
-            .args(["-TERM", &self.0.id().to_string()])
+            .args(["-TERM", &self.child.id().to_string()])
             .status()
             .is_ok_and(|s| s.success());
         let since = Instant::now();
         while terminated && since.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.0.try_wait() {
+            if let Ok(Some(_)) = self.child.try_wait() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.0.kill().ok();
-        self.0.wait().ok();
+        self.child.kill().ok();
+        self.child.wait().ok();
     }
 }
 
