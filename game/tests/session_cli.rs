@@ -19,7 +19,7 @@ fn json(o: &Output) -> Value {
 }
 
 /// Every field the issue names, spelled as it spells them.
-const FIELDS: [&str; 43] = [
+const FIELDS: [&str; 46] = [
     "players",
     "grabs",
     "throws",
@@ -55,6 +55,9 @@ const FIELDS: [&str; 43] = [
     "drawn_error_m_max_moving",
     "visible_jump_m_max",
     "visible_jump_m_p99",
+    "visible_jump_late_m_max",
+    "visible_jump_late_m_p99",
+    "visible_jump_late_window_steps",
     "corrections_over_1cm",
     "corrections_over_10cm",
     "avatar_delay_ms_p50",

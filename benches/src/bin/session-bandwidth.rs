@@ -92,7 +92,7 @@ fn run(args: &Args) -> Result<()> {
              per connection and direction; worst connection mean {:.1} kbps (p95 of seconds {:.1}), demand with no \
              budget {:.1} (p95 of seconds {}); host up {:.1}. Avatars alone on the worst connection: {:.1} kbps. \
              Bit-identical at the end: {}; lost commits {}; {} grabs, {} throws, {} conflicts. Drawn against the truth: \
-             visible jump max {} m (p99 {}), drawn error resting max {} m, moving p99 {} m; avatar delay p99 {} ms, \
+             visible jump max {} m (p99 {}), late visible jump max {} m (p99 {}), drawn error resting max {} m, moving p99 {} m; avatar delay p99 {} ms, \
              avatar error p99 {} m.\n",
             args.seconds,
             report.kbps_budget,
@@ -111,6 +111,8 @@ fn run(args: &Args) -> Result<()> {
             report.conflicts,
             figure("visible_jump_m_max"),
             figure("visible_jump_m_p99"),
+            figure("visible_jump_late_m_max"),
+            figure("visible_jump_late_m_p99"),
             figure("drawn_error_m_max_resting"),
             figure("drawn_error_m_p99_moving"),
             figure("avatar_delay_ms_p99"),

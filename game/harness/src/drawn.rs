@@ -14,6 +14,11 @@
 //!   A cube drawn in a remote hand follows the hand as played out, behind its holder: its bends are the truth's,
 //!   later, so it (and for half a second after it leaves the hand) is held to the largest bend of the truth over the
 //!   last half second.
+//! - **Late visible jump** (beside the visible jump, not instead of it): the same, with the truth's bend the largest
+//!   the truth made over the time news takes to come ([`DrawnMeter::with_news_steps`]). A remote copy runs that far
+//!   behind its authority (a received state is applied as it is), so a bounce it shares reads its full size in the
+//!   visible jump, at the step it bounces here, and 0 here; a snap, or a bend the truth never made, reads in both.
+//!   What is left in this one is what breaks on the screen; what is only in the other is lateness.
 //! - **Avatar delay and error**: for each remote head and tracked hand, the time of the owner's sample it is drawn
 //!   from (behind the peer's clock), and its distance from the owner's own pose at that time.
 //!
@@ -85,6 +90,14 @@ impl Default for DelayHistogram {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The largest of a path's bends `window` (by step modulo its length) over the last `steps` steps to `now`.
+fn largest_bend(window: &[f32; HAND_WINDOW_STEPS], now: u64, steps: usize) -> f32 {
+    let now = now as usize;
+    (0..steps.min(HAND_WINDOW_STEPS))
+        .map(|k| window[(now + HAND_WINDOW_STEPS - k) % HAND_WINDOW_STEPS])
+        .fold(0.0, f32::max)
 }
 
 /// One peer's view of one cube over the last three steps: where it drew it, and whether those samples run on.
@@ -255,6 +268,9 @@ pub struct DrawnMeter {
     pub error_resting: PopHistogram,
     pub error_moving: PopHistogram,
     pub jump: PopHistogram,
+    /// The late visible jump (see the module's notes), and its window (steps, at most [`HAND_WINDOW_STEPS`]).
+    pub jump_late: PopHistogram,
+    late_window: usize,
     pub avatar_delay: DelayHistogram,
     pub avatar_error: PopHistogram,
     pub steps: u64,
@@ -262,6 +278,7 @@ pub struct DrawnMeter {
     /// its evidence.
     worst_resting: Option<Worst>,
     worst_jump: Option<Worst>,
+    worst_jump_late: Option<Worst>,
 }
 
 /// One measured moment: which seat drew which cube how far off, at which step of the meter, and the poses.
@@ -315,12 +332,23 @@ impl DrawnMeter {
             error_resting: PopHistogram::default(),
             error_moving: PopHistogram::default(),
             jump: PopHistogram::default(),
+            jump_late: PopHistogram::default(),
+            late_window: 1,
             avatar_delay: DelayHistogram::new(),
             avatar_error: PopHistogram::default(),
             steps: 0,
             worst_resting: None,
             worst_jump: None,
+            worst_jump_late: None,
         }
+    }
+
+    /// The late visible jump's window: the steps news may take to reach a peer (the session's `news_steps`: two
+    /// one-way trips with their jitter, a send interval at each hop, one more for a lost packet, two steps), at most
+    /// [`HAND_WINDOW_STEPS`]. Without it the window is one step and the late figure reads as the visible jump.
+    pub fn with_news_steps(mut self, steps: u64) -> Self {
+        self.late_window = (steps as usize).clamp(1, HAND_WINDOW_STEPS);
+        self
     }
 
     /// One step, after every peer simulated it: `peers[seat]` (absent: not in the game), `authority[cube]` (`None`:
@@ -428,6 +456,34 @@ impl DrawnMeter {
                     }
                     self.jump.add(jump);
                     Worst::keep(&mut self.worst_jump, Worst { value: jump, ..here });
+                    let late_truth =
+                        truth_bend.max(largest_bend(&self.sim_bends[who.seat][c], self.steps, self.late_window));
+                    let late = (bend - late_truth).max(0.0);
+                    if late > 0.01 {
+                        // The nearest cube this seat draws in a remote hand (evidence of a push the authority's world
+                        // did not have).
+                        let at = peer.sim[c].unwrap_or(Vec3::ZERO);
+                        let nearest_held = (0..peer.sim.len())
+                            .filter(|&d| d != c && peer.in_hand[d])
+                            .filter_map(|d| peer.sim[d].map(|p| (d, p.distance(at))))
+                            .min_by(|x, y| x.1.total_cmp(&y.1));
+                        tracing::debug!(
+                            nearest_in_remote_hand = ?nearest_held,
+                            simulated = ?self.sims[seat][c].drawn,
+                            step = self.steps,
+                            seat,
+                            cube = c,
+                            late,
+                            truth_seat = who.seat,
+                            since_hand = track.since_hand,
+                            late_truth,
+                            drawn = ?track.drawn,
+                            truth = ?self.sims[who.seat][c].drawn,
+                            "a late visible jump"
+                        );
+                    }
+                    self.jump_late.add(late);
+                    Worst::keep(&mut self.worst_jump_late, Worst { value: late, ..here });
                 }
             }
             self.observe_avatars(peer, now_s);
@@ -473,7 +529,11 @@ impl DrawnMeter {
             .worst_jump
             .filter(|w| w.value > 0.01)
             .map(|w| w.to_json("the largest visible jump"));
-        resting.into_iter().chain(jump)
+        let late = self
+            .worst_jump_late
+            .filter(|w| w.value > 0.01)
+            .map(|w| w.to_json("the largest late visible jump"));
+        resting.into_iter().chain(jump).chain(late)
     }
 
     /// The figures, as `tumble session` reports them; a figure nothing fed is `null`. Corrections are per minute
@@ -496,6 +556,9 @@ impl DrawnMeter {
             "drawn_error_m_max_moving": max(&self.error_moving),
             "visible_jump_m_max": max(&self.jump),
             "visible_jump_m_p99": q(&self.jump, 0.99),
+            "visible_jump_late_m_max": max(&self.jump_late),
+            "visible_jump_late_m_p99": q(&self.jump_late, 0.99),
+            "visible_jump_late_window_steps": (self.jump_late.count() > 0).then_some(self.late_window),
             "corrections_over_1cm": per_minute(corrections.0),
             "corrections_over_10cm": per_minute(corrections.1),
             "avatar_delay_ms_p50": self.avatar_delay.quantile_ms(0.5),
@@ -568,5 +631,55 @@ mod tests {
         assert!(!p[1].0, "an untracked hand");
         assert!(h.positions_at(500.0).is_none(), "not recorded");
         assert!(h.positions_at(f64::NAN).is_none());
+    }
+
+    /// Seat 0 is the authority of one cube that falls at 3 m/s and stops on the floor at step 20; seat 1 draws
+    /// `drawn(step)`. Returns (visible jump max, late visible jump max) with the late window `window` steps.
+    fn bounce_seen(window: u64, drawn: impl Fn(i64) -> f32) -> (f32, f32) {
+        let mut meter = DrawnMeter::new(2, 1).with_news_steps(window);
+        let mut peers = vec![PeerSample::default(); 2];
+        for (seat, p) in peers.iter_mut().enumerate() {
+            p.present = true;
+            p.measured = true;
+            p.player = seat as u8 + 1;
+            p.in_hand = vec![false];
+        }
+        let authority = [Some(Authority {
+            seat: 0,
+            settled: false,
+        })];
+        for step in 0..60 {
+            let truth = Vec3::new(0.0, falling(step as i64), 0.0);
+            let here = Vec3::new(0.0, drawn(step as i64), 0.0);
+            (peers[0].sim, peers[0].drawn) = (vec![Some(truth)], vec![truth]);
+            (peers[1].sim, peers[1].drawn) = (vec![Some(here)], vec![here]);
+            meter.observe(&peers, &authority, step as f64 / 90.0);
+        }
+        (meter.jump.max_m(), meter.jump_late.max_m())
+    }
+
+    /// Falling at 3 m/s (from before the meter starts) until it stops at step 20.
+    fn falling(step: i64) -> f32 {
+        10.0 - 3.0 / 90.0 * step.min(20) as f32
+    }
+
+    #[test]
+    fn a_bounce_drawn_late_reads_in_the_visible_jump_and_not_the_late_one_but_a_snap_reads_in_both() {
+        // Drawn five steps behind the truth: the same stop, five steps later.
+        let (jump, late) = bounce_seen(22, |s| falling(s - 5));
+        assert!(
+            (jump - 3.0 / 90.0).abs() < 1e-4,
+            "the stop's whole bend, at the step it stops here: {jump}"
+        );
+        assert!(late < 1e-5, "within the window the truth made that bend: {late}");
+        // The window shorter than the lateness: the late figure reads it too.
+        let (_, short) = bounce_seen(3, |s| falling(s - 5));
+        assert!((short - 3.0 / 90.0).abs() < 1e-4, "{short}");
+        // A copy a step behind that snaps 5 cm at step 55, longer after the stop than the window: both read it.
+        let (jump, late) = bounce_seen(22, |s| falling(s - 1) + if s >= 55 { 0.05 } else { 0.0 });
+        assert!(jump >= 0.05 - 1e-4 && late >= 0.05 - 1e-4, "{jump} {late}");
+        // Drawn exactly: neither reads anything.
+        let (jump, late) = bounce_seen(22, falling);
+        assert!(jump < 1e-5 && late < 1e-5, "{jump} {late}");
     }
 }

@@ -243,10 +243,12 @@ fn read_points(i: &mut impl Read) -> std::io::Result<AvatarPoints> {
 /// cube's truth is the process that simulated it for everyone — a guest whose own claim it was, else the process
 /// of the authority the host's table named (the host for default cubes) — as one process sees the others only
 /// through this.
-pub fn measure(paths: &[std::path::PathBuf], seconds: f64) -> Result<DrawnMeter> {
+///
+/// `news_steps`: the late visible jump's window ([`DrawnMeter::with_news_steps`]).
+pub fn measure(paths: &[std::path::PathBuf], seconds: f64, news_steps: u64) -> Result<DrawnMeter> {
     let mut readers = paths.iter().map(|p| TraceReader::open(p)).collect::<Result<Vec<_>>>()?;
     let cubes = readers.first().map_or(0, |r| r.cubes);
-    let mut meter = DrawnMeter::new(readers.len(), cubes);
+    let mut meter = DrawnMeter::new(readers.len(), cubes).with_news_steps(news_steps);
     let steps = (seconds * f64::from(STEP_HZ)).ceil() as u64 + u64::from(STEP_HZ);
     let mut samples = vec![PeerSample::default(); readers.len()];
     let mut words: Vec<Option<Vec<CubeWord>>> = vec![None; readers.len()];

@@ -740,7 +740,7 @@ pub fn run_processes(config: &SessionConfig, scene: &Path, seats: &[String]) -> 
         return host_gone_report(config, &finals, killed_at_ms.or(quit_ms), kill.is_some());
     }
     let traces: Vec<PathBuf> = (1..=config.players).map(trace_of).collect();
-    let measured = crate::drawn_trace::measure(&traces, config.run.seconds);
+    let measured = crate::drawn_trace::measure(&traces, config.run.seconds, crate::session::news_steps(config));
     std::fs::remove_dir_all(&trace_dir).ok();
     let meter = measured?;
     let corrections = finals.iter().fold((0, 0), |(a, b), f| {

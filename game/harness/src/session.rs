@@ -165,7 +165,7 @@ pub struct SessionReport {
 }
 
 /// The fields of [`DrawnMeter::to_json`], `null` where nothing was measured.
-const DRAWN_FIELDS: [&str; 17] = [
+const DRAWN_FIELDS: [&str; 20] = [
     "drawn_error_m_p50",
     "drawn_error_m_p99",
     "drawn_error_m_max",
@@ -177,6 +177,9 @@ const DRAWN_FIELDS: [&str; 17] = [
     "drawn_error_m_max_moving",
     "visible_jump_m_max",
     "visible_jump_m_p99",
+    "visible_jump_late_m_max",
+    "visible_jump_late_m_p99",
+    "visible_jump_late_window_steps",
     "corrections_over_1cm",
     "corrections_over_10cm",
     "avatar_delay_ms_p50",
@@ -184,6 +187,15 @@ const DRAWN_FIELDS: [&str; 17] = [
     "avatar_error_m_p99",
     "avatar_error_m_max",
 ];
+
+/// Steps news may take to reach a guest through the host: two one-way trips with their jitter, a send interval at
+/// each hop (a state waits for the next packet), one interval more for a packet lost on the way, and two steps.
+pub fn news_steps(config: &SessionConfig) -> u64 {
+    let link = &config.run.link;
+    (2.0 * (link.latency_ms + link.jitter_ms) / 1000.0 * PACKETS_PER_S as f64).ceil() as u64
+        + 3 * u64::from(config.send_every_steps.max(1))
+        + 2
+}
 
 /// One connection and direction's mean rate, by part (kbps).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -382,17 +394,14 @@ impl SessionRun {
             settle_step,
             previous: vec![vec![None; cubes]; config.players],
             pop_meters: (0..config.players).map(|_| PopMeter::new(cubes)).collect(),
-            drawn: DrawnMeter::new(config.players, cubes),
+            drawn: DrawnMeter::new(config.players, cubes).with_news_steps(news_steps(&config)),
             truth_seats: Vec::with_capacity(cubes),
             peer_samples: vec![PeerSample::default(); config.players],
             rest_jitter_m: 0.0,
             authority_of: vec![0; cubes],
             authority_now: Vec::with_capacity(cubes),
             authority_rest_since: vec![0; cubes],
-            news_steps: (2.0 * (config.run.link.latency_ms + config.run.link.jitter_ms) / 1000.0 * PACKETS_PER_S as f64)
-                .ceil() as u64
-                + 3 * u64::from(config.send_every_steps.max(1))
-                + 2,
+            news_steps: news_steps(&config),
             disagreement_since: vec![None; cubes],
             conflicts: 0,
             conflict_steps_max: 0,
@@ -1410,10 +1419,10 @@ mod tests {
     /// (its drawn pose kept, as a correction the smoothing eases would) is drawn 5 cm from the truth until the
     /// authority's resting state puts it back — `drawn_error_m_max_resting` moves past its 1 mm line, from 0 without
     /// the nudge; eased back, the correction bends the drawn path by under a centimetre a frame, but drawn as it is
-    /// (smoothing off) `visible_jump_m_max` reads the whole 5 cm.
+    /// (smoothing off) `visible_jump_m_max` reads the whole 5 cm, and so does `visible_jump_late_m_max`.
     #[test]
     fn the_drawn_figures_see_a_nudged_cube_and_smoothing_turned_off() {
-        let mut figures = Vec::new();
+        let (mut figures, mut late) = (Vec::new(), Vec::new());
         // (nudge kept off the drawn path as a correction the smoothing eases would, smoothing on)
         for (nudge, eased, smoothing) in [
             (false, true, true),
@@ -1449,6 +1458,7 @@ mod tests {
             let j = run.report().unwrap().to_json();
             let f = |k: &str| j[k].as_f64().unwrap_or_else(|| panic!("{k}: {j}"));
             figures.push((f("drawn_error_m_max_resting"), f("visible_jump_m_max")));
+            late.push(f("visible_jump_late_m_max"));
             assert!(j["bit_identical_at_end"] == true, "{j}");
             // A figure past its line says where: on the nudged seat (the nudged cube, or the neighbour it pushed
             // over); none when nothing passed.
@@ -1472,6 +1482,11 @@ mod tests {
         assert!(plain_error <= 0.001 && plain_jump <= 0.01, "{figures:?}");
         assert!(eased_jump < 0.01, "eased: {figures:?}");
         assert!(snapped_jump >= 0.045, "snapped: {figures:?}");
+        // A snap on a settled field is no late bounce: the late visible jump reads it whole too, and stays under
+        // its line where the visible jump does.
+        eprintln!("late visible jump max, the same runs: {late:?}");
+        assert!(late[2] >= 0.045, "snapped: {late:?}");
+        assert!(late[0] <= 0.01 && late[1] < 0.01, "{late:?}");
         assert!(nudged_error >= 0.045, "the nudge is seen: {figures:?}");
     }
 
