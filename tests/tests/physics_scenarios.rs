@@ -447,6 +447,79 @@ fn a_remote_hand_never_wakes_a_remote_resting_cube_but_pushes_a_local_one() {
     );
 }
 
+/// Another peer's awake cube sliding at 0.5 m/s, with a kinematic box swept into it from behind at 1.8 m/s;
+/// `cube_remote`, `hand_remote`: whose they are (see `World::set_remote`). Returns where the cube is after a second.
+fn sweep_hand_into_sliding_cube(cube_remote: bool, hand_remote: bool) -> Vec3 {
+    let config = WorldConfig {
+        ground_friction: 0.0,
+        ..WorldConfig::default()
+    };
+    let mut world = World::new(config).unwrap();
+    let cube = world
+        .add_body(&BodyDesc {
+            position: Vec3::new(0.0, 0.5, 0.0),
+            linear_velocity: Vec3::new(0.5, 0.0, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let hand = world
+        .add_body(&BodyDesc {
+            kind: BodyKind::Kinematic,
+            half_extents: Vec3::splat(0.2),
+            position: Vec3::new(-1.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    world.set_rest_detection(cube, false).unwrap();
+    world.set_remote(cube, cube_remote).unwrap();
+    world.set_remote(hand, hand_remote).unwrap();
+    for k in 1..=90 {
+        world
+            .set_kinematic_target(hand, Vec3::new(-1.0 + k as f32 * 0.02, 0.5, 0.0), Quat::IDENTITY)
+            .unwrap();
+        world.step();
+    }
+    world.state(cube).unwrap().position
+}
+
+#[test]
+fn a_remote_hand_passes_through_a_moving_remote_cube_but_pushes_a_local_one_and_holds_up_what_rests_on_it() {
+    // Sliding on alone, the cube is at x 0.5 after a second; the hand catches it up at about x 0.3.
+    let through = sweep_hand_into_sliding_cube(true, true);
+    assert!(
+        (through.x - 0.5).abs() < 0.01,
+        "the remote cube slides on as its authority's states say: {through}"
+    );
+    for (cube_remote, hand_remote) in [(false, true), (true, false), (false, false)] {
+        let pushed = sweep_hand_into_sliding_cube(cube_remote, hand_remote);
+        assert!(pushed.x > 0.55, "pushed ({cube_remote}, {hand_remote}): {pushed}");
+    }
+    // A remote cube resting on a remote hand that lifts it is held up, not dropped through it.
+    let mut world = World::new(WorldConfig::default()).unwrap();
+    let hand = world
+        .add_body(&BodyDesc {
+            kind: BodyKind::Kinematic,
+            position: Vec3::new(0.0, 0.5, 0.0),
+            ..BodyDesc::default()
+        })
+        .unwrap();
+    let top = cube_at(&mut world, 0.0, 1.5);
+    world.set_rest_detection(top, false).unwrap();
+    world.set_remote(top, true).unwrap();
+    world.set_remote(hand, true).unwrap();
+    for k in 1..=90 {
+        world
+            .set_kinematic_target(hand, Vec3::new(0.0, 0.5 + k as f32 * 0.01, 0.0), Quat::IDENTITY)
+            .unwrap();
+        world.step();
+    }
+    let lifted = world.state(top).unwrap().position;
+    assert!(
+        (lifted.y - 2.4).abs() < 0.01,
+        "carried up with the hand to 2.4: {lifted}"
+    );
+}
+
 /// A one-metre dynamic cube added at (`x`, `y`, 0).
 fn cube_at(world: &mut World, x: f32, y: f32) -> BodyId {
     world

@@ -48,7 +48,7 @@ impl World {
             let c = &self.contacts.contacts[k as usize];
             let (a, b) = (c.a as usize, c.b);
             let b_simulated = b != GROUND && self.simulated[b as usize];
-            if c.manifold.count > 0 && (self.simulated[a] || b_simulated) {
+            if c.manifold.count > 0 && (self.simulated[a] || b_simulated) && !self.remote_hand_shoves_remote(c) {
                 let level_b = if b == GROUND { 0 } else { level[b as usize] };
                 self.order_unsorted.push((level[a].max(level_b), rank as u32));
             }
