@@ -696,9 +696,10 @@ impl World {
     /// its authority put to rest: whether the second moves is for its own authority to say, and the two
     /// authorities' worlds see the meeting at different times and places (a remote hand grazing a remote stack
     /// here that it missed in its own world), so waking it here only makes it jump back when the next resting
-    /// state arrives. Until then the resting one holds as if fixed. A remote kinematic body (a cube in another
-    /// player's hand) does not push another remote body at all: they pass through each other here. A resting remote body is woken by losing a
+    /// state arrives. Until then the resting one holds as if fixed. A resting remote body is woken by losing a
     /// contact only when what it lost held it up (a cube of this peer's taken from under it), not one at its side.
+    /// And a remote kinematic body (a cube in another player's hand) shoves no other remote body: they pass through
+    /// each other here (see `remote_hand_shoves_remote`).
     pub fn set_remote(&mut self, id: BodyId, remote: bool) -> Result<(), PhysicsError> {
         let i = self.check(id)?;
         if self.remote[i] == remote {

@@ -84,7 +84,7 @@ pub struct Sender {
     last_step: Option<u64>,
     /// Per cube: the step it last went out and the state it carried then.
     last_sent: Vec<Option<(u64, QuantizedState)>>,
-    /// Per cube: in how many packets in a row that last state went (saturating).
+    /// Per cube: in how many packets that last state has gone since it changed (saturating).
     same_sent: Vec<u8>,
     /// Packets in which a resting cube was hurried because the receiver had not acked its stamp (see
     /// [`UNACKED_STAMP_RESEND_STEPS`]; a cube the budget keeps out of one packet is counted again in the next).
@@ -332,8 +332,8 @@ mod tests {
     }
 
     /// `steps` steps of the busy world's link: every step the twenty cubes are touched, `before` changes what that
-    /// step is about (the world, the sender, the stamps), a packet goes, and it is acked unless it is the packet of
-    /// step `lost`. Returns the steps whose packets carried cube 20, and the sender.
+    /// step is about (the world, the sender, the stamps), a packet goes, and it is acked unless its step is in
+    /// `lost`. Returns the steps whose packets carried cube 20, and the sender.
     fn busy_link(
         steps: u64,
         lost: &[u64],
@@ -365,7 +365,7 @@ mod tests {
     }
 
     /// 300 steps of the busy world's link: the resting cube 20's stamp changes at step 10 and goes at once; the
-    /// packet of step `lost` (if any) never arrives, every other one is acked. Returns the steps whose packets
+    /// packets of the steps in `lost` never arrive, every other one is acked. Returns the steps whose packets
     /// carried cube 20, and the sender's count of stamp resends.
     fn resting_cube_sent_at(lost: &[u64]) -> (Vec<u64>, u64) {
         let (went, sender) = busy_link(300, lost, |step, _, sender, stamps| {
@@ -388,7 +388,7 @@ mod tests {
 
     /// 120 steps of the busy world's link: the resting cube 20 goes at step 0 (hurried), wakes
     /// at step 30 and falls among the twenty touched cubes that fill every packet, and is put to rest where it is
-    /// at step `rest_at` (its state unchanged but for that: same stamp); the packet of step `lost` (if any) is never
+    /// at step `rest_at` (its state unchanged but for that: same stamp); the packets of the steps in `lost` are never
     /// acked. Returns the steps whose packets carried it and the sender's count of rest-news hurries.
     fn woken_cube_sent_at(rest_at: u64, lost: &[u64]) -> (Vec<u64>, u64) {
         let cube = BodyId(20);
