@@ -810,6 +810,8 @@ impl SessionRun {
                             host_stamp = ?host.table.stamp(c as u32),
                             claim_position = ?state.position,
                             host_position = ?h.position,
+                            claim_rotation = ?state.rotation,
+                            host_rotation = ?h.rotation,
                             host_at_rest = h.at_rest,
                             "a lost commit"
                         );
