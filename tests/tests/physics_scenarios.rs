@@ -393,10 +393,32 @@ fn a_moving_kinematic_box_wakes_and_pushes_a_resting_cube() {
 /// A resting cube with a kinematic box swept through it; `remote`: both are another peer's (see
 /// `World::set_remote`). Returns the cube's state before and after the sweep.
 fn sweep_hand_through_resting_cube(cube_remote: bool, hand_remote: bool) -> (BodyState, BodyState) {
-    let mut world = World::new(WorldConfig::default()).unwrap();
+    let (mut world, cube, hand) = cube_and_hand(WorldConfig::default(), Vec3::ZERO, [cube_remote, hand_remote]);
+    for _ in 0..40 {
+        world.step();
+    }
+    let before = world.state(cube).unwrap();
+    assert!(before.at_rest);
+    if cube_remote {
+        // Another peer's cube rests only on its word; here it was put to rest before the sweep.
+        world.set_rest_detection(cube, false).unwrap();
+    }
+    sweep_hand(&mut world, hand);
+    (before, world.state(cube).unwrap())
+}
+
+/// A one-metre cube at (0, 0.5, 0) moving at `velocity` and a 0.4 m kinematic box (a hand) a metre behind it on
+/// x, each another peer's or not (`[cube_remote, hand_remote]`, see `World::set_remote`).
+fn cube_and_hand(
+    config: WorldConfig,
+    velocity: Vec3,
+    [cube_remote, hand_remote]: [bool; 2],
+) -> (World, BodyId, BodyId) {
+    let mut world = World::new(config).unwrap();
     let cube = world
         .add_body(&BodyDesc {
             position: Vec3::new(0.0, 0.5, 0.0),
+            linear_velocity: velocity,
             ..BodyDesc::default()
         })
         .unwrap();
@@ -410,22 +432,17 @@ fn sweep_hand_through_resting_cube(cube_remote: bool, hand_remote: bool) -> (Bod
         .unwrap();
     world.set_remote(cube, cube_remote).unwrap();
     world.set_remote(hand, hand_remote).unwrap();
-    for _ in 0..40 {
-        world.step();
-    }
-    let before = world.state(cube).unwrap();
-    assert!(before.at_rest);
-    if cube_remote {
-        // Another peer's cube rests only on its word; here it was put to rest before the sweep.
-        world.set_rest_detection(cube, false).unwrap();
-    }
+    (world, cube, hand)
+}
+
+/// Sweeps `hand` along +x at 1.8 m/s for a second, from where `cube_and_hand` put it.
+fn sweep_hand(world: &mut World, hand: BodyId) {
     for k in 1..=90 {
         world
             .set_kinematic_target(hand, Vec3::new(-1.0 + k as f32 * 0.02, 0.5, 0.0), Quat::IDENTITY)
             .unwrap();
         world.step();
     }
-    (before, world.state(cube).unwrap())
 }
 
 #[test]
@@ -454,31 +471,9 @@ fn sweep_hand_into_sliding_cube(cube_remote: bool, hand_remote: bool) -> Vec3 {
         ground_friction: 0.0,
         ..WorldConfig::default()
     };
-    let mut world = World::new(config).unwrap();
-    let cube = world
-        .add_body(&BodyDesc {
-            position: Vec3::new(0.0, 0.5, 0.0),
-            linear_velocity: Vec3::new(0.5, 0.0, 0.0),
-            ..BodyDesc::default()
-        })
-        .unwrap();
-    let hand = world
-        .add_body(&BodyDesc {
-            kind: BodyKind::Kinematic,
-            half_extents: Vec3::splat(0.2),
-            position: Vec3::new(-1.0, 0.5, 0.0),
-            ..BodyDesc::default()
-        })
-        .unwrap();
+    let (mut world, cube, hand) = cube_and_hand(config, Vec3::new(0.5, 0.0, 0.0), [cube_remote, hand_remote]);
     world.set_rest_detection(cube, false).unwrap();
-    world.set_remote(cube, cube_remote).unwrap();
-    world.set_remote(hand, hand_remote).unwrap();
-    for k in 1..=90 {
-        world
-            .set_kinematic_target(hand, Vec3::new(-1.0 + k as f32 * 0.02, 0.5, 0.0), Quat::IDENTITY)
-            .unwrap();
-        world.step();
-    }
+    sweep_hand(&mut world, hand);
     world.state(cube).unwrap().position
 }
 
