@@ -561,6 +561,22 @@ impl Watch {
                 ]))
             })
             .collect();
+        // Host: the last resting state taken from a guest per cube, as a claim is written.
+        let taken_rest: Vec<Value> = peer
+            .taken_rest()
+            .iter()
+            .enumerate()
+            .filter_map(|(c, taken)| {
+                let q = taken.as_ref()?;
+                Some(json!([
+                    c,
+                    [q.stamp.authority, q.stamp.authority_seq, q.stamp.ownership_seq],
+                    q.position,
+                    q.rotation.largest,
+                    q.rotation.smallest_three
+                ]))
+            })
+            .collect();
         let rejected: Vec<u64> = peer.stats.rejected.0.to_vec();
         Ok(json!({
             "player": peer.player(),
@@ -577,6 +593,7 @@ impl Watch {
             "authority_changes": peer.stats.authority_changes,
             "reclaims": peer.stats.reclaims,
             "rest_claims": rest_claims,
+            "taken_rest": taken_rest,
             "rejected": rejected,
             "accepted_claims": peer.stats.accepted_claims,
             "holder_events": self.holder_events,
@@ -948,6 +965,10 @@ fn lost_commits(guest: &Value, host: &Value, evidence: &mut Vec<Value>) -> u64 {
             // the claimed pose under the return's stamp (a default cube the host's world moves later, as a
             // support falls away, keeps that stamp).
             let same = same || rested_on_host_as_claimed(host, c, &host["stamps"][c], claim);
+            // Or the host took that resting state under that claim, and its world moved the cube on as its own (a
+            // default neighbour creeping against it takes it by touch, under the stamp a return would have).
+            let returned = host["stamps"][c] != claim[1];
+            let same = same || (returned && host["taken_rest"].as_array().into_iter().flatten().any(|t| t == claim));
             if !same {
                 tracing::warn!(
                     guest = %guest["player"],
@@ -1182,7 +1203,20 @@ mod tests {
         );
         // At rest there under another stamp, or in another pose: no proof of the commit.
         let other_pose = json!([[1000.0, 0, true, [0, 8, 1], [1, 2048, 0, 3, 0, 0, 0]]]);
-        assert_eq!(lost_commits(&guest, &host(returned, other_pose), &mut evidence), 1);
+        assert_eq!(
+            lost_commits(&guest, &host(returned.clone(), other_pose), &mut evidence),
+            1
+        );
+        // Taken by the host in the claimed pose under the claim, then moved on as its own: committed; taken
+        // under an older claim of the same guest: not.
+        let taken = |t: Value| {
+            let mut h = host(returned.clone(), json!([]));
+            h["taken_rest"] = json!([t]);
+            h
+        };
+        assert_eq!(lost_commits(&guest, &taken(claim.clone()), &mut evidence), 0);
+        let older = json!([0, [2, 6, 1], [0, 2048, 0], 3, [0, 0, 0]]);
+        assert_eq!(lost_commits(&guest, &taken(older), &mut evidence), 1);
         // Still under the guest's claim on the host, yet elsewhere: lost, whatever the host's rest events say.
         assert_eq!(
             lost_commits(&guest, &host(json!([2, 7, 1]), rested_as_claimed), &mut evidence),

@@ -22,7 +22,8 @@ use crate::loopback::{bit_identical, percentile};
 use tumble_game::authority::rules::{commit_outcome, compare_claims, RejectCounts, RejectReason};
 use tumble_game::session::peer::{Peer, PeerConfig, JOIN_GRACE_STEPS, MAX_PLAYERS, PACKETS_PER_S};
 use tumble_game::smoothing::PopMeter;
-use tumble_game::sync::codec::quantize::quantize_state;
+use tumble_game::sync::codec::quantize::{quantize_state, QuantizedState};
+use tumble_game::sync::codec::stamp::AuthorityStamp;
 
 pub use tumble_game::bots::{Driver, ScriptDriver};
 pub use tumble_game::session::DEFAULT_SESSION_KBPS_BUDGET;
@@ -789,7 +790,10 @@ impl SessionRun {
     }
 
     /// Resting states a guest had as a cube's authority that the host ended without: the host's final stamp is
-    /// that claim or its return to default (nobody took the cube after it), yet the host's state differs.
+    /// that claim or its return to default (nobody took the cube after it), yet the host's state differs, and the
+    /// host never took that resting state under that claim either (once taken, the cube is the host's world's to
+    /// move on: a default neighbour creeping against it takes it by touch, under the stamp a return would have, and
+    /// moves it a quantum; `--processes` reads the same from the host's rest events).
     fn lost_commits(&self) -> Result<u64> {
         let Some(host) = self.peers[0].as_ref() else {
             return Ok(0);
@@ -801,7 +805,8 @@ impl SessionRun {
                 let id = BodyId(c as u32);
                 if commit_outcome(stamp, &host.table.stamp(c as u32)).is_some() && !host.world.is_removed(id)? {
                     let h = quantize_state(&host.world.state(id)?);
-                    let differs = (h.position, h.rotation) != (state.position, state.rotation);
+                    let host_stamp = host.table.stamp(c as u32);
+                    let differs = !committed(stamp, state, &host_stamp, &h, host.taken_rest()[c].as_ref());
                     if differs {
                         tracing::warn!(
                             cube = c,
@@ -982,6 +987,22 @@ pub fn run_session(
     run.report()
 }
 
+/// Whether a guest's resting claim (`stamp`, `claimed`) on a cube the host ends with in `host_state` under
+/// `host_stamp` (that claim or its return) was committed: the host has the cube in the claimed pose, or, the cube
+/// being the host's own again, the host took that resting state under that claim (`taken`: the last one it took)
+/// and its world moved the cube on later.
+fn committed(
+    stamp: &AuthorityStamp,
+    claimed: &QuantizedState,
+    host_stamp: &AuthorityStamp,
+    host_state: &QuantizedState,
+    taken: Option<&QuantizedState>,
+) -> bool {
+    let pose = |q: &QuantizedState| (q.position, q.rotation);
+    let taken = taken.is_some_and(|t| t.stamp == *stamp && pose(t) == pose(claimed));
+    pose(host_state) == pose(claimed) || (host_stamp != stamp && taken)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -991,6 +1012,57 @@ mod tests {
     use tumble_game::avatar::{AvatarInput, Pose};
     use tumble_game::interaction::script::{AvatarScript, HandScript};
     use tumble_game::session::peer::HostGone;
+
+    #[test]
+    fn a_resting_claim_is_committed_only_if_the_host_has_or_took_its_pose_under_it() {
+        let rest = |x: f32, turn: f32| {
+            quantize_state(&tumble_engine::physics::BodyState {
+                position: Vec3::new(x, 1.5, 0.0),
+                rotation: glam::Quat::from_rotation_y(turn),
+                linear_velocity: Vec3::ZERO,
+                angular_velocity: Vec3::ZERO,
+                at_rest: true,
+            })
+        };
+        let claim = AuthorityStamp {
+            authority: 4,
+            authority_seq: 150,
+            ownership_seq: 5,
+        };
+        let claimed = rest(0.5, 0.0);
+        // A quantum of turn off (seed 7 at 25 %: a default neighbour took the cube by touch and moved it on).
+        let moved_on = rest(0.5, 1.0 / 8192.0);
+        assert_ne!(moved_on.rotation, claimed.rotation);
+        let taken = QuantizedState {
+            stamp: claim,
+            ..claimed
+        };
+        let returned = AuthorityStamp {
+            authority: 0,
+            authority_seq: 151,
+            ..claim
+        };
+        assert!(committed(&claim, &claimed, &returned, &claimed, None));
+        assert!(committed(&claim, &claimed, &claim, &claimed, None));
+        assert!(committed(&claim, &claimed, &returned, &moved_on, Some(&taken)));
+        // Never taken, taken in another pose, or taken under an older claim of the same guest: lost.
+        assert!(!committed(&claim, &claimed, &returned, &moved_on, None));
+        let elsewhere = QuantizedState {
+            stamp: claim,
+            ..rest(0.6, 0.0)
+        };
+        assert!(!committed(&claim, &claimed, &returned, &moved_on, Some(&elsewhere)));
+        let older = QuantizedState {
+            stamp: AuthorityStamp {
+                authority_seq: 148,
+                ..claim
+            },
+            ..claimed
+        };
+        assert!(!committed(&claim, &claimed, &returned, &moved_on, Some(&older)));
+        // Still under the guest's claim on the host yet elsewhere: lost, whatever the host took.
+        assert!(!committed(&claim, &claimed, &claim, &moved_on, Some(&taken)));
+    }
 
     /// A maker of worlds of the shipped scene `file` (in `assets/scenes`).
     fn scene(file: &'static str) -> Box<dyn Fn() -> Result<World>> {

@@ -88,6 +88,9 @@ impl Peer {
             let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
             self.applied_rest[cube as usize] = state.at_rest.then_some(state);
+            if self.is_host && state.at_rest {
+                self.taken_rest[cube as usize] = Some(state);
+            }
             let new = self.world.state(id)?;
             if self.steps_since_welcome() > JOIN_GRACE_STEPS {
                 let moved = old.position.distance(new.position);

@@ -372,6 +372,9 @@ pub struct Peer {
     /// Per cube: the resting state last applied from another authority, until an awake state or a hand replaces
     /// it or this peer becomes its authority (what the harness's rest-jitter measure holds a remote copy to).
     applied_rest: Vec<Option<QuantizedState>>,
+    /// Host: per cube, the last resting state it took from a guest, its authority then (kept after the cube moves
+    /// on: the state that guest's resting claim was committed on).
+    taken_rest: Vec<Option<QuantizedState>>,
     /// What is drawn eases into what is simulated after every snap.
     pub smoothing: DrawSmoothing,
     /// Links measure what they would send with no budget (`Sender::measure_demand`).
@@ -505,6 +508,7 @@ impl Peer {
             smoothing: DrawSmoothing::new(cubes),
             rest_claims: vec![None; cubes],
             applied_rest: vec![None; cubes],
+            taken_rest: vec![None; cubes],
             rested_before: vec![false; cubes],
             physics_step: vec![Vec3::ZERO; cubes],
             resting_before: Vec::with_capacity(cubes),
@@ -717,6 +721,12 @@ impl Peer {
     /// peer's own authority took over, or before any arrived).
     pub fn applied_rest(&self) -> &[Option<QuantizedState>] {
         &self.applied_rest
+    }
+
+    /// Host: per cube, the last resting state taken from a guest as the cube's authority, with that guest's stamp
+    /// (`None` before any): the state a guest's resting claim was committed on, whatever the cube did after.
+    pub fn taken_rest(&self) -> &[Option<QuantizedState>] {
+        &self.taken_rest
     }
 
     /// Steps since this guest was welcomed (a host: `u64::MAX`); 0 for a guest not yet welcomed. A guest that
