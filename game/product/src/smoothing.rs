@@ -142,6 +142,15 @@ impl DrawSmoothing {
     /// motion. Its drawn motion has no kink, as its drawn pose has no jump; the reference sample's smoothing
     /// dropped the old velocity at once.
     pub fn on_snap_moving(&mut self, cube: usize, old: &Pose, new: &Pose, jump: Motion) {
+        self.on_snap_pushed(cube, old, new, jump, jump.velocity);
+    }
+
+    /// As [`DrawSmoothing::on_snap_moving`], knowing how much velocity (m/s) this peer's own physics gave the cube
+    /// since its last snap (`pushed_here`: contacts here, beyond free fall). While an easing is under way, only
+    /// that much of the jump's speed away from the drawn cube is dropped rather than carried on: a push this peer
+    /// keeps giving the cube, which each snap takes out again, is drawn once and not added up; a jump it did not
+    /// make (news of a throw, a bounce it missed) is carried on whole and eased, as the first snap's is.
+    pub fn on_snap_pushed(&mut self, cube: usize, old: &Pose, new: &Pose, jump: Motion, pushed_here: Vec3) {
         let finite = old.position.is_finite() && new.position.is_finite() && jump.is_finite();
         if cube >= self.position.len() || !finite || !self.enabled {
             return;
@@ -158,16 +167,19 @@ impl DrawSmoothing {
             return;
         }
         self.position[cube] = offset;
-        // A snap's speed away from the cube is carried on only when no easing is under way: the first snap (a missed
-        // bounce, a throw) keeps its drawn motion whole. When each snap takes out a push that this peer's
+        // A snap's speed away from the cube is carried on whole when no easing is under way: the first snap (a
+        // missed bounce, a throw) keeps its drawn motion whole. When each snap takes out a push that this peer's
         // simulation keeps giving the cube (its own hand's cube lifting a remote cube the authority lifts a trip
         // later), carrying every one on added about 1 m/s a step, more than the easing takes out (0.67 m/s), and
-        // the drawn cube flew 8 m from its cube before the offset was dropped; now such a push kinks the drawn
-        // motion once and the offset stays centimetres.
+        // the drawn cube flew 8 m from its cube before the offset was dropped: so while easing, the part of it that
+        // this peer's own physics pushed since the last snap is dropped, and the offset stays centimetres. Dropping
+        // all of it, as was done, kinked news of a throw that came while an easing was under way by the throw's
+        // whole speed (23 cm in a step, 5 % loss, seed 1).
         let away = offset.normalize_or_zero();
         let pushed = jump.velocity.dot(away);
-        let carried = if easing && pushed > 0.0 {
-            jump.velocity - away * pushed
+        let ours = pushed_here.dot(away).max(0.0);
+        let carried = if easing && pushed > 0.0 && pushed_here.is_finite() {
+            jump.velocity - away * pushed.min(ours)
         } else {
             jump.velocity
         };
@@ -669,7 +681,8 @@ mod tests {
                 velocity: push,
                 spin: Vec3::ZERO,
             };
-            smoothing.on_snap_moving(0, &sim, &truth, jump);
+            // All of the jump is this peer's own push.
+            smoothing.on_snap_pushed(0, &sim, &truth, jump, push);
             smoothing.step();
             largest = largest.max(smoothing.position_offset(0).length());
             let drawn = smoothing.drawn_pose(0, &truth).position;
@@ -690,6 +703,56 @@ mod tests {
         // Held off by the easing alone: about push / ω (6.7 cm), more while its acceleration is limited.
         assert!(largest < 0.25, "{largest}");
         assert!(pop < 0.015, "{pop}");
+    }
+
+    /// News of a throw (the authority's cube 1.2 m away, flying at 14 m/s) reaching a peer that draws the cube still
+    /// and is already easing an offset of 0.4 m from an earlier correction; its own physics pushed the cube by
+    /// `pushed_here` since that snap. Returns the largest change of the drawn step from one step to the next (m)
+    /// from the snap on: the truth flies straight, so all of it is a visible jump.
+    fn throw_news_while_easing(pushed_here: Vec3) -> f32 {
+        let mut smoothing = DrawSmoothing::new(1);
+        let dt = SMOOTHING_STEP_S;
+        let mut sim = Pose::new(Vec3::new(0.0, 1.5, 0.0), Quat::IDENTITY);
+        smoothing.on_snap(0, &Pose::new(sim.position + Vec3::Z * 0.4, sim.rotation), &sim);
+        let mut drawn = Vec::new();
+        for _ in 0..3 {
+            smoothing.step();
+            drawn.push(smoothing.drawn_pose(0, &sim).position);
+        }
+        let velocity = Vec3::new(14.0, 0.0, 0.0);
+        let thrown = Pose::new(sim.position + velocity.normalize() * 1.2, sim.rotation);
+        let jump = Motion {
+            velocity: -velocity,
+            spin: Vec3::ZERO,
+        };
+        smoothing.on_snap_pushed(0, &sim, &thrown, jump, pushed_here);
+        sim = thrown;
+        for _ in 0..180 {
+            sim.position += velocity * dt;
+            smoothing.step();
+            drawn.push(smoothing.drawn_pose(0, &sim).position);
+        }
+        drawn
+            .windows(3)
+            .map(|w| ((w[2] - w[1]) - (w[1] - w[0])).length())
+            .fold(0.0, f32::max)
+    }
+
+    #[test]
+    fn news_of_a_throw_while_an_easing_is_under_way_turns_the_drawn_cube_without_a_kink() {
+        // This peer's physics pushed the cube nowhere: the jump is all news, carried on and eased.
+        let eased = throw_news_while_easing(Vec3::ZERO);
+        // Taken for this peer's own push (as every jump away from an easing was): dropped at once, a kink of the
+        // throw's 14 m/s × 1/90 s = 15.6 cm.
+        let dropped = throw_news_while_easing(Vec3::new(-14.0, 0.0, 0.0));
+        eprintln!(
+            "news of a 14 m/s throw while easing: drawn step changes by {:.2} mm carried, {:.1} mm dropped",
+            eased * 1e3,
+            dropped * 1e3
+        );
+        // The easing's acceleration limit: 60 m/s² × (1/90 s)² = 7.4 mm.
+        assert!(eased < 0.0075, "{eased}");
+        assert!(dropped > 0.15, "{dropped}");
     }
 
     /// A cube thrown through empty space for 2 s, drawn through the smoothing with no corrections, the pops it

@@ -384,6 +384,10 @@ pub struct Peer {
     /// Per cube: how far the last physics step moved it (m), contacts and depenetration included; a snap to a
     /// received state is not in it. What a drawn cube's motion is measured against.
     physics_step: Vec<Vec3>,
+    /// Per cube: the velocity (m/s) this peer's own physics gave it since its last snap to a received state, beyond
+    /// free fall (contacts: a floor, a stack, a hand here). Zero while this peer is its authority. What of a snap's
+    /// change of velocity may be this peer's own push, which the drawn cube has already followed.
+    pushed_here: Vec<Vec3>,
     /// Scratch: cubes at rest before a kind change (`set_kind_keeping_rest`).
     resting_before: Vec<u32>,
     /// Scratch: the stamps a forged packet gives the cubes.
@@ -511,6 +515,7 @@ impl Peer {
             taken_rest: vec![None; cubes],
             rested_before: vec![false; cubes],
             physics_step: vec![Vec3::ZERO; cubes],
+            pushed_here: vec![Vec3::ZERO; cubes],
             resting_before: Vec::with_capacity(cubes),
             forged_stamps: vec![AuthorityStamp::DEFAULT; cubes],
             remote: {
@@ -684,6 +689,8 @@ impl Peer {
     /// keeps its pose and motion and eases into the new ones. A cube drawn from a remote hand is not drawn where it
     /// is simulated, so its simulation's jumps are not seen (the switch out of the hand eases from the hand).
     fn snap_drawn(&mut self, cube: usize, old: &BodyState, new: &BodyState) {
+        // What this peer's physics pushed the cube by since the last snap counts from this one on.
+        let pushed_here = std::mem::take(&mut self.pushed_here[cube]);
         if self.remote.hand_drawn(cube).is_some() {
             return;
         }
@@ -698,7 +705,8 @@ impl Peer {
             velocity: old.linear_velocity - new.linear_velocity,
             spin: old.angular_velocity - new.angular_velocity,
         };
-        self.smoothing.on_snap_moving(cube, &pose(old), &pose(new), jump);
+        self.smoothing
+            .on_snap_pushed(cube, &pose(old), &pose(new), jump, pushed_here);
     }
 
     /// Player `player`'s avatar as this peer plays it out (the jitter buffer's sample at the last step), for

@@ -48,10 +48,20 @@ impl Peer {
         for (cube, (rested, moved)) in self.rested_before.iter_mut().zip(&mut self.physics_step).enumerate() {
             let s = self.world.state(BodyId(cube as u32))?;
             (*rested, *moved) = (s.at_rest, -s.position);
+            self.pushed_here[cube] -= s.linear_velocity;
         }
         self.world.step();
+        let fall = self.world.config().gravity * self.world.config().dt;
         for (cube, moved) in self.physics_step.iter_mut().enumerate() {
-            *moved += self.world.state(BodyId(cube as u32))?.position;
+            let s = self.world.state(BodyId(cube as u32))?;
+            *moved += s.position;
+            let pushed = &mut self.pushed_here[cube];
+            if self.table.is_local_authority(cube as u32) || !pushed.is_finite() {
+                *pushed = Vec3::ZERO;
+            } else {
+                // What falling alone would have given it does not count (a resting body falls nowhere).
+                *pushed += s.linear_velocity - if s.at_rest { Vec3::ZERO } else { fall };
+            }
         }
         self.smoothing.step();
         let report = self.world.report();
