@@ -550,32 +550,14 @@ impl Watch {
             .rest_claims()
             .iter()
             .enumerate()
-            .filter_map(|(c, claim)| {
-                let (s, q) = claim.as_ref()?;
-                Some(json!([
-                    c,
-                    [s.authority, s.authority_seq, s.ownership_seq],
-                    q.position,
-                    q.rotation.largest,
-                    q.rotation.smallest_three
-                ]))
-            })
+            .filter_map(|(c, claim)| claim.as_ref().map(|(s, q)| claim_json(c, s, q)))
             .collect();
-        // Host: the last resting state taken from a guest per cube, as a claim is written.
+        // Host: the last resting state taken from a guest per cube, written as a claim is.
         let taken_rest: Vec<Value> = peer
             .taken_rest()
             .iter()
             .enumerate()
-            .filter_map(|(c, taken)| {
-                let q = taken.as_ref()?;
-                Some(json!([
-                    c,
-                    [q.stamp.authority, q.stamp.authority_seq, q.stamp.ownership_seq],
-                    q.position,
-                    q.rotation.largest,
-                    q.rotation.smallest_three
-                ]))
-            })
+            .filter_map(|(c, taken)| taken.as_ref().map(|q| claim_json(c, &q.stamp, q)))
             .collect();
         let rejected: Vec<u64> = peer.stats.rejected.0.to_vec();
         Ok(json!({
@@ -995,6 +977,18 @@ fn lost_commits(guest: &Value, host: &Value, evidence: &mut Vec<Value>) -> u64 {
         }
     }
     lost
+}
+
+/// A resting claim as the trace's JSON writes it: [cube, [authority, authority sequence, ownership sequence],
+/// position, rotation's largest, rotation's smallest three].
+fn claim_json(cube: usize, stamp: &AuthorityStamp, q: &QuantizedState) -> Value {
+    json!([
+        cube,
+        [stamp.authority, stamp.authority_seq, stamp.ownership_seq],
+        q.position,
+        q.rotation.largest,
+        q.rotation.smallest_three
+    ])
 }
 
 /// Largest distance between two processes' cube positions (m).

@@ -793,7 +793,7 @@ impl SessionRun {
     /// that claim or its return to default (nobody took the cube after it), yet the host's state differs, and the
     /// host never took that resting state under that claim either (once taken, the cube is the host's world's to
     /// move on: a default neighbour creeping against it takes it by touch, under the stamp a return would have, and
-    /// moves it a quantum; `--processes` reads the same from the host's rest events).
+    /// moves it a quantum; `--processes` reads the same from the host's `taken_rest` and rest events).
     fn lost_commits(&self) -> Result<u64> {
         let Some(host) = self.peers[0].as_ref() else {
             return Ok(0);
@@ -803,16 +803,16 @@ impl SessionRun {
             for (c, claim) in guest.rest_claims().iter().enumerate() {
                 let Some((stamp, state)) = claim else { continue };
                 let id = BodyId(c as u32);
-                if commit_outcome(stamp, &host.table.stamp(c as u32)).is_some() && !host.world.is_removed(id)? {
+                let host_stamp = host.table.stamp(c as u32);
+                if commit_outcome(stamp, &host_stamp).is_some() && !host.world.is_removed(id)? {
                     let h = quantize_state(&host.world.state(id)?);
-                    let host_stamp = host.table.stamp(c as u32);
                     let differs = !committed(stamp, state, &host_stamp, &h, host.taken_rest()[c].as_ref());
                     if differs {
                         tracing::warn!(
                             cube = c,
                             guest = guest.player(),
                             claim = ?stamp,
-                            host_stamp = ?host.table.stamp(c as u32),
+                            ?host_stamp,
                             claim_position = ?state.position,
                             host_position = ?h.position,
                             claim_rotation = ?state.rotation,

@@ -465,6 +465,14 @@ impl PopMeter {
     }
 }
 
+/// The largest change of a drawn path's step from one step to the next (m): a kink in how it moves (tests).
+#[cfg(test)]
+pub(crate) fn largest_kink(path: &[Vec3]) -> f32 {
+    path.windows(3)
+        .map(|w| (w[2] - w[1] - (w[1] - w[0])).length())
+        .fold(0.0, f32::max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -732,10 +740,7 @@ mod tests {
             smoothing.step();
             drawn.push(smoothing.drawn_pose(0, &sim).position);
         }
-        drawn
-            .windows(3)
-            .map(|w| ((w[2] - w[1]) - (w[1] - w[0])).length())
-            .fold(0.0, f32::max)
+        largest_kink(&drawn)
     }
 
     #[test]

@@ -744,6 +744,7 @@ fn blend_rotation(a: Quat, b: Quat, alpha: f32) -> Quat {
 mod tests {
     use super::*;
     use crate::avatar::Avatar;
+    use crate::smoothing::largest_kink;
     use crate::sync::codec::avatar_state::{trail_positions, WireHeld};
     use glam::Vec3;
     use tumble_net::rng::Rng;
@@ -1164,12 +1165,6 @@ mod tests {
     }
 
     /// The largest change of a trajectory's step from one step to the next (m).
-    fn largest_kink(path: &[Vec3]) -> f32 {
-        path.windows(3)
-            .map(|w| (w[2] - w[1] - (w[1] - w[0])).length())
-            .fold(0.0, f32::max)
-    }
-
     /// A hand on `path`, sampled every third step with no trail, 30 ms away; the packet of step 303 is lost and the
     /// next one comes 30 ms late: the drawn hand over steps 200 to 400, with extrapolation capped at `cap_steps`
     /// (the default when `None`) and the easing out of a guess on or off.
