@@ -1489,6 +1489,81 @@ mod tests {
         }
     }
 
+    /// Issue 30: a cube in flight is simulated, and drawn, where its authority has it now, not a trip behind. Guest 2
+    /// throws a cube at 50 ms each way; on guest 3 (which hears of it through the host, two trips) every state is
+    /// carried forward by its age through the cube's free flight. The negative control applies states as they
+    /// come: the copy then flies a trip behind, a speed times that trip off.
+    #[test]
+    fn a_thrown_cube_is_drawn_where_its_authority_has_it_and_a_trip_behind_without_prediction() {
+        let mut figures = Vec::new();
+        for predict in [true, false] {
+            let config = SessionConfig {
+                run: RunSettings {
+                    seed: 3,
+                    ..RunSettings::link(6.0, 50.0, 0.0, 0.0)
+                },
+                players: 3,
+                ..SessionConfig::default()
+            };
+            let mut run = SessionRun::new(config, table64()).unwrap();
+            if !predict {
+                for player in 1..=3 {
+                    run.peer_mut(player).unwrap().stop_predicting_forward();
+                }
+            }
+            let thrown = {
+                let world = &run.peer_mut(2).unwrap().world;
+                let top = Vec3::new(-3.5, 3.5, -3.5);
+                world
+                    .body_ids()
+                    .min_by(|a, b| {
+                        let d = |id| world.state(id).unwrap().position.distance(top);
+                        d(*a).total_cmp(&d(*b))
+                    })
+                    .unwrap()
+            };
+            let mut drivers = guest_throws_one_cube();
+            // Over the cube's first free flight on the thrower's side (it meets the piles later), from when the news
+            // of the let-go has had time to reach guest 3 (two trips): the largest distance between the copies.
+            let (mut simulated_max, mut drawn_max, mut flight_steps) = (0.0f32, 0.0f32, 0);
+            let release_step = 20 + 51;
+            let (mut path, mut landed, mut drawn_end) = ([Vec3::ZERO; 3], false, 0.0f32);
+            let fall = WorldConfig::default().gravity * (STEP_S * STEP_S) as f32;
+            while !run.is_finished() {
+                run.step(&mut drivers).unwrap();
+                let step = run.step;
+                let truth = run.peer_mut(2).unwrap().world.state(thrown).unwrap();
+                // The flight ends where its path first bends other than by falling (a contact, however light).
+                path = [path[1], path[2], truth.position];
+                let bend = (path[2] - path[1]) - (path[1] - path[0]) - fall;
+                landed |= step > release_step + 2 && bend.length() > 0.001;
+                if landed || step <= release_step + 12 {
+                    continue;
+                }
+                let watcher = run.peer_mut(3).unwrap();
+                let error = |p: Vec3| p.distance(truth.position);
+                simulated_max = simulated_max.max(error(watcher.world.state(thrown).unwrap().position));
+                drawn_end = error(watcher.drawn_pose(thrown).unwrap().position);
+                drawn_max = drawn_max.max(drawn_end);
+                flight_steps += 1;
+            }
+            let report = run.report().unwrap();
+            assert!(report.bit_identical_at_end, "{}", report.to_json());
+            assert_eq!(report.lost_commits, 0, "{}", report.to_json());
+            figures.push((simulated_max, drawn_max, drawn_end, flight_steps));
+        }
+        eprintln!(
+            "(simulated, drawn error max, drawn error at the end, m; steps measured) in flight on guest 3, predicted / \
+             not: {figures:?}"
+        );
+        let [(simulated, _, drawn, steps), (late_simulated, _, late_drawn, _)] = figures[..] else {
+            unreachable!()
+        };
+        assert!(steps >= 20, "a flight to measure: {figures:?}");
+        assert!(simulated < 0.01 && drawn < 0.05, "{figures:?}");
+        assert!(late_simulated > 0.2 && late_drawn > 0.2, "{figures:?}");
+    }
+
     /// Issue 30, the drawn measures' negative controls on a settled field: a resting cube nudged 5 cm on one peer
     /// (its drawn pose kept, as a correction the smoothing eases would) is drawn 5 cm from the truth until the
     /// authority's resting state puts it back — `drawn_error_m_max_resting` moves past its 1 mm line, from 0 without

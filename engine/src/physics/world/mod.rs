@@ -625,6 +625,12 @@ impl World {
         Ok(self.half[self.check(id)?])
     }
 
+    /// A body's surface: its friction and restitution (as its [`BodyDesc`] gave them).
+    pub fn material(&self, id: BodyId) -> Result<(f32, f32), PhysicsError> {
+        let i = self.check(id)?;
+        Ok((self.friction[i], self.restitution[i]))
+    }
+
     /// Out of the simulation after falling below the world floor.
     pub fn is_removed(&self, id: BodyId) -> Result<bool, PhysicsError> {
         Ok(self.removed[self.check(id)?])

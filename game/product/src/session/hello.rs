@@ -19,8 +19,9 @@ use tumble_net::{ReadStream, SerializeError, Stream, WriteStream};
 /// avatars coded against their motion carried on from a prior set; 4: the players' game inputs in the state header;
 /// 5: each avatar's trail, the steps between a sender's samples; 6: the host's introductions, direct links between
 /// guests for their avatars; 7: a guest's word on which players it hears directly, whose avatars the host then
-/// relays to it only when their held cubes change.)
-pub const PROTOCOL_VERSION: u16 = 7;
+/// relays to it only when their held cubes change; 8: each side's lag floor, from which the other reads the offset
+/// of their step counters and the age of the states it receives.)
+pub const PROTOCOL_VERSION: u16 = 8;
 /// First byte of a hello (guest → host).
 pub const MESSAGE_HELLO: u8 = 0xF0;
 /// First byte of a refusal (host → guest).

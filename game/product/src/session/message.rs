@@ -122,6 +122,9 @@ pub struct StateHeader {
     /// own and the newest it accepted from each other guest, so that every peer can apply every player's input to
     /// that player's cube and what it pushes. `None` where a player has none (a VR player's hands are its avatar).
     pub game_inputs: [Option<u8>; 4],
+    /// The smallest lag (the receiver's step less this link's sender steps) the sender has seen on this link: the
+    /// other side reads the offset of the two step counters from it (`peer::clock`). Sent now and then.
+    pub lag_floor: Option<i32>,
 }
 
 impl StateHeader {
@@ -339,6 +342,15 @@ fn serialize_header_fields<S: Stream>(
         *avatar = Some(sample);
     }
     serialize_game_inputs(s, &mut h.game_inputs)?;
+    let mut has_floor = h.lag_floor.is_some();
+    s.serialize_bool(&mut has_floor)?;
+    if has_floor {
+        let mut bits = h.lag_floor.unwrap_or(0) as u32;
+        s.serialize_bits(&mut bits, 32)?;
+        h.lag_floor = Some(bits as i32);
+    } else {
+        h.lag_floor = None;
+    }
     Ok(())
 }
 
@@ -588,6 +600,7 @@ mod tests {
             present: Some(0b1011),
             hears_directly: Some(0b0100),
             game_inputs: [Some(0x21), None, None, Some(0x07)],
+            lag_floor: Some(-1_234),
         }
     }
 
@@ -765,6 +778,7 @@ mod tests {
             present: None,
             hears_directly: None,
             game_inputs: [None; 4],
+            lag_floor: None,
         };
         let (_, plain) = write_header(&mut [0u8; 400], &header(None), 64, Some(&base), None).unwrap();
         let (_, carried) = write_header(&mut [0u8; 400], &header(Some(8)), 64, Some(&base), Some(&prior)).unwrap();

@@ -5,7 +5,7 @@ use super::*;
 use crate::sync::codec::quantize::dequantize_state;
 
 impl Peer {
-    pub(super) fn take_updates(&mut self, peer: PeerId, from_player: u8) -> Result<(), PeerError> {
+    pub(super) fn take_updates(&mut self, peer: PeerId, from_player: u8, age_steps: u32) -> Result<(), PeerError> {
         let slot = if self.is_host { usize::from(peer.0) } else { 0 };
         let count = self.links[slot].as_ref().map_or(0, |l| l.receiver.update_count());
         for i in 0..count {
@@ -87,6 +87,7 @@ impl Peer {
             }
             let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
+            self.carry_forward(id, age_steps)?;
             self.applied_rest[cube as usize] = state.at_rest.then_some(state);
             if self.is_host && state.at_rest {
                 self.taken_rest[cube as usize] = Some(state);
@@ -98,6 +99,28 @@ impl Peer {
                 self.stats.corrections_over_10cm += u64::from(moved > 0.1);
             }
             self.snap_drawn(cube as usize, &old, &new);
+        }
+        Ok(())
+    }
+
+    /// Cube `id` was just given another authority's moving state, `age_steps` old: carried forward to now when it
+    /// flies or slides free (`forward`), as it came when resting, held, its player's own, or touching others. Nor
+    /// in a game whose players push cubes with forces (the cube game's pull and blow): the scratch world has only
+    /// gravity, and a pulled cube carried on ballistic here lands where nothing put it.
+    fn carry_forward(&mut self, id: BodyId, age_steps: u32) -> Result<(), PeerError> {
+        let cube = id.0;
+        let state = self.world.state(id)?;
+        let forces_at_play = self.own_game_input.is_some() || self.game_inputs.iter().any(Option::is_some);
+        let free = !state.at_rest
+            && !forces_at_play
+            && self.world.kind(id)? == BodyKind::Dynamic
+            && self.table.holder(cube) == NOBODY
+            && self.table.pinned_to(cube) == NOBODY;
+        if !free || !self.predict_forward {
+            return Ok(());
+        }
+        if let Some(ahead) = self.forward.carry_forward(&self.world, id, &state, age_steps)? {
+            self.world.set_state(id, &ahead)?;
         }
         Ok(())
     }

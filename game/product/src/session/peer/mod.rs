@@ -44,7 +44,9 @@ use crate::sync::link::receiver::{apply_state, Receiver};
 use crate::sync::link::sender::{Sender, SyncError};
 use direct::DirectKeys;
 
+mod clock;
 mod direct;
+mod forward;
 mod held;
 mod judge;
 mod receive;
@@ -302,6 +304,8 @@ struct Link {
     /// Host: per player this guest hears directly, the sample last relayed to it, relayed again (unchanged, so
     /// nearly free) until that player's held cubes change.
     relayed_while_direct: AvatarSet,
+    /// How far this side's step counter is from the other's (`clock`): the age of the states it sends.
+    clock: clock::StepClock,
 }
 
 impl Link {
@@ -327,6 +331,7 @@ impl Link {
             introduced: [None; MAX_PLAYERS],
             hears_directly: 0,
             relayed_while_direct: NO_AVATARS,
+            clock: clock::StepClock::default(),
         }
     }
 }
@@ -335,6 +340,8 @@ impl Link {
 pub struct Peer {
     is_host: bool,
     pub world: World,
+    /// Carries moving remote cubes forward by their states' age (`forward`).
+    forward: forward::ForwardPrediction,
     pub table: AuthorityTable,
     pub interaction: Interaction,
     pub avatar: Avatar,
@@ -438,6 +445,8 @@ pub struct Peer {
     /// Host: whether an avatar a guest hears directly is relayed to it only when its held cubes change (off only as
     /// a negative control).
     hold_directly_heard: bool,
+    /// Whether moving remote cubes are carried forward by their states' age (off only as a negative control).
+    predict_forward: bool,
 }
 
 impl Peer {
@@ -487,6 +496,7 @@ impl Peer {
         }
         Ok(Peer {
             is_host,
+            forward: forward::ForwardPrediction::new(&world)?,
             world,
             table,
             interaction: Interaction::default(),
@@ -546,6 +556,7 @@ impl Peer {
             direct_heard_at_s: [None; MAX_PLAYERS],
             direct_links: true,
             hold_directly_heard: true,
+            predict_forward: true,
         })
     }
 
@@ -602,6 +613,12 @@ impl Peer {
     /// other guest with every message, also to guests that hear it directly.
     pub fn relay_every_avatar(&mut self) {
         self.hold_directly_heard = false;
+    }
+
+    /// A negative control of the forward prediction: from now on remote states are applied as they come, a trip
+    /// behind their authority.
+    pub fn stop_predicting_forward(&mut self) {
+        self.predict_forward = false;
     }
 
     /// A negative control of the drawn measures: every snap drawn as it is, nothing eased.

@@ -206,12 +206,17 @@ impl Peer {
                         return Ok(false);
                     }
                 }
-                let is_host = self.is_host;
+                let (is_host, step) = (self.is_host, self.step);
                 let Some(link) = self.link_mut(peer) else {
                     return Ok(false);
                 };
                 // Kept whatever the body holds: the sender will code against this message once it is acked.
                 link.avatars_received.insert(header.sender_step, &header.avatars);
+                let lag = link.clock.arrived(step, header.sender_step);
+                if let Some(theirs) = header.lag_floor {
+                    link.clock.heard(theirs);
+                }
+                let age_steps = link.clock.age(lag).unwrap_or(0);
                 if let Err(e) = link.receiver.read(body) {
                     tracing::debug!("state body refused: {e}");
                     let mut notice = [0u8; REJECT_NOTICE_BYTES];
@@ -256,7 +261,7 @@ impl Peer {
                 if newer && self.welcomed {
                     self.take_game_inputs(player, &header);
                 }
-                self.take_updates(peer, player)?;
+                self.take_updates(peer, player, age_steps)?;
             }
         }
         Ok(true)

@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// A message header carries the sender's lag floor when its step is a multiple of this.
+const LAG_FLOOR_EVERY_STEPS: u32 = 30;
+
 impl Peer {
     /// Both sides quantize every body before every step.
     pub fn quantize(&mut self) -> Result<(), PeerError> {
@@ -205,6 +208,11 @@ impl Peer {
             } else {
                 self.game_inputs_for(player)
             },
+            // Three times a second: enough for the other side to follow its counter's offset from ours.
+            lag_floor: self.links[slot]
+                .as_ref()
+                .and_then(|l| l.clock.floor())
+                .filter(|_| !direct && step.is_multiple_of(LAG_FLOOR_EVERY_STEPS)),
         };
         if self.is_host && !welcome_acked {
             header.welcome = Some(Welcome {
