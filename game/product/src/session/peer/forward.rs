@@ -149,10 +149,10 @@ impl ForwardPrediction {
             };
             // The first step of the path that comes that close; the steps before it are clear.
             if let Some(k) = (0..=clear).find(|&k| overlap_depth(&boxes(k), &theirs) > 0.0) {
-                clear = k.saturating_sub(1).min(clear);
                 if k == 0 {
                     return Ok(0);
                 }
+                clear = k - 1;
             }
         }
         Ok(clear)
