@@ -247,9 +247,8 @@ impl Peer {
                     self.stats.seconds_stalled += gap;
                 }
                 if newer {
-                    let age = (self.step as u32).wrapping_sub(header.sender_step) as i32;
                     self.stats.newest_states += 1;
-                    self.stats.newest_state_age_steps += age.max(0) as u64;
+                    self.stats.newest_state_age_steps += lag.max(0) as u64;
                 }
                 if newer && !self.is_host {
                     self.take_presence(header.present)?;
