@@ -717,12 +717,14 @@ impl SessionRun {
                     if let Some((p, true)) = self.previous[i][c] {
                         let d = f64::from((s.position - p).length());
                         self.rest_jitter_m = self.rest_jitter_m.max(d);
-                        if d > 1e-3 {
+                        if d > 0.0 {
                             tracing::debug!(
                                 step,
                                 player = peer.player(),
                                 cube = c,
                                 moved_m = d,
+                                was = ?p,
+                                now = ?s.position,
                                 authority = authority_index,
                                 stamp = ?peer.table.stamp(c as u32),
                                 at_rest = s.at_rest,

@@ -35,13 +35,15 @@ use crate::smoothing::{DrawSmoothing, Motion};
 use crate::sync::codec::avatar_state::{
     trail_positions, AvatarPoses, AvatarTrail, WireAvatar, DESKTOP_HAND_REACH_M, TRAIL_PARTS, TRAIL_STEPS,
 };
-use crate::sync::codec::quantize::{quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M};
+use crate::sync::codec::quantize::{
+    quantize_body_state, quantize_state, quantize_world, QuantizedState, POSITION_UNITS_PER_M,
+};
 use crate::sync::codec::reject_notice::{read_reject_notice, write_reject_notice, RejectNotices, REJECT_NOTICE_BYTES};
 use crate::sync::codec::stamp::{AuthorityStamp, DEFAULT_AUTHORITY, MAX_AUTHORITY};
 use crate::sync::link::avatar_baseline::{AvatarSample, AvatarSet, ReceivedAvatars, SentAvatars, NO_AVATARS};
 use crate::sync::link::priority::{packet_budget_bytes, IP_UDP_HEADER_BYTES};
 use crate::sync::link::receiver::{apply_state, Receiver};
-use crate::sync::link::sender::{Sender, SyncError};
+use crate::sync::link::sender::{rest_news_copies, Sender, SyncError};
 use direct::DirectKeys;
 
 mod clock;
@@ -955,6 +957,65 @@ mod tests {
         assert!(!sent_every_packet(3, 2, false));
         assert!(sent_every_packet(3, DEFAULT_AUTHORITY, true));
         assert!(sent_every_packet(3, 1, true));
+    }
+
+    /// Eight cubes dropped onto two resting ones and the ground, stepped by a host: how many times one came to rest,
+    /// and how many of those the next step's quantization moved (the pose it rested at was off the wire's grid).
+    fn rest_poses_off_the_grid() -> (usize, usize) {
+        let mut world = World::new(WorldConfig::default()).unwrap();
+        for x in [0.0, 1.0] {
+            world
+                .add_body(&BodyDesc {
+                    position: Vec3::new(x, 0.5, 0.0),
+                    ..BodyDesc::default()
+                })
+                .unwrap();
+        }
+        let dropped: Vec<BodyId> = (0..8)
+            .map(|k| {
+                let k = k as f32;
+                world
+                    .add_body(&BodyDesc {
+                        position: Vec3::new(-3.0 + 1.3 * k, 1.6 + 0.1 * k, 0.37 * k - 1.5),
+                        rotation: Quat::from_rotation_y(0.21 * k),
+                        linear_velocity: Vec3::new(0.3 * k - 1.0, 0.0, 0.4),
+                        angular_velocity: Vec3::new(0.0, 0.5 * k, 0.0),
+                        ..BodyDesc::default()
+                    })
+                    .unwrap()
+            })
+            .collect();
+        let endpoint = Endpoint::host(tumble_net::EndpointConfig::default(), 0.0).unwrap();
+        let mut host = Peer::host(world, endpoint, PeerConfig::fitting(64, 10), true).unwrap();
+        let (mut rested, mut off_grid) = (0, 0);
+        let mut was_at_rest = vec![false; dropped.len()];
+        let mut after_step = vec![None; dropped.len()];
+        for _ in 0..900 {
+            host.quantize().unwrap();
+            for (k, &id) in dropped.iter().enumerate() {
+                // What the quantization before this step did to a cube the last step put to rest.
+                if let Some(s) = after_step[k].take() {
+                    rested += 1;
+                    off_grid += usize::from(host.world.state(id).unwrap() != s);
+                }
+            }
+            host.simulate().unwrap();
+            for (k, &id) in dropped.iter().enumerate() {
+                let s = host.world.state(id).unwrap();
+                if s.at_rest && !was_at_rest[k] {
+                    after_step[k] = Some(s);
+                }
+                was_at_rest[k] = s.at_rest;
+            }
+        }
+        (rested, off_grid)
+    }
+
+    #[test]
+    fn a_cube_put_to_rest_by_a_step_lies_on_the_wires_grid_at_once() {
+        let (rested, off_grid) = rest_poses_off_the_grid();
+        assert!(rested >= 8, "{rested} came to rest");
+        assert_eq!(off_grid, 0, "{off_grid} of {rested} rested off the grid");
     }
 
     #[test]

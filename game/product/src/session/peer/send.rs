@@ -238,6 +238,9 @@ impl Peer {
         let link = self.links[slot].as_mut().expect("checked by the caller");
         let sequence = link.next_sender_sequence;
         link.next_sender_sequence = sequence.wrapping_add(1);
+        if let Some(stats) = self.endpoint.stats(link.peer) {
+            link.sender.rest_news_copies = rest_news_copies(stats.loss_pct);
+        }
         let sendable = |c: u32| {
             let s = table.stamp(c);
             table.holder(c) == NOBODY
