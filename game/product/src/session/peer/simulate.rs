@@ -54,12 +54,12 @@ impl Peer {
         let fall = self.world.config().gravity * self.world.config().dt;
         for (cube, moved) in self.physics_step.iter_mut().enumerate() {
             let mut s = self.world.state(BodyId(cube as u32))?;
-            if s.at_rest {
-                // Put to rest by this step (or woken and put back in it), where the step's motion left it: snapped
-                // to the wire's grid now, not at the next step's quantization, so a settled cube does not move a
-                // fraction of a quantum one step after it settled (600 s of four bots at 25 % loss: 0.5 µm on the
-                // host, whose copy came to rest a step before the authority's resting pose arrived). The next
-                // step's quantization then finds it already there; a cube at rest all step is there already.
+            if s.at_rest && !self.rested_before[cube] {
+                // Put to rest by this step, where the step's motion left it: snapped to the wire's grid now, not at
+                // the next step's quantization, so a settled cube does not move a fraction of a quantum one step
+                // after it settled (600 s of four bots at 25 % loss: 0.5 µm on the host, whose copy came to rest a
+                // step before the authority's resting pose arrived). The next step's quantization then finds it
+                // already there; a cube at rest all step did not move and is there already.
                 let snapped = quantize_body_state(&s);
                 if snapped != s {
                     self.world.set_state(BodyId(cube as u32), &snapped)?;
