@@ -87,40 +87,72 @@ impl Peer {
             }
             let old = self.world.state(id)?;
             apply_state(&mut self.world, id, &state)?;
-            self.carry_forward(id, age_steps)?;
             self.applied_rest[cube as usize] = state.at_rest.then_some(state);
             if self.is_host && state.at_rest {
                 self.taken_rest[cube as usize] = Some(state);
             }
+            self.taken_now.push((id, old));
+            if self.may_carry_forward(id)? {
+                self.fresh_moving.push(id);
+            }
+        }
+        // Every state of the message is in (as it came) before any is carried forward: the cubes it moves are
+        // predicted together, at one age, with what they meet.
+        self.carry_forward(age_steps)?;
+        for k in 0..self.taken_now.len() {
+            let (id, old) = self.taken_now[k];
             let new = self.world.state(id)?;
             if self.steps_since_welcome() > JOIN_GRACE_STEPS {
                 let moved = old.position.distance(new.position);
                 self.stats.corrections_over_1cm += u64::from(moved > 0.01);
                 self.stats.corrections_over_10cm += u64::from(moved > 0.1);
             }
-            self.snap_drawn(cube as usize, &old, &new);
+            self.snap_drawn(id.0 as usize, &old, &new);
         }
+        self.taken_now.clear();
+        self.fresh_moving.clear();
         Ok(())
     }
 
-    /// Cube `id` was just given another authority's moving state, `age_steps` old: carried forward to now when it
-    /// flies or slides free (`forward`), as it came when resting, held, its player's own, or touching others. Nor
-    /// in a game whose players push cubes with forces (the cube game's pull and blow): the scratch world has only
-    /// gravity, and a pulled cube carried on ballistic here lands where nothing put it.
-    fn carry_forward(&mut self, id: BodyId, age_steps: u32) -> Result<(), PeerError> {
+    /// Whether cube `id`, just given another authority's state, is carried forward by the state's age: when it
+    /// moves, dynamic, out of every hand and not a player's own cube (`forward`). Not when resting (it rests where
+    /// its authority says), held, or its player's own; nor in a game whose players push cubes with forces (the cube
+    /// game's pull and blow): the scratch worlds have only gravity, and a pulled cube carried on ballistic there
+    /// lands where nothing put it.
+    fn may_carry_forward(&self, id: BodyId) -> Result<bool, PeerError> {
         let cube = id.0;
-        let state = self.world.state(id)?;
         let forces_at_play = self.own_game_input.is_some() || self.game_inputs.iter().any(Option::is_some);
-        let free = !state.at_rest
+        Ok(self.predict_forward
             && !forces_at_play
+            && !self.world.state(id)?.at_rest
             && self.world.kind(id)? == BodyKind::Dynamic
             && self.table.holder(cube) == NOBODY
-            && self.table.pinned_to(cube) == NOBODY;
-        if !free || !self.predict_forward {
+            && self.table.pinned_to(cube) == NOBODY)
+    }
+
+    /// The moving cubes a message just gave states `age_steps` old (`fresh_moving`), carried forward to now: all
+    /// together with the bodies they may meet when the group fits (`ForwardPrediction::carry_group_forward`),
+    /// otherwise each alone, stopped short of any other body.
+    fn carry_forward(&mut self, age_steps: u32) -> Result<(), PeerError> {
+        if self.fresh_moving.is_empty() {
             return Ok(());
         }
-        if let Some(ahead) = self.forward.carry_forward(&self.world, id, &state, age_steps)? {
-            self.world.set_state(id, &ahead)?;
+        if self.group_forward
+            && self
+                .forward
+                .carry_group_forward(&self.world, &self.fresh_moving, age_steps)?
+        {
+            for (k, &id) in self.fresh_moving.iter().enumerate() {
+                self.world.set_state(id, &self.forward.predicted()[k])?;
+            }
+            return Ok(());
+        }
+        for k in 0..self.fresh_moving.len() {
+            let id = self.fresh_moving[k];
+            let state = self.world.state(id)?;
+            if let Some(ahead) = self.forward.carry_forward(&self.world, id, &state, age_steps)? {
+                self.world.set_state(id, &ahead)?;
+            }
         }
         Ok(())
     }

@@ -449,6 +449,13 @@ pub struct Peer {
     hold_directly_heard: bool,
     /// Whether moving remote cubes are carried forward by their states' age (off only as a negative control).
     predict_forward: bool,
+    /// Whether they are carried forward together with what they meet (off: each alone, stopped short of others;
+    /// a negative control of the group prediction).
+    group_forward: bool,
+    /// The cubes the message being read gave states, with their states before it (`take_updates`).
+    taken_now: Vec<(BodyId, BodyState)>,
+    /// Those of them carried forward.
+    fresh_moving: Vec<BodyId>,
 }
 
 impl Peer {
@@ -559,6 +566,9 @@ impl Peer {
             direct_links: true,
             hold_directly_heard: true,
             predict_forward: true,
+            group_forward: true,
+            taken_now: Vec::with_capacity(cubes),
+            fresh_moving: Vec::with_capacity(cubes),
         })
     }
 
@@ -621,6 +631,12 @@ impl Peer {
     /// behind their authority.
     pub fn stop_predicting_forward(&mut self) {
         self.predict_forward = false;
+    }
+
+    /// A negative control of the group prediction: from now on each moving remote cube is carried forward alone,
+    /// stopped short of any other body, and what it meets is simulated here a trip late.
+    pub fn stop_predicting_groups_forward(&mut self) {
+        self.group_forward = false;
     }
 
     /// A negative control of the drawn measures: every snap drawn as it is, nothing eased.
