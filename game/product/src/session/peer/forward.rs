@@ -42,6 +42,9 @@ const KNOCKED_M: f32 = 0.001;
 /// less is a contact the main world holds as it is.
 const LEFT_INSIDE_M: f32 = 0.002;
 
+/// Steps of the group world's warm-up.
+const WARM_UP_STEPS: usize = 3;
+
 /// The pull of gravity a reach allows for (m/s²): what a falling body can gain on top of its speed.
 const REACH_GRAVITY_M_S2: f32 = 9.81;
 
@@ -75,7 +78,7 @@ const NOWHERE: BodyState = BodyState {
 impl ForwardPrediction {
     /// A scratch world of `main`'s configuration (gravity, step, ground, solver settings), on one thread.
     pub fn new(main: &World) -> Result<Self, PhysicsError> {
-        Ok(Self {
+        let mut prediction = Self {
             world: World::new(*main.config())?,
             shape: (Vec3::ZERO, 0.0, 0.0, 0.0),
             path: [NOWHERE; MAX_FORWARD_STEPS + 1],
@@ -84,7 +87,41 @@ impl ForwardPrediction {
             members: Vec::with_capacity(MAX_GROUP_BODIES),
             predicted: Vec::with_capacity(MAX_GROUP_BODIES),
             group_path: Vec::with_capacity(MAX_GROUP_BODIES * (MAX_FORWARD_STEPS + 1)),
-        })
+        };
+        if main.body_count() > 0 {
+            prediction.take_group_shape_of(main, BodyId(0))?;
+            prediction.warm_up_group()?;
+        }
+        Ok(prediction)
+    }
+
+    /// Steps the group world through its most crowded case once, all its cubes pressed into one block on the
+    /// ground, so that it has grown every buffer a prediction in play can need (contacts, the solver's passes)
+    /// before play: a prediction then allocates nothing.
+    fn warm_up_group(&mut self) -> Result<(), PhysicsError> {
+        let size = 2.0 * self.group_shape.0;
+        // A block 4 × 5 × 2 of cubes overlapping by 1 % of their size: every neighbour touches.
+        let pitch = size * 0.99;
+        for k in 0..MAX_GROUP_BODIES {
+            let slot = BodyId(k as u32);
+            let (i, j, l) = (k % 4, (k / 4) % 5, k / 20);
+            let state = BodyState {
+                position: Vec3::new(
+                    i as f32 * pitch.x,
+                    0.5 * size.y + l as f32 * pitch.y,
+                    j as f32 * pitch.z,
+                ),
+                angular_velocity: Vec3::new(0.0, 0.1, 0.0),
+                at_rest: false,
+                ..NOWHERE
+            };
+            self.group.set_kind(slot, BodyKind::Dynamic)?;
+            self.group.set_state(slot, &state)?;
+        }
+        for _ in 0..WARM_UP_STEPS {
+            self.group.step();
+        }
+        Ok(())
     }
 
     /// The scratch cube takes body `id`'s shape and surface (remade only when they differ from the last cube's).
