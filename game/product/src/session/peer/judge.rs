@@ -8,6 +8,9 @@ impl Peer {
     pub(super) fn take_updates(&mut self, peer: PeerId, from_player: u8, age_steps: u32) -> Result<(), PeerError> {
         let slot = if self.is_host { usize::from(peer.0) } else { 0 };
         let count = self.links[slot].as_ref().map_or(0, |l| l.receiver.update_count());
+        // Left over only if the last message's reading stopped at an error.
+        self.taken_now.clear();
+        self.fresh_moving.clear();
         for i in 0..count {
             let Some((id, state)) = self.links[slot].as_mut().and_then(|l| l.receiver.take_fresh(i)) else {
                 continue;
@@ -92,7 +95,8 @@ impl Peer {
                 self.taken_rest[cube as usize] = Some(state);
             }
             self.taken_now.push((id, old));
-            if self.may_carry_forward(id)? {
+            // (A cube named twice in one message, which only a broken peer sends, is predicted once.)
+            if self.may_carry_forward(id)? && !self.fresh_moving.contains(&id) {
                 self.fresh_moving.push(id);
             }
         }
