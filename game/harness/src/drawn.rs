@@ -94,10 +94,15 @@ impl Default for DelayHistogram {
 
 /// The largest of a path's bends `window` (by step modulo its length) over the last `steps` steps to `now`.
 fn largest_bend(window: &[f32; HAND_WINDOW_STEPS], now: u64, steps: usize) -> f32 {
+    largest_bend_ago(window, now, steps).1
+}
+
+/// The same, with how many steps ago (0: this step) the truth made it: the evidence of how late a bend is drawn.
+fn largest_bend_ago(window: &[f32; HAND_WINDOW_STEPS], now: u64, steps: usize) -> (usize, f32) {
     let now = now as usize;
     (0..steps.min(HAND_WINDOW_STEPS))
-        .map(|k| window[(now + HAND_WINDOW_STEPS - k) % HAND_WINDOW_STEPS])
-        .fold(0.0, f32::max)
+        .map(|k| (k, window[(now + HAND_WINDOW_STEPS - k) % HAND_WINDOW_STEPS]))
+        .fold((0, 0.0), |best, (k, b)| if b > best.1 { (k, b) } else { best })
 }
 
 /// One peer's view of one cube over the last three steps: where it drew it, and whether those samples run on.
@@ -440,15 +445,30 @@ impl DrawnMeter {
                 if let (Some(bend), Some(truth_bend)) = (track.bend(), truth_bend) {
                     let jump = (bend - truth_bend).max(0.0);
                     if jump > 0.01 {
+                        // The nearest cube any seat draws in a remote hand (a hand's push, which the holder's world
+                        // makes a playout delay before the others').
+                        let at = peer.sim[c].unwrap_or(Vec3::ZERO);
+                        let held_near = peers
+                            .iter()
+                            .flat_map(|p| {
+                                (0..p.sim.len())
+                                    .filter(move |&d| d != c && p.in_hand.get(d) == Some(&true))
+                                    .filter_map(move |d| p.sim[d].map(|q| (d, q.distance(at))))
+                            })
+                            .min_by(|x, y| x.1.total_cmp(&y.1));
                         tracing::debug!(
+                            ?held_near,
                             step = self.steps,
                             seat,
+                            player = peer.player,
                             cube = c,
                             jump,
                             truth_seat = who.seat,
                             since_hand = track.since_hand,
                             truth_bend,
                             window_max = self.sim_bends[who.seat][c].iter().copied().fold(0.0, f32::max),
+                            truth_bent = ?largest_bend_ago(&self.sim_bends[who.seat][c], self.steps, self.late_window),
+                            simulated = ?self.sims[seat][c].drawn,
                             drawn = ?track.drawn,
                             truth = ?self.sims[who.seat][c].drawn,
                             "a visible jump"
@@ -661,6 +681,18 @@ mod tests {
     /// Falling at 3 m/s (from before the meter starts) until it stops at step 20.
     fn falling(step: i64) -> f32 {
         10.0 - 3.0 / 90.0 * step.min(20) as f32
+    }
+
+    #[test]
+    fn the_largest_bend_of_a_window_is_found_with_its_age() {
+        let mut window = [0.0f32; HAND_WINDOW_STEPS];
+        // Steps 98, 99 and 100 bent by 2, 5 and 1 cm; step 100 is now.
+        for (step, bend) in [(98usize, 0.02f32), (99, 0.05), (100, 0.01)] {
+            window[step % HAND_WINDOW_STEPS] = bend;
+        }
+        assert_eq!(largest_bend_ago(&window, 100, 3), (1, 0.05));
+        assert_eq!(largest_bend_ago(&window, 100, 1), (0, 0.01));
+        assert_eq!(largest_bend(&window, 100, 2), 0.05);
     }
 
     #[test]
