@@ -3,7 +3,9 @@
 //! much late. The moving cubes a message gives states are carried forward by the states' age together, with every
 //! body they may meet on the way, through the same physics their authority runs (a scratch world of those bodies
 //! and the ground, quantized before every step as every peer quantizes): a landing or a bounce off a pile happens
-//! in the scratch world, out of sight, and the drawn cube eases into it. The bodies met are not moved here (their
+//! in the scratch world, out of sight, and the drawn cube eases into it. Those bodies are as this peer has them now,
+//! the fresh cubes as they were `age` steps ago: a body that moves is set back along its velocity by that age, so
+//! that all start from one moment. The bodies met are not moved here (their
 //! own authority says when they move), so a cube is not carried past one it knocked away: it stops short of it,
 //! moving as it does after the knock. A group too large for the scratch world is carried a cube at a time, each
 //! alone with the ground and stopped short of anything else it would meet. A cube resting, held or driven by its
