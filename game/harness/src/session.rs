@@ -1844,8 +1844,10 @@ mod tests {
             assert_eq!(run["bit_identical_at_end"], true, "{run}");
             assert_eq!(run["lost_commits"], 0, "{run}");
         }
+        // No worse, to the histogram's resolution: a percentile is a bin's edge, and bins are 10^(1/20) = 12 % apart,
+        // so the two runs (whose bots play differently once anything differs) may land a bin apart either way.
         assert!(
-            f(&held, "avatar_error_m_p99") <= f(&control, "avatar_error_m_p99") * 1.1,
+            f(&held, "avatar_error_m_p99") <= f(&control, "avatar_error_m_p99") * 1.13,
             "{held}"
         );
     }
