@@ -362,7 +362,7 @@ impl ForwardPrediction {
         // The fresh cubes start `steps` ago, as their states came; every other body is as this peer has it now. A
         // body moving here is set back by the same time along its velocity, so that the group world runs them all
         // from one moment: left where it is now, it would be met that many steps early (a cube sliding into a
-        // pile knocked a fresh cube on before it had got there). 32 600 s sessions, four bots: drawn frames bent
+        // pile knocked a fresh cube on before it had got there). 32 sessions of 600 s, four bots: drawn frames bent
         // over 1 cm 23,778 -> 21,966, over 3 cm 2,530 -> 2,454. (Setting a body off the ground back along its
         // fall as well, gravity and all, was no better: 11,875 against 11,839 over 16 of them.)
         let back_s = steps as f32 * main.config().dt;

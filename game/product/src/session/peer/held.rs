@@ -17,7 +17,8 @@ pub const MAX_REMOTE_HELD_SPIN_RAD_S: f32 = 30.0;
 /// How fast a remote held cube closes the gap between where it is simulated here and where the played-out hand has
 /// it (m/s), on top of the hand's own motion: as fast as the hand may move. Slower, the cube lags the hand it is
 /// drawn in and pushes what it meets late: tried at 1 m/s, ten 600 s sessions bent 8,804 drawn frames by over 1 cm,
-/// against 7,423 at this speed. A gap in position sweeps what it meets at this speed at most (`a_remote_hands_jump_is_caught_up_...`).
+/// against 7,423 at this speed. A gap in position sweeps what it meets at this speed at most
+/// (`a_remote_hands_jump_is_caught_up_without_flinging_what_the_held_cube_meets`).
 pub const REMOTE_HELD_CATCH_UP_M_S: f32 = MAX_REMOTE_HELD_SPEED_M_S;
 
 /// How fast a remote held cube closes a gap in its turn (rad/s), on top of the hand's own turning: slowly. A gap
