@@ -19,7 +19,7 @@ fn json(o: &Output) -> Value {
 }
 
 /// Every field the issue names, spelled as it spells them.
-const FIELDS: [&str; 46] = [
+const FIELDS: [&str; 48] = [
     "players",
     "grabs",
     "throws",
@@ -58,6 +58,8 @@ const FIELDS: [&str; 46] = [
     "visible_jump_late_m_max",
     "visible_jump_late_m_p99",
     "visible_jump_late_window_steps",
+    "visible_jumps_over_1cm",
+    "visible_jumps_over_1cm_late",
     "corrections_over_1cm",
     "corrections_over_10cm",
     "avatar_delay_ms_p50",

@@ -41,6 +41,9 @@ pub const SETTLED_STEPS: u64 = STEP_HZ as u64;
 /// the truth's, later. For such a cube, and for this long after it leaves the hand, the truth's bend is the largest
 /// of the truth's over this many steps (0.5 s, more than a playout delay), not the same step's.
 const HAND_WINDOW_STEPS: usize = 45;
+/// A drawn frame that bends more than this beyond the truth (m) is counted (`visible_jumps_over_1cm`): the issue's
+/// line on the largest, as a count of how often it is crossed.
+const COUNTED_JUMP_M: f32 = 0.01;
 /// Owner avatar poses kept per player (steps): longer than any playout delay measured (4 s).
 const AVATAR_HISTORY_STEPS: usize = 360;
 
@@ -275,6 +278,10 @@ pub struct DrawnMeter {
     pub jump: PopHistogram,
     /// The late visible jump (see the module's notes), and its window (steps, at most [`HAND_WINDOW_STEPS`]).
     pub jump_late: PopHistogram,
+    /// Drawn frames (one peer, one cube, one step) whose visible jump is over [`COUNTED_JUMP_M`], and of those the
+    /// ones whose late visible jump is not: the truth made that bend within the news window, and it is drawn late.
+    jumps_over_1cm: u64,
+    late_jumps_over_1cm: u64,
     late_window: usize,
     pub avatar_delay: DelayHistogram,
     pub avatar_error: PopHistogram,
@@ -338,6 +345,8 @@ impl DrawnMeter {
             error_moving: PopHistogram::default(),
             jump: PopHistogram::default(),
             jump_late: PopHistogram::default(),
+            jumps_over_1cm: 0,
+            late_jumps_over_1cm: 0,
             late_window: 1,
             avatar_delay: DelayHistogram::new(),
             avatar_error: PopHistogram::default(),
@@ -503,6 +512,10 @@ impl DrawnMeter {
                         );
                     }
                     self.jump_late.add(late);
+                    if jump > COUNTED_JUMP_M {
+                        self.jumps_over_1cm += 1;
+                        self.late_jumps_over_1cm += u64::from(late <= COUNTED_JUMP_M);
+                    }
                     Worst::keep(&mut self.worst_jump_late, Worst { value: late, ..here });
                 }
             }
@@ -579,6 +592,8 @@ impl DrawnMeter {
             "visible_jump_late_m_max": max(&self.jump_late),
             "visible_jump_late_m_p99": q(&self.jump_late, 0.99),
             "visible_jump_late_window_steps": (self.jump_late.count() > 0).then_some(self.late_window),
+            "visible_jumps_over_1cm": per_minute(self.jumps_over_1cm),
+            "visible_jumps_over_1cm_late": per_minute(self.late_jumps_over_1cm),
             "corrections_over_1cm": per_minute(corrections.0),
             "corrections_over_10cm": per_minute(corrections.1),
             "avatar_delay_ms_p50": self.avatar_delay.quantile_ms(0.5),
@@ -656,6 +671,12 @@ mod tests {
     /// Seat 0 is the authority of one cube that falls at 3 m/s and stops on the floor at step 20; seat 1 draws
     /// `drawn(step)`. Returns (visible jump max, late visible jump max) with the late window `window` steps.
     fn bounce_seen(window: u64, drawn: impl Fn(i64) -> f32) -> (f32, f32) {
+        let meter = bounce_metered(window, drawn);
+        (meter.jump.max_m(), meter.jump_late.max_m())
+    }
+
+    /// The meter after [`bounce_seen`]'s run.
+    fn bounce_metered(window: u64, drawn: impl Fn(i64) -> f32) -> DrawnMeter {
         let mut meter = DrawnMeter::new(2, 1).with_news_steps(window);
         let mut peers = vec![PeerSample::default(); 2];
         for (seat, p) in peers.iter_mut().enumerate() {
@@ -675,12 +696,29 @@ mod tests {
             (peers[1].sim, peers[1].drawn) = (vec![Some(here)], vec![here]);
             meter.observe(&peers, &authority, step as f64 / 90.0);
         }
-        (meter.jump.max_m(), meter.jump_late.max_m())
+        meter
     }
 
     /// Falling at 3 m/s (from before the meter starts) until it stops at step 20.
     fn falling(step: i64) -> f32 {
         10.0 - 3.0 / 90.0 * step.min(20) as f32
+    }
+
+    #[test]
+    fn drawn_frames_over_a_centimetre_are_counted_and_the_late_ones_told_apart() {
+        let counts = |m: &DrawnMeter| (m.jumps_over_1cm, m.late_jumps_over_1cm);
+        // Drawn exactly: none.
+        assert_eq!(counts(&bounce_metered(22, falling)), (0, 0));
+        // The 3 m/s stop drawn five steps late: one frame over 1 cm, and the truth made that bend: late.
+        assert_eq!(counts(&bounce_metered(22, |s| falling(s - 5))), (1, 1));
+        // And a 5 cm snap the truth never made on top, which bends the drawn path twice (into the snap and out of
+        // it): three frames, one late.
+        let snapped = bounce_metered(22, |s| falling(s - 5) + if s >= 55 { 0.05 } else { 0.0 });
+        assert_eq!(counts(&snapped), (3, 1));
+        // A minute's rate, in the JSON.
+        let j = snapped.to_json((0, 0), 30.0);
+        assert_eq!(j["visible_jumps_over_1cm"], 6.0);
+        assert_eq!(j["visible_jumps_over_1cm_late"], 2.0);
     }
 
     #[test]

@@ -166,7 +166,7 @@ pub struct SessionReport {
 }
 
 /// The fields of [`DrawnMeter::to_json`], `null` where nothing was measured.
-const DRAWN_FIELDS: [&str; 20] = [
+const DRAWN_FIELDS: [&str; 22] = [
     "drawn_error_m_p50",
     "drawn_error_m_p99",
     "drawn_error_m_max",
@@ -181,6 +181,8 @@ const DRAWN_FIELDS: [&str; 20] = [
     "visible_jump_late_m_max",
     "visible_jump_late_m_p99",
     "visible_jump_late_window_steps",
+    "visible_jumps_over_1cm",
+    "visible_jumps_over_1cm_late",
     "corrections_over_1cm",
     "corrections_over_10cm",
     "avatar_delay_ms_p50",
