@@ -46,7 +46,8 @@ const KNOCKED_M: f32 = 0.001;
 const LEFT_INSIDE_M: f32 = 0.002;
 
 /// A body the fresh cubes may meet that moves faster than this (m/s) is set back along its velocity by the
-/// states' age before the group world runs (`place_members`); slower, it is taken where it is.
+/// states' age before the group world runs (`place_members`); slower, it is taken where it is (a settling pile
+/// set back by its creep measured worse).
 const SET_BACK_SPEED_M_S: f32 = 0.1;
 
 /// Steps of the group world's warm-up.
@@ -362,9 +363,11 @@ impl ForwardPrediction {
         // The fresh cubes start `steps` ago, as their states came; every other body is as this peer has it now. A
         // body moving here is set back by the same time along its velocity, so that the group world runs them all
         // from one moment: left where it is now, it would be met that many steps early (a cube sliding into a
-        // pile knocked a fresh cube on before it had got there). 32 sessions of 600 s, four bots: drawn frames bent
-        // over 1 cm 23,778 -> 21,966, over 3 cm 2,530 -> 2,454. (Setting a body off the ground back along its
-        // fall as well, gravity and all, was no better: 11,875 against 11,839 over 16 of them.)
+        // pile knocked a fresh cube on before it had got there). 48 sessions of 600 s, four bots: drawn frames bent
+        // over 1 cm 36,257 -> 33,086 (-8.7 %; seeds spread a run by about 145, so about two standard deviations),
+        // over 3 cm 3,895 -> 3,768. Setting back bodies slower than this too (12,309 against 10,737 over 16), or
+        // only those over 0.5 m/s (13,171), or a body off the ground along its fall, gravity and all (11,875), was
+        // worse.
         let back_s = steps as f32 * main.config().dt;
         for (k, &id) in self.members.iter().enumerate() {
             let slot = BodyId(k as u32);
