@@ -453,7 +453,8 @@ impl DrawnMeter {
                 };
                 if let (Some(bend), Some(truth_bend)) = (track.bend(), truth_bend) {
                     let jump = (bend - truth_bend).max(0.0);
-                    if jump > 0.01 {
+                    // The evidence is gathered only when it is logged: it is a search over every seat's cubes.
+                    if jump > COUNTED_JUMP_M && tracing::enabled!(tracing::Level::DEBUG) {
                         // The nearest cube any seat draws in a remote hand (a hand's push, which the holder's world
                         // makes a playout delay before the others').
                         let at = peer.sim[c].unwrap_or(Vec3::ZERO);
@@ -488,7 +489,7 @@ impl DrawnMeter {
                     let late_truth =
                         truth_bend.max(largest_bend(&self.sim_bends[who.seat][c], self.steps, self.late_window));
                     let late = (bend - late_truth).max(0.0);
-                    if late > 0.01 {
+                    if late > COUNTED_JUMP_M && tracing::enabled!(tracing::Level::DEBUG) {
                         // The nearest cube this seat draws in a remote hand (evidence of a push the authority's world
                         // did not have).
                         let at = peer.sim[c].unwrap_or(Vec3::ZERO);
