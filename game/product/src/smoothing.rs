@@ -34,6 +34,11 @@ pub const MAX_SMOOTHED_ERROR_M: f32 = 8.0;
 /// The most the easing accelerates what is drawn (m/s², rad/s²): a 10 cm snap's spring never reaches it; a metre's
 /// would start at 225 m/s². 60 m/s² changes a drawn step by at most 7.4 mm from one step to the next.
 pub const MAX_SMOOTHING_ACCEL_M_S2: f32 = 60.0;
+/// The farthest (m) an easing lets the drawn cube fall behind or run ahead of its simulated one by carrying on: an
+/// offset that would grow past it is turned back harder (see `spring_step`). Below [`MAX_SMOOTHED_ERROR_M`], so
+/// an offset grown by the easing itself is never dropped; above what a 20 m/s snap carried on grows at
+/// [`MAX_SMOOTHING_ACCEL_M_S2`] (3.3 m), so such a snap still turns at the easing's usual rate.
+pub const MAX_EASED_LAG_M: f32 = 6.0;
 /// The most speed and spin (m/s, rad/s) an offset carries on from a snap. More is cut to this, in the same
 /// direction: the drawn motion then kinks, as at a bounce, but the drawn pose still does not jump. (Dropping the
 /// offset instead, as was done past this speed, drew a cube this peer had flying on, that bounced off a tower for
@@ -62,6 +67,8 @@ pub struct DrawSmoothing {
     /// The easing's acceleration limits (m/s², rad/s²).
     max_accel_m_s2: f32,
     max_accel_rad_s2: f32,
+    /// How far a position offset may grow by carrying on (m): [`MAX_EASED_LAG_M`].
+    max_lag_m: f32,
 }
 
 /// One step of a critically damped spring towards zero, exactly (the closed form, so any ω·dt is stable), with
@@ -69,12 +76,24 @@ pub struct DrawSmoothing {
 /// metre from where this peer had it) would be flung at hundreds of m/s², and a drawn cube whose acceleration
 /// jumps by that much in a step reads as a pop. Limited, the offset's speed changes by at most `max_accel·dt` a
 /// step and its position by the mean of the two speeds, so what is drawn stays smooth to second order.
-fn spring_step(x: &mut Vec3, v: &mut Vec3, omega: f32, dt: f32, decay: f32, max_accel: f32) {
+///
+/// An offset still growing (its speed points away) is turned back harder when, at `max_accel`, it would stop
+/// beyond `max_lag` (m): by the acceleration that stops it there, `s²/(2·(max_lag − |x|))`; one at the bound has
+/// its speed away cut at once (a kink of that speed, as at a bounce, but no jump). Without the bound, a cube batted away at 20 m/s that this peer drew still grew
+/// its offset by 3.3 m before turning, snaps carrying on more grew it further, and at [`MAX_SMOOTHED_ERROR_M`] the
+/// offset was dropped: an 8 m pop (600 s, four bots, 5 % loss, seed 23).
+fn spring_step(x: &mut Vec3, v: &mut Vec3, omega: f32, dt: f32, decay: f32, max_accel: f32, max_lag: f32) {
+    let out = x.normalize_or_zero();
+    let away = v.dot(out);
+    if x.length() >= max_lag && away > 0.0 {
+        *v -= out * away;
+    }
     let c = *v + *x * omega;
     let (free_x, free_v) = ((*x + c * dt) * decay, (*v - c * (omega * dt)) * decay);
     let dv = free_v - *v;
-    if dv.length() > max_accel * dt {
-        let limited = *v + dv.normalize() * (max_accel * dt);
+    let accel = max_accel.max(accel_to_stop_within(*x, *v, max_lag));
+    if dv.length() > accel * dt {
+        let limited = *v + dv.normalize() * (accel * dt);
         *x += (*v + limited) * (0.5 * dt);
         *v = limited;
     } else {
@@ -83,6 +102,17 @@ fn spring_step(x: &mut Vec3, v: &mut Vec3, omega: f32, dt: f32, decay: f32, max_
     if x.length() < SETTLED_M && v.length() * dt < SETTLED_M {
         (*x, *v) = (Vec3::ZERO, Vec3::ZERO);
     }
+}
+
+/// The acceleration (m/s²) that stops an offset `x` growing at `v` before its length reaches `max_lag`; 0 for one
+/// not growing or already at the bound (whose speed away the caller cuts).
+fn accel_to_stop_within(x: Vec3, v: Vec3, max_lag: f32) -> f32 {
+    let away = v.dot(x.normalize_or_zero());
+    let room = max_lag - x.length();
+    if away <= 0.0 || room <= 0.0 {
+        return 0.0;
+    }
+    away * away / (2.0 * room)
 }
 
 /// The rotation turning `from` into `to`, as a rotation vector (shortest way).
@@ -112,7 +142,14 @@ impl DrawSmoothing {
             decay: (-omega * SMOOTHING_STEP_S).exp(),
             max_accel_m_s2,
             max_accel_rad_s2: 2.0 * max_accel_m_s2,
+            max_lag_m: MAX_EASED_LAG_M,
         }
+    }
+
+    /// Lets position offsets grow by carrying on as far as `max_lag_m` (m) before they are turned back harder
+    /// (infinite: only the acceleration limit turns them, the negative control of the bound).
+    pub fn set_max_lag(&mut self, max_lag_m: f32) {
+        self.max_lag_m = max_lag_m;
     }
 
     pub fn cube_count(&self) -> usize {
@@ -218,12 +255,12 @@ impl DrawSmoothing {
         let (omega, dt, decay) = (self.omega, SMOOTHING_STEP_S, self.decay);
         for (x, v) in self.position.iter_mut().zip(&mut self.position_speed) {
             if *x != Vec3::ZERO || *v != Vec3::ZERO {
-                spring_step(x, v, omega, dt, decay, self.max_accel_m_s2);
+                spring_step(x, v, omega, dt, decay, self.max_accel_m_s2, self.max_lag_m);
             }
         }
         for (x, v) in self.rotation.iter_mut().zip(&mut self.rotation_speed) {
             if *x != Vec3::ZERO || *v != Vec3::ZERO {
-                spring_step(x, v, omega, dt, decay, self.max_accel_rad_s2);
+                spring_step(x, v, omega, dt, decay, self.max_accel_rad_s2, f32::INFINITY);
             }
         }
     }
@@ -668,6 +705,66 @@ mod tests {
         assert!(largest > 4.0, "{largest}");
         assert!(pop < 0.01, "{pop}");
         assert!(eased_s.is_some_and(|s| s < 2.5), "{eased_s:?}");
+    }
+
+    /// A cube this peer drew still was batted away at 24 m/s by its authority; the news comes five steps late.
+    /// For the next 12 steps this peer's copy lags (it keeps meeting the held cube that batted it, which here is
+    /// elsewhere), and each state every third step puts it forward again with a jump this peer's physics is not
+    /// credited with, so it is carried on whole; from then on the copy flies with the truth. Returns the largest
+    /// offset (m) and the largest change of the drawn step from one step to the next (m): the truth flies straight
+    /// after the bat, so all of it is a visible jump. (Seed 23, 5 % loss, 600 s: the offset grew to 8 m and was
+    /// dropped.)
+    fn batted_with_late_news(max_lag_m: f32) -> (f32, f32) {
+        let mut smoothing = DrawSmoothing::new(1);
+        smoothing.set_max_lag(max_lag_m);
+        let dt = SMOOTHING_STEP_S;
+        let truth_v = Vec3::new(0.0, 8.0, 22.6);
+        let here_v = truth_v * (10.0 / truth_v.length());
+        let mut truth = Pose::new(Vec3::new(0.0, 3.5, 5.0), Quat::IDENTITY);
+        let mut sim = truth;
+        truth.position += truth_v * dt * 5.0;
+        let jump = Motion {
+            velocity: -truth_v,
+            spin: Vec3::ZERO,
+        };
+        smoothing.on_snap_pushed(0, &sim, &truth, jump, Vec3::ZERO);
+        sim = truth;
+        let (mut drawn, mut largest) = (Vec::new(), 0.0f32);
+        for step in 1..=300 {
+            truth.position += truth_v * dt;
+            let lagging = step <= 12;
+            sim.position += if lagging { here_v } else { truth_v } * dt;
+            if step % 3 == 0 {
+                let jump = Motion {
+                    velocity: if lagging { here_v - truth_v } else { Vec3::ZERO },
+                    spin: Vec3::ZERO,
+                };
+                smoothing.on_snap_pushed(0, &sim, &truth, jump, Vec3::ZERO);
+                sim = truth;
+            }
+            smoothing.step();
+            largest = largest.max(smoothing.position_offset(0).length());
+            drawn.push(smoothing.drawn_pose(0, &sim).position);
+        }
+        (largest, largest_kink(&drawn))
+    }
+
+    #[test]
+    fn an_offset_that_keeps_growing_is_turned_back_within_its_bound_not_dropped() {
+        let (largest, kink) = batted_with_late_news(MAX_EASED_LAG_M);
+        // The control: turned by the acceleration limit alone, the offset grows to the drop limit and is drawn
+        // as it is, a pop of metres.
+        let (unbounded_largest, unbounded_kink) = batted_with_late_news(f32::INFINITY);
+        eprintln!(
+            "a batted cube with late news: offset up to {largest:.2} m, drawn step changes by {:.1} mm; unbounded \
+             {unbounded_largest:.2} m, {unbounded_kink:.2} m",
+            kink * 1e3
+        );
+        assert!(largest <= MAX_EASED_LAG_M + 0.01, "{largest}");
+        // Where snaps carry it on to the bound, the speed still away is cut: a kink of at most the carried speed's
+        // cap, 20 m/s × 1/90 s = 22 cm.
+        assert!(kink < MAX_SMOOTHED_SPEED_M_S * SMOOTHING_STEP_S, "{kink}");
+        assert!(unbounded_kink > 1.0, "{unbounded_kink}");
     }
 
     /// A remote cube lifted at 3 m/s by its authority and, here, pushed up 1 m/s a step more by this peer's own
