@@ -13,7 +13,8 @@
 //! (×0.95 per frame, a 0.22 s time constant) jumps 5 % of the error on the first frame and needs 1 s to get
 //! to 1 %. A large offset would start the spring at hundreds of m/s², itself a pop: the easing's acceleration is
 //! limited to [`MAX_SMOOTHING_ACCEL_M_S2`]. Offsets beyond [`MAX_SMOOTHED_ERROR_M`] are not eased (a cube gliding
-//! across the whole table reads worse than a jump).
+//! across the whole table reads worse than a jump); one that the easing's own carrying on grows is turned back
+//! harder before [`MAX_EASED_LAG_M`], so it never reaches that.
 //!
 //! Flat arrays indexed by cube, sized once in `new`: nothing allocates per step.
 
@@ -79,9 +80,9 @@ pub struct DrawSmoothing {
 ///
 /// An offset still growing (its speed points away) is turned back harder when, at `max_accel`, it would stop
 /// beyond `max_lag` (m): by the acceleration that stops it there, `s²/(2·(max_lag − |x|))`; one at the bound has
-/// its speed away cut at once (a kink of that speed, as at a bounce, but no jump). Without the bound, a cube batted away at 20 m/s that this peer drew still grew
-/// its offset by 3.3 m before turning, snaps carrying on more grew it further, and at [`MAX_SMOOTHED_ERROR_M`] the
-/// offset was dropped: an 8 m pop (600 s, four bots, 5 % loss, seed 23).
+/// its speed away cut at once (a kink of that speed, as at a bounce, but no jump). Without the bound, a cube batted
+/// away at 20 m/s that this peer drew still grew its offset by 3.3 m before turning, snaps carrying on more grew it
+/// further, and at [`MAX_SMOOTHED_ERROR_M`] the offset was dropped: an 8 m pop (600 s, four bots, 5 % loss, seed 23).
 fn spring_step(x: &mut Vec3, v: &mut Vec3, omega: f32, dt: f32, decay: f32, max_accel: f32, max_lag: f32) {
     let out = x.normalize_or_zero();
     let away = v.dot(out);
